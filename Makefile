@@ -1,0 +1,42 @@
+# provfleet: run a fleet of Kubernetes external volume provisioners in one process.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+OUTPUT        ?= $(CURDIR)/_output
+CONTROLPLANE  ?= $(OUTPUT)/controlplane
+GO_TEST_FLAGS ?=
+export PROVFLEET_CONTROLPLANE_BIN := $(CONTROLPLANE)
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the manager into _output/bin.
+	go build -o $(OUTPUT)/bin/ ./cmd/...
+
+.PHONY: controlplane
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl (cached).
+	hack/controlplane/build.sh $(CONTROLPLANE)
+
+.PHONY: test
+test: controlplane ## Run unit and end-to-end tests (builds the control plane first).
+	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+
+.PHONY: unit
+unit: ## Run the unit tests only.
+	go test -race -count=1 -short $(GO_TEST_FLAGS) ./pkg/... ./api/... ./cmd/...
+
+.PHONY: e2e
+e2e: controlplane ## Run the end-to-end tests only, verbose.
+	go test -race -count=1 -timeout 40m -v $(GO_TEST_FLAGS) ./test/e2e/...
+
+.PHONY: generate
+generate: ## Regenerate deepcopy, CRDs and typed clients from api/.
+	@echo "nothing to generate yet"
+
+.PHONY: verify
+verify: generate ## Regenerate and fail on a diff; gofmt, go vet, tests of generated output.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	go vet ./...
+	git diff --exit-code -- api crds pkg/generated || { echo "generated files are stale: run make generate"; exit 1; }

@@ -1,0 +1,88 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// ProvisioningState says what a backend did with a Provision call and so whether
+// the controller must keep the claim in its claims-in-progress set.
+type ProvisioningState string
+
+const (
+	// ProvisioningFinished: the operation is over, successfully or not. A failed
+	// Finished call is final for this attempt; nothing was left behind.
+	ProvisioningFinished ProvisioningState = "Finished"
+	// ProvisioningInBackground: the backend is still working and a retry must
+	// continue the same operation, even if the claim was deleted meanwhile, so the
+	// backend can clean up.
+	ProvisioningInBackground ProvisioningState = "InBackground"
+	// ProvisioningNoChange: nothing changed since the previous call; keep whatever
+	// in-progress state the claim had.
+	ProvisioningNoChange ProvisioningState = "NoChange"
+	// ProvisioningReschedule: the selected node cannot host the volume; the
+	// controller removes the selected-node annotation so the scheduler picks again.
+	ProvisioningReschedule ProvisioningState = "Reschedule"
+)
+
+// ProvisionOptions carries everything a backend needs to create one volume.
+type ProvisionOptions struct {
+	// StorageClass is the claim's class.
+	StorageClass *storagev1.StorageClass
+	// PVName is the name the PersistentVolume must have: pvc-<claim UID>.
+	PVName string
+	// PVC is the claim being provisioned.
+	PVC *v1.PersistentVolumeClaim
+	// SelectedNode is the node chosen by the scheduler for WaitForFirstConsumer
+	// classes, read from the shared node informer; nil otherwise.
+	SelectedNode *v1.Node
+}
+
+// Provisioner creates and deletes backend volumes. Implementations must be safe
+// for concurrent use and idempotent: Provision for a PVName that already exists
+// returns the same volume, Delete of a missing volume succeeds.
+type Provisioner interface {
+	// Provision creates a backend volume and returns the PersistentVolume that
+	// represents it. The controller creates the PV object itself.
+	Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error)
+	// Delete removes the backend volume behind a PersistentVolume.
+	Delete(ctx context.Context, volume *v1.PersistentVolume) error
+}
+
+// Qualifier is implemented by backends that can tell cheaply, before any work is
+// queued, that they will not provision a claim.
+type Qualifier interface {
+	ShouldProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) bool
+}
+
+// DeletionGuard is implemented by backends that must veto the deletion of some
+// of their volumes.
+type DeletionGuard interface {
+	ShouldDelete(ctx context.Context, volume *v1.PersistentVolume) bool
+}
+
+// BlockProvisioner is implemented by backends that can provision raw block
+// volumes. Claims with volumeMode Block are refused by other backends.
+type BlockProvisioner interface {
+	Provisioner
+	SupportsBlock(ctx context.Context) bool
+}
+
+// IgnoredError is returned by a backend that decides a claim or volume is not
+// its own. The controller drops the item without an Event or a retry.
+type IgnoredError struct {
+	Reason string
+}
+
+func (e *IgnoredError) Error() string {
+	return "ignored: " + e.Reason
+}
+
+// IsIgnoredError reports whether err is, or wraps, an *IgnoredError.
+func IsIgnoredError(err error) bool {
+	var ignored *IgnoredError
+	return errors.As(err, &ignored)
+}
