@@ -1,0 +1,517 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// InstanceCleanupFinalizer is put on every ProvisionerConfig by the manager, so
+// that deleting the object first stops its instance, releases its Lease and
+// removes its metric series.
+const InstanceCleanupFinalizer = "provfleet.io/instance-cleanup"
+
+// Condition types of ProvisionerConfigStatus.Conditions.
+const (
+	// ConditionReady is True while an instance runs with the observed spec.
+	ConditionReady = "Ready"
+	// ConditionLeading is True where a replica of the fleet holds the
+	// provisioner's Lease.
+	ConditionLeading = "Leading"
+)
+
+// Condition reasons.
+const (
+	// ReasonRunning: the instance runs and this replica leads it.
+	ReasonRunning = "Running"
+	// ReasonStandby: the instance runs and waits for another replica's Lease.
+	ReasonStandby = "Standby"
+	// ReasonPaused: spec.paused is true; nothing is provisioned or deleted.
+	ReasonPaused = "Paused"
+	// ReasonInvalidSpec: the spec passed the CRD but the manager refuses it,
+	// e.g. a path outside --host-path-root or a pathPattern that does not parse.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonProvisionerNameConflict: an older ProvisionerConfig already uses one
+	// of this object's provisioner names.
+	ReasonProvisionerNameConflict = "ProvisionerNameConflict"
+	// ReasonBackendUnavailable: the backend could not be started, or the custom
+	// driver is not compiled into this manager.
+	ReasonBackendUnavailable = "BackendUnavailable"
+)
+
+// Values of ProvisionerConfigStatus.Backend for the built-in backends; a custom
+// backend is reported as "custom/<driver>".
+const (
+	BackendHostPath = "hostPath"
+	BackendNFS      = "nfs"
+	BackendCustom   = "custom"
+)
+
+// ProvisionerConfig runs one volume provisioner in the fleet manager: claims of
+// StorageClasses whose provisioner is spec.provisionerName (or one of
+// spec.additionalProvisionerNames) get volumes from spec.backend.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=pcfg,categories=provfleet
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Provisioner",type=string,JSONPath=`.spec.provisionerName`
+// +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.status.backend`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+type ProvisionerConfig struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired provisioner.
+	// +required
+	Spec ProvisionerConfigSpec `json:"spec"`
+
+	// status is written by the fleet manager.
+	// +optional
+	Status ProvisionerConfigStatus `json:"status,omitempty"`
+}
+
+// ProvisionerConfigList is a list of ProvisionerConfigs.
+//
+// +kubebuilder:object:root=true
+type ProvisionerConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the ProvisionerConfigs.
+	Items []ProvisionerConfig `json:"items"`
+}
+
+// ProvisionerConfigSpec is the desired state of one provisioner.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.additionalProvisionerNames) || !(self.provisionerName in self.additionalProvisionerNames)",message="additionalProvisionerNames must not repeat provisionerName"
+type ProvisionerConfigSpec struct {
+	// provisionerName is the name StorageClasses put in their provisioner field
+	// to use this provisioner. It also names the provisioner's Lease. Immutable,
+	// and unique across ProvisionerConfigs: of two objects with the same name the
+	// older runs and the newer reports ProvisionerNameConflict.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="provisionerName is immutable"
+	// +required
+	ProvisionerName ProvisionerName `json:"provisionerName"`
+
+	// additionalProvisionerNames are further provisioner names this provisioner
+	// answers to, e.g. the name of the Deployment it replaces.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AdditionalProvisionerNames []ProvisionerName `json:"additionalProvisionerNames,omitempty"`
+
+	// paused stops provisioning and deleting volumes while keeping the object;
+	// the provisioner is reported Ready=False with reason Paused.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// workers is the number of claim workers and the number of volume workers.
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	// +optional
+	Workers int32 `json:"workers,omitempty"`
+
+	// resyncPeriod is how often every claim and volume is looked at again, from
+	// 1s to 24h.
+	// +kubebuilder:default="15m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="resyncPeriod must be between 1s and 24h"
+	// +optional
+	ResyncPeriod *metav1.Duration `json:"resyncPeriod,omitempty"`
+
+	// finalizer puts a finalizer on provisioned PersistentVolumes, so a
+	// PersistentVolume object never goes away before its backend volume is
+	// deleted.
+	// +kubebuilder:default=true
+	// +optional
+	Finalizer *bool `json:"finalizer,omitempty"`
+
+	// retry tunes failure thresholds and the work queues' rate limiters.
+	// +kubebuilder:default={}
+	// +optional
+	Retry RetrySpec `json:"retry,omitempty"`
+
+	// volumeSave tunes how the PersistentVolume of a freshly provisioned volume
+	// is saved when the API refuses it.
+	// +kubebuilder:default={}
+	// +optional
+	VolumeSave VolumeSaveSpec `json:"volumeSave,omitempty"`
+
+	// leaderElection tunes this provisioner's Lease.
+	// +kubebuilder:default={}
+	// +optional
+	LeaderElection LeaderElectionSpec `json:"leaderElection,omitempty"`
+
+	// backend is where volumes are made; exactly one member is set.
+	// +required
+	Backend BackendSpec `json:"backend"`
+}
+
+// ProvisionerName is a name in the form StorageClass.provisioner accepts: a
+// qualified name, i.e. an optional DNS subdomain prefix and "/", then a name
+// part of at most 63 characters. Case is ignored, as for StorageClasses.
+//
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=317
+// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self.lowerAscii()).hasValue()",messageExpression="'must be a valid StorageClass provisioner name (an optional DNS subdomain prefix and \"/\", then a name of at most 63 characters): ' + format.qualifiedName().validate(self.lowerAscii()).value().join('; ')"
+type ProvisionerName string
+
+// RetrySpec tunes failure thresholds and rate limiting.
+//
+// +kubebuilder:validation:XValidation:rule="duration(self.initialDelay) <= duration(self.maxDelay)",message="initialDelay must not exceed maxDelay"
+type RetrySpec struct {
+	// provisionFailureThreshold is how many times a claim is tried before the
+	// provisioner gives up on it until the claim changes; 0 retries forever.
+	// +kubebuilder:default=15
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	ProvisionFailureThreshold *int32 `json:"provisionFailureThreshold,omitempty"`
+
+	// deleteFailureThreshold is how many times a volume deletion is tried before
+	// the provisioner gives up on it until the volume changes; 0 retries
+	// forever.
+	// +kubebuilder:default=15
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	DeleteFailureThreshold *int32 `json:"deleteFailureThreshold,omitempty"`
+
+	// exponentialBackoff doubles an item's delay after each failure, from
+	// initialDelay up to maxDelay; false waits initialDelay before every retry.
+	// +kubebuilder:default=true
+	// +optional
+	ExponentialBackoff *bool `json:"exponentialBackoff,omitempty"`
+
+	// initialDelay is the delay before an item's first retry, from 1ms to 1h.
+	// +kubebuilder:default="15s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('1h')",message="initialDelay must be between 1ms and 1h"
+	// +optional
+	InitialDelay *metav1.Duration `json:"initialDelay,omitempty"`
+
+	// maxDelay caps an item's retry delay, from 1ms to 24h.
+	// +kubebuilder:default="1000s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('24h')",message="maxDelay must be between 1ms and 24h"
+	// +optional
+	MaxDelay *metav1.Duration `json:"maxDelay,omitempty"`
+
+	// qps is the overall rate, in items per second, at which each work queue
+	// hands out retries.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	QPS int32 `json:"qps,omitempty"`
+
+	// burst is how many retries each work queue may hand out at once above qps.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// VolumeSaveMode says what happens when the PersistentVolume of a freshly
+// provisioned volume cannot be saved.
+//
+// +kubebuilder:validation:Enum=Retry;RetryForever
+type VolumeSaveMode string
+
+const (
+	// VolumeSaveRetry tries volumeSave.retries times, then deletes the backend
+	// volume so nothing leaks, and emits an Event.
+	VolumeSaveRetry VolumeSaveMode = "Retry"
+	// VolumeSaveRetryForever never deletes the backend volume and keeps trying.
+	VolumeSaveRetryForever VolumeSaveMode = "RetryForever"
+)
+
+// VolumeSaveSpec tunes how a provisioned PersistentVolume is saved.
+type VolumeSaveSpec struct {
+	// mode is Retry (try retries times, then delete the backend volume) or
+	// RetryForever (never delete the backend volume, keep trying).
+	// +kubebuilder:default=Retry
+	// +optional
+	Mode VolumeSaveMode `json:"mode,omitempty"`
+
+	// retries is how many times mode Retry tries to save a PersistentVolume.
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
+
+	// interval is the delay between two tries, from 1ms to 10m.
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('10m')",message="interval must be between 1ms and 10m"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// LeaderElectionSpec tunes the provisioner's Lease. client-go's elector needs
+// renewDeadline < leaseDuration and renewDeadline > 1.2 × retryPeriod.
+//
+// +kubebuilder:validation:XValidation:rule="duration(self.renewDeadline) < duration(self.leaseDuration)",message="renewDeadline must be less than leaseDuration"
+// +kubebuilder:validation:XValidation:rule="duration(self.retryPeriod).getMilliseconds() * 6 < duration(self.renewDeadline).getMilliseconds() * 5",message="retryPeriod must be less than renewDeadline / 1.2 (client-go's jitter factor)"
+type LeaderElectionSpec struct {
+	// leaseDuration is how long other replicas wait before taking over a Lease
+	// that is not renewed, from 1s to 10m.
+	// +kubebuilder:default="15s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="leaseDuration must be between 1s and 10m"
+	// +optional
+	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
+
+	// renewDeadline is how long the leader keeps trying to renew before it steps
+	// down, from 1s to 10m.
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="renewDeadline must be between 1s and 10m"
+	// +optional
+	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
+
+	// retryPeriod is the delay between two attempts to acquire or renew the
+	// Lease, from 100ms to 1m.
+	// +kubebuilder:default="2s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('1m')",message="retryPeriod must be between 100ms and 1m"
+	// +optional
+	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
+}
+
+// BackendSpec selects and configures the storage backend; exactly one member is
+// set.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.hostPath), has(self.nfs), has(self.custom)].filter(x, x).size() == 1",message="exactly one backend must be set: hostPath, nfs or custom"
+type BackendSpec struct {
+	// hostPath makes a directory per volume on a node's filesystem.
+	// +optional
+	HostPath *HostPathBackend `json:"hostPath,omitempty"`
+
+	// nfs makes a subdirectory per volume on an NFS export mounted into the
+	// manager.
+	// +optional
+	NFS *NFSBackend `json:"nfs,omitempty"`
+
+	// custom selects a backend compiled into a custom manager binary.
+	// +optional
+	Custom *CustomBackend `json:"custom,omitempty"`
+}
+
+// Name is the value of status.backend for this backend: hostPath, nfs,
+// custom/<driver>, or empty when no member is set.
+func (b BackendSpec) Name() string {
+	switch {
+	case b.HostPath != nil:
+		return BackendHostPath
+	case b.NFS != nil:
+		return BackendNFS
+	case b.Custom != nil:
+		return BackendCustom + "/" + b.Custom.Driver
+	}
+	return ""
+}
+
+// AbsolutePath is an absolute path without ".." segments.
+//
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=4096
+// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="must be an absolute path"
+// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="must not contain a '..' segment"
+type AbsolutePath string
+
+// PathPattern is a Go text/template rendered per claim into a relative path
+// under the backend's base directory, over .PVName and .PVC (the claim).
+//
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="must be relative to the backend's base directory"
+type PathPattern string
+
+// OnDeletePolicy says what happens to a volume's directory when the volume is
+// deleted.
+//
+// +kubebuilder:validation:Enum=Delete;Retain;Archive
+type OnDeletePolicy string
+
+const (
+	// OnDeleteDelete removes the directory.
+	OnDeleteDelete OnDeletePolicy = "Delete"
+	// OnDeleteRetain keeps the directory as it is.
+	OnDeleteRetain OnDeletePolicy = "Retain"
+	// OnDeleteArchive renames the directory to archived-<name>-<UTC timestamp>.
+	OnDeleteArchive OnDeletePolicy = "Archive"
+)
+
+// HostPathVolumeType is the kind of PersistentVolume a hostPath backend makes.
+//
+// +kubebuilder:validation:Enum=Local;HostPath
+type HostPathVolumeType string
+
+const (
+	// HostPathVolumeLocal makes local volumes with required node affinity.
+	HostPathVolumeLocal HostPathVolumeType = "Local"
+	// HostPathVolumeHostPath makes hostPath volumes.
+	HostPathVolumeHostPath HostPathVolumeType = "HostPath"
+)
+
+// HostPathBackend makes a directory per volume under path on one node.
+type HostPathBackend struct {
+	// path is the base directory on the node; it must lie under the manager's
+	// --host-path-root.
+	// +required
+	Path AbsolutePath `json:"path"`
+
+	// volumeType is Local (a local PersistentVolume with node affinity) or
+	// HostPath (a hostPath PersistentVolume).
+	// +kubebuilder:default=Local
+	// +optional
+	VolumeType HostPathVolumeType `json:"volumeType,omitempty"`
+
+	// nodeName is the node whose filesystem holds path; empty means the node
+	// the manager runs on.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+
+	// pathPattern renders each volume's directory under path; empty means the
+	// PersistentVolume name.
+	// +optional
+	PathPattern PathPattern `json:"pathPattern,omitempty"`
+
+	// onDelete is what happens to a deleted volume's directory: Delete, Retain
+	// or Archive.
+	// +kubebuilder:default=Delete
+	// +optional
+	OnDelete OnDeletePolicy `json:"onDelete,omitempty"`
+
+	// capacity optionally bounds what this backend hands out.
+	// +optional
+	Capacity *CapacitySpec `json:"capacity,omitempty"`
+}
+
+// NFSBackend makes a subdirectory per volume on an NFS export.
+type NFSBackend struct {
+	// server is the NFS server's host name or IP address.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.:\[\]-]+$`
+	// +required
+	Server string `json:"server"`
+
+	// path is the exported directory on the server.
+	// +required
+	Path AbsolutePath `json:"path"`
+
+	// mountPath is where the export is mounted in the manager's pod.
+	// +required
+	MountPath AbsolutePath `json:"mountPath"`
+
+	// pathPattern renders each volume's subdirectory; empty means the
+	// PersistentVolume name.
+	// +optional
+	PathPattern PathPattern `json:"pathPattern,omitempty"`
+
+	// onDelete is what happens to a deleted volume's subdirectory: Delete,
+	// Retain or Archive.
+	// +kubebuilder:default=Delete
+	// +optional
+	OnDelete OnDeletePolicy `json:"onDelete,omitempty"`
+
+	// mountOptions are put on every PersistentVolume, e.g. nfsvers=4.1.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	MountOptions []string `json:"mountOptions,omitempty"`
+
+	// capacity optionally bounds what this backend hands out.
+	// +optional
+	Capacity *CapacitySpec `json:"capacity,omitempty"`
+}
+
+// CustomBackend selects a backend registered in a custom manager binary.
+type CustomBackend struct {
+	// driver is the name the backend was registered under
+	// (fleet.WithBackend); a manager without it reports BackendUnavailable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`
+	// +required
+	Driver string `json:"driver"`
+
+	// parameters are handed to the backend as they are.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && self[k].size() <= 4096)",message="parameter names must be at most 253 and values at most 4096 characters long"
+	// +optional
+	Parameters map[string]string `json:"parameters,omitempty"`
+}
+
+// CapacitySpec is a budget for a backend: claims that would exceed it stay
+// Pending until room frees up. At least one member is set.
+//
+// +kubebuilder:validation:MinProperties=1
+// +kubebuilder:validation:XValidation:rule="!has(self.storage) || quantity(string(self.storage)).isGreaterThan(quantity('0'))",message="storage must be positive"
+type CapacitySpec struct {
+	// storage is the total size of all volumes of this backend, e.g. 500Gi.
+	// +optional
+	Storage *resource.Quantity `json:"storage,omitempty"`
+
+	// maxVolumes is the most volumes this backend holds at once.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	MaxVolumes int32 `json:"maxVolumes,omitempty"`
+}
+
+// ProvisionerConfigStatus is what the fleet manager observed and did.
+type ProvisionerConfigStatus struct {
+	// observedGeneration is the metadata.generation the running instance uses.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// leader is the identity of the manager replica holding this provisioner's
+	// Lease.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Leader string `json:"leader,omitempty"`
+
+	// backend names the backend in use: hostPath, nfs or custom/<driver>.
+	// +kubebuilder:validation:MaxLength=260
+	// +optional
+	Backend string `json:"backend,omitempty"`
+
+	// conditions are Ready (the instance runs with the observed spec) and
+	// Leading (a replica of this fleet holds the Lease).
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
