@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Regenerates everything derived from api/: deepcopy functions, the CRD, and the
+# typed clientset, listers and informers under pkg/generated. Runs from any
+# checkout location: generators get import paths, never GOPATH-relative ones.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+module="$(go list -m)"
+boilerplate="hack/boilerplate.go.txt"
+apis=("${module}/api/v1alpha1")
+out="pkg/generated"
+
+# Generated trees are rebuilt from scratch so a removed type leaves no file behind.
+rm -rf "${out}"
+rm -f crds/*.yaml api/*/zz_generated.deepcopy.go
+
+go tool controller-gen \
+	object:headerFile="${boilerplate}" \
+	crd output:crd:dir=crds \
+	paths=./api/...
+
+go tool client-gen \
+	--go-header-file "${boilerplate}" \
+	--input-base "${module}" \
+	--input "api/v1alpha1" \
+	--clientset-name versioned \
+	--output-dir "${out}/clientset" \
+	--output-pkg "${module}/${out}/clientset"
+
+go tool lister-gen \
+	--go-header-file "${boilerplate}" \
+	--output-dir "${out}/listers" \
+	--output-pkg "${module}/${out}/listers" \
+	"${apis[@]}"
+
+go tool informer-gen \
+	--go-header-file "${boilerplate}" \
+	--versioned-clientset-package "${module}/${out}/clientset/versioned" \
+	--listers-package "${module}/${out}/listers" \
+	--output-dir "${out}/informers" \
+	--output-pkg "${module}/${out}/informers" \
+	"${apis[@]}"
