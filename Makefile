@@ -33,10 +33,12 @@ e2e: controlplane ## Run the end-to-end tests only, verbose.
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, CRDs and typed clients from api/.
-	@echo "nothing to generate yet"
+	hack/update-codegen.sh
 
 .PHONY: verify
 verify: generate ## Regenerate and fail on a diff; gofmt, go vet, tests of generated output.
+	@git diff --exit-code -- api crds pkg/generated && test -z "$$(git ls-files --others --exclude-standard -- api crds pkg/generated)" \
+		|| { git status --short -- api crds pkg/generated; echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	go vet ./...
-	git diff --exit-code -- api crds pkg/generated || { echo "generated files are stale: run make generate"; exit 1; }
+	go test -race -count=1 ./api/...
