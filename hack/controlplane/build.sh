@@ -28,5 +28,5 @@ go build -trimpath -ldflags "$ldflags" -o "$out/" \
 	k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kubectl \
 	go.etcd.io/etcd/server/v3
-if [ -x "$out/v3" ]; then mv "$out/v3" "$out/etcd"; fi
+if [ -x "$out/server" ]; then mv "$out/server" "$out/etcd"; fi
 echo "$version" >"$stamp"
