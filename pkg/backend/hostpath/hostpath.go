@@ -1,0 +1,248 @@
+package hostpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// VolumeType says which PersistentVolume source a volume gets.
+type VolumeType string
+
+const (
+	// VolumeTypeLocal gives local volumes with required node affinity.
+	VolumeTypeLocal VolumeType = "Local"
+	// VolumeTypeHostPath gives hostPath volumes.
+	VolumeTypeHostPath VolumeType = "HostPath"
+)
+
+const (
+	// hostnameLabel is the node label volumes are pinned with.
+	hostnameLabel = v1.LabelHostname
+	// AnnNode records on a PersistentVolume the node whose filesystem holds
+	// its directory, so a provisioner that now reaches another node's
+	// filesystem refuses to delete it rather than leak it.
+	AnnNode = "hostpath.provfleet.io/node"
+)
+
+// Config is backend.hostPath of a ProvisionerConfig plus what the manager
+// knows about the machine it runs on.
+type Config struct {
+	// Path is the folder holding the volumes; it must resolve, symlinks
+	// included, inside HostPathRoot. It is created when missing.
+	Path string
+	// VolumeType is Local (the default) or HostPath.
+	VolumeType VolumeType
+	// NodeName is the node whose filesystem holds Path; empty means
+	// DefaultNodeName.
+	NodeName string
+	// PathPattern is the directory of a volume below Path; empty means the PV
+	// name. A StorageClass parameter pathPattern overrides it.
+	PathPattern string
+	// OnDelete is Delete (the default), Retain or Archive.
+	OnDelete backend.OnDeletePolicy
+	Capacity backend.Capacity
+	// HostPathRoot is the manager's --host-path-root: nothing outside it is
+	// ever touched.
+	HostPathRoot string
+	// DefaultNodeName is the manager's own node (NODE_NAME).
+	DefaultNodeName string
+}
+
+// Options are the runtime options of a backend.
+type Options = backend.Options
+
+// Provisioner provisions hostPath and local volumes. It implements
+// provisioning.Provisioner and is safe for concurrent use.
+type Provisioner struct {
+	path       string
+	volumeType VolumeType
+	node       string
+	store      *dirvol.Store
+}
+
+var _ provisioning.Provisioner = (*Provisioner)(nil)
+
+// New checks cfg and returns its Provisioner. Errors wrap
+// backend.ErrInvalidSpec or backend.ErrUnavailable.
+func New(cfg Config, opts Options) (*Provisioner, error) {
+	p := &Provisioner{
+		path:       filepath.Clean(cfg.Path),
+		volumeType: cfg.VolumeType,
+		node:       cfg.NodeName,
+	}
+	if p.volumeType == "" {
+		p.volumeType = VolumeTypeLocal
+	}
+	if p.node == "" {
+		p.node = cfg.DefaultNodeName
+	}
+	switch {
+	case p.volumeType != VolumeTypeLocal && p.volumeType != VolumeTypeHostPath:
+		return nil, fmt.Errorf("%w: volumeType %q is not one of Local, HostPath", backend.ErrInvalidSpec, cfg.VolumeType)
+	case p.volumeType == VolumeTypeLocal && p.node == "":
+		return nil, fmt.Errorf("%w: Local volumes need a node: set nodeName or run the manager with NODE_NAME", backend.ErrInvalidSpec)
+	case !filepath.IsAbs(cfg.HostPathRoot):
+		return nil, fmt.Errorf("%w: the manager's host path root %q is not an absolute path", backend.ErrInvalidSpec, cfg.HostPathRoot)
+	case !filepath.IsAbs(cfg.Path):
+		return nil, fmt.Errorf("%w: path %q is not absolute", backend.ErrInvalidSpec, cfg.Path)
+	}
+	root, base, err := confine(cfg.HostPathRoot, p.path)
+	if err != nil {
+		return nil, err
+	}
+	p.store, err = dirvol.New(dirvol.Config{
+		Root:     root,
+		Base:     base,
+		Pattern:  cfg.PathPattern,
+		OnDelete: cfg.OnDelete,
+		Capacity: cfg.Capacity,
+		Options:  opts,
+		VolumeDir: func(pv *v1.PersistentVolume) (string, bool) {
+			dir, err := p.volumeDir(pv)
+			return dir, err == nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// confine resolves root and path, creating path inside root when missing,
+// and returns the resolved root and path relative to it.
+func confine(root, path string) (string, string, error) {
+	resolvedRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: cannot resolve the host path root: %w", backend.ErrUnavailable, err)
+	}
+	if err := createInside(root, path); err != nil {
+		return "", "", err
+	}
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: cannot resolve path: %w", backend.ErrUnavailable, err)
+	}
+	base, err := filepath.Rel(resolvedRoot, resolved)
+	if err != nil || base == ".." || strings.HasPrefix(base, "../") {
+		return "", "", fmt.Errorf("%w: path %q resolves to %q, outside the host path root %q", backend.ErrInvalidSpec, path, resolved, resolvedRoot)
+	}
+	info, err := os.Stat(resolved)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: cannot stat path: %w", backend.ErrUnavailable, err)
+	}
+	if !info.IsDir() {
+		return "", "", fmt.Errorf("%w: path %q is not a directory", backend.ErrInvalidSpec, path)
+	}
+	return resolvedRoot, base, nil
+}
+
+// createInside creates a missing path that lies below root, through os.Root
+// so no symlink can carry the creation out of root. A path elsewhere is left
+// to the resolution check.
+func createInside(root, path string) error {
+	rel, err := filepath.Rel(filepath.Clean(root), path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("%w: cannot open the host path root: %w", backend.ErrUnavailable, err)
+	}
+	defer r.Close()
+	if err := r.MkdirAll(rel, 0o755); err != nil {
+		return fmt.Errorf("%w: cannot create path %q: %w", backend.ErrInvalidSpec, path, err)
+	}
+	return nil
+}
+
+// Provision creates the claim's directory and returns its PersistentVolume.
+func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+	hostname := p.node
+	if node := opts.SelectedNode; node != nil && p.node != "" {
+		if node.Name != p.node {
+			return nil, provisioning.ProvisioningReschedule, fmt.Errorf("cannot provision on node %s: this provisioner's volumes live on node %s", node.Name, p.node)
+		}
+		if label, ok := node.Labels[hostnameLabel]; ok {
+			hostname = label
+		}
+	}
+	req, err := dirvol.ParseRequest(opts)
+	if err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
+	var mountOptions []string
+	if opts.StorageClass != nil {
+		mountOptions = opts.StorageClass.MountOptions
+	}
+	if p.volumeType == VolumeTypeHostPath && len(mountOptions) > 0 {
+		return nil, provisioning.ProvisioningFinished, errors.New("hostPath volumes take no mount options: remove mountOptions from the StorageClass or use volumeType Local")
+	}
+	dir, err := p.store.Create(ctx, req)
+	if err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
+	volumePath := filepath.Join(p.path, dir)
+	var source v1.PersistentVolumeSource
+	if p.volumeType == VolumeTypeLocal {
+		source.Local = &v1.LocalVolumeSource{Path: volumePath}
+	} else {
+		// Directory, not DirectoryOrCreate: a vanished directory must fail the
+		// mount, not come back empty.
+		directory := v1.HostPathDirectory
+		source.HostPath = &v1.HostPathVolumeSource{Path: volumePath, Type: &directory}
+	}
+	pv := dirvol.NewPV(opts, req, source)
+	pv.Spec.MountOptions = mountOptions
+	if p.node != "" {
+		pv.Annotations = map[string]string{AnnNode: p.node}
+		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+				Key:      hostnameLabel,
+				Operator: v1.NodeSelectorOpIn,
+				Values:   []string{hostname},
+			}}}},
+		}}
+	}
+	return pv, provisioning.ProvisioningFinished, nil
+}
+
+// Delete applies the onDelete policy to the directory the PersistentVolume
+// names, which must lie below Path on this provisioner's node.
+func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+	dir, err := p.volumeDir(pv)
+	if err != nil {
+		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
+	}
+	if node, ok := pv.Annotations[AnnNode]; ok && node != p.node {
+		return fmt.Errorf("cannot delete volume %s: it lives on node %q, this provisioner reaches node %q", pv.Name, node, p.node)
+	}
+	return p.store.Remove(ctx, pv.Name, dir)
+}
+
+// volumeDir returns the directory below Path that a PersistentVolume names.
+func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
+	var volumePath string
+	switch {
+	case pv.Spec.Local != nil:
+		volumePath = pv.Spec.Local.Path
+	case pv.Spec.HostPath != nil:
+		volumePath = pv.Spec.HostPath.Path
+	default:
+		return "", errors.New("it is neither a local nor a hostPath volume")
+	}
+	return dirvol.RelDir(p.path, volumePath)
+}

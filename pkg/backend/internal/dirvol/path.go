@@ -1,0 +1,31 @@
+package dirvol
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// RelDir returns where volumePath, a path recorded in a PersistentVolume, lies
+// below base, both absolute slash-separated paths. It refuses a path outside
+// base, base itself, and anything CheckDir refuses, so a PersistentVolume can
+// never point an operation elsewhere.
+func RelDir(base, volumePath string) (string, error) {
+	if !path.IsAbs(volumePath) {
+		return "", fmt.Errorf("volume path %q is not absolute", volumePath)
+	}
+	prefix := strings.TrimSuffix(path.Clean(base), "/") + "/"
+	dir, ok := strings.CutPrefix(path.Clean(volumePath), prefix)
+	if !ok {
+		return "", fmt.Errorf("volume path %q is not below %q", volumePath, base)
+	}
+	if err := CheckDir(dir); err != nil {
+		return "", fmt.Errorf("volume path %q refused: %w", volumePath, err)
+	}
+	return dir, nil
+}
+
+// overlaps reports whether one directory is the other or contains it.
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+}

@@ -1,0 +1,241 @@
+package dirvol
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+	"text/template/parse"
+	"unicode"
+	"unicode/utf8"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+const (
+	// maxPatternLen bounds the template text an admin may write.
+	maxPatternLen = 1024
+	// maxDirLen bounds a rendered directory; rendering stops as soon as it is
+	// exceeded, so a template cannot produce huge output.
+	maxDirLen = 1024
+	// maxComponentLen leaves room for the archive and marker names built from a
+	// component within the usual 255-byte name limit.
+	maxComponentLen = 200
+	// maxDepth bounds how many folders one rendered directory may nest.
+	maxDepth = 16
+	// archivePrefix starts the names of archived directories; rendered
+	// directories may not use it so a claim cannot pre-empt an archive name.
+	archivePrefix = "archived-"
+)
+
+// allowedFuncs are the template functions whose output is bounded by their
+// input. printf, print, html, js, urlquery, slice and call are left out: they
+// can pad or multiply their input and so let a short pattern produce
+// unbounded output before anything is written.
+var allowedFuncs = map[string]bool{
+	"and": true, "or": true, "not": true, "index": true, "len": true,
+	"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true,
+}
+
+// Pattern is a parsed path pattern.
+type Pattern struct {
+	tmpl *template.Template
+}
+
+// claimData is all a pattern can see of a claim; nothing else is reachable.
+type claimData struct {
+	Namespace   string
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+type patternData struct {
+	PVC    claimData
+	PVName string
+}
+
+// ParsePattern parses a path pattern: a Go text/template over .PVC (Namespace,
+// Name, Labels, Annotations) and .PVName. Only actions whose cost is bounded by
+// the claim's size are allowed: no range, template, define, block or variables.
+// An empty text means the PV name.
+func ParsePattern(text string) (*Pattern, error) {
+	if text == "" {
+		text = "{{.PVName}}"
+	}
+	if len(text) > maxPatternLen {
+		return nil, fmt.Errorf("path pattern is %d bytes long, more than %d", len(text), maxPatternLen)
+	}
+	tmpl, err := template.New("pathPattern").Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse path pattern: %w", err)
+	}
+	if n := len(tmpl.Templates()); n != 1 {
+		return nil, errors.New("path pattern may not define templates")
+	}
+	if err := checkNode(tmpl.Root); err != nil {
+		return nil, fmt.Errorf("path pattern %q: %w", text, err)
+	}
+	return &Pattern{tmpl: tmpl}, nil
+}
+
+// checkNode walks a parsed template and refuses every construct whose cost is
+// not bounded by the size of its input.
+func checkNode(node parse.Node) error {
+	switch n := node.(type) {
+	case nil:
+		return nil
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, child := range n.Nodes {
+			if err := checkNode(child); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *parse.TextNode, *parse.CommentNode, *parse.FieldNode, *parse.DotNode,
+		*parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
+		return nil
+	case *parse.VariableNode:
+		// Only $, the data itself, exists: declarations are refused below.
+		return nil
+	case *parse.ActionNode:
+		return checkNode(n.Pipe)
+	case *parse.IfNode:
+		return checkBranch(&n.BranchNode)
+	case *parse.WithNode:
+		return checkBranch(&n.BranchNode)
+	case *parse.PipeNode:
+		if n == nil {
+			return nil
+		}
+		if len(n.Decl) > 0 {
+			return errors.New("variables are not allowed")
+		}
+		for _, cmd := range n.Cmds {
+			if err := checkNode(cmd); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *parse.CommandNode:
+		for _, arg := range n.Args {
+			if err := checkNode(arg); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *parse.ChainNode:
+		return checkNode(n.Node)
+	case *parse.IdentifierNode:
+		if !allowedFuncs[n.Ident] {
+			return fmt.Errorf("function %q is not allowed", n.Ident)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%q is not allowed", node.String())
+	}
+}
+
+func checkBranch(n *parse.BranchNode) error {
+	for _, child := range []parse.Node{n.Pipe, n.List, n.ElseList} {
+		if err := checkNode(child); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Render renders the pattern for a claim and checks the result with CheckDir.
+func (p *Pattern) Render(pvName string, claim *v1.PersistentVolumeClaim) (string, error) {
+	data := patternData{
+		PVName: pvName,
+		PVC: claimData{
+			Namespace:   claim.Namespace,
+			Name:        claim.Name,
+			Labels:      claim.Labels,
+			Annotations: claim.Annotations,
+		},
+	}
+	out := &limitedBuffer{limit: maxDirLen}
+	if err := p.tmpl.Execute(out, data); err != nil {
+		return "", fmt.Errorf("cannot render path pattern: %w", err)
+	}
+	dir := out.String()
+	if err := CheckDir(dir); err != nil {
+		return "", fmt.Errorf("rendered path %q refused: %w", truncate(dir), err)
+	}
+	return dir, nil
+}
+
+// CheckDir refuses a directory, relative to a backend's base, that is not a
+// plain descending path of printable names.
+func CheckDir(dir string) error {
+	switch {
+	case dir == "":
+		return errors.New("path is empty")
+	case len(dir) > maxDirLen:
+		return fmt.Errorf("path is longer than %d bytes", maxDirLen)
+	case !utf8.ValidString(dir):
+		return errors.New("path is not valid UTF-8")
+	case strings.HasPrefix(dir, "/"):
+		return errors.New("path is absolute")
+	case strings.Contains(dir, ".."):
+		return errors.New("path contains \"..\"")
+	case strings.Contains(dir, `\`):
+		return errors.New("path contains a backslash")
+	}
+	for _, r := range dir {
+		if r != ' ' && !unicode.IsPrint(r) {
+			return fmt.Errorf("path contains the control or non-printable character %U", r)
+		}
+	}
+	components := strings.Split(dir, "/")
+	if len(components) > maxDepth {
+		return fmt.Errorf("path has more than %d components", maxDepth)
+	}
+	for _, c := range components {
+		switch {
+		case c == "":
+			return errors.New("path has an empty component")
+		case strings.TrimSpace(c) != c:
+			return fmt.Errorf("component %q begins or ends with a space", c)
+		case strings.HasPrefix(c, "."):
+			// Hidden names are kept for ownership markers and for server
+			// features such as an NFS filer's .snapshot folder.
+			return fmt.Errorf("component %q begins with a dot", c)
+		case strings.HasPrefix(c, archivePrefix):
+			return fmt.Errorf("component %q begins with the reserved prefix %q", c, archivePrefix)
+		case len(c) > maxComponentLen:
+			return fmt.Errorf("component is longer than %d bytes", maxComponentLen)
+		}
+	}
+	return nil
+}
+
+// truncate keeps error messages, which end up in Events, short.
+func truncate(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
+
+var errTooLong = fmt.Errorf("rendered path is longer than %d bytes", maxDirLen)
+
+// limitedBuffer fails the template as soon as the output is too long.
+type limitedBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.limit {
+		return 0, errTooLong
+	}
+	return b.Buffer.Write(p)
+}

@@ -1,0 +1,509 @@
+package dirvol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+)
+
+const (
+	// annProvisionedBy is written by the controller on every volume it saves.
+	annProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	// markerSuffix names the file beside each volume directory that records
+	// which PersistentVolume owns it. It lives beside, not inside, so the
+	// volume starts empty (databases refuse non-empty data directories).
+	markerSuffix = ".provfleet-volume"
+	// volumeMode lets pods running as any user write to a new volume.
+	volumeMode = 0o777
+	// parentMode is for the folders a pattern creates above volumes.
+	parentMode = 0o755
+	// archiveTimeFormat is a UTC timestamp without characters some file
+	// servers refuse.
+	archiveTimeFormat = "20060102T150405Z"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Root is an absolute directory no operation ever leaves.
+	Root string
+	// Base is where volume directories go, relative to Root ("." for Root).
+	Base string
+	// Pattern is the default path pattern; empty means the PV name.
+	Pattern  string
+	OnDelete backend.OnDeletePolicy
+	Capacity backend.Capacity
+	Options  backend.Options
+	// VolumeDir returns the directory below Base that a PersistentVolume
+	// points to, and false for a volume elsewhere.
+	VolumeDir func(*v1.PersistentVolume) (string, bool)
+}
+
+// Store creates and removes volume directories below one base directory. It is
+// safe for concurrent use.
+type Store struct {
+	cfg     Config
+	pattern *Pattern
+	now     func() time.Time
+
+	// mu serialises directory operations with the capacity and collision
+	// checks they depend on.
+	mu sync.Mutex
+	// reservations are the directories of volumes being provisioned, or
+	// provisioned but not yet seen in ListVolumes, by PV name.
+	reservations map[string]*reservation
+}
+
+type reservation struct {
+	dir  string
+	size resource.Quantity
+	done bool
+}
+
+// New checks a Store's configuration: errors wrap backend.ErrInvalidSpec or
+// backend.ErrUnavailable.
+func New(cfg Config) (*Store, error) {
+	if cfg.OnDelete == "" {
+		cfg.OnDelete = backend.OnDeleteDelete
+	}
+	switch cfg.OnDelete {
+	case backend.OnDeleteDelete, backend.OnDeleteRetain, backend.OnDeleteArchive:
+	default:
+		return nil, fmt.Errorf("%w: onDelete %q is not one of Delete, Retain, Archive", backend.ErrInvalidSpec, cfg.OnDelete)
+	}
+	if cfg.Capacity.Storage.Sign() < 0 || cfg.Capacity.MaxVolumes < 0 {
+		return nil, fmt.Errorf("%w: capacity may not be negative", backend.ErrInvalidSpec)
+	}
+	if cfg.VolumeDir == nil {
+		return nil, fmt.Errorf("%w: no volume directory mapping", backend.ErrInvalidSpec)
+	}
+	pattern, err := ParsePattern(cfg.Pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidSpec, err)
+	}
+	s := &Store{cfg: cfg, pattern: pattern, now: cfg.Options.Now, reservations: map[string]*reservation{}}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	base, err := s.openBase()
+	if err != nil {
+		return nil, err
+	}
+	if err := base.Close(); err != nil {
+		return nil, fmt.Errorf("%w: cannot close %q: %w", backend.ErrUnavailable, cfg.Base, err)
+	}
+	return s, nil
+}
+
+// openBase opens the base through the root each time, so a base replaced by a
+// symlink leading out of the root is refused at the moment of use.
+func (s *Store) openBase() (*os.Root, error) {
+	if !filepath.IsAbs(s.cfg.Root) {
+		return nil, fmt.Errorf("%w: root %q is not absolute", backend.ErrInvalidSpec, s.cfg.Root)
+	}
+	root, err := os.OpenRoot(s.cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot open %q: %w", backend.ErrUnavailable, s.cfg.Root, err)
+	}
+	defer root.Close()
+	base, err := root.OpenRoot(s.cfg.Base)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: cannot open %q in %q: %w", backend.ErrUnavailable, s.cfg.Base, s.cfg.Root, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: cannot open %q in %q: %w", backend.ErrInvalidSpec, s.cfg.Base, s.cfg.Root, err)
+	}
+	return base, nil
+}
+
+// Create renders the claim's directory, checks it against capacity and every
+// other volume, and creates it. Calling it again for the same PV returns the
+// same directory.
+func (s *Store) Create(ctx context.Context, req Request) (string, error) {
+	logger := klog.FromContext(ctx).WithValues("pv", req.PVName, "claim", klog.KObj(req.Claim))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	dir, err := s.dirFor(req)
+	if err != nil {
+		return "", err
+	}
+	logger = logger.WithValues("dir", dir)
+	pvs, err := s.listVolumes()
+	if err != nil {
+		return "", err
+	}
+	s.prune(pvs)
+	if err := s.checkOverlap(ctx, pvs, req.PVName, dir); err != nil {
+		return "", err
+	}
+	if err := s.checkRoom(pvs, req.PVName, req.Size); err != nil {
+		return "", err
+	}
+	res := s.reservations[req.PVName]
+	if res == nil {
+		res = &reservation{dir: dir, size: req.Size}
+		s.reservations[req.PVName] = res
+	}
+	if err := s.create(dir, req.PVName); err != nil {
+		if !res.done {
+			delete(s.reservations, req.PVName)
+		}
+		return "", fmt.Errorf("cannot create directory %q: %w", dir, err)
+	}
+	res.done = true
+	logger.V(2).Info("Volume directory ready")
+	return dir, nil
+}
+
+// dirFor keeps the directory of an earlier call for the same PV, so a claim
+// whose metadata changed between retries does not get a second directory.
+func (s *Store) dirFor(req Request) (string, error) {
+	if res, ok := s.reservations[req.PVName]; ok {
+		return res.dir, nil
+	}
+	pattern := req.Pattern
+	if pattern == nil {
+		pattern = s.pattern
+	}
+	return pattern.Render(req.PVName, req.Claim)
+}
+
+func (s *Store) listVolumes() ([]*v1.PersistentVolume, error) {
+	if s.cfg.Options.ListVolumes == nil {
+		return nil, nil
+	}
+	pvs, err := s.cfg.Options.ListVolumes()
+	if err != nil {
+		return nil, fmt.Errorf("cannot list PersistentVolumes: %w", err)
+	}
+	return pvs, nil
+}
+
+// prune forgets finished reservations whose PersistentVolume is now listed:
+// from then on the listed volume is what counts.
+func (s *Store) prune(pvs []*v1.PersistentVolume) {
+	for _, pv := range pvs {
+		if res, ok := s.reservations[pv.Name]; ok && res.done {
+			delete(s.reservations, pv.Name)
+		}
+	}
+}
+
+// checkOverlap refuses a directory that is, contains or lies inside the
+// directory of another volume, listed or being provisioned. The Event this
+// error becomes is read by the claim's owner, so it names no other volume.
+func (s *Store) checkOverlap(ctx context.Context, pvs []*v1.PersistentVolume, pvName, dir string) error {
+	for _, pv := range pvs {
+		if pv.Name == pvName {
+			continue
+		}
+		if other, ok := s.cfg.VolumeDir(pv); ok && overlaps(dir, other) {
+			klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
+			return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
+		}
+	}
+	for name, res := range s.reservations {
+		if name != pvName && overlaps(dir, res.dir) {
+			return fmt.Errorf("directory %q is, contains or lies inside the directory of a volume being provisioned", dir)
+		}
+	}
+	return nil
+}
+
+// checkRoom refuses a volume that does not fit the capacity budget, counting
+// this provisioner's listed volumes and the reservations not yet listed.
+func (s *Store) checkRoom(pvs []*v1.PersistentVolume, pvName string, size resource.Quantity) error {
+	limits := s.cfg.Capacity
+	if limits.Storage.IsZero() && limits.MaxVolumes == 0 {
+		return nil
+	}
+	var used resource.Quantity
+	count := 0
+	listed := map[string]bool{}
+	for _, pv := range pvs {
+		listed[pv.Name] = true
+		if pv.Name == pvName || !slices.Contains(s.cfg.Options.ProvisionerNames, pv.Annotations[annProvisionedBy]) {
+			continue
+		}
+		used.Add(pv.Spec.Capacity[v1.ResourceStorage])
+		count++
+	}
+	for name, res := range s.reservations {
+		if name == pvName || listed[name] {
+			continue
+		}
+		used.Add(res.size)
+		count++
+	}
+	if limits.MaxVolumes > 0 && count >= int(limits.MaxVolumes) {
+		return fmt.Errorf("capacity exhausted: %d of %d volumes in use", count, limits.MaxVolumes)
+	}
+	if !limits.Storage.IsZero() {
+		total := used.DeepCopy()
+		total.Add(size)
+		if total.Cmp(limits.Storage) > 0 {
+			return fmt.Errorf("capacity exhausted: %s of %s in use, the claim requests %s", used.String(), limits.Storage.String(), size.String())
+		}
+	}
+	return nil
+}
+
+// create makes dir and its owner marker. The marker is created exclusively
+// first, so two processes sharing a base cannot both take one directory.
+func (s *Store) create(dir, pvName string) error {
+	base, err := s.openBase()
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	components := strings.Split(dir, "/")
+	parents, leaf := components[:len(components)-1], components[len(components)-1]
+	parent, err := openDir(base, parents, true)
+	if err != nil {
+		s.removeEmptyParents(base, parents)
+		return err
+	}
+	defer parent.Close()
+	if err := claimMarker(parent, leaf, pvName); err != nil {
+		s.removeEmptyParents(base, parents)
+		return err
+	}
+	err = parent.Mkdir(leaf, volumeMode)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		// The marker is ours, so an existing directory is ours too, from an
+		// earlier call; openDir below checks it is a real directory.
+	case err != nil:
+		return err
+	}
+	volume, err := openDir(parent, []string{leaf}, false)
+	if err != nil {
+		return err
+	}
+	defer volume.Close()
+	// Mkdir is subject to the umask; chmod through the opened directory.
+	return volume.Chmod(".", volumeMode)
+}
+
+// claimMarker records pvName as the owner of leaf in parent, or checks that
+// an existing marker names it. An existing directory without a marker was not
+// made for this PV, so it is refused.
+func claimMarker(parent *os.Root, leaf, pvName string) error {
+	marker := markerName(leaf)
+	f, err := parent.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		owner, err := readMarker(parent, leaf)
+		if err != nil {
+			return err
+		}
+		if owner != pvName {
+			return errors.New("directory belongs to another volume")
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot create owner marker: %w", err)
+	}
+	_, werr := f.WriteString(pvName)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("cannot write owner marker: %w", err)
+	}
+	if _, err := parent.Lstat(leaf); !errors.Is(err, fs.ErrNotExist) {
+		if rmErr := parent.Remove(marker); rmErr != nil {
+			return fmt.Errorf("directory already exists and cannot remove owner marker: %w", rmErr)
+		}
+		return errors.New("directory already exists and was not created for this volume")
+	}
+	return nil
+}
+
+func readMarker(parent *os.Root, leaf string) (string, error) {
+	owner, err := parent.ReadFile(markerName(leaf))
+	if err != nil {
+		return "", fmt.Errorf("cannot read owner marker: %w", err)
+	}
+	return string(owner), nil
+}
+
+func markerName(leaf string) string {
+	return "." + leaf + markerSuffix
+}
+
+// openDir opens the directory components below r one at a time, creating them
+// when create is set. It refuses symlinks, compares what it opened with what
+// it checked so a swap in between is caught, and, when creating, refuses to
+// descend into another volume's directory.
+func openDir(r *os.Root, components []string, create bool) (*os.Root, error) {
+	cur, err := r.OpenRoot(".")
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range components {
+		next, err := openChild(cur, c, create)
+		cur.Close()
+		if err != nil {
+			return nil, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+func openChild(cur *os.Root, name string, create bool) (*os.Root, error) {
+	if create {
+		if _, err := cur.Lstat(markerName(name)); err == nil {
+			return nil, fmt.Errorf("%q is the directory of another volume", name)
+		}
+		if err := cur.Mkdir(name, parentMode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	checked, err := cur.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !checked.IsDir() {
+		return nil, fmt.Errorf("%q is not a directory (%s)", name, checked.Mode().Type())
+	}
+	next, err := cur.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := next.Stat(".")
+	if err != nil {
+		next.Close()
+		return nil, err
+	}
+	if !os.SameFile(checked, opened) {
+		next.Close()
+		return nil, fmt.Errorf("%q changed while being opened", name)
+	}
+	return next, nil
+}
+
+// Remove applies the onDelete policy to the directory of PV pvName, dir below
+// the base, as read from the PersistentVolume. A missing directory is removed
+// already. A directory another volume still uses, or whose owner marker names
+// another PV, is refused.
+func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
+	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
+	if err := CheckDir(dir); err != nil {
+		return fmt.Errorf("directory %q refused: %w", dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pvs, err := s.listVolumes()
+	if err != nil {
+		return err
+	}
+	if err := s.checkOverlap(ctx, pvs, pvName, dir); err != nil {
+		return fmt.Errorf("refusing to remove: %w", err)
+	}
+	if err := s.remove(dir, pvName); err != nil {
+		return fmt.Errorf("cannot remove directory %q: %w", dir, err)
+	}
+	delete(s.reservations, pvName)
+	logger.V(2).Info("Volume directory released")
+	return nil
+}
+
+func (s *Store) remove(dir, pvName string) error {
+	base, err := s.openBase()
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	components := strings.Split(dir, "/")
+	parents, leaf := components[:len(components)-1], components[len(components)-1]
+	parent, err := openDir(base, parents, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	owner, err := readMarker(parent, leaf)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Directories made before markers, or by hand, have none.
+	case err != nil:
+		return err
+	case owner != pvName:
+		return errors.New("directory belongs to another volume")
+	}
+	info, err := parent.Lstat(leaf)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case !info.IsDir():
+		return fmt.Errorf("%q is not a directory (%s)", leaf, info.Mode().Type())
+	default:
+		if err := s.release(parent, leaf); err != nil {
+			return err
+		}
+	}
+	if err := parent.Remove(markerName(leaf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove owner marker: %w", err)
+	}
+	s.removeEmptyParents(base, parents)
+	return nil
+}
+
+// release applies the onDelete policy to an existing directory.
+func (s *Store) release(parent *os.Root, leaf string) error {
+	switch s.cfg.OnDelete {
+	case backend.OnDeleteRetain:
+		return nil
+	case backend.OnDeleteArchive:
+		archived := archivePrefix + leaf + "-" + s.now().UTC().Format(archiveTimeFormat)
+		// rename(2) replaces an empty directory silently; never do that.
+		if _, err := parent.Lstat(archived); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot archive: %q already exists", archived)
+		}
+		return parent.Rename(leaf, archived)
+	default:
+		return parent.RemoveAll(leaf)
+	}
+}
+
+// removeEmptyParents removes the folders of parents that are now empty,
+// deepest first, never the base. A folder that is not empty ends the walk.
+func (s *Store) removeEmptyParents(base *os.Root, parents []string) {
+	for i := len(parents); i > 0; i-- {
+		dir, err := openDir(base, parents[:i-1], false)
+		if err != nil {
+			return
+		}
+		err = removeEmptyDir(dir, parents[i-1])
+		dir.Close()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func removeEmptyDir(parent *os.Root, name string) error {
+	info, err := parent.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%q is not a directory", name)
+	}
+	return parent.Remove(name)
+}

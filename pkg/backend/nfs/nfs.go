@@ -1,0 +1,128 @@
+package nfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// Config is backend.nfs of a ProvisionerConfig.
+type Config struct {
+	// Server is the NFS server's host name or address.
+	Server string
+	// Path is the exported path on the server.
+	Path string
+	// MountPath is where the manager's pod mounts Server:Path; nothing
+	// outside it is ever touched.
+	MountPath string
+	// PathPattern is the subdirectory of a volume; empty means the PV name. A
+	// StorageClass parameter pathPattern overrides it.
+	PathPattern string
+	// OnDelete is Delete (the default), Retain or Archive.
+	OnDelete backend.OnDeletePolicy
+	// MountOptions are used when the StorageClass has none.
+	MountOptions []string
+	Capacity     backend.Capacity
+}
+
+// Options are the runtime options of a backend.
+type Options = backend.Options
+
+// Provisioner provisions NFS subdirectory volumes. It implements
+// provisioning.Provisioner and is safe for concurrent use.
+type Provisioner struct {
+	server       string
+	path         string
+	mountOptions []string
+	store        *dirvol.Store
+}
+
+var _ provisioning.Provisioner = (*Provisioner)(nil)
+
+// New checks cfg and returns its Provisioner. Errors wrap
+// backend.ErrInvalidSpec or backend.ErrUnavailable.
+func New(cfg Config, opts Options) (*Provisioner, error) {
+	switch {
+	case cfg.Server == "" || strings.ContainsFunc(cfg.Server, func(r rune) bool { return r == '/' || !unicode.IsGraphic(r) || unicode.IsSpace(r) }):
+		return nil, fmt.Errorf("%w: server %q is not a host name or address", backend.ErrInvalidSpec, cfg.Server)
+	case !path.IsAbs(cfg.Path):
+		return nil, fmt.Errorf("%w: export path %q is not absolute", backend.ErrInvalidSpec, cfg.Path)
+	case !filepath.IsAbs(cfg.MountPath):
+		return nil, fmt.Errorf("%w: mountPath %q is not absolute", backend.ErrInvalidSpec, cfg.MountPath)
+	}
+	p := &Provisioner{
+		server:       cfg.Server,
+		path:         path.Clean(cfg.Path),
+		mountOptions: cfg.MountOptions,
+	}
+	var err error
+	p.store, err = dirvol.New(dirvol.Config{
+		Root:     cfg.MountPath,
+		Base:     ".",
+		Pattern:  cfg.PathPattern,
+		OnDelete: cfg.OnDelete,
+		Capacity: cfg.Capacity,
+		Options:  opts,
+		VolumeDir: func(pv *v1.PersistentVolume) (string, bool) {
+			dir, err := p.volumeDir(pv)
+			return dir, err == nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Provision creates the claim's subdirectory and returns its PersistentVolume.
+func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+	req, err := dirvol.ParseRequest(opts)
+	if err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
+	dir, err := p.store.Create(ctx, req)
+	if err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
+	pv := dirvol.NewPV(opts, req, v1.PersistentVolumeSource{
+		NFS: &v1.NFSVolumeSource{Server: p.server, Path: path.Join(p.path, dir)},
+	})
+	pv.Spec.MountOptions = p.mountOptions
+	if opts.StorageClass != nil && len(opts.StorageClass.MountOptions) > 0 {
+		pv.Spec.MountOptions = opts.StorageClass.MountOptions
+	}
+	return pv, provisioning.ProvisioningFinished, nil
+}
+
+// Delete applies the onDelete policy to the subdirectory the PersistentVolume
+// names, which must be on this server below this export.
+func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+	dir, err := p.volumeDir(pv)
+	if err != nil {
+		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
+	}
+	return p.store.Remove(ctx, pv.Name, dir)
+}
+
+// volumeDir returns the subdirectory of the export that a PersistentVolume
+// names.
+func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
+	source := pv.Spec.NFS
+	switch {
+	case source == nil:
+		return "", errors.New("it is not an nfs volume")
+	case source.Server != p.server:
+		return "", fmt.Errorf("it is on server %q, not %q", source.Server, p.server)
+	}
+	return dirvol.RelDir(p.path, source.Path)
+}
