@@ -1,6 +1,15 @@
 package provisioning
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/leaderelection"
+)
 
 // VolumeSaveMode says what happens when the PersistentVolume of a freshly
 // provisioned backend volume cannot be saved to the API.
@@ -68,7 +77,8 @@ type LeaderElectionConfig struct {
 	Enabled bool
 	// Namespace holds the Lease.
 	Namespace string
-	// Identity names this replica in the Lease.
+	// Identity names this replica in the Lease; empty: the host name and a
+	// random suffix.
 	Identity      string
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
@@ -104,4 +114,115 @@ func DefaultConfig(provisionerName string) Config {
 			RetryPeriod:   2 * time.Second,
 		},
 	}
+}
+
+// ErrRestartRequired is returned by Controller.Reconfigure when the new Config
+// changes something a running controller cannot change: the provisioner name,
+// the resync period or the leader election settings.
+var ErrRestartRequired = errors.New("configuration change requires a restart")
+
+// LeaseName returns the name of the Lease that elects the leader of a
+// provisioner, derived from its name as the upstream library does so that a
+// fleet and an older single-provisioner deployment never both lead.
+func LeaseName(provisionerName string) string {
+	return strings.ReplaceAll(provisionerName, "/", "-")
+}
+
+// Validate reports every problem of the Config at once.
+func (c Config) Validate() error {
+	var errs field.ErrorList
+	errs = append(errs, validateProvisionerName(field.NewPath("provisionerName"), c.ProvisionerName)...)
+	seen := map[string]bool{c.ProvisionerName: true}
+	for i, name := range c.AdditionalProvisionerNames {
+		path := field.NewPath("additionalProvisionerNames").Index(i)
+		errs = append(errs, validateProvisionerName(path, name)...)
+		if seen[name] {
+			errs = append(errs, field.Duplicate(path, name))
+		}
+		seen[name] = true
+	}
+	if c.Workers < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("workers"), c.Workers, "must be at least 1"))
+	}
+	if c.ResyncPeriod < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("resyncPeriod"), c.ResyncPeriod.String(), "must not be negative"))
+	}
+	errs = append(errs, c.Retry.validate(field.NewPath("retry"))...)
+	errs = append(errs, c.VolumeSave.validate(field.NewPath("volumeSave"))...)
+	errs = append(errs, c.LeaderElection.validate(field.NewPath("leaderElection"))...)
+	return errs.ToAggregate()
+}
+
+func validateProvisionerName(path *field.Path, name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	// StorageClass.provisioner is validated the same way by the apiserver.
+	for _, msg := range validation.IsQualifiedName(strings.ToLower(name)) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}
+
+func (r RetryConfig) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if r.ProvisionFailureThreshold < 0 {
+		errs = append(errs, field.Invalid(path.Child("provisionFailureThreshold"), r.ProvisionFailureThreshold, "must not be negative"))
+	}
+	if r.DeleteFailureThreshold < 0 {
+		errs = append(errs, field.Invalid(path.Child("deleteFailureThreshold"), r.DeleteFailureThreshold, "must not be negative"))
+	}
+	if r.InitialDelay <= 0 {
+		errs = append(errs, field.Invalid(path.Child("initialDelay"), r.InitialDelay.String(), "must be positive"))
+	}
+	if r.MaxDelay < r.InitialDelay {
+		errs = append(errs, field.Invalid(path.Child("maxDelay"), r.MaxDelay.String(), "must not be less than initialDelay"))
+	}
+	if r.QPS <= 0 {
+		errs = append(errs, field.Invalid(path.Child("qps"), r.QPS, "must be positive"))
+	}
+	if r.Burst < 1 {
+		errs = append(errs, field.Invalid(path.Child("burst"), r.Burst, "must be at least 1"))
+	}
+	return errs
+}
+
+func (v VolumeSaveConfig) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch v.Mode {
+	case VolumeSaveRetry:
+		if v.Retries < 1 {
+			errs = append(errs, field.Invalid(path.Child("retries"), v.Retries, "must be at least 1"))
+		}
+	case VolumeSaveRetryForever:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("mode"), v.Mode, []VolumeSaveMode{VolumeSaveRetry, VolumeSaveRetryForever}))
+	}
+	if v.Interval <= 0 {
+		errs = append(errs, field.Invalid(path.Child("interval"), v.Interval.String(), "must be positive"))
+	}
+	return errs
+}
+
+func (l LeaderElectionConfig) validate(path *field.Path) field.ErrorList {
+	if !l.Enabled {
+		return nil
+	}
+	var errs field.ErrorList
+	if l.Namespace == "" {
+		errs = append(errs, field.Required(path.Child("namespace"), "the namespace of the Lease"))
+	}
+	if l.RetryPeriod <= 0 {
+		errs = append(errs, field.Invalid(path.Child("retryPeriod"), l.RetryPeriod.String(), "must be positive"))
+	}
+	// The same bounds client-go's elector enforces, reported up front.
+	if l.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(l.RetryPeriod)) {
+		errs = append(errs, field.Invalid(path.Child("renewDeadline"), l.RenewDeadline.String(),
+			fmt.Sprintf("must be greater than retryPeriod times %v", leaderelection.JitterFactor)))
+	}
+	if l.LeaseDuration <= l.RenewDeadline {
+		errs = append(errs, field.Invalid(path.Child("leaseDuration"), l.LeaseDuration.String(), "must be greater than renewDeadline"))
+	}
+	return errs
 }

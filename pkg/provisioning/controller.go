@@ -1,0 +1,481 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// SharedInformers are the fleet's one set of informers; a Controller only adds
+// and removes its own event handlers on them, and never adds indexers.
+type SharedInformers struct {
+	Claims, Volumes, Classes, Nodes cache.SharedIndexInformer
+}
+
+// Dependencies are what a Controller uses but does not own.
+type Dependencies struct {
+	Client        kubernetes.Interface
+	Informers     SharedInformers
+	EventRecorder record.EventRecorder
+	// Metrics is shared by every controller of one registry; nil keeps this
+	// controller's metrics private.
+	Metrics     *Metrics
+	Provisioner Provisioner
+	// OnLeaderChange, if set, is called with the Lease holder's identity whenever
+	// it changes (also when this instance gains or loses it).
+	OnLeaderChange func(holderIdentity string)
+}
+
+// claimKey identifies a claim in the claim queue; the UID tells a claim from a
+// later one of the same name.
+type claimKey struct {
+	Namespace, Name string
+	UID             types.UID
+}
+
+// Controller provisions volumes for the claims of one provisioner and deletes
+// them when they are released.
+type Controller struct {
+	name        string
+	identity    string
+	client      kubernetes.Interface
+	informers   SharedInformers
+	recorder    record.EventRecorder
+	metrics     *Metrics
+	provisioner Provisioner
+	elector     elector
+	finalizer   string
+
+	claimRetries  *retries[claimKey]
+	volumeRetries *retries[string]
+	// inProgress holds the claims (by UID) a backend still works on in the
+	// background, so that work continues even after the claim is gone.
+	inProgress sync.Map
+
+	started atomic.Bool
+
+	mu   sync.Mutex
+	cfg  Config
+	term *term // nil unless leading
+}
+
+// New returns a Controller for cfg; it starts nothing until Run.
+func New(cfg Config, deps Dependencies) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cannot create the provision controller: %w", err)
+	}
+	var missing []error
+	if deps.Client == nil {
+		missing = append(missing, errors.New("a client is required"))
+	}
+	if deps.Provisioner == nil {
+		missing = append(missing, errors.New("a provisioner is required"))
+	}
+	inf := deps.Informers
+	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil {
+		missing = append(missing, errors.New("claim, volume, class and node informers are required"))
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("cannot create the provision controller: %w", errors.Join(missing...))
+	}
+	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
+	c := &Controller{
+		name:          cfg.ProvisionerName,
+		identity:      cfg.LeaderElection.Identity,
+		client:        deps.Client,
+		informers:     inf,
+		recorder:      deps.EventRecorder,
+		metrics:       deps.Metrics,
+		provisioner:   deps.Provisioner,
+		finalizer:     IntentFinalizer(cfg.ProvisionerName),
+		claimRetries:  newRetries[claimKey](cfg.Retry),
+		volumeRetries: newRetries[string](cfg.Retry),
+		cfg:           cfg,
+	}
+	if c.recorder == nil {
+		c.recorder = &record.FakeRecorder{}
+	}
+	if c.metrics == nil {
+		m, err := NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			return nil, err
+		}
+		c.metrics = m
+	}
+	if c.identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("cannot name this replica: %w", err)
+		}
+		c.identity = host + "_" + string(uuid.NewUUID())
+	}
+	c.elector = alwaysLeader{}
+	if cfg.LeaderElection.Enabled {
+		le := cfg.LeaderElection
+		le.Identity = c.identity
+		c.elector = newLeaseElector(c.client, c.name, le, deps.OnLeaderChange)
+	}
+	return c, nil
+}
+
+// Identity is the name of this replica in the Lease.
+func (c *Controller) Identity() string { return c.identity }
+
+// IsLeader is true when leader election is off, or this instance holds the
+// Lease and works.
+func (c *Controller) IsLeader() bool { return c.elector.IsLeader() }
+
+// LeaseHealthy is nil unless this instance leads and its lease renewal is
+// overdue.
+func (c *Controller) LeaseHealthy() error { return c.elector.Healthy() }
+
+func (c *Controller) config() Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// Reconfigure applies cfg to the running controller. It returns
+// ErrRestartRequired, and changes nothing, when the provisioner name, the
+// resync period or the leader election settings differ.
+func (c *Controller) Reconfigure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("cannot reconfigure %q: %w", c.name, err)
+	}
+	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
+	c.mu.Lock()
+	old := c.cfg
+	if cfg.ProvisionerName != old.ProvisionerName || cfg.ResyncPeriod != old.ResyncPeriod || cfg.LeaderElection != old.LeaderElection {
+		c.mu.Unlock()
+		return fmt.Errorf("cannot reconfigure %q: %w", c.name, ErrRestartRequired)
+	}
+	c.cfg = cfg
+	c.claimRetries.limiter.configure(cfg.Retry)
+	c.volumeRetries.limiter.configure(cfg.Retry)
+	t := c.term
+	if t != nil {
+		t.resize(cfg)
+	}
+	c.mu.Unlock()
+
+	// Work that the old configuration skipped or gave up on may be due now.
+	revive := false
+	if cfg.Retry.ProvisionFailureThreshold != old.Retry.ProvisionFailureThreshold {
+		c.claimRetries.revive(cfg.Retry.ProvisionFailureThreshold)
+		revive = true
+	}
+	if cfg.Retry.DeleteFailureThreshold != old.Retry.DeleteFailureThreshold {
+		c.volumeRetries.revive(cfg.Retry.DeleteFailureThreshold)
+		revive = true
+	}
+	unpaused := old.Paused && !cfg.Paused
+	renamed := !slices.Equal(old.AdditionalProvisionerNames, cfg.AdditionalProvisionerNames)
+	if t != nil && (revive || unpaused || renamed) {
+		c.enqueueAll(t)
+	}
+	return nil
+}
+
+// Run works until ctx ends, as the leader of its provisioner when leader
+// election is on. It returns once its workers stopped, its queues shut down,
+// its event handlers were removed, its lease was released and its metric series
+// were deleted.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("cannot run provision controller %q twice", c.name)
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisioner", c.name)
+	ctx = klog.NewContext(ctx, logger)
+	defer c.metrics.deleteSeries(c.name)
+
+	logger.Info("Starting provision controller", "identity", c.identity)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.Claims.HasSynced, c.informers.Volumes.HasSynced,
+		c.informers.Classes.HasSynced, c.informers.Nodes.HasSynced) {
+		return nil
+	}
+	c.elector.Run(ctx, c.lead)
+	logger.Info("Stopped provision controller")
+	return nil
+}
+
+// term is one period of leadership: its queues, workers and event handlers.
+type term struct {
+	claims      loop[claimKey]
+	volumes     loop[string]
+	saves       workqueue.TypedRateLimitingInterface[string]
+	saveLimiter *retryLimiter[string]
+	// pending holds the PersistentVolumes waiting in saves, by name.
+	pending sync.Map
+
+	claimWorkers, volumeWorkers, saveWorkers *workerPool
+}
+
+// lead works for one term, until ctx ends.
+func (c *Controller) lead(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	t := c.newTerm(ctx)
+	claimHandle, err := c.informers.Claims.AddEventHandlerWithOptions(c.claimHandler(t), c.handlerOptions(logger))
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch claims")
+	}
+	volumeHandle, err := c.informers.Volumes.AddEventHandlerWithOptions(c.volumeHandler(t), c.handlerOptions(logger))
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch volumes")
+	}
+
+	c.mu.Lock()
+	c.term = t
+	t.resize(c.cfg)
+	c.mu.Unlock()
+	t.saveWorkers.resize(1)
+	c.enqueueAll(t)
+	logger.Info("Leading: provisioning")
+
+	<-ctx.Done()
+
+	c.mu.Lock()
+	c.term = nil
+	c.mu.Unlock()
+	// Handlers first, so nothing is queued after the queues shut down.
+	for _, h := range []struct {
+		informer cache.SharedIndexInformer
+		handle   cache.ResourceEventHandlerRegistration
+	}{{c.informers.Claims, claimHandle}, {c.informers.Volumes, volumeHandle}} {
+		if h.handle == nil {
+			continue
+		}
+		if err := cache.ShutDownEventHandler(h.informer, h.handle); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Cannot remove an event handler")
+		}
+	}
+	t.claims.queue.ShutDown()
+	t.volumes.queue.ShutDown()
+	t.saves.ShutDown()
+	t.claimWorkers.wg.Wait()
+	t.volumeWorkers.wg.Wait()
+	t.saveWorkers.wg.Wait()
+	for _, kind := range []string{"claims", "volumes", "volumesave"} {
+		c.metrics.deleteQueueSeries(queueName(kind, c.name))
+	}
+	logger.Info("Stopped leading")
+}
+
+func (c *Controller) handlerOptions(logger klog.Logger) cache.HandlerOptions {
+	resync := c.config().ResyncPeriod
+	return cache.HandlerOptions{Logger: &logger, ResyncPeriod: &resync}
+}
+
+func (c *Controller) newTerm(ctx context.Context) *term {
+	cfg := c.config()
+	queueConfig := func(kind string) workqueue.TypedRateLimitingQueueConfig[string] {
+		return workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName(kind, c.name), MetricsProvider: c.metrics}
+	}
+	t := &term{
+		claims: loop[claimKey]{
+			queue: workqueue.NewTypedRateLimitingQueueWithConfig[claimKey](c.claimRetries.limiter,
+				workqueue.TypedRateLimitingQueueConfig[claimKey]{Name: queueName("claims", c.name), MetricsProvider: c.metrics}),
+			retries:   c.claimRetries,
+			threshold: func() int { return c.config().Retry.ProvisionFailureThreshold },
+			paused:    func() bool { return c.config().Paused },
+		},
+		volumes: loop[string]{
+			queue:     workqueue.NewTypedRateLimitingQueueWithConfig[string](c.volumeRetries.limiter, queueConfig("volumes")),
+			retries:   c.volumeRetries,
+			threshold: func() int { return c.config().Retry.DeleteFailureThreshold },
+			paused:    func() bool { return c.config().Paused },
+			sync:      c.syncVolume,
+		},
+		saveLimiter: newRetryLimiter[string](saveRetry(cfg)),
+	}
+	t.claims.sync = func(ctx context.Context, key claimKey) (string, error) { return c.syncClaim(ctx, t, key) }
+	t.saves = workqueue.NewTypedRateLimitingQueueWithConfig[string](t.saveLimiter, queueConfig("volumesave"))
+	t.claimWorkers = &workerPool{process: func() bool { return t.claims.processNext(ctx) }}
+	t.volumeWorkers = &workerPool{process: func() bool { return t.volumes.processNext(ctx) }}
+	t.saveWorkers = &workerPool{process: func() bool { return c.processSave(ctx, t) }}
+	return t
+}
+
+// resize applies the worker count and retry rates of cfg; callers hold c.mu.
+func (t *term) resize(cfg Config) {
+	t.claimWorkers.resize(cfg.Workers)
+	t.volumeWorkers.resize(cfg.Workers)
+	t.saveLimiter.configure(saveRetry(cfg))
+}
+
+// saveRetry paces the RetryForever volume store: from the save interval up to
+// the maximum backoff, within the queue rate.
+func saveRetry(cfg Config) RetryConfig {
+	r := cfg.Retry
+	r.ExponentialBackoff = true
+	r.InitialDelay = cfg.VolumeSave.Interval
+	r.MaxDelay = max(cfg.VolumeSave.Interval, cfg.Retry.MaxDelay)
+	return r
+}
+
+// enqueueAll queues every claim and volume this controller may have to act
+// on, the items still backing off, and the claims provisioned in the
+// background.
+func (c *Controller) enqueueAll(t *term) {
+	for _, obj := range c.informers.Claims.GetStore().List() {
+		c.enqueueClaim(t, obj)
+	}
+	for _, obj := range c.informers.Volumes.GetStore().List() {
+		c.enqueueVolume(t, obj)
+	}
+	c.claimRetries.requeue(t.claims.queue)
+	c.volumeRetries.requeue(t.volumes.queue)
+	c.inProgress.Range(func(_, obj any) bool {
+		claim := obj.(*v1.PersistentVolumeClaim)
+		t.claims.queue.Add(keyOfClaim(claim))
+		return true
+	})
+}
+
+func keyOfClaim(claim *v1.PersistentVolumeClaim) claimKey {
+	return claimKey{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+}
+
+func (c *Controller) claimHandler(t *term) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueueClaim(t, obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			// Our own finalizer writes are no reason to look again.
+			if !finalizersOnlyChanged(oldObj, newObj) {
+				c.enqueueClaim(t, newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			claim, ok := obj.(*v1.PersistentVolumeClaim)
+			if !ok {
+				return
+			}
+			key := keyOfClaim(claim)
+			c.claimRetries.forget(key)
+			// A backend working in the background must get to finish or clean up.
+			if _, ok := c.inProgress.Load(claim.UID); ok {
+				t.claims.queue.Add(key)
+			}
+		},
+	}
+}
+
+func (c *Controller) enqueueClaim(t *term, obj any) {
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok || !c.claimInteresting(claim) {
+		return
+	}
+	key := keyOfClaim(claim)
+	if c.claimRetries.admit(key, claim.ResourceVersion) {
+		t.claims.queue.Add(key)
+	}
+}
+
+// claimInteresting is a cheap filter that keeps claims of other provisioners
+// out of this controller's queue.
+func (c *Controller) claimInteresting(claim *v1.PersistentVolumeClaim) bool {
+	if hasFinalizer(claim, c.finalizer) {
+		return true
+	}
+	if _, ok := c.inProgress.Load(claim.UID); ok {
+		return true
+	}
+	return claim.Spec.VolumeName == "" && c.knownName(storageProvisioner(claim))
+}
+
+func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueueVolume(t, obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if !finalizersOnlyChanged(oldObj, newObj) {
+				c.enqueueVolume(t, newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if volume, ok := obj.(*v1.PersistentVolume); ok {
+				c.volumeRetries.forget(volume.Name)
+			}
+		},
+	}
+}
+
+func (c *Controller) enqueueVolume(t *term, obj any) {
+	volume, ok := obj.(*v1.PersistentVolume)
+	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) {
+		return
+	}
+	if c.volumeRetries.admit(volume.Name, volume.ResourceVersion) {
+		t.volumes.queue.Add(volume.Name)
+	}
+}
+
+// knownName reports whether name is this provisioner's name or one of its
+// additional names.
+func (c *Controller) knownName(name string) bool {
+	if name == "" {
+		return false
+	}
+	cfg := c.config()
+	return name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name)
+}
+
+// finalizersOnlyChanged reports whether an update changed nothing but the
+// finalizers (and so the resource version).
+func finalizersOnlyChanged(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(runtime.Object)
+	n, ok2 := newObj.(runtime.Object)
+	if !ok1 || !ok2 {
+		return false
+	}
+	o, n = o.DeepCopyObject(), n.DeepCopyObject()
+	for _, obj := range []runtime.Object{o, n} {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return false
+		}
+		m.SetResourceVersion("")
+		m.SetFinalizers(nil)
+		m.SetManagedFields(nil)
+	}
+	return equality.Semantic.DeepEqual(o, n)
+}
+
+func hasFinalizer(obj interface{ GetFinalizers() []string }, finalizer string) bool {
+	return slices.Contains(obj.GetFinalizers(), finalizer)
+}
+
+// guard runs one backend call, turning a panic into an error of that call
+// alone.
+func (c *Controller) guard(ctx context.Context, operation string, call func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.metrics.countPanic(c.name, operation)
+			err = fmt.Errorf("backend panicked during %s: %v", operation, r)
+			utilruntime.HandleErrorWithContext(ctx, err, "Recovered from a backend panic", "operation", operation)
+		}
+	}()
+	return call()
+}

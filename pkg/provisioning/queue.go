@@ -1,0 +1,171 @@
+package provisioning
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// retries tracks the failures of one kind of item across terms: its rate
+// limiter counts them, and each failing item remembers the object version it
+// failed at, so that events for that same version (resyncs included) neither
+// reset its backoff nor revive it once given up.
+type retries[K comparable] struct {
+	limiter *retryLimiter[K]
+
+	mu    sync.Mutex
+	items map[K]retryEntry
+}
+
+type retryEntry struct {
+	version string
+	gaveUp  bool
+	retryAt time.Time
+}
+
+func newRetries[K comparable](r RetryConfig) *retries[K] {
+	return &retries[K]{limiter: newRetryLimiter[K](r), items: map[K]retryEntry{}}
+}
+
+// admit reports whether an event for key at version must be queued. An event
+// for a newer version resets the item's failures.
+func (r *retries[K]) admit(key K, version string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	entry, ok := r.items[key]
+	if !ok {
+		return true
+	}
+	if entry.version == version {
+		return false
+	}
+	delete(r.items, key)
+	r.limiter.Forget(key)
+	return true
+}
+
+// succeeded forgets every failure of key.
+func (r *retries[K]) succeeded(key K) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.items, key)
+	r.limiter.Forget(key)
+}
+
+// failed records one more failure of key at version and either queues it
+// again after its backoff or, at the threshold (0: never), gives up.
+func (r *retries[K]) failed(q workqueue.TypedRateLimitingInterface[K], key K, version string, threshold int) (gaveUp bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if threshold > 0 && r.limiter.NumRequeues(key)+1 >= threshold {
+		r.items[key] = retryEntry{version: version, gaveUp: true}
+		return true
+	}
+	delay := r.limiter.When(key)
+	r.items[key] = retryEntry{version: version, retryAt: time.Now().Add(delay)}
+	q.AddAfter(key, delay)
+	return false
+}
+
+// requeue queues every item still backing off at its due time, for a queue
+// that replaces one that was shut down.
+func (r *retries[K]) requeue(q workqueue.TypedRateLimitingInterface[K]) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, entry := range r.items {
+		if !entry.gaveUp {
+			q.AddAfter(key, time.Until(entry.retryAt))
+		}
+	}
+}
+
+// revive turns given-up items below a new threshold back into backing-off
+// ones, due now.
+func (r *retries[K]) revive(threshold int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, entry := range r.items {
+		if entry.gaveUp && (threshold == 0 || r.limiter.NumRequeues(key)+1 < threshold) {
+			r.items[key] = retryEntry{version: entry.version, retryAt: time.Now()}
+		}
+	}
+}
+
+// forget drops key, e.g. when its object was deleted.
+func (r *retries[K]) forget(key K) {
+	r.succeeded(key)
+}
+
+// workerPool runs a resizable number of workers over one queue. Shrinking
+// takes effect as workers finish their current item.
+type workerPool struct {
+	process func() bool // handles one item; false once the queue shut down
+
+	mu      sync.Mutex
+	want    int
+	running int
+	wg      sync.WaitGroup
+}
+
+func (p *workerPool) resize(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.want = n
+	for ; p.running < n; p.running++ {
+		p.wg.Go(p.loop)
+	}
+}
+
+func (p *workerPool) loop() {
+	for p.process() {
+		p.mu.Lock()
+		if p.running > p.want {
+			p.running--
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	p.running--
+	p.mu.Unlock()
+}
+
+// loop is the work of one queue: its items, their retries and how to sync one.
+type loop[K comparable] struct {
+	queue     workqueue.TypedRateLimitingInterface[K]
+	retries   *retries[K]
+	threshold func() int
+	paused    func() bool
+	// sync handles one item and returns the object version it ended at.
+	sync func(ctx context.Context, key K) (string, error)
+}
+
+func (l *loop[K]) processNext(ctx context.Context) bool {
+	key, shutdown := l.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.queue.Done(key)
+	// A stopping or paused controller leaves its items untouched.
+	if ctx.Err() != nil || l.paused() {
+		return true
+	}
+	version, err := l.sync(ctx, key)
+	if err == nil {
+		l.retries.succeeded(key)
+		return true
+	}
+	if ctx.Err() != nil {
+		return true
+	}
+	if l.retries.failed(l.queue, key, version, l.threshold()) {
+		utilruntime.HandleErrorWithContext(ctx, err, "Giving up until the object changes", "item", key, "failures", l.retries.limiter.NumRequeues(key))
+	} else {
+		utilruntime.HandleErrorWithContext(ctx, err, "Will retry", "item", key, "failures", l.retries.limiter.NumRequeues(key))
+	}
+	return true
+}
