@@ -163,12 +163,16 @@ type ProvisionerConfigSpec struct {
 //
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=317
-// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self.lowerAscii()).hasValue()",messageExpression="'must be a valid StorageClass provisioner name (an optional DNS subdomain prefix and \"/\", then a name of at most 63 characters): ' + format.qualifiedName().validate(self.lowerAscii()).value().join('; ')"
+// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self.lowerAscii()).hasValue()",message="must be a valid StorageClass provisioner name: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 type ProvisionerName string
+
+// The has() guards in the rules of RetrySpec and LeaderElectionSpec let the
+// apiserver check the rules against their parents' `default: {}`, which it does
+// before member defaults apply.
 
 // RetrySpec tunes failure thresholds and rate limiting.
 //
-// +kubebuilder:validation:XValidation:rule="duration(self.initialDelay) <= duration(self.maxDelay)",message="initialDelay must not exceed maxDelay"
+// +kubebuilder:validation:XValidation:rule="!has(self.initialDelay) || !has(self.maxDelay) || duration(self.initialDelay) <= duration(self.maxDelay)",message="initialDelay must not exceed maxDelay"
 type RetrySpec struct {
 	// provisionFailureThreshold is how many times a claim is tried before the
 	// provisioner gives up on it until the claim changes; 0 retries forever.
@@ -269,8 +273,8 @@ type VolumeSaveSpec struct {
 // LeaderElectionSpec tunes the provisioner's Lease. client-go's elector needs
 // renewDeadline < leaseDuration and renewDeadline > 1.2 × retryPeriod.
 //
-// +kubebuilder:validation:XValidation:rule="duration(self.renewDeadline) < duration(self.leaseDuration)",message="renewDeadline must be less than leaseDuration"
-// +kubebuilder:validation:XValidation:rule="duration(self.retryPeriod).getMilliseconds() * 6 < duration(self.renewDeadline).getMilliseconds() * 5",message="retryPeriod must be less than renewDeadline / 1.2 (client-go's jitter factor)"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewDeadline) || !has(self.leaseDuration) || duration(self.renewDeadline) < duration(self.leaseDuration)",message="renewDeadline must be less than leaseDuration"
+// +kubebuilder:validation:XValidation:rule="!has(self.retryPeriod) || !has(self.renewDeadline) || duration(self.retryPeriod).getMilliseconds() * 6 < duration(self.renewDeadline).getMilliseconds() * 5",message="retryPeriod must be less than renewDeadline / 1.2 (client-go's jitter factor)"
 type LeaderElectionSpec struct {
 	// leaseDuration is how long other replicas wait before taking over a Lease
 	// that is not renewed, from 1s to 10m.
@@ -394,7 +398,7 @@ type HostPathBackend struct {
 	// nodeName is the node whose filesystem holds path; empty means the node
 	// the manager runs on.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 
