@@ -1,0 +1,68 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// current is the Environment of this test binary, set by RunMain before any test
+// runs and never changed while tests run.
+var current *Environment
+
+// RunMain is the body of a TestMain: it starts one Environment for the test
+// binary, runs the tests, prints the servers' logs when a test failed and always
+// stops the Environment, also on SIGINT or SIGTERM. In -short mode it starts
+// nothing and the tests skip themselves through Env.
+//
+//	func TestMain(m *testing.M) { framework.RunMain(m, framework.Options{}) }
+func RunMain(m *testing.M, opts Options) {
+	os.Exit(runMain(m, opts))
+}
+
+func runMain(m *testing.M, opts Options) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "-short: not starting a control plane, end-to-end tests skip")
+		return m.Run()
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	env, err := Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cannot start the control plane: %v\n", err)
+		return 1
+	}
+	defer env.Stop()
+	go func() {
+		<-ctx.Done()
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			return
+		}
+		// A signal, not the end of the tests: nothing else will stop the servers.
+		fmt.Fprintln(os.Stderr, "signal received: stopping the control plane")
+		env.Stop()
+		os.Exit(1)
+	}()
+	current = env
+	code := m.Run()
+	if code != 0 {
+		env.DumpLogs(os.Stderr)
+	}
+	return code
+}
+
+// Env returns the Environment started by RunMain and skips the test when there
+// is none (-short mode).
+func Env(tb testing.TB) *Environment {
+	tb.Helper()
+	if current == nil {
+		tb.Skip("end-to-end test: needs the control plane of framework.RunMain (not started in -short mode)")
+	}
+	return current
+}

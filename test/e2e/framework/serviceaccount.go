@@ -1,0 +1,39 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+// serviceAccountTokenSeconds outlives any test binary.
+const serviceAccountTokenSeconds = 24 * 60 * 60
+
+// ServiceAccountConfig applies the manifests as admin (typically a Namespace, a
+// ServiceAccount and its RBAC), then returns a rest.Config that authenticates as
+// ServiceAccount namespace/name with a token from the TokenRequest API. Code run
+// with it gets exactly the permissions the manifests grant.
+func (e *Environment) ServiceAccountConfig(ctx context.Context, namespace, name string, manifests ...string) (*rest.Config, error) {
+	if err := e.Apply(ctx, manifests...); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(e.admin)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the admin client: %w", err)
+	}
+	request := &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](serviceAccountTokenSeconds)},
+	}
+	token, err := client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, request, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot get a token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	config := rest.AnonymousClientConfig(e.admin)
+	config.BearerToken = token.Status.Token
+	return config, nil
+}
