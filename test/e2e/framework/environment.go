@@ -55,6 +55,9 @@ type Options struct {
 	// Zero: 100 and 200.
 	ControllerManagerQPS   float32
 	ControllerManagerBurst int
+	// PVClaimBinderSyncPeriod is how often the PV binder looks at every claim
+	// and volume again. Zero: kube-controller-manager's default (15s).
+	PVClaimBinderSyncPeriod time.Duration
 	// StartTimeout bounds the wait for each server to get ready. Zero: 3m.
 	StartTimeout time.Duration
 }
@@ -330,20 +333,24 @@ func (e *Environment) startControllerManager(ctx context.Context, binary string,
 	if err := writeKubeconfig(kubeconfig, e.admin.Host, files.caPEM, files.controllerManager); err != nil {
 		return err
 	}
-	s, err := e.start("kube-controller-manager", binary,
-		"--kubeconfig="+kubeconfig,
-		"--controllers="+strings.Join(ControllerManagerControllers, ","),
-		"--kube-api-qps="+strconv.FormatFloat(float64(opts.ControllerManagerQPS), 'f', -1, 32),
-		"--kube-api-burst="+strconv.Itoa(opts.ControllerManagerBurst),
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(ControllerManagerControllers, ","),
+		"--kube-api-qps=" + strconv.FormatFloat(float64(opts.ControllerManagerQPS), 'f', -1, 32),
+		"--kube-api-burst=" + strconv.Itoa(opts.ControllerManagerBurst),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(e.dir, "controller-manager-certs"),
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(e.dir, "controller-manager-certs"),
 		// Anonymous health checks, including the per-controller ones.
 		"--authorization-always-allow-paths=/healthz,/healthz/*,/readyz,/livez",
 		"--v=2",
-	)
+	}
+	if opts.PVClaimBinderSyncPeriod > 0 {
+		args = append(args, "--pvclaimbinder-sync-period="+opts.PVClaimBinderSyncPeriod.String())
+	}
+	s, err := e.start("kube-controller-manager", binary, args...)
 	if err != nil {
 		return err
 	}
