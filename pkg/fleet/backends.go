@@ -1,0 +1,120 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+	"github.com/provfleet/provfleet/pkg/backend/nfs"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// BackendRequest is what a BackendFactory gets to build the backend of one
+// ProvisionerConfig.
+type BackendRequest struct {
+	// Spec is the object's spec.backend; a custom factory reads
+	// Spec.Custom.Parameters. Read-only.
+	Spec *v1alpha1.BackendSpec
+	// ProvisionerNames are the names the instance answers to.
+	ProvisionerNames []string
+	// ListVolumes lists every PersistentVolume from the fleet's shared cache.
+	ListVolumes func() ([]*v1.PersistentVolume, error)
+	// HostPathRoot is the manager's --host-path-root.
+	HostPathRoot string
+	// NodeName is the node the manager runs on (NODE_NAME).
+	NodeName string
+}
+
+// BackendFactory builds the backend of one ProvisionerConfig. It is called
+// again whenever spec.backend changes. An error wrapping backend.ErrInvalidSpec
+// is reported as Ready=False InvalidSpec, any other as BackendUnavailable.
+type BackendFactory func(ctx context.Context, req BackendRequest) (provisioning.Provisioner, error)
+
+// factoryFor returns the factory of the backend spec selects: a built-in one,
+// or the custom driver registered with WithBackend.
+func factoryFor(spec *v1alpha1.BackendSpec, custom map[string]BackendFactory) (BackendFactory, bool) {
+	switch {
+	case spec.HostPath != nil:
+		return newHostPath, true
+	case spec.NFS != nil:
+		return newNFS, true
+	case spec.Custom != nil:
+		f, ok := custom[spec.Custom.Driver]
+		return f, ok
+	}
+	return nil, false
+}
+
+func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
+	spec := req.Spec.HostPath
+	return hostpath.New(hostpath.Config{
+		Path:            string(spec.Path),
+		VolumeType:      hostpath.VolumeType(spec.VolumeType),
+		NodeName:        spec.NodeName,
+		PathPattern:     string(spec.PathPattern),
+		OnDelete:        backend.OnDeletePolicy(spec.OnDelete),
+		Capacity:        capacity(spec.Capacity),
+		HostPathRoot:    req.HostPathRoot,
+		DefaultNodeName: req.NodeName,
+	}, options(req))
+}
+
+func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
+	spec := req.Spec.NFS
+	return nfs.New(nfs.Config{
+		Server:       spec.Server,
+		Path:         string(spec.Path),
+		MountPath:    string(spec.MountPath),
+		PathPattern:  string(spec.PathPattern),
+		OnDelete:     backend.OnDeletePolicy(spec.OnDelete),
+		MountOptions: spec.MountOptions,
+		Capacity:     capacity(spec.Capacity),
+	}, options(req))
+}
+
+func options(req BackendRequest) backend.Options {
+	return backend.Options{ProvisionerNames: req.ProvisionerNames, ListVolumes: req.ListVolumes}
+}
+
+func capacity(spec *v1alpha1.CapacitySpec) backend.Capacity {
+	if spec == nil {
+		return backend.Capacity{}
+	}
+	c := backend.Capacity{MaxVolumes: spec.MaxVolumes}
+	if spec.Storage != nil {
+		c.Storage = spec.Storage.DeepCopy()
+	}
+	return c
+}
+
+// errUnknownDriver means spec.backend names a custom driver this manager was not
+// built with.
+var errUnknownDriver = errors.New("no such backend in this manager")
+
+// buildBackend runs the factory of req.Spec, turning a panic into an error so
+// a faulty backend fails its own object only.
+func buildBackend(ctx context.Context, custom map[string]BackendFactory, req BackendRequest) (p provisioning.Provisioner, err error) {
+	name := req.Spec.Name()
+	factory, ok := factoryFor(req.Spec, custom)
+	if !ok {
+		return nil, fmt.Errorf("cannot start backend %q: %w", name, errUnknownDriver)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("cannot start backend %q: it panicked: %v", name, r)
+		}
+	}()
+	p, err = factory(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start backend %q: %w", name, err)
+	}
+	if p == nil {
+		return nil, fmt.Errorf("cannot start backend %q: the factory returned no provisioner", name)
+	}
+	return p, nil
+}

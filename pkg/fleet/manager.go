@@ -1,0 +1,371 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
+	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
+	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+const (
+	// managerTenant is the User-Agent and budget share of the manager's own
+	// requests (informers, status, Events).
+	managerTenant = "provfleet/manager"
+	// component names the manager in the Events it emits.
+	component = "provfleet-manager"
+	// byProvisionerName indexes ProvisionerConfigs by every name they answer to.
+	byProvisionerName = "provisionerName"
+	// reconcileWorkers is how many ProvisionerConfigs are reconciled at once;
+	// stopping an instance blocks a worker until the instance drained.
+	reconcileWorkers = 4
+	// resyncCheckPeriod is how often the shared informers look for handlers
+	// due to resync: the smallest resyncPeriod a ProvisionerConfig may ask for.
+	resyncCheckPeriod = time.Second
+)
+
+// Settings are the fleet-wide settings, mostly from the command line.
+type Settings struct {
+	// Namespace holds every instance's Lease.
+	Namespace string
+	// Identity names this replica in Leases and in status.leader.
+	Identity string
+	// LeaderElection runs every instance under its own Lease; without it every
+	// instance works at once (a single replica).
+	LeaderElection bool
+	// HostPathRoot confines hostPath backends.
+	HostPathRoot string
+	// NodeName is the node this replica runs on.
+	NodeName string
+	// QPS and Burst are the API client budget of the whole fleet, shared fairly
+	// between the manager and every instance.
+	QPS   float32
+	Burst int
+	// Registerer receives the provisioners' metrics; nil keeps them private.
+	Registerer prometheus.Registerer
+}
+
+// Option customises a Manager.
+type Option func(*Manager) error
+
+// WithBackend registers a custom backend under name; ProvisionerConfigs use it
+// with spec.backend.custom.driver set to name.
+func WithBackend(name string, factory BackendFactory) Option {
+	return func(m *Manager) error {
+		if name == "" || factory == nil {
+			return errors.New("cannot register a backend without a name and a factory")
+		}
+		if _, ok := m.custom[name]; ok {
+			return fmt.Errorf("cannot register backend %q twice", name)
+		}
+		m.custom[name] = factory
+		return nil
+	}
+}
+
+// dependencies are the clients and constructors a Manager uses; tests replace
+// them with fakes.
+type dependencies struct {
+	client    kubernetes.Interface
+	pcfg      versioned.Interface
+	clientFor func(provisionerName string) (kubernetes.Interface, error)
+	// newInstance builds one provision controller.
+	newInstance func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error)
+	// stop releases what the dependencies hold, after every instance stopped.
+	stop func()
+}
+
+// Manager runs one provisioning.Controller per ProvisionerConfig.
+type Manager struct {
+	settings Settings
+	deps     dependencies
+	custom   map[string]BackendFactory
+	metrics  *provisioning.Metrics
+
+	core      informers.SharedInformerFactory
+	shared    provisioning.SharedInformers
+	volumes   corelisters.PersistentVolumeLister
+	configs   externalversions.SharedInformerFactory
+	configInf cache.SharedIndexInformer
+	lister    listers.ProvisionerConfigLister
+	queue     workqueue.TypedRateLimitingInterface[string]
+	scheme    *runtime.Scheme
+	events    record.EventBroadcaster
+	recorder  record.EventRecorder
+	instances *registry
+	started   sync.Once
+	synced    chan struct{}
+	runErr    error
+}
+
+// New returns a Manager that talks to the API server of config, spending at
+// most settings.QPS requests a second for the whole fleet.
+func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, error) {
+	budget := NewFairLimiter(settings.QPS, settings.Burst)
+	tenantConfig := func(tenant string) *rest.Config {
+		c := rest.CopyConfig(config)
+		c.UserAgent = tenant
+		c.RateLimiter = budget.Tenant(tenant)
+		return c
+	}
+	client, err := kubernetes.NewForConfig(tenantConfig(managerTenant))
+	if err != nil {
+		budget.Stop()
+		return nil, fmt.Errorf("cannot build the manager's client: %w", err)
+	}
+	pcfg, err := versioned.NewForConfig(tenantConfig(managerTenant))
+	if err != nil {
+		budget.Stop()
+		return nil, fmt.Errorf("cannot build the ProvisionerConfig client: %w", err)
+	}
+	return newManager(settings, dependencies{
+		client: client,
+		pcfg:   pcfg,
+		clientFor: func(provisionerName string) (kubernetes.Interface, error) {
+			c, err := kubernetes.NewForConfig(tenantConfig("provfleet/" + provisionerName))
+			if err != nil {
+				return nil, fmt.Errorf("cannot build the client of %q: %w", provisionerName, err)
+			}
+			return c, nil
+		},
+		newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
+			return provisioning.New(cfg, deps)
+		},
+		stop: budget.Stop,
+	}, opts...)
+}
+
+func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager, error) {
+	if settings.LeaderElection && (settings.Namespace == "" || settings.Identity == "") {
+		return nil, errors.New("cannot elect leaders without a namespace and an identity")
+	}
+	reg := settings.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	metrics, err := provisioning.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot register the provisioners' metrics: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	}
+	m := &Manager{
+		settings: settings,
+		deps:     deps,
+		custom:   map[string]BackendFactory{},
+		metrics:  metrics,
+		core:     informers.NewSharedInformerFactory(deps.client, resyncCheckPeriod),
+		configs:  externalversions.NewSharedInformerFactory(deps.pcfg, 0),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisionerconfigs"}),
+		scheme: scheme,
+		events: record.NewBroadcaster(),
+		synced: make(chan struct{}),
+	}
+	for _, opt := range opts {
+		if err := opt(m); err != nil {
+			return nil, err
+		}
+	}
+	m.recorder = m.events.NewRecorder(scheme, v1.EventSource{Component: component})
+	m.instances = newRegistry(m.queue.Add)
+	m.shared = provisioning.SharedInformers{
+		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
+		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
+		Classes: m.core.Storage().V1().StorageClasses().Informer(),
+		Nodes:   m.core.Core().V1().Nodes().Informer(),
+	}
+	m.volumes = m.core.Core().V1().PersistentVolumes().Lister()
+	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
+	m.configInf = pcfgs.Informer()
+	m.lister = pcfgs.Lister()
+	if err := m.configInf.AddIndexers(cache.Indexers{byProvisionerName: indexByProvisionerName}); err != nil {
+		return nil, fmt.Errorf("cannot index ProvisionerConfigs: %w", err)
+	}
+	return m, nil
+}
+
+func indexByProvisionerName(obj any) ([]string, error) {
+	pc, ok := obj.(*v1alpha1.ProvisionerConfig)
+	if !ok {
+		return nil, nil
+	}
+	return provisionerNames(&pc.Spec), nil
+}
+
+// Run works until ctx ends, then stops every instance (each drains and
+// releases its Lease) and returns. A Manager runs once.
+func (m *Manager) Run(ctx context.Context) error {
+	ran := false
+	m.started.Do(func() {
+		ran = true
+		m.runErr = m.run(ctx)
+	})
+	if !ran {
+		return errors.New("cannot run the fleet manager twice")
+	}
+	return m.runErr
+}
+
+func (m *Manager) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	defer m.deps.stop()
+	defer m.events.Shutdown()
+	m.events.StartStructuredLogging(3)
+	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.deps.client.CoreV1().Events("")})
+
+	handle, err := m.configInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc: m.enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			m.enqueueSharing(oldObj)
+			m.enqueueSharing(newObj)
+		},
+		DeleteFunc: m.enqueueSharing,
+	}, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		return fmt.Errorf("cannot watch ProvisionerConfigs: %w", err)
+	}
+	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
+
+	m.core.Start(ctx.Done())
+	m.configs.Start(ctx.Done())
+	defer m.configs.Shutdown()
+	defer m.core.Shutdown()
+
+	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace)
+	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
+		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced) {
+		close(m.synced)
+	}
+
+	var workers sync.WaitGroup
+	for range reconcileWorkers {
+		workers.Go(func() { wait.UntilWithContext(ctx, m.work, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Stopping fleet manager: every instance drains and releases its Lease")
+	m.queue.ShutDown()
+	workers.Wait()
+	m.instances.StopAll()
+	logger.Info("Stopped fleet manager")
+	return nil
+}
+
+// Ready is nil once the manager's caches are in sync.
+func (m *Manager) Ready() error {
+	select {
+	case <-m.synced:
+		return nil
+	default:
+		return errors.New("the fleet manager's caches are not synced yet")
+	}
+}
+
+// LeaseHealthy is nil unless some instance leads and its lease renewal is
+// overdue.
+func (m *Manager) LeaseHealthy() error {
+	var errs []error
+	m.instances.Each(func(key string, r *running) {
+		if err := r.instance.LeaseHealthy(); err != nil {
+			errs = append(errs, fmt.Errorf("ProvisionerConfig %s: %w", key, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (m *Manager) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	m.queue.Add(key)
+}
+
+// enqueueSharing enqueues obj and every ProvisionerConfig that shares one of
+// its names, so a name conflict resolves when the older object goes.
+func (m *Manager) enqueueSharing(obj any) {
+	m.enqueue(obj)
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	pc, ok := obj.(*v1alpha1.ProvisionerConfig)
+	if !ok {
+		return
+	}
+	for _, name := range provisionerNames(&pc.Spec) {
+		others, err := m.configInf.GetIndexer().ByIndex(byProvisionerName, name)
+		if err != nil {
+			utilruntime.HandleError(err)
+			continue
+		}
+		for _, other := range others {
+			m.enqueue(other)
+		}
+	}
+}
+
+func (m *Manager) work(ctx context.Context) {
+	for m.processNext(ctx) {
+	}
+}
+
+func (m *Manager) processNext(ctx context.Context) bool {
+	key, quit := m.queue.Get()
+	if quit {
+		return false
+	}
+	defer m.queue.Done(key)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisionerConfig", klog.KRef("", key))
+	retry, err := m.reconcile(klog.NewContext(ctx, logger), key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot reconcile ProvisionerConfig", "provisionerConfig", klog.KRef("", key))
+		m.queue.AddRateLimited(key)
+	case retry:
+		m.queue.AddRateLimited(key)
+	default:
+		m.queue.Forget(key)
+	}
+	return true
+}
+
+// all lists every ProvisionerConfig in the cache.
+func (m *Manager) all() ([]*v1alpha1.ProvisionerConfig, error) {
+	return m.lister.List(labels.Everything())
+}
+
+// stop stops the instance of key, if any, and waits until it drained.
+func (m *Manager) stop(ctx context.Context, key string) {
+	if r := m.instances.Get(key); r != nil && m.instances.Stop(key, r.token) {
+		klog.FromContext(ctx).Info("Stopped provisioner instance", "token", r.token)
+	}
+}

@@ -1,0 +1,95 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// leaseSettings are the manager-wide parts of every instance's leader election.
+type leaseSettings struct {
+	enabled   bool
+	namespace string
+	identity  string
+}
+
+// provisioningConfig maps the spec of a ProvisionerConfig to the Config of its
+// instance. Fields left empty (objects that bypassed the CRD defaults) keep
+// provisioning.DefaultConfig's values. The result is validated.
+func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, lease leaseSettings) (provisioning.Config, error) {
+	cfg := provisioning.DefaultConfig(string(spec.ProvisionerName))
+	for _, name := range spec.AdditionalProvisionerNames {
+		cfg.AdditionalProvisionerNames = append(cfg.AdditionalProvisionerNames, string(name))
+	}
+	cfg.Paused = spec.Paused
+	setInt(&cfg.Workers, spec.Workers)
+	setDuration(&cfg.ResyncPeriod, spec.ResyncPeriod)
+	setBool(&cfg.Finalizer, spec.Finalizer)
+
+	retry := &cfg.Retry
+	if spec.Retry.ProvisionFailureThreshold != nil {
+		retry.ProvisionFailureThreshold = int(*spec.Retry.ProvisionFailureThreshold)
+	}
+	if spec.Retry.DeleteFailureThreshold != nil {
+		retry.DeleteFailureThreshold = int(*spec.Retry.DeleteFailureThreshold)
+	}
+	setBool(&retry.ExponentialBackoff, spec.Retry.ExponentialBackoff)
+	setDuration(&retry.InitialDelay, spec.Retry.InitialDelay)
+	setDuration(&retry.MaxDelay, spec.Retry.MaxDelay)
+	if spec.Retry.QPS != 0 {
+		retry.QPS = float64(spec.Retry.QPS)
+	}
+	setInt(&retry.Burst, spec.Retry.Burst)
+
+	if spec.VolumeSave.Mode != "" {
+		cfg.VolumeSave.Mode = provisioning.VolumeSaveMode(spec.VolumeSave.Mode)
+	}
+	setInt(&cfg.VolumeSave.Retries, spec.VolumeSave.Retries)
+	setDuration(&cfg.VolumeSave.Interval, spec.VolumeSave.Interval)
+
+	le := &cfg.LeaderElection
+	le.Enabled = lease.enabled
+	le.Namespace = lease.namespace
+	le.Identity = lease.identity
+	setDuration(&le.LeaseDuration, spec.LeaderElection.LeaseDuration)
+	setDuration(&le.RenewDeadline, spec.LeaderElection.RenewDeadline)
+	setDuration(&le.RetryPeriod, spec.LeaderElection.RetryPeriod)
+
+	if err := cfg.Validate(); err != nil {
+		return provisioning.Config{}, fmt.Errorf("cannot use spec: %w", err)
+	}
+	return cfg, nil
+}
+
+// provisionerNames returns every name an object answers to, lower-cased because
+// provisioner names are compared without case.
+func provisionerNames(spec *v1alpha1.ProvisionerConfigSpec) []string {
+	names := []string{strings.ToLower(string(spec.ProvisionerName))}
+	for _, name := range spec.AdditionalProvisionerNames {
+		names = append(names, strings.ToLower(string(name)))
+	}
+	return names
+}
+
+func setInt(dst *int, v int32) {
+	if v != 0 {
+		*dst = int(v)
+	}
+}
+
+func setBool(dst *bool, v *bool) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setDuration(dst *time.Duration, v *metav1.Duration) {
+	if v != nil {
+		*dst = v.Duration
+	}
+}

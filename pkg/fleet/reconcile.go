@@ -1,0 +1,232 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// observation is what one reconcile found and did; the status is made of it.
+type observation struct {
+	// reason is the Ready condition's reason; Ready is True for Running and
+	// Standby only.
+	reason  string
+	message string
+	// leader is the Lease holder as this replica last saw it.
+	leader string
+	// retry asks for another reconcile later: the backend may come back.
+	retry bool
+}
+
+func refusal(reason string, err error) observation {
+	return observation{reason: reason, message: err.Error(), retry: reason == v1alpha1.ReasonBackendUnavailable}
+}
+
+// reconcile brings the instance of one ProvisionerConfig in line with it and
+// reports the outcome in its status. It reports whether to retry later.
+func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
+	pc, err := m.lister.Get(key)
+	if apierrors.IsNotFound(err) {
+		m.stop(ctx, key)
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cannot get ProvisionerConfig %s: %w", key, err)
+	}
+	if pc.DeletionTimestamp != nil {
+		m.stop(ctx, key)
+		return false, m.removeFinalizer(ctx, pc)
+	}
+	if !slices.Contains(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer) {
+		if pc, err = m.addFinalizer(ctx, pc); err != nil {
+			return false, err
+		}
+	}
+	obs := m.converge(ctx, pc)
+	if err := m.writeStatus(ctx, pc, obs); err != nil {
+		return false, err
+	}
+	return obs.retry, nil
+}
+
+// converge starts, re-tunes, restarts or stops the instance of pc.
+func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
+	cfg, err := provisioningConfig(&pc.Spec, leaseSettings{
+		enabled:   m.settings.LeaderElection,
+		namespace: m.settings.Namespace,
+		identity:  m.settings.Identity,
+	})
+	if err != nil {
+		m.stop(ctx, pc.Name)
+		return refusal(v1alpha1.ReasonInvalidSpec, err)
+	}
+	all, err := m.lister.List(labels.Everything())
+	if err != nil {
+		return refusal(v1alpha1.ReasonBackendUnavailable, fmt.Errorf("cannot list ProvisionerConfigs: %w", err))
+	}
+	if holder, name := olderHolder(pc, all); holder != nil {
+		m.stop(ctx, pc.Name)
+		return refusal(v1alpha1.ReasonProvisionerNameConflict,
+			fmt.Errorf("provisioner name %q is used by the older ProvisionerConfig %s", name, holder.Name))
+	}
+	r, err := m.ensureInstance(ctx, pc, cfg)
+	switch {
+	case errors.Is(err, backend.ErrInvalidSpec), errors.Is(err, errInvalidInstance):
+		return refusal(v1alpha1.ReasonInvalidSpec, err)
+	case err != nil:
+		return refusal(v1alpha1.ReasonBackendUnavailable, err)
+	}
+	obs := observation{leader: r.currentLeader()}
+	switch {
+	case cfg.Paused:
+		obs.reason, obs.message = v1alpha1.ReasonPaused, "spec.paused is true: nothing is provisioned or deleted"
+	case r.instance.IsLeader():
+		obs.reason, obs.message = v1alpha1.ReasonRunning, "provisioning as "+m.settings.Identity
+	default:
+		obs.reason, obs.message = v1alpha1.ReasonStandby, "waiting for the Lease of another replica"
+	}
+	return obs
+}
+
+// errInvalidInstance means the provision controller refused its Config.
+var errInvalidInstance = errors.New("invalid provision controller configuration")
+
+// ensureInstance makes the instance of pc run with cfg: a live Reconfigure when
+// possible, otherwise a restart. Only the reconcile of pc touches its entry.
+func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, cfg provisioning.Config) (*running, error) {
+	logger := klog.FromContext(ctx)
+	key := pc.Name
+	fingerprint, err := json.Marshal(pc.Spec.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode spec.backend: %w", err)
+	}
+	if r := m.instances.Get(key); r != nil {
+		exited, runErr := r.exited()
+		switch {
+		case exited:
+			logger.Info("Provisioner instance ended by itself: starting it again", "err", runErr)
+			m.instances.Stop(key, r.token)
+		case r.backend != string(fingerprint):
+			logger.Info("Backend changed: restarting the provisioner instance")
+			m.instances.Stop(key, r.token)
+		case r.generation == pc.Generation && reflect.DeepEqual(r.cfg, cfg):
+			return r, nil
+		default:
+			err := r.instance.Reconfigure(cfg)
+			if err == nil {
+				r.cfg, r.generation = cfg, pc.Generation
+				logger.Info("Re-tuned provisioner instance", "generation", pc.Generation)
+				return r, nil
+			}
+			if !errors.Is(err, provisioning.ErrRestartRequired) {
+				return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)
+			}
+			logger.Info("Restarting the provisioner instance for settings it cannot change live")
+			m.instances.Stop(key, r.token)
+		}
+	}
+
+	names := provisionerNames(&pc.Spec)
+	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
+		Spec:             &pc.Spec.Backend,
+		ProvisionerNames: names,
+		ListVolumes:      func() ([]*v1.PersistentVolume, error) { return m.volumes.List(labels.Everything()) },
+		HostPathRoot:     m.settings.HostPathRoot,
+		NodeName:         m.settings.NodeName,
+	})
+	if err != nil {
+		return nil, err
+	}
+	client, err := m.deps.clientFor(cfg.ProvisionerName)
+	if err != nil {
+		return nil, err
+	}
+	entry := &running{cfg: cfg, backend: string(fingerprint), generation: pc.Generation}
+	if !m.settings.LeaderElection {
+		entry.leader = m.settings.Identity
+	}
+	inst, err := m.deps.newInstance(cfg, provisioning.Dependencies{
+		Client:        client,
+		Informers:     m.shared,
+		EventRecorder: m.events.NewRecorder(m.scheme, v1.EventSource{Component: "provfleet/" + cfg.ProvisionerName}),
+		Metrics:       m.metrics,
+		Provisioner:   provisioner,
+		OnLeaderChange: func(holder string) {
+			entry.setLeader(holder)
+			m.queue.Add(key)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)
+	}
+	entry.instance = inst
+	r := m.instances.Start(ctx, key, entry)
+	logger.Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
+	return r, nil
+}
+
+// olderHolder returns the oldest other ProvisionerConfig that is older than pc
+// (by creationTimestamp, then name) and answers to one of pc's names, with the
+// name they share.
+func olderHolder(pc *v1alpha1.ProvisionerConfig, all []*v1alpha1.ProvisionerConfig) (*v1alpha1.ProvisionerConfig, string) {
+	names := provisionerNames(&pc.Spec)
+	var holder *v1alpha1.ProvisionerConfig
+	var shared string
+	for _, other := range all {
+		if other.Name == pc.Name || !older(other, pc) || (holder != nil && !older(other, holder)) {
+			continue
+		}
+		for _, name := range provisionerNames(&other.Spec) {
+			if slices.Contains(names, name) {
+				holder, shared = other, name
+				break
+			}
+		}
+	}
+	return holder, shared
+}
+
+func older(a, b *v1alpha1.ProvisionerConfig) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+func (m *Manager) addFinalizer(ctx context.Context, pc *v1alpha1.ProvisionerConfig) (*v1alpha1.ProvisionerConfig, error) {
+	pc = pc.DeepCopy()
+	pc.Finalizers = append(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer)
+	updated, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(ctx, pc, metav1UpdateOptions)
+	if err != nil {
+		return nil, fmt.Errorf("cannot add finalizer %s: %w", v1alpha1.InstanceCleanupFinalizer, err)
+	}
+	return updated, nil
+}
+
+// removeFinalizer lets a deleted ProvisionerConfig go once its instance
+// stopped.
+func (m *Manager) removeFinalizer(ctx context.Context, pc *v1alpha1.ProvisionerConfig) error {
+	if !slices.Contains(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer) {
+		return nil
+	}
+	pc = pc.DeepCopy()
+	pc.Finalizers = slices.DeleteFunc(pc.Finalizers, func(f string) bool { return f == v1alpha1.InstanceCleanupFinalizer })
+	_, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(ctx, pc, metav1UpdateOptions)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cannot remove finalizer %s: %w", v1alpha1.InstanceCleanupFinalizer, err)
+	}
+	klog.FromContext(ctx).Info("Released deleted ProvisionerConfig")
+	return nil
+}

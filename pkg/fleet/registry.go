@@ -1,0 +1,143 @@
+package fleet
+
+import (
+	"context"
+	"sync"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// instance is what the fleet needs of one running provision controller;
+// *provisioning.Controller implements it.
+type instance interface {
+	Run(ctx context.Context) error
+	Reconfigure(cfg provisioning.Config) error
+	IsLeader() bool
+	LeaseHealthy() error
+}
+
+// running is one started instance. Its token is unique for the life of the
+// registry, so a late Stop of an old instance can never hit its replacement.
+type running struct {
+	token    uint64
+	instance instance
+	cancel   context.CancelFunc
+	done     chan struct{}
+	// err is Run's result, readable once done is closed.
+	err error
+
+	// What the manager applied, to tell a live re-tune from a restart.
+	cfg        provisioning.Config
+	backend    string
+	generation int64
+
+	mu     sync.Mutex
+	leader string
+}
+
+// exited reports whether Run returned, and its error.
+func (r *running) exited() (bool, error) {
+	select {
+	case <-r.done:
+		return true, r.err
+	default:
+		return false, nil
+	}
+}
+
+func (r *running) setLeader(identity string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.leader = identity
+}
+
+func (r *running) currentLeader() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leader
+}
+
+// registry holds the running instances by key (the ProvisionerConfig name).
+// Start and Stop are idempotent so every reconcile may call them.
+type registry struct {
+	// onExit is told when an instance's Run returned without being stopped.
+	onExit func(key string)
+
+	mu        sync.Mutex
+	instances map[string]*running
+	lastToken uint64
+	wg        sync.WaitGroup
+}
+
+func newRegistry(onExit func(key string)) *registry {
+	return &registry{onExit: onExit, instances: map[string]*running{}}
+}
+
+// Get returns the instance running under key, or nil.
+func (g *registry) Get(key string) *running {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.instances[key]
+}
+
+// Start runs r under key unless an instance already runs there, and returns
+// the instance that runs under key afterwards.
+func (g *registry) Start(ctx context.Context, key string, r *running) *running {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if existing := g.instances[key]; existing != nil {
+		return existing
+	}
+	g.lastToken++
+	r.token = g.lastToken
+	r.done = make(chan struct{})
+	ctx, r.cancel = context.WithCancel(ctx)
+	g.instances[key] = r
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		r.err = r.instance.Run(ctx)
+		close(r.done)
+		if ctx.Err() == nil {
+			g.onExit(key)
+		}
+	}()
+	return r
+}
+
+// Stop stops the instance under key if its token is token, waits for its Run
+// to return and forgets it. It reports whether it stopped anything.
+func (g *registry) Stop(key string, token uint64) bool {
+	g.mu.Lock()
+	r := g.instances[key]
+	if r == nil || r.token != token {
+		g.mu.Unlock()
+		return false
+	}
+	delete(g.instances, key)
+	g.mu.Unlock()
+	r.cancel()
+	<-r.done
+	return true
+}
+
+// StopAll stops every instance at once and waits for all of them.
+func (g *registry) StopAll() {
+	g.mu.Lock()
+	all := g.instances
+	g.instances = map[string]*running{}
+	g.mu.Unlock()
+	for _, r := range all {
+		r.cancel()
+	}
+	g.wg.Wait()
+}
+
+// Each calls fn for every running instance.
+func (g *registry) Each(fn func(key string, r *running)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for key, r := range g.instances {
+		fn(key, r)
+	}
+}

@@ -1,0 +1,165 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// fakeInstance runs until stopped or until fail is closed, and records the
+// configs it was re-tuned with.
+type fakeInstance struct {
+	mu           sync.Mutex
+	cfg          provisioning.Config
+	reconfigured []provisioning.Config
+	restartOn    func(old, new provisioning.Config) bool
+	leader       bool
+	started      chan struct{}
+	stopped      chan struct{}
+	fail         chan error
+}
+
+func newFakeInstance(cfg provisioning.Config) *fakeInstance {
+	return &fakeInstance{cfg: cfg, started: make(chan struct{}), stopped: make(chan struct{}), fail: make(chan error, 1)}
+}
+
+func (f *fakeInstance) Run(ctx context.Context) error {
+	close(f.started)
+	defer close(f.stopped)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-f.fail:
+		return err
+	}
+}
+
+func (f *fakeInstance) Reconfigure(cfg provisioning.Config) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.restartOn != nil && f.restartOn(f.cfg, cfg) {
+		return provisioning.ErrRestartRequired
+	}
+	f.cfg = cfg
+	f.reconfigured = append(f.reconfigured, cfg)
+	return nil
+}
+
+func (f *fakeInstance) IsLeader() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leader
+}
+
+func (f *fakeInstance) LeaseHealthy() error { return nil }
+
+func isStopped(f *fakeInstance) bool {
+	select {
+	case <-f.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestRegistryStartIsIdempotent(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	g := newRegistry(func(string) {})
+	defer g.StopAll()
+	first := newFakeInstance(provisioning.Config{})
+	second := newFakeInstance(provisioning.Config{})
+
+	got := g.Start(context.Background(), "a", &running{instance: first})
+	<-first.started
+	if again := g.Start(context.Background(), "a", &running{instance: second}); again != got {
+		t.Fatalf("second Start under the same key returned a new instance")
+	}
+	if g.Get("a").instance != first {
+		t.Errorf("the first instance no longer runs under its key")
+	}
+	select {
+	case <-second.started:
+		t.Errorf("second Start ran an instance although one was running")
+	default:
+	}
+}
+
+func TestRegistryStaleTokenNeverStopsTheReplacement(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	g := newRegistry(func(string) {})
+	defer g.StopAll()
+	old := newFakeInstance(provisioning.Config{})
+	oldToken := g.Start(context.Background(), "a", &running{instance: old}).token
+	if !g.Stop("a", oldToken) {
+		t.Fatalf("Stop with the current token stopped nothing")
+	}
+	if !isStopped(old) {
+		t.Fatalf("Stop returned before the instance's Run returned")
+	}
+
+	replacement := newFakeInstance(provisioning.Config{})
+	newToken := g.Start(context.Background(), "a", &running{instance: replacement}).token
+	<-replacement.started
+	if newToken == oldToken {
+		t.Fatalf("the replacement got the old token %d", oldToken)
+	}
+	if g.Stop("a", oldToken) {
+		t.Errorf("Stop with the old token reported stopping something")
+	}
+	if isStopped(replacement) {
+		t.Errorf("Stop with the old token stopped the replacement")
+	}
+	if g.Stop("a", oldToken) || g.Stop("missing", newToken) {
+		t.Errorf("Stop of nothing reported stopping something")
+	}
+}
+
+func TestRegistryReportsInstancesThatExitByThemselves(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	exits := make(chan string, 2)
+	g := newRegistry(func(key string) { exits <- key })
+	defer g.StopAll()
+
+	failing := newFakeInstance(provisioning.Config{})
+	r := g.Start(context.Background(), "failing", &running{instance: failing})
+	stopped := newFakeInstance(provisioning.Config{})
+	g.Start(context.Background(), "stopped", &running{instance: stopped})
+
+	boom := errors.New("boom")
+	failing.fail <- boom
+	if key := <-exits; key != "failing" {
+		t.Fatalf("exit reported for %q, want failing", key)
+	}
+	if exited, err := r.exited(); !exited || !errors.Is(err, boom) {
+		t.Errorf("exited() = %v, %v; want true, %v", exited, err, boom)
+	}
+	g.StopAll()
+	select {
+	case key := <-exits:
+		t.Errorf("a stopped instance was reported as exiting by itself: %q", key)
+	default:
+	}
+}
+
+func TestRegistryEachSeesRunningInstances(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	g := newRegistry(func(string) {})
+	defer g.StopAll()
+	tokens := map[string]uint64{}
+	for _, key := range []string{"a", "b", "c"} {
+		tokens[key] = g.Start(context.Background(), key, &running{instance: newFakeInstance(provisioning.Config{})}).token
+	}
+	g.Stop("b", tokens["b"])
+	got := map[string]uint64{}
+	g.Each(func(key string, r *running) { got[key] = r.token })
+	want := map[string]uint64{"a": tokens["a"], "c": tokens["c"]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("running instances (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,109 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+)
+
+// Reasons of the Leading condition.
+const (
+	reasonLeaseHeld              = "LeaseHeld"
+	reasonNoLeader               = "NoLeader"
+	reasonNotRunning             = "NotRunning"
+	reasonLeaderElectionDisabled = "LeaderElectionDisabled"
+)
+
+var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: component}
+
+// desiredStatus is pc's status after obs. Conditions keep their transition
+// time unless their status changes.
+func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation, leaderElection bool) v1alpha1.ProvisionerConfigStatus {
+	st := *pc.Status.DeepCopy()
+	st.ObservedGeneration = pc.Generation
+	st.Backend = pc.Spec.Backend.Name()
+	st.Leader = obs.leader
+
+	ready := metav1.ConditionFalse
+	if obs.reason == v1alpha1.ReasonRunning || obs.reason == v1alpha1.ReasonStandby {
+		ready = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             ready,
+		Reason:             obs.reason,
+		Message:            obs.message,
+		ObservedGeneration: pc.Generation,
+	})
+
+	leading := metav1.Condition{
+		Type:               v1alpha1.ConditionLeading,
+		Status:             metav1.ConditionFalse,
+		ObservedGeneration: pc.Generation,
+	}
+	switch {
+	case isRefusal(obs.reason):
+		leading.Reason, leading.Message = reasonNotRunning, "no instance runs"
+	case !leaderElection:
+		leading.Status, leading.Reason, leading.Message = metav1.ConditionTrue, reasonLeaderElectionDisabled, "every replica works without a Lease"
+	case obs.leader != "":
+		leading.Status, leading.Reason, leading.Message = metav1.ConditionTrue, reasonLeaseHeld, "the Lease is held by "+obs.leader
+	default:
+		leading.Reason, leading.Message = reasonNoLeader, "no replica holds the Lease"
+	}
+	meta.SetStatusCondition(&st.Conditions, leading)
+	return st
+}
+
+func isRefusal(reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonProvisionerNameConflict, v1alpha1.ReasonBackendUnavailable:
+		return true
+	}
+	return false
+}
+
+// needsWrite reports whether this replica must write want over pc's status. A
+// standby replica leaves the status to the leader once the leader reported the
+// current generation, so that replicas never overwrite each other in a loop.
+func needsWrite(pc *v1alpha1.ProvisionerConfig, want v1alpha1.ProvisionerConfigStatus, obs observation) bool {
+	if equality.Semantic.DeepEqual(pc.Status, want) {
+		return false
+	}
+	if obs.reason != v1alpha1.ReasonStandby || obs.leader == "" {
+		return true
+	}
+	current := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
+	leaderReported := current != nil && current.Reason == v1alpha1.ReasonRunning &&
+		current.ObservedGeneration == pc.Generation && pc.Status.Leader == obs.leader
+	return !leaderReported
+}
+
+// writeStatus writes the status of obs unless nothing changed, and emits a
+// Warning Event when the object is newly refused.
+func (m *Manager) writeStatus(ctx context.Context, pc *v1alpha1.ProvisionerConfig, obs observation) error {
+	want := desiredStatus(pc, obs, m.settings.LeaderElection)
+	if !needsWrite(pc, want, obs) {
+		return nil
+	}
+	if isRefusal(obs.reason) {
+		current := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
+		if current == nil || current.Reason != obs.reason || current.Message != obs.message || pc.Status.ObservedGeneration != pc.Generation {
+			m.recorder.Event(pc, v1.EventTypeWarning, obs.reason, obs.message)
+		}
+	}
+	updated := pc.DeepCopy()
+	updated.Status = want
+	if _, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().UpdateStatus(ctx, updated, metav1UpdateOptions); err != nil {
+		return fmt.Errorf("cannot update the status of ProvisionerConfig %s: %w", pc.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated status", "reason", obs.reason, "leader", obs.leader, "observedGeneration", pc.Generation)
+	return nil
+}
