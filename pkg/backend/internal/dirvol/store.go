@@ -497,7 +497,12 @@ func (s *Store) removeEmptyParents(base *os.Root, parents []string) {
 	}
 }
 
+// removeEmptyDir removes an empty folder unless it is a volume: an empty
+// volume is still somebody's.
 func removeEmptyDir(parent *os.Root, name string) error {
+	if _, err := parent.Lstat(markerName(name)); err == nil {
+		return fmt.Errorf("%q is a volume", name)
+	}
 	info, err := parent.Lstat(name)
 	if err != nil {
 		return err

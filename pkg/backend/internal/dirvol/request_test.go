@@ -1,0 +1,111 @@
+package dirvol
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+func TestParseRequest(t *testing.T) {
+	block := v1.PersistentVolumeBlock
+	tests := map[string]struct {
+		mutate      func(*provisioning.ProvisionOptions)
+		wantDir     string
+		wantErr     string
+		wantPattern bool
+	}{
+		"plain claim": {wantDir: "pvc-team-data"},
+		"class pattern": {mutate: func(o *provisioning.ProvisionOptions) {
+			o.StorageClass = backendtest.Class(map[string]string{"pathPattern": nsPattern})
+		}, wantDir: "team/data"},
+		"no class":   {mutate: func(o *provisioning.ProvisionOptions) { o.StorageClass = nil }, wantDir: "pvc-team-data"},
+		"no claim":   {mutate: func(o *provisioning.ProvisionOptions) { o.PVC = nil }, wantErr: "no claim"},
+		"block":      {mutate: func(o *provisioning.ProvisionOptions) { o.PVC.Spec.VolumeMode = &block }, wantErr: "block volumes are not supported"},
+		"no request": {mutate: func(o *provisioning.ProvisionOptions) { o.PVC.Spec.Resources.Requests = nil }, wantErr: "no positive storage request"},
+		"unknown parameter": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"archiveOnDelete": "true"})
+			},
+			wantErr: `unknown parameter "archiveOnDelete"`,
+		},
+		"bad class pattern": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"pathPattern": "{{printf `x`}}"})
+			},
+			wantErr: "StorageClass standard: path pattern",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			opts := backendtest.Options(backendtest.Claim("team", "data", "2Gi"), backendtest.Class(nil))
+			if tc.mutate != nil {
+				tc.mutate(&opts)
+			}
+			req, err := ParseRequest(opts)
+			checkErr(t, err, tc.wantErr)
+			if err != nil {
+				return
+			}
+			pattern := req.Pattern
+			if pattern == nil {
+				pattern, _ = ParsePattern("")
+			}
+			dir, err := pattern.Render(req.PVName, req.Claim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantDir, dir); diff != "" {
+				t.Errorf("directory mismatch (-want +got):\n%s", diff)
+			}
+			if got := req.Size.String(); got != "2Gi" {
+				t.Errorf("Size = %s, want 2Gi", got)
+			}
+		})
+	}
+}
+
+func TestNewPV(t *testing.T) {
+	retain := v1.PersistentVolumeReclaimRetain
+	filesystem := v1.PersistentVolumeFilesystem
+	source := v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/vols/x"}}
+	tests := map[string]struct {
+		class       bool
+		wantReclaim v1.PersistentVolumeReclaimPolicy
+		wantClass   string
+	}{
+		"class reclaim policy": {class: true, wantReclaim: retain, wantClass: "standard"},
+		"no class":             {wantReclaim: v1.PersistentVolumeReclaimDelete},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			claim := backendtest.Claim("team", "data", "2Gi")
+			claim.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+			opts := backendtest.Options(claim, nil)
+			if tc.class {
+				opts.StorageClass = backendtest.Class(nil)
+				opts.StorageClass.ReclaimPolicy = &retain
+			}
+			req := Request{PVName: opts.PVName, Claim: claim, Size: resource.MustParse("2Gi")}
+			want := &v1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data"},
+				Spec: v1.PersistentVolumeSpec{
+					Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("2Gi")},
+					AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
+					PersistentVolumeReclaimPolicy: tc.wantReclaim,
+					StorageClassName:              tc.wantClass,
+					VolumeMode:                    &filesystem,
+					PersistentVolumeSource:        source,
+				},
+			}
+			if diff := cmp.Diff(want, NewPV(opts, req, source)); diff != "" {
+				t.Errorf("NewPV() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,618 @@
+package dirvol
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+)
+
+const (
+	testProvisioner = "provfleet.io/test"
+	// volumesPath is where the test's PersistentVolumes say the base is.
+	volumesPath = "/vols"
+)
+
+var archiveTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600))
+
+// fixture is a Store on a temporary root holding the base "vols" and a
+// sentinel tree outside the base.
+type fixture struct {
+	store *Store
+	tmp   string
+	base  string
+	pvs   []*v1.PersistentVolume
+}
+
+func newFixture(t *testing.T, mutate func(*Config)) *fixture {
+	t.Helper()
+	f := &fixture{tmp: t.TempDir()}
+	f.base = filepath.Join(f.tmp, "root", "vols")
+	if err := os.MkdirAll(f.base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	backendtest.WriteFile(t, filepath.Join(f.tmp, "root", "other", "keep"), "inside the root, outside the base")
+	backendtest.WriteFile(t, filepath.Join(f.tmp, "outside", "keep"), "outside the root")
+	cfg := Config{
+		Root:      filepath.Join(f.tmp, "root"),
+		Base:      "vols",
+		VolumeDir: hostPathDir,
+		Options: backend.Options{
+			ProvisionerNames: []string{testProvisioner},
+			ListVolumes:      func() ([]*v1.PersistentVolume, error) { return f.pvs, nil },
+			Now:              func() time.Time { return archiveTime },
+		},
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	var err error
+	f.store, err = New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return f
+}
+
+func hostPathDir(pv *v1.PersistentVolume) (string, bool) {
+	if pv.Spec.HostPath == nil {
+		return "", false
+	}
+	dir, err := RelDir(volumesPath, pv.Spec.HostPath.Path)
+	return dir, err == nil
+}
+
+func volume(name, dir, size, provisioner string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annProvisionedBy: provisioner}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
+			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volumesPath + "/" + dir}},
+		},
+	}
+}
+
+func request(t *testing.T, namespace, name, size, pattern string) Request {
+	t.Helper()
+	claim := backendtest.Claim(namespace, name, size)
+	req := Request{PVName: "pvc-" + string(claim.UID), Claim: claim, Size: resource.MustParse(size)}
+	if pattern != "" {
+		var err error
+		if req.Pattern, err = ParsePattern(pattern); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return req
+}
+
+// tree lists what lies below dir, directories with a trailing slash.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var got []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			rel += "/"
+		}
+		got = append(got, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func (f *fixture) outside(t *testing.T) map[string]backendtest.Entry {
+	return backendtest.Snapshot(t, f.tmp, f.base)
+}
+
+const nsPattern = "{{.PVC.Namespace}}/{{.PVC.Name}}"
+
+func TestCreateAndRemove(t *testing.T) {
+	tests := map[string]struct {
+		onDelete   backend.OnDeletePolicy
+		pattern    string
+		sibling    string
+		wantDir    string
+		wantTree   []string
+		wantRemain []string
+	}{
+		"delete": {
+			onDelete: backend.OnDeleteDelete, wantDir: "pvc-team-data",
+			wantTree: []string{".pvc-team-data.provfleet-volume", "pvc-team-data/"},
+		},
+		"delete with subfolders removes empty parents": {
+			onDelete: backend.OnDeleteDelete, pattern: nsPattern, wantDir: "team/data",
+			wantTree: []string{"team/", "team/.data.provfleet-volume", "team/data/"},
+		},
+		"delete keeps parents in use": {
+			onDelete: backend.OnDeleteDelete, pattern: nsPattern, sibling: "team/keep", wantDir: "team/data",
+			wantTree:   []string{"team/", "team/.data.provfleet-volume", "team/data/", "team/keep"},
+			wantRemain: []string{"team/", "team/keep"},
+		},
+		"retain": {
+			onDelete: backend.OnDeleteRetain, pattern: nsPattern, wantDir: "team/data",
+			wantTree:   []string{"team/", "team/.data.provfleet-volume", "team/data/"},
+			wantRemain: []string{"team/", "team/data/", "team/data/file"},
+		},
+		"archive": {
+			onDelete: backend.OnDeleteArchive, wantDir: "pvc-team-data",
+			wantTree:   []string{".pvc-team-data.provfleet-volume", "pvc-team-data/"},
+			wantRemain: []string{"archived-pvc-team-data-20260102T020405Z/", "archived-pvc-team-data-20260102T020405Z/file"},
+		},
+		"archive with subfolders": {
+			onDelete: backend.OnDeleteArchive, pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}", wantDir: "team/x/data",
+			wantTree:   []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
+			wantRemain: []string{"team/", "team/x/", "team/x/archived-data-20260102T020405Z/", "team/x/archived-data-20260102T020405Z/file"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.OnDelete = tc.onDelete })
+			if tc.sibling != "" {
+				backendtest.WriteFile(t, filepath.Join(f.base, tc.sibling), "")
+			}
+			before := f.outside(t)
+			ctx := t.Context()
+			req := request(t, "team", "data", "1Gi", tc.pattern)
+			dir, err := f.store.Create(ctx, req)
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			if dir != tc.wantDir {
+				t.Errorf("Create() = %q, want %q", dir, tc.wantDir)
+			}
+			if diff := cmp.Diff(tc.wantTree, tree(t, f.base)); diff != "" {
+				t.Errorf("tree after Create (-want +got):\n%s", diff)
+			}
+			info, err := os.Stat(filepath.Join(f.base, dir))
+			if err != nil || info.Mode().Perm() != volumeMode {
+				t.Errorf("volume directory: %v, mode %v, want %v", err, info.Mode().Perm(), fs.FileMode(volumeMode))
+			}
+			backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "data")
+			if err := f.store.Remove(ctx, req.PVName, dir); err != nil {
+				t.Fatalf("Remove: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantRemain, tree(t, f.base)); diff != "" {
+				t.Errorf("tree after Remove (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, f.outside(t)); diff != "" {
+				t.Errorf("outside the base changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestIdempotent(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	req := request(t, "team", "data", "1Gi", nsPattern)
+	first, err := f.store.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Metadata changed between retries: the first directory is kept.
+	req.Claim.Namespace = "moved"
+	again, err := f.store.Create(ctx, req)
+	if err != nil || again != first {
+		t.Fatalf("second Create() = %q, %v; want %q", again, err, first)
+	}
+	// A restarted process knows the directory from its owner marker.
+	restarted, err := New(f.store.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Claim.Namespace = "team"
+	if got, err := restarted.Create(ctx, req); err != nil || got != first {
+		t.Fatalf("Create() after restart = %q, %v; want %q", got, err, first)
+	}
+	for i := range 2 {
+		if err := restarted.Remove(ctx, req.PVName, first); err != nil {
+			t.Fatalf("Remove #%d: %v", i, err)
+		}
+	}
+	if got := tree(t, f.base); len(got) != 0 {
+		t.Errorf("base not empty after Remove: %v", got)
+	}
+}
+
+func TestCreateRefusesCollisions(t *testing.T) {
+	tests := map[string]struct {
+		pvs     []*v1.PersistentVolume
+		setup   func(t *testing.T, f *fixture)
+		wantErr string
+	}{
+		"same directory as a listed volume": {
+			pvs:     []*v1.PersistentVolume{volume("pvc-old", "team/data", "1Gi", testProvisioner)},
+			wantErr: "another volume",
+		},
+		"inside a listed volume": {
+			pvs:     []*v1.PersistentVolume{volume("pvc-old", "team", "1Gi", "someone/else")},
+			wantErr: "another volume",
+		},
+		"around a listed volume": {
+			pvs:     []*v1.PersistentVolume{volume("pvc-old", "team/data/deeper", "1Gi", testProvisioner)},
+			wantErr: "another volume",
+		},
+		"a directory made by hand": {
+			setup: func(t *testing.T, f *fixture) {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/secret"), "x")
+			},
+			wantErr: "already exists",
+		},
+		"a file made by hand": {
+			setup:   func(t *testing.T, f *fixture) { backendtest.WriteFile(t, filepath.Join(f.base, "team/data"), "x") },
+			wantErr: "already exists",
+		},
+		"a directory owned by another volume": {
+			setup: func(t *testing.T, f *fixture) {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/.data.provfleet-volume"), "pvc-other")
+			},
+			wantErr: "belongs to another volume",
+		},
+		"inside an unlisted volume's directory": {
+			setup: func(t *testing.T, f *fixture) {
+				if _, err := f.store.Create(t.Context(), request(t, "x", "team", "1Gi", "{{.PVC.Name}}")); err != nil {
+					t.Fatal(err)
+				}
+				f.store.reservations = map[string]*reservation{} // as after a restart
+			},
+			wantErr: `"team" is the directory of another volume`,
+		},
+		"a directory being provisioned": {
+			setup: func(t *testing.T, f *fixture) {
+				if _, err := f.store.Create(t.Context(), request(t, "other", "data", "1Gi", "team/data")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "being provisioned",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.pvs = tc.pvs
+			if tc.setup != nil {
+				tc.setup(t, f)
+			}
+			before := backendtest.Snapshot(t, f.tmp, "")
+			_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", nsPattern))
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(before, backendtest.Snapshot(t, f.tmp, "")); diff != "" {
+				t.Errorf("a refused Create changed files (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRemoveRefusals(t *testing.T) {
+	tests := map[string]struct {
+		dir     string
+		pvs     []*v1.PersistentVolume
+		setup   func(t *testing.T, f *fixture)
+		wantErr string
+	}{
+		"invalid directory": {dir: "../other", wantErr: `".."`},
+		"used by another listed volume": {
+			dir:     "team/data",
+			pvs:     []*v1.PersistentVolume{volume("pvc-static", "team/data/inner", "1Gi", "")},
+			wantErr: "another volume",
+		},
+		"owned by another volume": {
+			dir: "team/data",
+			setup: func(t *testing.T, f *fixture) {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/.data.provfleet-volume"), "pvc-other")
+			},
+			wantErr: "belongs to another volume",
+		},
+		"a file": {
+			dir:     "team/data",
+			setup:   func(t *testing.T, f *fixture) { backendtest.WriteFile(t, filepath.Join(f.base, "team/data"), "x") },
+			wantErr: "not a directory",
+		},
+		"a symlink leaf": {
+			dir: "team/data",
+			setup: func(t *testing.T, f *fixture) {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/keep"), "x")
+				backendtest.Symlink(t, filepath.Join(f.tmp, "outside"), filepath.Join(f.base, "team/data"))
+			},
+			wantErr: "not a directory",
+		},
+		"a symlink parent": {
+			dir: "link/data",
+			setup: func(t *testing.T, f *fixture) {
+				backendtest.Symlink(t, filepath.Join(f.tmp, "outside"), filepath.Join(f.base, "link"))
+			},
+			wantErr: "not a directory",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.pvs = tc.pvs
+			if tc.setup != nil {
+				tc.setup(t, f)
+			}
+			before := backendtest.Snapshot(t, f.tmp, "")
+			err := f.store.Remove(t.Context(), "pvc-team-data", tc.dir)
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(before, backendtest.Snapshot(t, f.tmp, "")); diff != "" {
+				t.Errorf("a refused Remove changed files (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRemoveArchiveNeverReplaces(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.OnDelete = backend.OnDeleteArchive })
+	req := request(t, "team", "data", "1Gi", "")
+	dir, err := f.store.Create(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(f.base, "archived-pvc-team-data-20260102T020405Z"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(t, f.store.Remove(t.Context(), req.PVName, dir), "already exists")
+	if _, err := os.Stat(filepath.Join(f.base, dir)); err != nil {
+		t.Errorf("volume directory gone after a refused archive: %v", err)
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	tests := map[string]struct {
+		capacity backend.Capacity
+		pvs      []*v1.PersistentVolume
+		earlier  []string
+		size     string
+		wantErr  string
+	}{
+		"no budget": {
+			pvs: []*v1.PersistentVolume{volume("pvc-a", "a", "1Ei", testProvisioner)}, size: "1Ei",
+		},
+		"fits exactly": {
+			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
+			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "6Gi", testProvisioner)}, size: "4Gi",
+		},
+		"bytes exhausted by listed volumes": {
+			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
+			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "6Gi", testProvisioner)}, size: "5Gi",
+			wantErr: "6Gi of 10Gi in use, the claim requests 5Gi",
+		},
+		"other provisioners' volumes do not count": {
+			capacity: backend.Capacity{Storage: resource.MustParse("10Gi"), MaxVolumes: 1},
+			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "6Gi", "someone/else")}, size: "10Gi",
+		},
+		"bytes exhausted by reservations": {
+			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
+			earlier:  []string{"4Gi", "4Gi"}, size: "3Gi",
+			wantErr: "8Gi of 10Gi in use",
+		},
+		"larger than the whole budget": {
+			capacity: backend.Capacity{Storage: resource.MustParse("1Gi")}, size: "2Gi",
+			wantErr: "0 of 1Gi in use, the claim requests 2Gi",
+		},
+		"volumes exhausted": {
+			capacity: backend.Capacity{MaxVolumes: 2},
+			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
+			earlier:  []string{"1Gi"}, size: "1Gi",
+			wantErr: "2 of 2 volumes in use",
+		},
+		"volumes left": {
+			capacity: backend.Capacity{MaxVolumes: 3},
+			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
+			earlier:  []string{"1Gi"}, size: "1Gi",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.Capacity = tc.capacity })
+			f.pvs = tc.pvs
+			for i, size := range tc.earlier {
+				if _, err := f.store.Create(t.Context(), request(t, "earlier", fmt.Sprint(i), size, "")); err != nil {
+					t.Fatalf("earlier Create: %v", err)
+				}
+			}
+			_, err := f.store.Create(t.Context(), request(t, "team", "data", tc.size, ""))
+			checkErr(t, err, tc.wantErr)
+		})
+	}
+}
+
+// TestCapacityCountsEachVolumeOnce: a reservation stops counting once its
+// PersistentVolume is listed, and a removed volume frees its room.
+func TestCapacityCountsEachVolumeOnce(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Capacity = backend.Capacity{MaxVolumes: 2} })
+	ctx := t.Context()
+	first := request(t, "team", "a", "1Gi", "")
+	dir, err := f.store.Create(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pvs = []*v1.PersistentVolume{volume(first.PVName, dir, "1Gi", testProvisioner)}
+	if _, err := f.store.Create(ctx, request(t, "team", "b", "1Gi", "")); err != nil {
+		t.Fatalf("second volume refused: %v", err)
+	}
+	checkErr(t, func() error { _, err := f.store.Create(ctx, request(t, "team", "c", "1Gi", "")); return err }(), "2 of 2 volumes")
+	f.pvs = nil
+	if err := f.store.Remove(ctx, first.PVName, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Create(ctx, request(t, "team", "c", "1Gi", "")); err != nil {
+		t.Fatalf("room not freed: %v", err)
+	}
+}
+
+func TestConcurrentCreate(t *testing.T) {
+	tests := map[string]struct {
+		capacity backend.Capacity
+		pattern  string
+		want     int
+	}{
+		"capacity is never overshot": {capacity: backend.Capacity{MaxVolumes: 3}, want: 3},
+		"one claim gets a directory": {pattern: "shared/dir", want: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.Capacity = tc.capacity })
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var created []string
+			for i := range 12 {
+				wg.Go(func() {
+					dir, err := f.store.Create(t.Context(), request(t, "team", fmt.Sprint(i), "1Gi", tc.pattern))
+					if err == nil {
+						mu.Lock()
+						created = append(created, dir)
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if len(created) != tc.want {
+				t.Errorf("%d claims got directories %v, want %d", len(created), created, tc.want)
+			}
+		})
+	}
+}
+
+// TestSymlinksInBase plants symlinks in the base and checks no pattern can
+// reach through them.
+func TestSymlinksInBase(t *testing.T) {
+	tests := map[string]struct {
+		pattern string
+		wantErr string
+	}{
+		"absolute link out":      {pattern: "out/x", wantErr: "not a directory"},
+		"relative link out":      {pattern: "up/x", wantErr: "not a directory"},
+		"link to another dir":    {pattern: "inner/x", wantErr: "not a directory"},
+		"link as the volume":     {pattern: "out", wantErr: "already exists"},
+		"deep link":              {pattern: "real/out/x", wantErr: "not a directory"},
+		"link to another volume": {pattern: "tovol/x", wantErr: "not a directory"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			outside := filepath.Join(f.tmp, "outside")
+			backendtest.Symlink(t, outside, filepath.Join(f.base, "out"))
+			backendtest.Symlink(t, "../other", filepath.Join(f.base, "up"))
+			if err := os.MkdirAll(filepath.Join(f.base, "real", "inside"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			backendtest.Symlink(t, "real/inside", filepath.Join(f.base, "inner"))
+			backendtest.Symlink(t, outside, filepath.Join(f.base, "real", "out"))
+			backendtest.Symlink(t, "pvc-victim", filepath.Join(f.base, "tovol"))
+			if _, err := f.store.Create(t.Context(), request(t, "x", "victim", "1Gi", "")); err != nil {
+				t.Fatal(err)
+			}
+			before := backendtest.Snapshot(t, f.tmp, "")
+			_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", tc.pattern))
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(before, backendtest.Snapshot(t, f.tmp, "")); diff != "" {
+				t.Errorf("files changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBaseSwappedAfterNew replaces the base with a symlink out of the root
+// after the Store was made: operations must refuse it at the moment of use.
+func TestBaseSwappedAfterNew(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	req := request(t, "team", "data", "1Gi", "")
+	dir, err := f.store.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(f.tmp, "outside")
+	backendtest.WriteFile(t, filepath.Join(outside, dir, "precious"), "x")
+	if err := os.Rename(f.base, f.base+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	backendtest.Symlink(t, outside, f.base)
+	before := backendtest.Snapshot(t, f.tmp, "")
+	checkErr(t, f.store.Remove(ctx, req.PVName, dir), "escapes")
+	_, err = f.store.Create(ctx, request(t, "team", "new", "1Gi", ""))
+	checkErr(t, err, "escapes")
+	if diff := cmp.Diff(before, backendtest.Snapshot(t, f.tmp, "")); diff != "" {
+		t.Errorf("files changed (-before +after):\n%s", diff)
+	}
+}
+
+func TestNewRefusals(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(t *testing.T, c *Config)
+		want    error
+		wantErr string
+	}{
+		"unknown onDelete": {
+			mutate: func(t *testing.T, c *Config) { c.OnDelete = "Shred" }, want: backend.ErrInvalidSpec, wantErr: "Shred",
+		},
+		"negative capacity": {
+			mutate: func(t *testing.T, c *Config) { c.Capacity.MaxVolumes = -1 }, want: backend.ErrInvalidSpec, wantErr: "negative",
+		},
+		"bad pattern": {
+			mutate: func(t *testing.T, c *Config) { c.Pattern = "{{range .PVC.Labels}}{{end}}" }, want: backend.ErrInvalidSpec, wantErr: "not allowed",
+		},
+		"no volume mapping": {
+			mutate: func(t *testing.T, c *Config) { c.VolumeDir = nil }, want: backend.ErrInvalidSpec, wantErr: "mapping",
+		},
+		"relative root": {
+			mutate: func(t *testing.T, c *Config) { c.Root = "root" }, want: backend.ErrInvalidSpec, wantErr: "not absolute",
+		},
+		"missing root": {
+			mutate: func(t *testing.T, c *Config) { c.Root = filepath.Join(c.Root, "missing") }, want: backend.ErrUnavailable, wantErr: "no such file",
+		},
+		"missing base": {
+			mutate: func(t *testing.T, c *Config) { c.Base = "missing" }, want: backend.ErrUnavailable, wantErr: "no such file",
+		},
+		"base escaping the root": {
+			mutate: func(t *testing.T, c *Config) {
+				backendtest.Symlink(t, "/", filepath.Join(c.Root, "escape"))
+				c.Base = "escape"
+			},
+			want: backend.ErrInvalidSpec, wantErr: "escapes",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.Mkdir(filepath.Join(root, "vols"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{Root: root, Base: "vols", VolumeDir: hostPathDir}
+			tc.mutate(t, &cfg)
+			_, err := New(cfg)
+			checkErr(t, err, tc.wantErr)
+			if !errors.Is(err, tc.want) {
+				t.Errorf("error %v is not %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestListVolumesError(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Options.ListVolumes = func() ([]*v1.PersistentVolume, error) { return nil, errors.New("cache gone") }
+	})
+	_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", ""))
+	checkErr(t, err, "cache gone")
+	checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", "pvc-team-data"), "cache gone")
+}
