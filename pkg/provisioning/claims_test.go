@@ -1,0 +1,415 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// newTestTerm builds a term whose queues are shut down when the test ends.
+func newTestTerm(t *testing.T, c *Controller) *term {
+	tm := c.newTerm(context.Background())
+	t.Cleanup(func() {
+		tm.claims.queue.ShutDown()
+		tm.volumes.queue.ShutDown()
+		tm.saves.ShutDown()
+	})
+	return tm
+}
+
+type blockBackend struct {
+	*fakeBackend
+	supports bool
+}
+
+func (b blockBackend) SupportsBlock(context.Context) bool { return b.supports }
+
+type qualifyingBackend struct {
+	*fakeBackend
+	qualifies bool
+}
+
+func (b qualifyingBackend) ShouldProvision(context.Context, *v1.PersistentVolumeClaim) bool {
+	return b.qualifies
+}
+
+type panickingQualifier struct{ *fakeBackend }
+
+func (panickingQualifier) ShouldProvision(context.Context, *v1.PersistentVolumeClaim) bool {
+	panic("qualifier bug")
+}
+
+func TestShouldProvision(t *testing.T) {
+	bound := newClaim("c", "fast", testProvisioner)
+	bound.Spec.VolumeName = "pv"
+	beta := newClaim("c", "fast", "")
+	beta.Annotations[annBetaStorageProvisioner] = testProvisioner
+	tests := map[string]struct {
+		claim   *v1.PersistentVolumeClaim
+		backend func(*fakeBackend) Provisioner
+		want    bool
+		wantErr bool
+	}{
+		"annotated with our name":        {claim: newClaim("c", "fast", testProvisioner), want: true},
+		"annotated with beta annotation": {claim: beta, want: true},
+		"annotated with additional name": {claim: newClaim("c", "fast", "provfleet.io/alias"), want: true},
+		"annotated with another name":    {claim: newClaim("c", "fast", "other.io/x")},
+		"not annotated":                  {claim: newClaim("c", "fast", "")},
+		"bound":                          {claim: bound},
+		"qualifier agrees": {
+			claim:   newClaim("c", "fast", testProvisioner),
+			backend: func(b *fakeBackend) Provisioner { return qualifyingBackend{b, true} },
+			want:    true,
+		},
+		"qualifier refuses": {
+			claim:   newClaim("c", "fast", testProvisioner),
+			backend: func(b *fakeBackend) Provisioner { return qualifyingBackend{b, false} },
+		},
+		"qualifier panics": {
+			claim:   newClaim("c", "fast", testProvisioner),
+			backend: func(b *fakeBackend) Provisioner { return panickingQualifier{b} },
+			wantErr: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			var backend Provisioner = newFakeBackend()
+			if tc.backend != nil {
+				backend = tc.backend(newFakeBackend())
+			}
+			cfg := testConfig(testProvisioner)
+			cfg.AdditionalProvisionerNames = []string{"provfleet.io/alias"}
+			c := f.newController(cfg, backend, &testRecorder{})
+			got, err := c.shouldProvision(context.Background(), tc.claim)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("shouldProvision error = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("shouldProvision = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProvision(t *testing.T) {
+	block := v1.PersistentVolumeBlock
+	withMode := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+		c.Spec.VolumeMode = &block
+		return c
+	}
+	withNode := func(c *v1.PersistentVolumeClaim, node string) *v1.PersistentVolumeClaim {
+		c.Annotations[annSelectedNode] = node
+		return c
+	}
+	withIntent := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+		c.Finalizers = []string{IntentFinalizer(testProvisioner)}
+		return c
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	existing := newVolume("pvc-uid-c", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+
+	type want struct {
+		Err          bool
+		Calls        int
+		Events       []string
+		Volume       bool
+		Intent       bool
+		InProgress   bool
+		SelectedNode string
+		DeletedBack  []string
+	}
+	tests := map[string]struct {
+		claim     *v1.PersistentVolumeClaim
+		objects   []runtime.Object
+		backend   func(*fakeBackend) Provisioner
+		provision func(context.Context, int, ProvisionOptions) (ProvisioningState, error)
+		want      want
+	}{
+		"provisions": {
+			claim: newClaim("c", "fast", testProvisioner),
+			want:  want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true},
+		},
+		"volume exists already": {
+			claim:   withIntent(newClaim("c", "fast", testProvisioner)),
+			objects: []runtime.Object{existing},
+			want:    want{Volume: true},
+		},
+		"block refused": {
+			claim: withMode(newClaim("c", "fast", testProvisioner)),
+			want:  want{Events: []string{EventProvisioningFailed}},
+		},
+		"block refused by block provisioner without support": {
+			claim:   withMode(newClaim("c", "fast", testProvisioner)),
+			backend: func(b *fakeBackend) Provisioner { return blockBackend{b, false} },
+			want:    want{Events: []string{EventProvisioningFailed}},
+		},
+		"block accepted": {
+			claim:   withMode(newClaim("c", "fast", testProvisioner)),
+			backend: func(b *fakeBackend) Provisioner { return blockBackend{b, true} },
+			want:    want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true},
+		},
+		"class missing": {
+			claim: newClaim("c", "missing", testProvisioner),
+			want:  want{Err: true},
+		},
+		"class of another provisioner": {
+			claim: newClaim("c", "other", testProvisioner),
+			want:  want{},
+		},
+		"selected node": {
+			claim:   withNode(newClaim("c", "fast", testProvisioner), "node-1"),
+			objects: []runtime.Object{node},
+			want:    want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true, SelectedNode: "node-1"},
+		},
+		"selected node missing": {
+			claim: withNode(newClaim("c", "fast", testProvisioner), "node-2"),
+			want:  want{Err: true, Events: []string{EventProvisioningFailed}, SelectedNode: "node-2"},
+		},
+		"backend fails, finished": {
+			claim: newClaim("c", "fast", testProvisioner),
+			provision: func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				return ProvisioningFinished, errBackend
+			},
+			want: want{Err: true, Calls: 1, Events: []string{EventProvisioning, EventProvisioningFailed}, Intent: true},
+		},
+		"backend fails, in background": {
+			claim: newClaim("c", "fast", testProvisioner),
+			provision: func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				return ProvisioningInBackground, errBackend
+			},
+			want: want{Err: true, Calls: 1, Events: []string{EventProvisioning, EventProvisioningFailed}, Intent: true, InProgress: true},
+		},
+		"backend fails, no change": {
+			claim: newClaim("c", "fast", testProvisioner),
+			provision: func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				return ProvisioningNoChange, errBackend
+			},
+			want: want{Err: true, Calls: 1, Events: []string{EventProvisioning, EventProvisioningFailed}, Intent: true},
+		},
+		"backend ignores": {
+			claim: newClaim("c", "fast", testProvisioner),
+			provision: func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				return ProvisioningFinished, &IgnoredError{Reason: "not mine"}
+			},
+			want: want{Calls: 1, Events: []string{EventProvisioning}},
+		},
+		"backend asks to reschedule": {
+			claim:   withNode(newClaim("c", "fast", testProvisioner), "node-1"),
+			objects: []runtime.Object{node},
+			provision: func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				return ProvisioningReschedule, errBackend
+			},
+			want: want{Err: true, Calls: 1, Events: []string{EventProvisioning, EventProvisioningFailed}, Intent: true},
+		},
+		"backend panics": {
+			claim:     newClaim("c", "fast", testProvisioner),
+			provision: func(context.Context, int, ProvisionOptions) (ProvisioningState, error) { panic("backend bug") },
+			want:      want{Err: true, Calls: 1, Events: []string{EventProvisioning, EventProvisioningFailed}, Intent: true},
+		},
+		"qualifier refuses": {
+			claim:   newClaim("c", "fast", testProvisioner),
+			backend: func(b *fakeBackend) Provisioner { return qualifyingBackend{b, false} },
+			want:    want{},
+		},
+		"bound claim loses its intent": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := withIntent(newClaim("c", "fast", testProvisioner))
+				c.Spec.VolumeName = "pvc-uid-c"
+				return c
+			}(),
+			want: want{},
+		},
+		"deleted claim with intent and no volume": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := withIntent(newClaim("c", "fast", testProvisioner))
+				c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				return c
+			}(),
+			want: want{DeletedBack: []string{"pvc-uid-c"}},
+		},
+		"deleted claim with intent and a volume": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := withIntent(newClaim("c", "fast", testProvisioner))
+				c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				return c
+			}(),
+			objects: []runtime.Object{existing},
+			want:    want{Volume: true},
+		},
+		"deleted claim of another provisioner": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := newClaim("c", "fast", testProvisioner)
+				c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				c.Finalizers = []string{"other"}
+				return c
+			}(),
+			want: want{},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects := append([]runtime.Object{tc.claim, newClass("fast", testProvisioner), newClass("other", "other.io/x")}, tc.objects...)
+			f := newFixture(t, objects...)
+			f.fill(objects...)
+			backend := newFakeBackend()
+			backend.provision = tc.provision
+			var p Provisioner = backend
+			if tc.backend != nil {
+				p = tc.backend(backend)
+			}
+			recorder := &testRecorder{}
+			c := f.newController(testConfig(testProvisioner), p, recorder)
+			tm := newTestTerm(t, c)
+
+			_, err := c.syncClaim(context.Background(), tm, keyOfClaim(tc.claim))
+			calls, _, deleted := backend.snapshot()
+			claim := f.getClaim("c")
+			_, inProgress := c.inProgress.Load(tc.claim.UID)
+			got := want{
+				Err:          err != nil,
+				Calls:        calls,
+				Events:       recorder.events(),
+				Volume:       f.volumeExists("pvc-uid-c"),
+				Intent:       hasFinalizer(claim, c.finalizer),
+				InProgress:   inProgress,
+				SelectedNode: claim.Annotations[annSelectedNode],
+				DeletedBack:  deleted,
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("after sync (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
+func TestProvisionedVolume(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	objects := []runtime.Object{claim, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
+	if _, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(claim)); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pvc-uid-c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := struct {
+		Provisioner, Class string
+		Finalizers         []string
+		ClaimRef           v1.ObjectReference
+	}{pv.Annotations[annDynamicallyProvisioned], pv.Spec.StorageClassName, pv.Finalizers, *pv.Spec.ClaimRef}
+	want := struct {
+		Provisioner, Class string
+		Finalizers         []string
+		ClaimRef           v1.ObjectReference
+	}{testProvisioner, "fast", []string{VolumeFinalizer}, v1.ObjectReference{
+		Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "default", Name: "c", UID: "uid-c", ResourceVersion: claim.ResourceVersion,
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("PersistentVolume (-want +got):\n%s", diff)
+	}
+	if got := testutil.ToFloat64(f.metrics.provisionTotal.WithLabelValues(testProvisioner, "fast")); got != 1 {
+		t.Errorf("provision total = %v, want 1", got)
+	}
+}
+
+func TestProvisionPanicCounted(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	objects := []runtime.Object{claim, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) { panic("bug") }
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	if _, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(claim)); err == nil {
+		t.Fatal("want an error from a panicking backend")
+	}
+	if got := testutil.ToFloat64(f.metrics.panics.WithLabelValues(testProvisioner, "provision")); got != 1 {
+		t.Errorf("panics = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(f.metrics.provisionFailed.WithLabelValues(testProvisioner, "fast")); got != 1 {
+		t.Errorf("provision failures = %v, want 1", got)
+	}
+}
+
+func TestInBackgroundThenNoChangeKeepsClaimInProgress(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	objects := []runtime.Object{claim, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := newFakeBackend()
+	states := []ProvisioningState{ProvisioningInBackground, ProvisioningNoChange, ProvisioningFinished}
+	backend.provision = func(_ context.Context, call int, _ ProvisionOptions) (ProvisioningState, error) {
+		return states[call-1], errBackend
+	}
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	tm := newTestTerm(t, c)
+	var got []bool
+	for range states {
+		_, _ = c.syncClaim(context.Background(), tm, keyOfClaim(claim))
+		_, in := c.inProgress.Load(claim.UID)
+		got = append(got, in)
+	}
+	if diff := cmp.Diff([]bool{true, true, false}, got); diff != "" {
+		t.Errorf("in progress after each call (-want +got):\n%s", diff)
+	}
+}
+
+func TestIntentFinalizer(t *testing.T) {
+	tests := map[string]struct {
+		name string
+		want string
+	}{
+		"plain":       {name: "provfleet.io/fast-local", want: "provfleet.io/provisioning-provfleet.io-fast-local"},
+		"no slash":    {name: "example", want: "provfleet.io/provisioning-example"},
+		"long name":   {name: "a.very.long.domain.example.com/with-a-very-long-provisioner-name-indeed"},
+		"odd trailer": {name: "example.com/x_"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := IntentFinalizer(tc.name)
+			if errs := validation.IsQualifiedName(got); len(errs) > 0 {
+				t.Errorf("IntentFinalizer(%q) = %q, not a valid finalizer: %v", tc.name, got, errs)
+			}
+			if tc.want != "" && got != tc.want {
+				t.Errorf("IntentFinalizer(%q) = %q, want %q", tc.name, got, tc.want)
+			}
+			if other := IntentFinalizer(tc.name + "2"); other == got {
+				t.Errorf("IntentFinalizer of different names are both %q", got)
+			}
+		})
+	}
+}
+
+func TestUpdateClaimRetriesConflict(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	f := newFixture(t, claim)
+	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
+	conflicts := 1
+	f.client.PrependReactor("update", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(v1.Resource("persistentvolumeclaims"), "c", errors.New("stale"))
+		}
+		return false, nil, nil
+	})
+	if _, err := c.setClaimFinalizer(context.Background(), claim, true); err != nil {
+		t.Fatal(err)
+	}
+	if !hasFinalizer(f.getClaim("c"), c.finalizer) {
+		t.Error("intent finalizer missing after a conflict")
+	}
+}

@@ -1,0 +1,141 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type guardedBackend struct {
+	*fakeBackend
+	allow bool
+}
+
+func (b guardedBackend) ShouldDelete(context.Context, *v1.PersistentVolume) bool { return b.allow }
+
+func TestDelete(t *testing.T) {
+	released := func() *v1.PersistentVolume {
+		return newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	}
+	with := func(pv *v1.PersistentVolume, change func(*v1.PersistentVolume)) *v1.PersistentVolume {
+		change(pv)
+		return pv
+	}
+	deleting := func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
+	finalized := func(pv *v1.PersistentVolume) { pv.Finalizers = []string{VolumeFinalizer} }
+
+	type want struct {
+		Err        bool
+		Deleted    []string
+		Exists     bool
+		Finalizers []string
+		Events     []string
+	}
+	tests := map[string]struct {
+		volume    *v1.PersistentVolume
+		finalizer bool
+		backend   func(*fakeBackend) Provisioner
+		deleteErr error
+		want      want
+	}{
+		"released": {
+			volume: released(),
+			want:   want{Deleted: []string{"pv"}},
+		},
+		"released, additional name": {
+			volume: newVolume("pv", "provfleet.io/alias", v1.VolumeReleased, v1.PersistentVolumeReclaimDelete),
+			want:   want{Deleted: []string{"pv"}},
+		},
+		"bound": {
+			volume: newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete),
+			want:   want{Exists: true},
+		},
+		"bound gets the finalizer": {
+			volume:    newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete),
+			finalizer: true,
+			want:      want{Exists: true, Finalizers: []string{VolumeFinalizer}},
+		},
+		"retained": {
+			volume: newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimRetain),
+			want:   want{Exists: true},
+		},
+		"retained loses the finalizer": {
+			volume:    with(newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimRetain), finalized),
+			finalizer: true,
+			want:      want{Exists: true},
+		},
+		"another provisioner's volume keeps its finalizer": {
+			volume:    with(newVolume("pv", "other.io/x", v1.VolumeReleased, v1.PersistentVolumeReclaimRetain), finalized),
+			finalizer: true,
+			want:      want{Exists: true, Finalizers: []string{VolumeFinalizer}},
+		},
+		"another provisioner's volume gets no finalizer": {
+			volume:    newVolume("pv", "other.io/x", v1.VolumeBound, v1.PersistentVolumeReclaimDelete),
+			finalizer: true,
+			want:      want{Exists: true},
+		},
+		"guard vetoes": {
+			volume:  released(),
+			backend: func(b *fakeBackend) Provisioner { return guardedBackend{b, false} },
+			want:    want{Exists: true},
+		},
+		"guard agrees": {
+			volume:  released(),
+			backend: func(b *fakeBackend) Provisioner { return guardedBackend{b, true} },
+			want:    want{Deleted: []string{"pv"}},
+		},
+		"backend fails": {
+			volume:    released(),
+			deleteErr: errBackend,
+			want:      want{Err: true, Exists: true, Events: []string{EventVolumeFailedDelete}},
+		},
+		"backend ignores": {
+			volume:    released(),
+			deleteErr: &IgnoredError{Reason: "not mine"},
+			want:      want{Exists: true},
+		},
+		"deleting without finalizer": {
+			volume: with(released(), deleting),
+			want:   want{Exists: true},
+		},
+		"deleting with finalizer": {
+			volume:    with(with(released(), deleting), finalized),
+			finalizer: true,
+			want:      want{Deleted: []string{"pv"}, Exists: true},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, tc.volume)
+			f.fill(tc.volume)
+			backend := newFakeBackend()
+			backend.deleteErr = tc.deleteErr
+			var p Provisioner = backend
+			if tc.backend != nil {
+				p = tc.backend(backend)
+			}
+			cfg := testConfig(testProvisioner)
+			cfg.Finalizer = tc.finalizer
+			cfg.AdditionalProvisionerNames = []string{"provfleet.io/alias"}
+			recorder := &testRecorder{}
+			c := f.newController(cfg, p, recorder)
+
+			_, err := c.syncVolume(context.Background(), "pv")
+			_, _, deleted := backend.snapshot()
+			got := want{Err: err != nil, Deleted: deleted, Events: recorder.events()}
+			pv, gerr := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv", metav1.GetOptions{})
+			if gerr == nil {
+				got.Exists = true
+				got.Finalizers = pv.Finalizers
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("after sync (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
