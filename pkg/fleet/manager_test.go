@@ -1,0 +1,311 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned/fake"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// fixture runs a Manager over fake clientsets, with fake instances whose
+// creation it records per provisioner name.
+type fixture struct {
+	t       *testing.T
+	ctx     context.Context
+	kube    *kubefake.Clientset
+	pcfg    *fake.Clientset
+	manager *Manager
+
+	mu        sync.Mutex
+	instances map[string][]*fakeInstance
+	restartOn func(old, new provisioning.Config) bool
+	leader    bool
+}
+
+func newFixture(t *testing.T, opts ...Option) *fixture {
+	t.Helper()
+	// Registered first, so it runs after the manager stopped.
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	_, ctx := ktesting.NewTestContext(t)
+	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
+	m, err := newManager(Settings{Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true, HostPathRoot: t.TempDir(), NodeName: "node-1"},
+		dependencies{
+			client:    f.kube,
+			pcfg:      f.pcfg,
+			clientFor: func(string) (kubernetes.Interface, error) { return f.kube, nil },
+			newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
+				if deps.Provisioner == nil || deps.Metrics == nil || deps.Informers.Claims == nil {
+					return nil, errors.New("incomplete dependencies")
+				}
+				inst := newFakeInstance(cfg)
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				inst.restartOn, inst.leader = f.restartOn, f.leader
+				f.instances[cfg.ProvisionerName] = append(f.instances[cfg.ProvisionerName], inst)
+				if f.leader {
+					deps.OnLeaderChange("replica-1")
+				}
+				return inst, nil
+			},
+			stop: func() {},
+		}, opts...)
+	if err != nil {
+		t.Fatalf("newManager: %v", err)
+	}
+	f.manager = m
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- m.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return f
+}
+
+func (f *fixture) started(provisioner string) []*fakeInstance {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*fakeInstance(nil), f.instances[provisioner]...)
+}
+
+func (f *fixture) create(pc *v1alpha1.ProvisionerConfig) {
+	f.t.Helper()
+	if _, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Create(f.ctx, pc, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("cannot create %s: %v", pc.Name, err)
+	}
+}
+
+func (f *fixture) get(name string) *v1alpha1.ProvisionerConfig {
+	f.t.Helper()
+	pc, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("cannot get %s: %v", name, err)
+	}
+	return pc
+}
+
+// edit changes the spec as the apiserver would: a new generation.
+func (f *fixture) edit(name string, change func(*v1alpha1.ProvisionerConfig)) {
+	f.t.Helper()
+	err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pc := f.get(name)
+		change(pc)
+		pc.Generation++
+		_, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(ctx, pc, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		f.t.Fatalf("cannot edit %s: %v", name, err)
+	}
+}
+
+func (f *fixture) eventually(what string, cond func() bool) {
+	f.t.Helper()
+	err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		f.t.Fatalf("never: %s", what)
+	}
+}
+
+// readyReason returns the Ready reason once the status reports generation.
+func (f *fixture) readyReason(name string, generation int64) string {
+	pc := f.get(name)
+	c := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil || pc.Status.ObservedGeneration != generation {
+		return ""
+	}
+	return c.Reason
+}
+
+func (f *fixture) warnings(name string) []string {
+	events, err := f.kube.CoreV1().Events("").List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatalf("cannot list events: %v", err)
+	}
+	var reasons []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == name && e.Type == v1.EventTypeWarning {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+func hostPathConfig(name, provisioner string, created int64) *v1alpha1.ProvisionerConfig {
+	pc := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1, CreationTimestamp: metav1.Unix(created, 0)}}
+	pc.Spec.ProvisionerName = v1alpha1.ProvisionerName(provisioner)
+	pc.Spec.Backend.HostPath = &v1alpha1.HostPathBackend{Path: "/"}
+	return pc
+}
+
+func (f *fixture) hostPath(name, provisioner string, created int64) *v1alpha1.ProvisionerConfig {
+	pc := hostPathConfig(name, provisioner, created)
+	pc.Spec.Backend.HostPath.Path = v1alpha1.AbsolutePath(f.manager.settings.HostPathRoot + "/" + name)
+	return pc
+}
+
+func TestManagerStartsRetunesAndStopsInstances(t *testing.T) {
+	f := newFixture(t)
+	f.create(f.hostPath("a", "x.io/a", 1))
+	f.eventually("a is Running", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonRunning })
+	if got := f.get("a"); got.Status.Leader != "replica-1" || got.Finalizers[0] != v1alpha1.InstanceCleanupFinalizer {
+		t.Errorf("status.leader = %q, finalizers = %v", got.Status.Leader, got.Finalizers)
+	}
+
+	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Workers = 9 })
+	f.eventually("a observes generation 2", func() bool { return f.readyReason("a", 2) == v1alpha1.ReasonRunning })
+	instances := f.started("x.io/a")
+	if len(instances) != 1 {
+		t.Fatalf("a re-tune started %d instances, want the same one", len(instances))
+	}
+	first := instances[0]
+	first.mu.Lock()
+	if len(first.reconfigured) != 1 || first.reconfigured[0].Workers != 9 {
+		t.Errorf("Reconfigure calls = %+v, want one with 9 workers", first.reconfigured)
+	}
+	first.mu.Unlock()
+
+	f.mu.Lock()
+	f.restartOn = func(old, new provisioning.Config) bool { return old.ResyncPeriod != new.ResyncPeriod }
+	first.restartOn = f.restartOn
+	f.mu.Unlock()
+	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.ResyncPeriod = &metav1.Duration{Duration: time.Minute} })
+	f.eventually("a restarts", func() bool { return len(f.started("x.io/a")) == 2 && f.readyReason("a", 3) == v1alpha1.ReasonRunning })
+	if !isStopped(first) {
+		t.Errorf("the first instance still runs after its replacement started")
+	}
+	second := f.started("x.io/a")[1]
+	if second.cfg.ResyncPeriod != time.Minute || second.cfg.Workers != 9 {
+		t.Errorf("the replacement runs with %+v", second.cfg)
+	}
+
+	now := metav1.Now()
+	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.DeletionTimestamp = &now })
+	f.eventually("a lets go of its finalizer", func() bool { return len(f.get("a").Finalizers) == 0 })
+	if !isStopped(second) {
+		t.Errorf("the finalizer was removed before the instance stopped")
+	}
+}
+
+func TestManagerNameConflict(t *testing.T) {
+	f := newFixture(t)
+	f.create(f.hostPath("old", "x.io/shared", 1))
+	f.create(f.hostPath("new", "x.io/shared", 2))
+	f.eventually("old runs, new conflicts", func() bool {
+		return f.readyReason("old", 1) == v1alpha1.ReasonRunning && f.readyReason("new", 1) == v1alpha1.ReasonProvisionerNameConflict
+	})
+	if got := len(f.started("x.io/shared")); got != 1 {
+		t.Fatalf("%d instances started for one provisioner name, want 1", got)
+	}
+	f.eventually("a Warning Event on new", func() bool {
+		return cmp.Equal(f.warnings("new"), []string{v1alpha1.ReasonProvisionerNameConflict})
+	})
+
+	if err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Delete(f.ctx, "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("new takes over", func() bool { return f.readyReason("new", 1) == v1alpha1.ReasonRunning })
+	instances := f.started("x.io/shared")
+	if len(instances) != 2 || !isStopped(instances[0]) || isStopped(instances[1]) {
+		t.Errorf("after the takeover: %d instances, old stopped %v", len(instances), isStopped(instances[0]))
+	}
+}
+
+func TestManagerBackendFailuresStayWithTheirObject(t *testing.T) {
+	f := newFixture(t,
+		WithBackend("panics", func(context.Context, BackendRequest) (provisioning.Provisioner, error) { panic("driver bug") }),
+		WithBackend("works", func(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
+			if req.Spec.Custom.Parameters["size"] != "large" {
+				return nil, fmt.Errorf("unexpected parameters %v", req.Spec.Custom.Parameters)
+			}
+			return newFakeBackend(), nil
+		}),
+	)
+	custom := func(name, driver string) *v1alpha1.ProvisionerConfig {
+		pc := hostPathConfig(name, "x.io/"+name, 1)
+		pc.Spec.Backend = v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: driver, Parameters: map[string]string{"size": "large"}}}
+		return pc
+	}
+	outside := hostPathConfig("outside", "x.io/outside", 1)
+	outside.Spec.Backend.HostPath.Path = "/etc"
+	for _, pc := range []*v1alpha1.ProvisionerConfig{custom("panicking", "panics"), custom("unknown", "missing"), custom("good", "works"), outside} {
+		f.create(pc)
+	}
+	want := map[string]string{
+		"panicking": v1alpha1.ReasonBackendUnavailable,
+		"unknown":   v1alpha1.ReasonBackendUnavailable,
+		"good":      v1alpha1.ReasonRunning,
+		"outside":   v1alpha1.ReasonInvalidSpec,
+	}
+	f.eventually("every object reports its own outcome", func() bool {
+		for name, reason := range want {
+			if f.readyReason(name, 1) != reason {
+				return false
+			}
+		}
+		return true
+	})
+	if got := f.get("good").Status.Backend; got != "custom/works" {
+		t.Errorf("status.backend = %q, want custom/works", got)
+	}
+	for name, reason := range want {
+		if reason == v1alpha1.ReasonRunning {
+			continue
+		}
+		f.eventually("a Warning Event on "+name, func() bool { return len(f.warnings(name)) > 0 && f.warnings(name)[0] == reason })
+	}
+}
+
+func TestManagerStandbyAndPause(t *testing.T) {
+	f := newFixture(t)
+	f.mu.Lock()
+	f.leader = false
+	f.mu.Unlock()
+	f.create(f.hostPath("a", "x.io/a", 1))
+	f.eventually("a stands by", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonStandby })
+	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Paused = true })
+	f.eventually("a is paused", func() bool { return f.readyReason("a", 2) == v1alpha1.ReasonPaused })
+	if instances := f.started("x.io/a"); len(instances) != 1 || !instances[0].cfg.Paused {
+		t.Errorf("pausing did not re-tune the running instance")
+	}
+}
+
+func TestWithBackendRefusesDuplicates(t *testing.T) {
+	factory := func(context.Context, BackendRequest) (provisioning.Provisioner, error) { return newFakeBackend(), nil }
+	_, err := newManager(Settings{}, dependencies{client: kubefake.NewClientset(), pcfg: fake.NewSimpleClientset()},
+		WithBackend("x", factory), WithBackend("x", factory))
+	if err == nil {
+		t.Errorf("registering a driver twice succeeded")
+	}
+}
+
+// fakeBackend provisions nothing; the fake instances never call it.
+type fakeBackend struct{}
+
+func newFakeBackend() *fakeBackend { return &fakeBackend{} }
+
+func (*fakeBackend) Provision(context.Context, provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+	return nil, provisioning.ProvisioningFinished, errors.New("not implemented by the fake")
+}
+
+func (*fakeBackend) Delete(context.Context, *v1.PersistentVolume) error { return nil }

@@ -1,0 +1,146 @@
+package fleet
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+)
+
+func statusObject(generation int64, status v1alpha1.ProvisionerConfigStatus) *v1alpha1.ProvisionerConfig {
+	pc := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: "a", Generation: generation}, Status: status}
+	pc.Spec.Backend.HostPath = &v1alpha1.HostPathBackend{Path: "/data"}
+	return pc
+}
+
+func condition(typ string, status metav1.ConditionStatus, reason string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, ObservedGeneration: generation}
+}
+
+func TestDesiredStatus(t *testing.T) {
+	tests := map[string]struct {
+		obs            observation
+		leaderElection bool
+		want           v1alpha1.ProvisionerConfigStatus
+	}{
+		"leading": {
+			obs:            observation{reason: v1alpha1.ReasonRunning, leader: "me"},
+			leaderElection: true,
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, 3),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld, 3),
+			}},
+		},
+		"standby without a leader": {
+			obs:            observation{reason: v1alpha1.ReasonStandby},
+			leaderElection: true,
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonStandby, 3),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNoLeader, 3),
+			}},
+		},
+		"paused": {
+			obs:            observation{reason: v1alpha1.ReasonPaused, leader: "other"},
+			leaderElection: true,
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "other", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPaused, 3),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld, 3),
+			}},
+		},
+		"refused": {
+			obs:            observation{reason: v1alpha1.ReasonProvisionerNameConflict},
+			leaderElection: true,
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProvisionerNameConflict, 3),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNotRunning, 3),
+			}},
+		},
+		"without leader election": {
+			obs: observation{reason: v1alpha1.ReasonRunning, leader: "me"},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, 3),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaderElectionDisabled, 3),
+			}},
+		},
+	}
+	ignore := cmpopts.IgnoreFields(metav1.Condition{}, "Message", "LastTransitionTime")
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := desiredStatus(statusObject(3, v1alpha1.ProvisionerConfigStatus{}), tc.obs, tc.leaderElection)
+			if diff := cmp.Diff(tc.want, got, ignore); diff != "" {
+				t.Errorf("desiredStatus() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDesiredStatusKeepsTransitionTimes(t *testing.T) {
+	first := desiredStatus(statusObject(1, v1alpha1.ProvisionerConfigStatus{}), observation{reason: v1alpha1.ReasonRunning, leader: "me"}, true)
+	then := metav1.Unix(1000, 0)
+	for i := range first.Conditions {
+		first.Conditions[i].LastTransitionTime = then
+	}
+	second := desiredStatus(statusObject(2, first), observation{reason: v1alpha1.ReasonRunning, leader: "me"}, true)
+	for _, c := range second.Conditions {
+		if !c.LastTransitionTime.Equal(&then) {
+			t.Errorf("condition %s moved its transition time to %v although its status did not change", c.Type, c.LastTransitionTime)
+		}
+		if c.ObservedGeneration != 2 {
+			t.Errorf("condition %s observedGeneration = %d, want 2", c.Type, c.ObservedGeneration)
+		}
+	}
+}
+
+func TestNeedsWrite(t *testing.T) {
+	running := func(generation int64, leader string) v1alpha1.ProvisionerConfigStatus {
+		return desiredStatus(statusObject(generation, v1alpha1.ProvisionerConfigStatus{}), observation{reason: v1alpha1.ReasonRunning, leader: leader}, true)
+	}
+	tests := map[string]struct {
+		current v1alpha1.ProvisionerConfigStatus
+		obs     observation
+		want    bool
+	}{
+		"nothing changed": {
+			current: running(2, "me"),
+			obs:     observation{reason: v1alpha1.ReasonRunning, leader: "me"},
+			want:    false,
+		},
+		"a new generation": {
+			current: running(1, "me"),
+			obs:     observation{reason: v1alpha1.ReasonRunning, leader: "me"},
+			want:    true,
+		},
+		"a standby leaves the leader's report alone": {
+			current: running(2, "other"),
+			obs:     observation{reason: v1alpha1.ReasonStandby, leader: "other"},
+			want:    false,
+		},
+		"a standby reports a generation the leader did not report yet": {
+			current: running(1, "other"),
+			obs:     observation{reason: v1alpha1.ReasonStandby, leader: "other"},
+			want:    true,
+		},
+		"a standby reports a new leader": {
+			current: running(2, "gone"),
+			obs:     observation{reason: v1alpha1.ReasonStandby, leader: "other"},
+			want:    true,
+		},
+		"a standby reports that nobody leads": {
+			current: running(2, "gone"),
+			obs:     observation{reason: v1alpha1.ReasonStandby},
+			want:    true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pc := statusObject(2, tc.current)
+			want := desiredStatus(pc, tc.obs, true)
+			if got := needsWrite(pc, want, tc.obs); got != tc.want {
+				t.Errorf("needsWrite() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
