@@ -1,0 +1,357 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func (f *fixture) createClaim(claim *v1.PersistentVolumeClaim) {
+	f.t.Helper()
+	if _, err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) createClass(name, provisioner string) {
+	f.t.Helper()
+	if _, err := f.client.StorageV1().StorageClasses().Create(context.Background(), newClass(name, provisioner), metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func TestRunProvisionsAndDeletes(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	run(t, c)
+
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
+	eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), c.finalizer) })
+
+	pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pvc-uid-c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.Status.Phase = v1.VolumeReleased
+	pv.ResourceVersion = "2"
+	if _, err := f.client.CoreV1().PersistentVolumes().UpdateStatus(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the volume deleted", func() bool { return !f.volumeExists("pvc-uid-c") })
+	if _, volumes, _ := backend.snapshot(); len(volumes) != 0 {
+		t.Errorf("backend volumes left: %v", volumes)
+	}
+}
+
+func TestFailureThreshold(t *testing.T) {
+	tests := map[string]struct {
+		threshold int
+		wantCalls int // the calls after which the claim is given up; 0: never
+	}{
+		"gives up at 3":     {threshold: 3, wantCalls: 3},
+		"gives up at 1":     {threshold: 1, wantCalls: 1},
+		"retries forever 0": {threshold: 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.start()
+			f.createClass("fast", testProvisioner)
+			backend := newFakeBackend()
+			backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				return ProvisioningFinished, errBackend
+			}
+			cfg := testConfig(testProvisioner)
+			cfg.Retry.ProvisionFailureThreshold = tc.threshold
+			c := f.newController(cfg, backend, &testRecorder{})
+			run(t, c)
+			f.createClaim(newClaim("c", "fast", testProvisioner))
+			key := claimKey{Namespace: "default", Name: "c", UID: "uid-c"}
+
+			if tc.wantCalls == 0 {
+				eventually(t, "many retries", func() bool { calls, _, _ := backend.snapshot(); return calls > 10 })
+				return
+			}
+			eventually(t, "giving up", func() bool {
+				c.claimRetries.mu.Lock()
+				defer c.claimRetries.mu.Unlock()
+				return c.claimRetries.items[key].gaveUp
+			})
+			// A resync of the same claim must not revive it.
+			claim := f.getClaim("c")
+			if c.claimRetries.admit(key, claim.ResourceVersion) {
+				t.Error("a given-up claim was admitted again at the same version")
+			}
+			if calls, _, _ := backend.snapshot(); calls != tc.wantCalls {
+				t.Errorf("backend calls = %d, want %d", calls, tc.wantCalls)
+			}
+			// A change of the claim starts over.
+			claim.Labels = map[string]string{"changed": "yes"}
+			claim.ResourceVersion = "100"
+			if _, err := f.client.CoreV1().PersistentVolumeClaims("default").Update(context.Background(), claim, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "retries after a change", func() bool { calls, _, _ := backend.snapshot(); return calls >= 2*tc.wantCalls })
+		})
+	}
+}
+
+func TestVolumeSaveRetryDeletesBackendVolume(t *testing.T) {
+	f := newFixture(t)
+	var creates atomic.Int32
+	f.client.PrependReactor("create", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates.Add(1)
+		return true, nil, errors.New("apiserver down")
+	})
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	recorder := &testRecorder{}
+	cfg := testConfig(testProvisioner)
+	cfg.VolumeSave = VolumeSaveConfig{Mode: VolumeSaveRetry, Retries: 3, Interval: time.Millisecond}
+	cfg.Retry.ProvisionFailureThreshold = 1
+	c := f.newController(cfg, backend, recorder)
+	run(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+
+	eventually(t, "the backend volume deleted", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
+	if got := creates.Load(); got != 3 {
+		t.Errorf("PersistentVolume creates = %d, want 3", got)
+	}
+	want := []string{EventProvisioning, EventProvisioningFailed}
+	if diff := cmp.Diff(want, recorder.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestVolumeSaveRetryForeverNeverDeletes(t *testing.T) {
+	f := newFixture(t)
+	var creates atomic.Int32
+	f.client.PrependReactor("create", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if creates.Add(1) <= 5 {
+			return true, nil, errors.New("apiserver down")
+		}
+		return false, nil, nil
+	})
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	cfg := testConfig(testProvisioner)
+	cfg.VolumeSave = VolumeSaveConfig{Mode: VolumeSaveRetryForever, Interval: time.Millisecond}
+	c := f.newController(cfg, backend, &testRecorder{})
+	run(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+
+	eventually(t, "the volume saved", func() bool { return f.volumeExists("pvc-uid-c") })
+	eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), c.finalizer) })
+	if _, _, deleted := backend.snapshot(); len(deleted) != 0 {
+		t.Errorf("backend volumes deleted: %v", deleted)
+	}
+	if got := backend.provisionCount("pvc-uid-c"); got != 1 {
+		t.Errorf("provisioned %d times, want 1", got)
+	}
+}
+
+func TestBackgroundClaimDeleted(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	var finish atomic.Bool
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		if finish.Load() {
+			return ProvisioningFinished, nil
+		}
+		return ProvisioningInBackground, errors.New("still working")
+	}
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	run(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the claim in progress", func() bool { _, ok := c.inProgress.Load(UIDOf("c")); return ok })
+
+	// The fake clientset ignores finalizers: the claim vanishes at once.
+	if err := f.client.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), "c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	finish.Store(true)
+	eventually(t, "the backend volume deleted", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
+	eventually(t, "the claim done", func() bool { _, ok := c.inProgress.Load(UIDOf("c")); return !ok })
+	if f.volumeExists("pvc-uid-c") {
+		t.Error("a PersistentVolume was created for a deleted claim")
+	}
+	if _, volumes, _ := backend.snapshot(); len(volumes) != 0 {
+		t.Errorf("backend volumes leaked: %v", volumes)
+	}
+}
+
+// UIDOf is the UID newClaim gives a claim.
+func UIDOf(name string) any { return newClaim(name, "", "").UID }
+
+func TestRestartBetweenProvisionAndVolumeCreation(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	var dying atomic.Bool
+	dying.Store(true)
+	backend.provision = func(ctx context.Context, _ int, options ProvisionOptions) (ProvisioningState, error) {
+		if !dying.Load() {
+			return ProvisioningFinished, nil
+		}
+		// The backend volume exists, then the process dies before the PV is saved.
+		backend.mu.Lock()
+		backend.volumes[options.PVName] = true
+		backend.mu.Unlock()
+		<-ctx.Done()
+		return ProvisioningFinished, ctx.Err()
+	}
+	first := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	stopFirst := run(t, first)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the backend volume", func() bool { _, volumes, _ := backend.snapshot(); return len(volumes) == 1 })
+	stopFirst()
+	dying.Store(false)
+
+	// The claim is deleted while no controller runs; its intent finalizer holds it.
+	claim := f.getClaim("c")
+	if !hasFinalizer(claim, first.finalizer) {
+		t.Fatal("the intent finalizer is not on the claim")
+	}
+	claim.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	claim.ResourceVersion = "50"
+	if _, err := f.client.CoreV1().PersistentVolumeClaims("default").Update(context.Background(), claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	run(t, second)
+	eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), second.finalizer) })
+	if _, volumes, deleted := backend.snapshot(); len(volumes) != 0 || len(deleted) != 1 {
+		t.Errorf("backend volumes = %v, deleted = %v; want none left and one deleted", volumes, deleted)
+	}
+	if f.volumeExists("pvc-uid-c") {
+		t.Error("a PersistentVolume was created for a deleted claim")
+	}
+}
+
+func TestPauseAndReconfigure(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	cfg := testConfig(testProvisioner)
+	cfg.Paused = true
+	c := f.newController(cfg, backend, &testRecorder{})
+	run(t, c)
+	f.createClaim(newClaim("a", "fast", "provfleet.io/alias"))
+	f.createClaim(newClaim("b", "fast", testProvisioner))
+	eventually(t, "the claims in the informer", func() bool { return len(f.informers.Claims.GetStore().List()) == 2 })
+	eventually(t, "leading", c.IsLeader)
+	// Paused, nothing is provisioned; the queue still sees the claim.
+	time.Sleep(50 * time.Millisecond)
+	if calls, _, _ := backend.snapshot(); calls != 0 {
+		t.Fatalf("paused controller called the backend %d times", calls)
+	}
+
+	cfg.Paused = false
+	cfg.Workers = 5
+	cfg.Retry.QPS = 50
+	if err := c.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "claim b provisioned", func() bool { return f.volumeExists("pvc-uid-b") })
+	c.mu.Lock()
+	want := c.term.claimWorkers.want
+	c.mu.Unlock()
+	if want != 5 {
+		t.Errorf("claim workers = %d, want 5", want)
+	}
+	if f.volumeExists("pvc-uid-a") {
+		t.Fatal("claim a of an unknown name was provisioned")
+	}
+	cfg.AdditionalProvisionerNames = []string{"provfleet.io/alias"}
+	f.createClass("alias", "provfleet.io/alias")
+	claimA := f.getClaim("a")
+	claimA.Spec.StorageClassName = ptrTo("alias")
+	claimA.ResourceVersion = "7"
+	if _, err := f.client.CoreV1().PersistentVolumeClaims("default").Update(context.Background(), claimA, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "claim a provisioned under its additional name", func() bool { return f.volumeExists("pvc-uid-a") })
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestReconfigureRestartRequired(t *testing.T) {
+	tests := map[string]struct {
+		change  func(*Config)
+		restart bool
+		invalid bool
+	}{
+		"thresholds":       {change: func(c *Config) { c.Retry.ProvisionFailureThreshold = 2; c.Retry.DeleteFailureThreshold = 0 }},
+		"backoff":          {change: func(c *Config) { c.Retry.MaxDelay = time.Hour; c.Retry.ExponentialBackoff = false }},
+		"volume save":      {change: func(c *Config) { c.VolumeSave.Mode = VolumeSaveRetryForever }},
+		"finalizer":        {change: func(c *Config) { c.Finalizer = false }},
+		"provisioner name": {change: func(c *Config) { c.ProvisionerName = "provfleet.io/other" }, restart: true},
+		"resync period":    {change: func(c *Config) { c.ResyncPeriod = time.Minute }, restart: true},
+		"leader election": {change: func(c *Config) {
+			c.LeaderElection.Enabled = true
+			c.LeaderElection.Namespace = "default"
+		}, restart: true},
+		"invalid": {change: func(c *Config) { c.Workers = 0 }, invalid: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			cfg := testConfig(testProvisioner)
+			c := f.newController(cfg, newFakeBackend(), &testRecorder{})
+			tc.change(&cfg)
+			err := c.Reconfigure(cfg)
+			if got := errors.Is(err, ErrRestartRequired); got != tc.restart {
+				t.Errorf("Reconfigure error = %v, want restart required %v", err, tc.restart)
+			}
+			if (err != nil) != (tc.restart || tc.invalid) {
+				t.Errorf("Reconfigure error = %v", err)
+			}
+			if err == nil && !cmp.Equal(c.config(), cfg) {
+				t.Errorf("config not applied: %s", cmp.Diff(cfg, c.config()))
+			}
+		})
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
+	stop := run(t, c)
+	eventually(t, "running", func() bool { return c.started.Load() })
+	if err := c.Run(context.Background()); err == nil {
+		t.Error("a second Run succeeded")
+	}
+	stop()
+}
+
+func TestNewRejectsMissingDependencies(t *testing.T) {
+	if _, err := New(testConfig(testProvisioner), Dependencies{}); err == nil {
+		t.Error("New without dependencies succeeded")
+	}
+	if _, err := New(Config{}, Dependencies{}); err == nil {
+		t.Error("New with an invalid config succeeded")
+	}
+}
