@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/pkg/fleet"
+)
+
+// shutdownTimeout bounds how long the HTTP servers get to finish on exit.
+const shutdownTimeout = 2 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := run(ctx, os.Args[1:], osEnvironment)
+	stop()
+	logs.FlushLogs()
+	if err != nil && !errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, env environment) error {
+	o, err := parseOptions(args, env)
+	if err != nil {
+		return err
+	}
+	if err := logsapi.ValidateAndApply(o.logging, nil); err != nil {
+		return fmt.Errorf("cannot set up logging: %w", err)
+	}
+	logger := klog.Background().WithName("manager")
+	ctx = klog.NewContext(ctx, logger)
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("cannot load the client configuration: %w", err)
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	manager, err := fleet.New(config, fleet.Settings{
+		Namespace:      o.namespace,
+		Identity:       o.identity,
+		LeaderElection: o.leaderElect,
+		HostPathRoot:   o.hostPathRoot,
+		NodeName:       o.nodeName,
+		QPS:            o.kubeAPIQPS,
+		Burst:          o.kubeAPIBurst,
+		Registerer:     registry,
+	})
+	if err != nil {
+		return err
+	}
+
+	servers, err := listen([]endpoint{
+		{o.metricsBindAddress, metricsHandler(registry)},
+		{o.healthProbeBindAddress, healthHandler(manager)},
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("Starting", "identity", o.identity, "namespace", o.namespace, "leaderElect", o.leaderElect,
+		"metrics", o.metricsBindAddress, "health", o.healthProbeBindAddress)
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range servers {
+		g.Go(func() error {
+			if err := s.server.Serve(s.listener); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("cannot serve %s: %w", s.listener.Addr(), err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		// Every server stops once the fleet stopped, so a readiness probe sees
+		// the manager until its Leases are released.
+		defer func() {
+			shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(gctx), shutdownTimeout)
+			defer cancel()
+			for _, s := range servers {
+				_ = s.server.Shutdown(shutdownCtx)
+			}
+		}()
+		return manager.Run(gctx)
+	})
+	err = g.Wait()
+	logger.Info("Stopped")
+	return err
+}
+
+type endpoint struct {
+	addr    string
+	handler http.Handler
+}
+
+type boundServer struct {
+	server   *http.Server
+	listener net.Listener
+}
+
+// listen binds every address but "0" and "", so a busy port fails at start.
+func listen(endpoints []endpoint) ([]boundServer, error) {
+	var servers []boundServer
+	for _, e := range endpoints {
+		addr, handler := e.addr, e.handler
+		if addr == "0" || addr == "" {
+			continue
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, s := range servers {
+				_ = s.listener.Close()
+			}
+			return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
+		}
+		servers = append(servers, boundServer{
+			server:   &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
+			listener: l,
+		})
+	}
+	return servers, nil
+}
+
+func metricsHandler(registry *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	return mux
+}
+
+// checker is what the health endpoints ask the fleet.
+type checker interface {
+	Ready() error
+	LeaseHealthy() error
+}
+
+func healthHandler(c checker) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := errors.Join(c.Ready(), c.LeaseHealthy()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func fakeEnvironment(vars map[string]string, namespaceFile string) environment {
+	return environment{
+		getenv: func(key string) string { return vars[key] },
+		readFile: func(path string) ([]byte, error) {
+			if path != inClusterNamespaceFile || namespaceFile == "" {
+				return nil, os.ErrNotExist
+			}
+			return []byte(namespaceFile + "\n"), nil
+		},
+		hostname: func() (string, error) { return "host-a", nil },
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	type result struct {
+		Namespace, Identity, NodeName, Metrics, Health string
+		QPS                                            float32
+		Burst                                          int
+		LeaderElect                                    bool
+	}
+	tests := map[string]struct {
+		args          []string
+		vars          map[string]string
+		namespaceFile string
+		want          result
+		wantErr       bool
+	}{
+		"defaults from POD_NAMESPACE and NODE_NAME": {
+			vars: map[string]string{"POD_NAMESPACE": "from-env", "NODE_NAME": "node-1"},
+			want: result{Namespace: "from-env", Identity: "host-a_", NodeName: "node-1", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true},
+		},
+		"namespace from the in-cluster file": {
+			namespaceFile: "from-file",
+			want:          result{Namespace: "from-file", Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true},
+		},
+		"flags win": {
+			args: []string{"--namespace=ns", "--identity=me", "--metrics-bind-address=0", "--health-probe-bind-address=:9", "--kube-api-qps=5", "--kube-api-burst=7", "--leader-elect=false"},
+			vars: map[string]string{"POD_NAMESPACE": "from-env"},
+			want: result{Namespace: "ns", Identity: "me", Metrics: "0", Health: ":9", QPS: 5, Burst: 7},
+		},
+		"no namespace for the Leases": {
+			wantErr: true,
+		},
+		"no namespace needed without leader election": {
+			args: []string{"--leader-elect=false"},
+			want: result{Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100},
+		},
+		"zero budget": {
+			args:    []string{"--namespace=ns", "--kube-api-qps=0"},
+			wantErr: true,
+		},
+		"stray argument": {
+			args:    []string{"--namespace=ns", "extra"},
+			wantErr: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := parseOptions(tc.args, fakeEnvironment(tc.vars, tc.namespaceFile))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("parseOptions() error = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			got := result{o.namespace, o.identity, o.nodeName, o.metricsBindAddress, o.healthProbeBindAddress, o.kubeAPIQPS, o.kubeAPIBurst, o.leaderElect}
+			if strings.HasPrefix(tc.want.Identity, "host-a_") {
+				if !strings.HasPrefix(got.Identity, "host-a_") || len(got.Identity) <= len("host-a_") {
+					t.Errorf("identity %q is not the host name plus a suffix", got.Identity)
+				}
+				got.Identity = tc.want.Identity
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("parseOptions() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultIdentitiesDiffer(t *testing.T) {
+	env := fakeEnvironment(map[string]string{"POD_NAMESPACE": "ns"}, "")
+	a, errA := parseOptions(nil, env)
+	b, errB := parseOptions(nil, env)
+	if errA != nil || errB != nil {
+		t.Fatalf("parseOptions: %v, %v", errA, errB)
+	}
+	if a.identity == b.identity {
+		t.Errorf("two replicas on one host got the same identity %q", a.identity)
+	}
+}
+
+type fakeChecker struct{ ready, lease error }
+
+func (f fakeChecker) Ready() error        { return f.ready }
+func (f fakeChecker) LeaseHealthy() error { return f.lease }
+
+func TestHealthHandler(t *testing.T) {
+	tests := map[string]struct {
+		checker    fakeChecker
+		path       string
+		wantCode   int
+		wantInBody string
+	}{
+		"live while not ready":     {checker: fakeChecker{ready: errors.New("syncing")}, path: "/healthz", wantCode: http.StatusOK},
+		"ready":                    {path: "/readyz", wantCode: http.StatusOK},
+		"caches not synced":        {checker: fakeChecker{ready: errors.New("syncing")}, path: "/readyz", wantCode: http.StatusServiceUnavailable, wantInBody: "syncing"},
+		"an overdue lease renewal": {checker: fakeChecker{lease: errors.New("lease of x.io/a overdue")}, path: "/readyz", wantCode: http.StatusServiceUnavailable, wantInBody: "x.io/a"},
+		"nothing on other paths":   {path: "/metrics", wantCode: http.StatusNotFound},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			healthHandler(tc.checker).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			if rec.Code != tc.wantCode || !strings.Contains(rec.Body.String(), tc.wantInBody) {
+				t.Errorf("GET %s = %d %q, want %d containing %q", tc.path, rec.Code, rec.Body.String(), tc.wantCode, tc.wantInBody)
+			}
+		})
+	}
+}

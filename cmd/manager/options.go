@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	logsapi "k8s.io/component-base/logs/api/v1"
+)
+
+// inClusterNamespaceFile is where Kubernetes tells a pod its namespace.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// options are the command line of the manager.
+type options struct {
+	kubeconfig             string
+	namespace              string
+	identity               string
+	metricsBindAddress     string
+	healthProbeBindAddress string
+	hostPathRoot           string
+	kubeAPIQPS             float32
+	kubeAPIBurst           int
+	leaderElect            bool
+	nodeName               string
+	logging                *logsapi.LoggingConfiguration
+}
+
+// environment is what the defaults are derived from.
+type environment struct {
+	getenv   func(string) string
+	readFile func(string) ([]byte, error)
+	hostname func() (string, error)
+}
+
+var osEnvironment = environment{getenv: os.Getenv, readFile: os.ReadFile, hostname: os.Hostname}
+
+// parseOptions parses args and fills the defaults that depend on env.
+func parseOptions(args []string, env environment) (*options, error) {
+	o := &options{logging: logsapi.NewLoggingConfiguration()}
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: $KUBECONFIG, else the in-cluster configuration.")
+	fs.StringVar(&o.namespace, "namespace", "", "Namespace of the provisioners' Leases. Empty: $POD_NAMESPACE, else the pod's own namespace.")
+	fs.StringVar(&o.identity, "identity", "", "Name of this replica in Leases and status.leader. Empty: the host name plus a unique suffix.")
+	fs.StringVar(&o.metricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 turns it off.")
+	fs.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 turns them off.")
+	fs.StringVar(&o.hostPathRoot, "host-path-root", "/var/lib/provfleet", "Directory every hostPath backend must lie under.")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 50, "API requests a second for the whole fleet, shared fairly between provisioners.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "API request burst for the whole fleet.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader per provisioner through its own Lease, so several replicas can run.")
+	logsapi.AddFlags(o.logging, fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
+		return nil, errors.New("--kube-api-qps must be positive and --kube-api-burst at least 1")
+	}
+	o.nodeName = env.getenv("NODE_NAME")
+	if o.namespace == "" {
+		o.namespace = env.getenv("POD_NAMESPACE")
+	}
+	if o.namespace == "" {
+		if data, err := env.readFile(inClusterNamespaceFile); err == nil {
+			o.namespace = strings.TrimSpace(string(data))
+		}
+	}
+	if o.namespace == "" && o.leaderElect {
+		return nil, errors.New("cannot tell the namespace of the Leases: set --namespace or POD_NAMESPACE")
+	}
+	if o.identity == "" {
+		host, err := env.hostname()
+		if err != nil {
+			return nil, fmt.Errorf("cannot name this replica: %w", err)
+		}
+		o.identity = host + "_" + string(uuid.NewUUID())
+	}
+	return o, nil
+}
