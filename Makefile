@@ -15,6 +15,10 @@ help: ## Show this help.
 build: ## Build the manager into _output/bin.
 	go build -o $(OUTPUT)/bin/ ./cmd/...
 
+.PHONY: run
+run: controlplane ## Start a local control plane and the manager with the examples; Ctrl-C stops everything.
+	OUTPUT=$(OUTPUT) hack/run.sh
+
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl (cached).
 	hack/controlplane/build.sh $(CONTROLPLANE)
