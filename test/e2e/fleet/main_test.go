@@ -1,0 +1,353 @@
+package fleet
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
+	"github.com/provfleet/provfleet/test/e2e/framework"
+)
+
+const (
+	managerNamespace = "provfleet-system"
+	// waitTimeout bounds every wait for the control plane or the manager.
+	waitTimeout = 2 * time.Minute
+	// Short Leases make failover quick.
+	leaseDuration, renewDeadline, retryPeriod = 4 * time.Second, 3 * time.Second, time.Second
+)
+
+// managerBinary is built once per test binary.
+var managerBinary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if !testing.Short() {
+		dir, err := os.MkdirTemp("", "provfleet-manager-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		root, err := framework.RepoRoot()
+		if err == nil {
+			managerBinary, err = managerproc.Build(context.Background(), root, dir)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer os.RemoveAll(dir)
+	}
+	framework.RunMain(m, framework.Options{PVClaimBinderSyncPeriod: 2 * time.Second})
+}
+
+var (
+	kubeconfigOnce sync.Once
+	kubeconfigPath string
+	kubeconfigErr  error
+)
+
+// managerKubeconfig is a kubeconfig of the ServiceAccount examples/deploy
+// creates, so the manager runs with exactly the RBAC the project ships.
+func managerKubeconfig(t *testing.T) string {
+	t.Helper()
+	env := framework.Env(t)
+	kubeconfigOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		root, err := framework.RepoRoot()
+		if err != nil {
+			kubeconfigErr = err
+			return
+		}
+		deploy := filepath.Join(root, "examples", "deploy")
+		config, err := env.ServiceAccountConfig(ctx, managerNamespace, "provfleet",
+			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"))
+		if err != nil {
+			kubeconfigErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "provfleet-kubeconfig-")
+		if err != nil {
+			kubeconfigErr = err
+			return
+		}
+		kubeconfigPath = filepath.Join(dir, "manager.kubeconfig")
+		kubeconfigErr = managerproc.WriteKubeconfig(kubeconfigPath, config)
+	})
+	if kubeconfigErr != nil {
+		t.Fatal(kubeconfigErr)
+	}
+	return kubeconfigPath
+}
+
+// fixture is one test's view of the cluster: admin clients, a namespace for
+// its claims and a folder for its volumes.
+type fixture struct {
+	t         *testing.T
+	ctx       context.Context
+	kube      kubernetes.Interface
+	pcfg      versioned.Interface
+	namespace string
+	root      string
+	prefix    string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	env := framework.Env(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	kube, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg, err := versioned.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(prefix) > 30 {
+		prefix = prefix[len(prefix)-30:]
+	}
+	prefix = strings.Trim(prefix, "-")
+	f := &fixture{t: t, ctx: ctx, kube: kube, pcfg: pcfg, namespace: prefix, root: t.TempDir(), prefix: prefix}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Namespaces().Delete(context.Background(), prefix, metav1.DeleteOptions{})
+	})
+	return f
+}
+
+// startManager runs a manager process until the test ends, then checks that
+// SIGTERM makes it exit 0 within 10 seconds.
+func (f *fixture) startManager(identity string, args ...string) *managerproc.Process {
+	f.t.Helper()
+	log, err := os.Create(filepath.Join(f.t.TempDir(), identity+".log"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p, err := managerproc.Start(managerproc.Options{
+		Binary:       managerBinary,
+		Kubeconfig:   managerKubeconfig(f.t),
+		Namespace:    managerNamespace,
+		Identity:     identity,
+		HostPathRoot: f.root,
+		NodeName:     "node-" + identity,
+		Args:         append([]string{"-v=2"}, args...),
+		Output:       log,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		if exited, _ := p.Exited(); !exited {
+			if err := p.Terminate(10 * time.Second); err != nil {
+				f.t.Errorf("manager %s on SIGTERM: %v", identity, err)
+			}
+		}
+		if f.t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			f.t.Logf("log of manager %s:\n%s", identity, tailLines(string(data), 80))
+		}
+		_ = log.Close()
+	})
+	if err := p.WaitReady(f.ctx, waitTimeout); err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// provisioner creates a hostPath ProvisionerConfig named name, its
+// StorageClass of the same name, and deletes both when the test ends (while
+// the manager still runs, so its finalizer goes).
+func (f *fixture) provisioner(name string, mutate ...func(*v1alpha1.ProvisionerConfig)) *v1alpha1.ProvisionerConfig {
+	f.t.Helper()
+	pc := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	pc.Spec.ProvisionerName = v1alpha1.ProvisionerName("e2e.provfleet.io/" + name)
+	pc.Spec.Workers = 2
+	pc.Spec.LeaderElection = v1alpha1.LeaderElectionSpec{
+		LeaseDuration: &metav1.Duration{Duration: leaseDuration},
+		RenewDeadline: &metav1.Duration{Duration: renewDeadline},
+		RetryPeriod:   &metav1.Duration{Duration: retryPeriod},
+	}
+	pc.Spec.Backend.HostPath = &v1alpha1.HostPathBackend{
+		Path:       v1alpha1.AbsolutePath(filepath.Join(f.root, name)),
+		VolumeType: v1alpha1.HostPathVolumeHostPath,
+	}
+	for _, m := range mutate {
+		m(pc)
+	}
+	created, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Create(f.ctx, pc, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatalf("cannot create ProvisionerConfig %s: %v", name, err)
+	}
+	f.t.Cleanup(func() { f.deleteConfig(name) })
+	class := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: name},
+		Provisioner:       string(pc.Spec.ProvisionerName),
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	if _, err := f.kube.StorageV1().StorageClasses().Create(f.ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		f.t.Fatalf("cannot create StorageClass %s: %v", name, err)
+	}
+	f.t.Cleanup(func() {
+		_ = f.kube.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return created
+}
+
+// deleteConfig deletes a ProvisionerConfig and waits until it is gone; a
+// finalizer no manager removes is stripped so later tests start clean.
+func (f *fixture) deleteConfig(name string) {
+	ctx := context.Background()
+	client := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
+	if err := client.Delete(ctx, name, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := client.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err == nil {
+		return
+	}
+	f.t.Errorf("ProvisionerConfig %s still exists 30s after its deletion", name)
+	if pc, err := client.Get(ctx, name, metav1.GetOptions{}); err == nil {
+		pc.Finalizers = nil
+		_, _ = client.Update(ctx, pc, metav1.UpdateOptions{})
+	}
+}
+
+func (f *fixture) claim(name, class string) {
+	f.t.Helper()
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(class),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			},
+		},
+	}
+	if _, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Create(f.ctx, claim, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("cannot create claim %s: %v", name, err)
+	}
+}
+
+// eventually polls cond until it holds, failing the test after waitTimeout.
+func (f *fixture) eventually(what string, cond func(ctx context.Context) (bool, error)) {
+	f.t.Helper()
+	if err := wait.PollUntilContextTimeout(f.ctx, 200*time.Millisecond, waitTimeout, true, cond); err != nil {
+		f.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitBound waits until every named claim is Bound.
+func (f *fixture) waitBound(names ...string) {
+	f.t.Helper()
+	f.eventually(fmt.Sprintf("claims %v bound", names), func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			c, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || c.Status.Phase != corev1.ClaimBound {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// volumesOf returns, per claim of the test's namespace, the PVs whose claimRef
+// names it, and the provisioner that made each.
+func (f *fixture) volumesOf() map[string][]string {
+	f.t.Helper()
+	pvs, err := f.kube.CoreV1().PersistentVolumes().List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, pv := range pvs.Items {
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == f.namespace {
+			out[ref.Name] = append(out[ref.Name], pv.Annotations["pv.kubernetes.io/provisioned-by"])
+		}
+	}
+	return out
+}
+
+func (f *fixture) config(name string) *v1alpha1.ProvisionerConfig {
+	f.t.Helper()
+	pc, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return pc
+}
+
+// waitReady waits until the status of name reports generation with the given
+// Ready reason, and returns the object.
+func (f *fixture) waitReady(name string, generation int64, reason string) *v1alpha1.ProvisionerConfig {
+	f.t.Helper()
+	var pc *v1alpha1.ProvisionerConfig
+	f.eventually(fmt.Sprintf("ProvisionerConfig %s Ready reason %s at generation %d", name, reason, generation), func(ctx context.Context) (bool, error) {
+		var err error
+		pc, err = f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		c := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Reason == reason && pc.Status.ObservedGeneration == generation, nil
+	})
+	return pc
+}
+
+// lease returns a provisioner's Lease; an empty one when there is none.
+func (f *fixture) lease(provisionerName string) *coordinationv1.Lease {
+	f.t.Helper()
+	lease, err := f.kube.CoordinationV1().Leases(managerNamespace).Get(f.ctx, provisioning.LeaseName(provisionerName), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &coordinationv1.Lease{}
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return lease
+}
+
+// leaseHolder returns the holder of a provisioner's Lease, "" when released
+// or missing.
+func (f *fixture) leaseHolder(provisionerName string) string {
+	f.t.Helper()
+	return ptr.Deref(f.lease(provisionerName).Spec.HolderIdentity, "")
+}
