@@ -21,11 +21,16 @@ func (f *fixture) createClaim(claim *v1.PersistentVolumeClaim) {
 	}
 }
 
+// createClass creates a class and waits for the informer to see it.
 func (f *fixture) createClass(name, provisioner string) {
 	f.t.Helper()
 	if _, err := f.client.StorageV1().StorageClasses().Create(context.Background(), newClass(name, provisioner), metav1.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
+	eventually(f.t, "class "+name, func() bool {
+		_, exists, _ := f.informers.Classes.GetStore().GetByKey(name)
+		return exists
+	})
 }
 
 func TestRunProvisionsAndDeletes(t *testing.T) {

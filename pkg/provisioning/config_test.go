@@ -1,0 +1,168 @@
+package provisioning
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestValidate(t *testing.T) {
+	valid := func() Config {
+		cfg := DefaultConfig("provfleet.io/fast")
+		cfg.LeaderElection.Namespace = "kube-system"
+		return cfg
+	}
+	tests := map[string]struct {
+		change func(*Config)
+		want   []string // the fields reported
+	}{
+		"defaults": {change: func(*Config) {}},
+		"leader election off needs no namespace": {change: func(c *Config) {
+			c.LeaderElection = LeaderElectionConfig{}
+		}},
+		"retry forever needs no retries": {change: func(c *Config) {
+			c.VolumeSave = VolumeSaveConfig{Mode: VolumeSaveRetryForever, Interval: time.Second}
+		}},
+		"every problem at once": {
+			change: func(c *Config) {
+				c.ProvisionerName = ""
+				c.AdditionalProvisionerNames = []string{"bad name!", "ok.io/x", "ok.io/x"}
+				c.Workers = 0
+				c.ResyncPeriod = -time.Second
+				c.Retry = RetryConfig{ProvisionFailureThreshold: -1, DeleteFailureThreshold: -1, InitialDelay: 0, MaxDelay: -1, QPS: 0, Burst: 0}
+				c.VolumeSave = VolumeSaveConfig{Mode: "Sometimes"}
+				c.LeaderElection.Namespace = ""
+				c.LeaderElection.RetryPeriod = 0
+				c.LeaderElection.RenewDeadline = 0
+			},
+			want: []string{
+				"provisionerName", "additionalProvisionerNames[0]", "additionalProvisionerNames[2]",
+				"workers", "resyncPeriod",
+				"retry.provisionFailureThreshold", "retry.deleteFailureThreshold", "retry.initialDelay",
+				"retry.maxDelay", "retry.qps", "retry.burst",
+				"volumeSave.mode", "volumeSave.interval",
+				"leaderElection.namespace", "leaderElection.retryPeriod", "leaderElection.renewDeadline",
+			},
+		},
+		"retry needs retries": {
+			change: func(c *Config) { c.VolumeSave.Retries = 0 },
+			want:   []string{"volumeSave.retries"},
+		},
+		"lease shorter than renewal": {
+			change: func(c *Config) { c.LeaderElection.LeaseDuration = c.LeaderElection.RenewDeadline },
+			want:   []string{"leaderElection.leaseDuration"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg := valid()
+			tc.change(&cfg)
+			err := cfg.Validate()
+			var got []string
+			var agg utilerrors.Aggregate
+			if errors.As(err, &agg) {
+				for _, e := range agg.Errors() {
+					got = append(got, fieldOf(e))
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("reported fields (-want +got):\n%s\n%v", diff, err)
+			}
+		})
+	}
+}
+
+func fieldOf(err error) string {
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return err.Error()
+}
+
+func TestRetryLimiter(t *testing.T) {
+	tests := map[string]struct {
+		retry RetryConfig
+		want  []time.Duration
+	}{
+		"exponential up to the maximum": {
+			retry: RetryConfig{ExponentialBackoff: true, InitialDelay: time.Second, MaxDelay: 5 * time.Second, QPS: 1000, Burst: 1000},
+			want:  []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second},
+		},
+		"fixed": {
+			retry: RetryConfig{InitialDelay: time.Second, MaxDelay: 5 * time.Second, QPS: 1000, Burst: 1000},
+			want:  []time.Duration{time.Second, time.Second, time.Second},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := newRetryLimiter[string](tc.retry)
+			var got []time.Duration
+			for range tc.want {
+				got = append(got, l.When("item"))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("delays (-want +got):\n%s", diff)
+			}
+			if n := l.NumRequeues("item"); n != len(tc.want) {
+				t.Errorf("NumRequeues = %d, want %d", n, len(tc.want))
+			}
+			l.Forget("item")
+			if n := l.NumRequeues("item"); n != 0 {
+				t.Errorf("NumRequeues after Forget = %d", n)
+			}
+		})
+	}
+}
+
+func TestRetryLimiterReconfigureKeepsFailures(t *testing.T) {
+	l := newRetryLimiter[string](RetryConfig{ExponentialBackoff: true, InitialDelay: time.Second, MaxDelay: time.Hour, QPS: 1000, Burst: 1000})
+	l.When("item")
+	l.When("item")
+	l.configure(RetryConfig{ExponentialBackoff: true, InitialDelay: time.Minute, MaxDelay: time.Hour, QPS: 1000, Burst: 1000})
+	if got, want := l.When("item"), 4*time.Minute; got != want {
+		t.Errorf("third delay after reconfiguring = %v, want %v", got, want)
+	}
+	// The overall bucket: one token a second, no burst beyond one.
+	l.configure(RetryConfig{InitialDelay: time.Millisecond, MaxDelay: time.Millisecond, QPS: 1, Burst: 1})
+	l.When("a")
+	if got := l.When("b"); got < 500*time.Millisecond {
+		t.Errorf("the bucket let a second item through after %v", got)
+	}
+}
+
+func TestRetriesResyncDoesNotResetBackoff(t *testing.T) {
+	r := newRetries[string](RetryConfig{ExponentialBackoff: true, InitialDelay: time.Hour, MaxDelay: 2 * time.Hour, QPS: 1000, Burst: 1000})
+	if !r.admit("pv", "1") {
+		t.Fatal("a new item was not admitted")
+	}
+	r.limiter.When("pv")
+	r.items["pv"] = retryEntry{version: "1", retryAt: time.Now().Add(time.Hour)}
+	if r.admit("pv", "1") {
+		t.Error("a resync at the same version was admitted while backing off")
+	}
+	if n := r.limiter.NumRequeues("pv"); n != 1 {
+		t.Errorf("failures after a resync = %d, want 1", n)
+	}
+	if !r.admit("pv", "2") {
+		t.Error("a changed item was not admitted")
+	}
+	if n := r.limiter.NumRequeues("pv"); n != 0 {
+		t.Errorf("failures after a change = %d, want 0", n)
+	}
+}
+
+func TestNewMetricsOncePerRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMetrics(reg); err == nil {
+		t.Error("a second NewMetrics on one registry succeeded")
+	}
+}
