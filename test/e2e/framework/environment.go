@@ -253,8 +253,8 @@ func (e *Environment) startEtcd(ctx context.Context, binary string, timeout time
 	if err != nil {
 		return "", err
 	}
-	healthy := func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, http.DefaultClient, clientURL+"/health"), nil
+	healthy := func(ctx context.Context) error {
+		return httpOK(ctx, http.DefaultClient, clientURL+"/health")
 	}
 	if err := waitFor(ctx, s, timeout, "etcd to be healthy", healthy); err != nil {
 		return "", err
@@ -307,8 +307,8 @@ func (e *Environment) startAPIServer(ctx context.Context, binary, etcdURL string
 	if err != nil {
 		return fmt.Errorf("cannot build the admin HTTP client: %w", err)
 	}
-	ready := func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, httpClient, e.admin.Host+"/readyz"), nil
+	ready := func(ctx context.Context) error {
+		return httpOK(ctx, httpClient, e.admin.Host+"/readyz")
 	}
 	if err := waitFor(ctx, s, timeout, "kube-apiserver to be ready", ready); err != nil {
 		return err
@@ -317,9 +317,9 @@ func (e *Environment) startAPIServer(ctx context.Context, binary, etcdURL string
 	if err != nil {
 		return fmt.Errorf("cannot build the admin client: %w", err)
 	}
-	defaultNamespace := func(ctx context.Context) (bool, error) {
+	defaultNamespace := func(ctx context.Context) error {
 		_, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
-		return err == nil, nil
+		return err
 	}
 	return waitFor(ctx, s, timeout, "the default namespace", defaultNamespace)
 }
@@ -343,8 +343,8 @@ func (e *Environment) startControllerManager(ctx context.Context, binary string,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(e.dir, "controller-manager-certs"),
-		// Anonymous health checks, including the per-controller ones.
-		"--authorization-always-allow-paths=/healthz,/healthz/*,/readyz,/livez",
+		// Anonymous health checks: no authorization kubeconfig is needed.
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez",
 		"--v=2",
 	}
 	if opts.PVClaimBinderSyncPeriod > 0 {
@@ -354,16 +354,26 @@ func (e *Environment) startControllerManager(ctx context.Context, binary string,
 	if err != nil {
 		return err
 	}
-	// The per-controller check exists once the controllers are built.
+	// The verbose health report lists a check per controller once the
+	// controllers are built; every one of ours must be there and pass.
 	insecure := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- self-signed loopback certificate of a test server
 	}}
 	defer insecure.CloseIdleConnections()
-	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz/" + ControllerManagerControllers[0]
-	healthy := func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, insecure, url), nil
+	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz?verbose=true"
+	running := func(ctx context.Context) error {
+		body, err := httpGet(ctx, insecure, url)
+		if err != nil {
+			return err
+		}
+		for _, name := range ControllerManagerControllers {
+			if !strings.Contains(body, "[+]"+name+" ok") {
+				return fmt.Errorf("controller %s is not running yet", name)
+			}
+		}
+		return nil
 	}
-	return waitFor(ctx, s, opts.StartTimeout, "the PersistentVolume binder to run", healthy)
+	return waitFor(ctx, s, opts.StartTimeout, "the controllers of kube-controller-manager to run", running)
 }
 
 func writeKubeconfig(path, host string, caPEM []byte, user keyPair) error {
@@ -378,32 +388,45 @@ func writeKubeconfig(path, host string, caPEM []byte, user keyPair) error {
 	return nil
 }
 
-// waitFor polls cond until it is true, the server exits or the timeout passes.
-func waitFor(ctx context.Context, s *server, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) error {
+// waitFor polls check until it returns nil, the server exits or the timeout
+// passes; the error then says what check last reported.
+func waitFor(ctx context.Context, s *server, timeout time.Duration, what string, check func(context.Context) error) error {
+	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := s.exited(); err != nil {
 			return false, err
 		}
-		return cond(ctx)
+		last = check(ctx)
+		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("cannot wait for %s: %w", what, err)
+		return fmt.Errorf("cannot wait for %s: %w (last: %v)", what, err, last)
 	}
 	return nil
 }
 
-func httpOK(ctx context.Context, client *http.Client, url string) bool {
+// httpOK returns nil once GET url answers 200 OK, else what it answered.
+func httpOK(ctx context.Context, client *http.Client, url string) error {
+	_, err := httpGet(ctx, client, url)
+	return err
+}
+
+// httpGet returns the start of the body of a 200 OK answer to GET url.
+func httpGet(ctx context.Context, client *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return false
+		return "", fmt.Errorf("cannot build a request for %s: %w", url, err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false
+		return "", fmt.Errorf("cannot GET %s: %w", url, err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return string(body), nil
 }
 
 // Config returns a copy of the admin rest.Config (user in system:masters).
