@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -77,6 +78,27 @@ func Snapshot(t testing.TB, dir, skip string) map[string]Entry {
 		t.Fatalf("cannot snapshot %s: %v", dir, err)
 	}
 	return entries
+}
+
+// Tree lists what lies below dir, sorted, directories with a trailing slash.
+func Tree(t testing.TB, dir string) []string {
+	t.Helper()
+	var got []string
+	for path, entry := range Snapshot(t, dir, "") {
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel == "." {
+			continue
+		}
+		if entry.Mode.IsDir() {
+			rel += "/"
+		}
+		got = append(got, rel)
+	}
+	slices.Sort(got)
+	return got
 }
 
 // WriteFile writes a file, creating its folders, or fails the test.

@@ -97,27 +97,6 @@ func request(t *testing.T, namespace, name, size, pattern string) Request {
 	return req
 }
 
-// tree lists what lies below dir, directories with a trailing slash.
-func tree(t *testing.T, dir string) []string {
-	t.Helper()
-	var got []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			rel += "/"
-		}
-		got = append(got, rel)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
 func (f *fixture) outside(t *testing.T) map[string]backendtest.Entry {
 	return backendtest.Snapshot(t, f.tmp, f.base)
 }
@@ -178,7 +157,7 @@ func TestCreateAndRemove(t *testing.T) {
 			if dir != tc.wantDir {
 				t.Errorf("Create() = %q, want %q", dir, tc.wantDir)
 			}
-			if diff := cmp.Diff(tc.wantTree, tree(t, f.base)); diff != "" {
+			if diff := cmp.Diff(tc.wantTree, backendtest.Tree(t, f.base)); diff != "" {
 				t.Errorf("tree after Create (-want +got):\n%s", diff)
 			}
 			info, err := os.Stat(filepath.Join(f.base, dir))
@@ -189,7 +168,7 @@ func TestCreateAndRemove(t *testing.T) {
 			if err := f.store.Remove(ctx, req.PVName, dir); err != nil {
 				t.Fatalf("Remove: %v", err)
 			}
-			if diff := cmp.Diff(tc.wantRemain, tree(t, f.base)); diff != "" {
+			if diff := cmp.Diff(tc.wantRemain, backendtest.Tree(t, f.base)); diff != "" {
 				t.Errorf("tree after Remove (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(before, f.outside(t)); diff != "" {
@@ -227,7 +206,7 @@ func TestIdempotent(t *testing.T) {
 			t.Fatalf("Remove #%d: %v", i, err)
 		}
 	}
-	if got := tree(t, f.base); len(got) != 0 {
+	if got := backendtest.Tree(t, f.base); len(got) != 0 {
 		t.Errorf("base not empty after Remove: %v", got)
 	}
 }

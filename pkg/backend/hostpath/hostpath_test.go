@@ -1,0 +1,315 @@
+package hostpath
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// layout makes a host path root with an outside sentinel and returns the
+// temporary folder and the root.
+func layout(t testing.TB) (string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	root := filepath.Join(tmp, "root")
+	backendtest.WriteFile(t, filepath.Join(root, "other", "keep"), "inside the root")
+	backendtest.WriteFile(t, filepath.Join(tmp, "outside", "keep"), "outside the root")
+	return tmp, root
+}
+
+func TestNew(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(t *testing.T, tmp string, c *Config)
+		want    error
+		wantErr string
+	}{
+		"defaults": {},
+		"missing path is created": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(c.HostPathRoot, "a", "b") },
+		},
+		"path through a symlink inside the root": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				backendtest.Symlink(t, "other", filepath.Join(c.HostPathRoot, "alias"))
+				c.Path = filepath.Join(c.HostPathRoot, "alias")
+			},
+		},
+		"HostPath without a node": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType, c.DefaultNodeName = VolumeTypeHostPath, "" },
+		},
+		"unknown volume type": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType = "Block" },
+			want:   backend.ErrInvalidSpec, wantErr: `volumeType "Block"`,
+		},
+		"Local without a node": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.DefaultNodeName = "" },
+			want:   backend.ErrInvalidSpec, wantErr: "need a node",
+		},
+		"no host path root": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.HostPathRoot = "" },
+			want:   backend.ErrInvalidSpec, wantErr: "host path root",
+		},
+		"relative path": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = "vols" },
+			want:   backend.ErrInvalidSpec, wantErr: "not absolute",
+		},
+		"path outside the root": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(tmp, "outside") },
+			want:   backend.ErrInvalidSpec, wantErr: "outside the host path root",
+		},
+		"path climbing out of the root": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = c.HostPathRoot + "/../outside" },
+			want:   backend.ErrInvalidSpec, wantErr: "outside the host path root",
+		},
+		"path through a symlink out of the root": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				backendtest.Symlink(t, filepath.Join(tmp, "outside"), filepath.Join(c.HostPathRoot, "escape"))
+				c.Path = filepath.Join(c.HostPathRoot, "escape", "vols")
+			},
+			want: backend.ErrInvalidSpec, wantErr: "escapes",
+		},
+		"path is a file": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(c.HostPathRoot, "other", "keep") },
+			want:   backend.ErrInvalidSpec, wantErr: "not a directory",
+		},
+		"missing root": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.HostPathRoot = filepath.Join(tmp, "missing") },
+			want:   backend.ErrUnavailable, wantErr: "no such file",
+		},
+		"missing path outside the root": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(tmp, "nowhere") },
+			want:   backend.ErrUnavailable, wantErr: "no such file",
+		},
+		"bad pattern": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.PathPattern = "{{.PVC" },
+			want:   backend.ErrInvalidSpec, wantErr: "cannot parse",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tmp, root := layout(t)
+			cfg := Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}
+			if tc.mutate != nil {
+				tc.mutate(t, tmp, &cfg)
+			}
+			before := backendtest.Snapshot(t, filepath.Join(tmp, "outside"), "")
+			_, err := New(cfg, Options{})
+			if diff := cmp.Diff(before, backendtest.Snapshot(t, filepath.Join(tmp, "outside"), "")); diff != "" {
+				t.Errorf("New changed files outside the root (-before +after):\n%s", diff)
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, tc.want) {
+				t.Fatalf("New() error = %v, want %v containing %q", err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestProvision(t *testing.T) {
+	directory := v1.HostPathDirectory
+	filesystem := v1.PersistentVolumeFilesystem
+	affinity := func(host string) *v1.VolumeNodeAffinity {
+		return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{host}}},
+		}}}}
+	}
+	node := func(name, hostname string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: hostname}}}
+	}
+	tests := map[string]struct {
+		volumeType   VolumeType
+		node         string
+		pattern      string
+		mountOptions []string
+		selected     *v1.Node
+		wantSource   func(path string) v1.PersistentVolumeSource
+		wantAffinity *v1.VolumeNodeAffinity
+		wantAnn      map[string]string
+		wantDir      string
+		wantState    provisioning.ProvisioningState
+		wantErr      string
+	}{
+		"local": {
+			node: "node-a", mountOptions: []string{"noatime"}, wantDir: "pvc-team-data",
+			wantSource: func(p string) v1.PersistentVolumeSource {
+				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
+			},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{AnnNode: "node-a"},
+		},
+		"local on the selected node uses its hostname label": {
+			node: "node-a", selected: node("node-a", "host-a"), pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}", wantDir: "team/data",
+			wantSource: func(p string) v1.PersistentVolumeSource {
+				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
+			},
+			wantAffinity: affinity("host-a"), wantAnn: map[string]string{AnnNode: "node-a"},
+		},
+		"hostPath": {
+			volumeType: VolumeTypeHostPath, node: "node-a", wantDir: "pvc-team-data",
+			wantSource: func(p string) v1.PersistentVolumeSource {
+				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
+			},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{AnnNode: "node-a"},
+		},
+		"hostPath without a node": {
+			volumeType: VolumeTypeHostPath, wantDir: "pvc-team-data",
+			wantSource: func(p string) v1.PersistentVolumeSource {
+				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
+			},
+		},
+		"another selected node": {
+			node: "node-a", selected: node("node-b", "node-b"),
+			wantState: provisioning.ProvisioningReschedule, wantErr: "volumes live on node node-a",
+		},
+		"hostPath with mount options": {
+			volumeType: VolumeTypeHostPath, node: "node-a", mountOptions: []string{"ro"},
+			wantErr: "hostPath volumes take no mount options",
+		},
+		"hostile pattern": {
+			node: "node-a", pattern: "{{.PVC.Namespace}}/../../{{.PVC.Name}}", wantErr: `".."`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			path := filepath.Join(root, "vols")
+			p, err := New(Config{Path: path, HostPathRoot: root, VolumeType: tc.volumeType, NodeName: tc.node}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			class := backendtest.Class(nil)
+			if tc.pattern != "" {
+				class.Parameters = map[string]string{"pathPattern": tc.pattern}
+			}
+			class.MountOptions = tc.mountOptions
+			opts := backendtest.Options(backendtest.Claim("team", "data", "3Gi"), class)
+			opts.SelectedNode = tc.selected
+			pv, state, err := p.Provision(t.Context(), opts)
+			wantState := tc.wantState
+			if wantState == "" {
+				wantState = provisioning.ProvisioningFinished
+			}
+			if state != wantState {
+				t.Errorf("state = %s, want %s", state, wantState)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Provision() error = %v, want %q", err, tc.wantErr)
+				}
+				if got, _ := os.ReadDir(path); len(got) != 0 {
+					t.Errorf("a refused claim left %v in the base", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Provision: %v", err)
+			}
+			want := &v1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data", Annotations: tc.wantAnn},
+				Spec: v1.PersistentVolumeSpec{
+					Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("3Gi")},
+					AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+					PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+					StorageClassName:              "standard",
+					VolumeMode:                    &filesystem,
+					MountOptions:                  tc.mountOptions,
+					NodeAffinity:                  tc.wantAffinity,
+					PersistentVolumeSource:        tc.wantSource(filepath.Join(path, tc.wantDir)),
+				},
+			}
+			if diff := cmp.Diff(want, pv); diff != "" {
+				t.Errorf("Provision() mismatch (-want +got):\n%s", diff)
+			}
+			if info, err := os.Stat(filepath.Join(path, tc.wantDir)); err != nil || !info.IsDir() {
+				t.Errorf("volume directory missing: %v", err)
+			}
+		})
+	}
+}
+
+func TestDelete(t *testing.T) {
+	tests := map[string]struct {
+		onDelete backend.OnDeletePolicy
+		mutate   func(pv *v1.PersistentVolume, path string)
+		wantErr  string
+		wantLeft []string
+	}{
+		"delete":  {onDelete: backend.OnDeleteDelete},
+		"retain":  {onDelete: backend.OnDeleteRetain, wantLeft: []string{"team"}},
+		"archive": {onDelete: backend.OnDeleteArchive, wantLeft: []string{"team"}},
+		"hostPath volume": {
+			mutate: func(pv *v1.PersistentVolume, path string) {
+				pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: pv.Spec.Local.Path}
+				pv.Spec.Local = nil
+			},
+		},
+		"path outside the base": {
+			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Spec.Local.Path = filepath.Join(path, "..", "other") },
+			wantErr: "not below", wantLeft: []string{"team"},
+		},
+		"the base itself": {
+			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Spec.Local.Path = path },
+			wantErr: "not below", wantLeft: []string{"team"},
+		},
+		"not a directory volume": {
+			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Spec.Local = nil },
+			wantErr: "neither a local nor a hostPath volume", wantLeft: []string{"team"},
+		},
+		"on another node": {
+			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Annotations[AnnNode] = "node-b" },
+			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tmp, root := layout(t)
+			path := filepath.Join(root, "vols")
+			p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a", OnDelete: tc.onDelete, PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.mutate != nil {
+				tc.mutate(pv, path)
+			}
+			before := backendtest.Snapshot(t, tmp, path)
+			err = p.Delete(t.Context(), pv)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Delete() error = %v, want %q", err, tc.wantErr)
+			}
+			var left []string
+			entries, _ := os.ReadDir(path)
+			for _, e := range entries {
+				left = append(left, e.Name())
+			}
+			if diff := cmp.Diff(tc.wantLeft, left); diff != "" {
+				t.Errorf("left in the base (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, backendtest.Snapshot(t, tmp, path)); diff != "" {
+				t.Errorf("Delete changed files outside the base (-before +after):\n%s", diff)
+			}
+			if err == nil {
+				if err := p.Delete(t.Context(), pv); err != nil {
+					t.Errorf("second Delete: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package backendtest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// FuzzBackend adapts one directory backend to FuzzConfinement.
+type FuzzBackend struct {
+	// New returns a provisioner confined to root whose volumes go below base,
+	// a folder of root.
+	New func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) provisioning.Provisioner
+	// LocalPath returns where the directory of a PersistentVolume is on disk.
+	LocalPath func(pv *v1.PersistentVolume, base string) string
+}
+
+var policies = []backend.OnDeletePolicy{backend.OnDeleteDelete, backend.OnDeleteRetain, backend.OnDeleteArchive}
+
+// FuzzConfinement provisions and deletes a volume with a fuzzed path pattern
+// and claim metadata next to symlinks planted in the base and another claim's
+// volume, and fails if anything outside the base, or the other volume,
+// changed, or if a volume directory resolves outside the base.
+func FuzzConfinement(f *testing.F, b FuzzBackend) {
+	for _, seed := range [][5]string{
+		{"", "team", "data", "", ""},
+		{"{{.PVC.Namespace}}/{{.PVC.Name}}", "..", "..", "", ""},
+		{"{{.PVC.Namespace}}/{{.PVC.Name}}", "team", "../../outside", "", ""},
+		{"{{.PVC.Labels.dir}}/x", "team", "data", "out", ""},
+		{"{{.PVC.Labels.dir}}/x", "team", "data", "up", ""},
+		{"{{.PVC.Labels.dir}}", "team", "data", "../other", ""},
+		{`{{index .PVC.Annotations "dir"}}`, "team", "data", "", "/etc"},
+		{`{{index .PVC.Annotations "dir"}}`, "team", "data", "", "pvc-victim/inner"},
+		{"pvc-victim", "team", "data", "", ""},
+		{"out", "team", "data", "", ""},
+		{"real/out/{{.PVName}}", "team", "data", "", ""},
+		{"a/b/c/{{.PVC.Name}}", "team", "data\n", "", ""},
+		{"{{range .PVC.Labels}}{{end}}", "team", "data", "", ""},
+		{"{{.PVC.Name}}", "team", ".snapshot", "", ""},
+	} {
+		for i := range policies {
+			f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], uint8(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, pattern, namespace, name, label, annotation string, policy uint8) {
+		tmp := t.TempDir()
+		root := filepath.Join(tmp, "root")
+		base := filepath.Join(root, "vols")
+		outside := filepath.Join(tmp, "outside")
+		WriteFile(t, filepath.Join(outside, "keep"), "outside the root")
+		WriteFile(t, filepath.Join(root, "other", "keep"), "inside the root, outside the base")
+		if err := os.MkdirAll(filepath.Join(base, "real"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		Symlink(t, outside, filepath.Join(base, "out"))
+		Symlink(t, "../other", filepath.Join(base, "up"))
+		Symlink(t, outside, filepath.Join(base, "real", "out"))
+
+		var listed []*v1.PersistentVolume
+		opts := backend.Options{
+			ProvisionerNames: []string{"provfleet.io/fuzz"},
+			ListVolumes:      func() ([]*v1.PersistentVolume, error) { return listed, nil },
+			Now:              func() time.Time { return time.Unix(1e9, 0) },
+		}
+		p := b.New(t, root, base, policies[int(policy)%len(policies)], opts)
+		victimClaim := Claim("victim", "victim", "1Gi")
+		victim, _, err := p.Provision(t.Context(), Options(victimClaim, Class(map[string]string{"pathPattern": "pvc-victim"})))
+		if err != nil {
+			t.Fatalf("victim volume: %v", err)
+		}
+		listed = append(listed, victim)
+		victimDir := b.LocalPath(victim, base)
+		WriteFile(t, filepath.Join(victimDir, "data"), "the victim's data")
+		beforeOutside := Snapshot(t, tmp, base)
+		beforeVictim := Snapshot(t, victimDir, "")
+
+		claim := Claim("team", "data", "1Gi")
+		claim.Namespace, claim.Name = namespace, name
+		claim.Labels = map[string]string{"dir": label}
+		claim.Annotations = map[string]string{"dir": annotation}
+		pv, _, err := p.Provision(t.Context(), Options(claim, Class(map[string]string{"pathPattern": pattern})))
+		if err == nil {
+			checkInside(t, b.LocalPath(pv, base), base)
+			if err := p.Delete(t.Context(), pv); err != nil {
+				t.Errorf("Delete of a volume just provisioned: %v", err)
+			}
+		}
+		if diff := cmp.Diff(beforeOutside, Snapshot(t, tmp, base)); diff != "" {
+			t.Fatalf("pattern %q changed files outside the base (-before +after):\n%s", pattern, diff)
+		}
+		if diff := cmp.Diff(beforeVictim, Snapshot(t, victimDir, "")); diff != "" {
+			t.Fatalf("pattern %q changed another volume (-before +after):\n%s", pattern, diff)
+		}
+	})
+}
+
+// checkInside fails unless dir is a directory that resolves below base.
+func checkInside(t *testing.T, dir, base string) {
+	t.Helper()
+	resolvedBase, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatalf("volume directory %q: %v", dir, err)
+	}
+	if !strings.HasPrefix(resolved, resolvedBase+string(filepath.Separator)) {
+		t.Fatalf("volume directory %q resolves to %q, outside %q", dir, resolved, resolvedBase)
+	}
+}

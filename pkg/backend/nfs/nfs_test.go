@@ -1,0 +1,181 @@
+package nfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+)
+
+func TestNew(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(mount string, c *Config)
+		want    error
+		wantErr string
+	}{
+		"valid":              {},
+		"no server":          {mutate: func(m string, c *Config) { c.Server = "" }, want: backend.ErrInvalidSpec, wantErr: "server"},
+		"server with a path": {mutate: func(m string, c *Config) { c.Server = "nfs/x" }, want: backend.ErrInvalidSpec, wantErr: "server"},
+		"server with space":  {mutate: func(m string, c *Config) { c.Server = "nfs x" }, want: backend.ErrInvalidSpec, wantErr: "server"},
+		"relative export":    {mutate: func(m string, c *Config) { c.Path = "export" }, want: backend.ErrInvalidSpec, wantErr: "export path"},
+		"relative mount":     {mutate: func(m string, c *Config) { c.MountPath = "mnt" }, want: backend.ErrInvalidSpec, wantErr: "mountPath"},
+		"missing mount": {
+			mutate: func(m string, c *Config) { c.MountPath = filepath.Join(m, "missing") },
+			want:   backend.ErrUnavailable, wantErr: "no such file",
+		},
+		"bad onDelete": {mutate: func(m string, c *Config) { c.OnDelete = "Keep" }, want: backend.ErrInvalidSpec, wantErr: "Keep"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			mount := t.TempDir()
+			cfg := Config{Server: "nfs.example.com", Path: "/export", MountPath: mount}
+			if tc.mutate != nil {
+				tc.mutate(mount, &cfg)
+			}
+			_, err := New(cfg, Options{})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, tc.want) {
+				t.Fatalf("New() error = %v, want %v containing %q", err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestProvision(t *testing.T) {
+	filesystem := v1.PersistentVolumeFilesystem
+	tests := map[string]struct {
+		configOptions []string
+		classOptions  []string
+		pattern       string
+		wantOptions   []string
+		wantPath      string
+		wantDir       string
+		wantErr       string
+	}{
+		"export mount options": {
+			configOptions: []string{"nfsvers=4.1"}, wantOptions: []string{"nfsvers=4.1"},
+			wantPath: "/export/pvc-team-data", wantDir: "pvc-team-data",
+		},
+		"class mount options win": {
+			configOptions: []string{"nfsvers=4.1"}, classOptions: []string{"nfsvers=3", "hard"}, wantOptions: []string{"nfsvers=3", "hard"},
+			wantPath: "/export/pvc-team-data", wantDir: "pvc-team-data",
+		},
+		"subfolders": {
+			pattern:  "{{.PVC.Namespace}}/{{.PVC.Name}}",
+			wantPath: "/export/team/data", wantDir: "team/data",
+		},
+		"hostile pattern": {pattern: "/{{.PVC.Name}}", wantErr: "absolute"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			mount := t.TempDir()
+			p, err := New(Config{Server: "nfs.example.com", Path: "/export/", MountPath: mount, MountOptions: tc.configOptions}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			class := backendtest.Class(nil)
+			if tc.pattern != "" {
+				class.Parameters = map[string]string{"pathPattern": tc.pattern}
+			}
+			class.MountOptions = tc.classOptions
+			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "5Gi"), class))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Provision() error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Provision: %v", err)
+			}
+			want := &v1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data"},
+				Spec: v1.PersistentVolumeSpec{
+					Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("5Gi")},
+					AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+					PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+					StorageClassName:              "standard",
+					VolumeMode:                    &filesystem,
+					MountOptions:                  tc.wantOptions,
+					PersistentVolumeSource: v1.PersistentVolumeSource{
+						NFS: &v1.NFSVolumeSource{Server: "nfs.example.com", Path: tc.wantPath},
+					},
+				},
+			}
+			if diff := cmp.Diff(want, pv); diff != "" {
+				t.Errorf("Provision() mismatch (-want +got):\n%s", diff)
+			}
+			if info, err := os.Stat(filepath.Join(mount, tc.wantDir)); err != nil || !info.IsDir() {
+				t.Errorf("subdirectory missing: %v", err)
+			}
+		})
+	}
+}
+
+func TestDelete(t *testing.T) {
+	tests := map[string]struct {
+		onDelete backend.OnDeletePolicy
+		mutate   func(pv *v1.PersistentVolume)
+		wantErr  string
+		wantLeft []string
+	}{
+		"delete removes subfolders": {onDelete: backend.OnDeleteDelete},
+		"archive with subfolders":   {onDelete: backend.OnDeleteArchive, wantLeft: []string{"team/", "team/x/", "team/x/archived-data-20010909T014640Z/"}},
+		"retain":                    {onDelete: backend.OnDeleteRetain, wantLeft: []string{"team/", "team/x/", "team/x/data/"}},
+		"another server": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" },
+			wantErr: `on server "other.example.com"`, wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
+		},
+		"another export": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/team/x/data" },
+			wantErr: "not below", wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
+		},
+		"not nfs": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil },
+			wantErr: "not an nfs volume", wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			mount := t.TempDir()
+			p, err := New(Config{
+				Server: "nfs.example.com", Path: "/export", MountPath: mount, OnDelete: tc.onDelete,
+				PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
+			}, Options{Now: archiveTime})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.mutate != nil {
+				tc.mutate(pv)
+			}
+			err = p.Delete(t.Context(), pv)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Delete() error = %v, want %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantLeft, backendtest.Tree(t, mount)); diff != "" {
+				t.Errorf("left on the export (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func archiveTime() time.Time { return time.Unix(1e9, 0) }
