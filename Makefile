@@ -24,8 +24,17 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl
 	hack/controlplane/build.sh $(CONTROLPLANE)
 
 .PHONY: test
-test: controlplane ## Run unit and end-to-end tests (builds the control plane first).
+test: controlplane fuzz-short ## Run unit and end-to-end tests (builds the control plane first).
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+
+FUZZ_TIME ?= 10s
+FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs
+
+.PHONY: fuzz-short
+fuzz-short: ## Run each fuzz target for FUZZ_TIME (default 10s).
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZ_TIME) "$${t#*:}"; \
+	done
 
 .PHONY: unit
 unit: ## Run the unit tests only.
