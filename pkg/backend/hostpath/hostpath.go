@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -186,7 +187,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	}
 	var mountOptions []string
 	if opts.StorageClass != nil {
-		mountOptions = opts.StorageClass.MountOptions
+		mountOptions = slices.Clone(opts.StorageClass.MountOptions)
 	}
 	if p.volumeType == VolumeTypeHostPath && len(mountOptions) > 0 {
 		return nil, provisioning.ProvisioningFinished, errors.New("hostPath volumes take no mount options: remove mountOptions from the StorageClass or use volumeType Local")

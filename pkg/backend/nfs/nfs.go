@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -97,9 +98,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	pv := dirvol.NewPV(opts, req, v1.PersistentVolumeSource{
 		NFS: &v1.NFSVolumeSource{Server: p.server, Path: path.Join(p.path, dir)},
 	})
-	pv.Spec.MountOptions = p.mountOptions
+	pv.Spec.MountOptions = slices.Clone(p.mountOptions)
 	if opts.StorageClass != nil && len(opts.StorageClass.MountOptions) > 0 {
-		pv.Spec.MountOptions = opts.StorageClass.MountOptions
+		pv.Spec.MountOptions = slices.Clone(opts.StorageClass.MountOptions)
 	}
 	return pv, provisioning.ProvisioningFinished, nil
 }

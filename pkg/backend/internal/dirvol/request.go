@@ -3,6 +3,7 @@ package dirvol
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -58,6 +59,7 @@ func ParseRequest(opts provisioning.ProvisionOptions) (Request, error) {
 
 // NewPV returns the PersistentVolume for a request, with source as its volume:
 // capacity and access modes come from the claim, reclaim policy from the class.
+// Nothing is shared with the informer-cached claim.
 func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.PersistentVolumeSource) *v1.PersistentVolume {
 	reclaim := v1.PersistentVolumeReclaimDelete
 	className := ""
@@ -72,7 +74,7 @@ func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.Persistent
 		ObjectMeta: metav1.ObjectMeta{Name: req.PVName},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: req.Size},
-			AccessModes:                   req.Claim.Spec.AccessModes,
+			AccessModes:                   slices.Clone(req.Claim.Spec.AccessModes),
 			PersistentVolumeReclaimPolicy: reclaim,
 			StorageClassName:              className,
 			VolumeMode:                    &filesystem,
