@@ -412,28 +412,36 @@ func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
 	if err := s.checkOverlap(ctx, pvs, pvName, dir); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
-	if err := s.remove(dir, pvName); err != nil {
+	found, err := s.remove(dir, pvName)
+	if err != nil {
 		return fmt.Errorf("cannot remove directory %q: %w", dir, err)
 	}
 	delete(s.reservations, pvName)
+	if !found {
+		// Success keeps Delete idempotent, but an unmounted export looks the
+		// same, so say so where operators look.
+		logger.Info("Volume directory not found, nothing to remove")
+		return nil
+	}
 	logger.V(2).Info("Volume directory released")
 	return nil
 }
 
-func (s *Store) remove(dir, pvName string) error {
+// remove applies the policy and reports whether the directory existed.
+func (s *Store) remove(dir, pvName string) (bool, error) {
 	base, err := s.openBase()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer base.Close()
 	components := strings.Split(dir, "/")
 	parents, leaf := components[:len(components)-1], components[len(components)-1]
 	parent, err := openDir(base, parents, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer parent.Close()
 	owner, err := readMarker(parent, leaf)
@@ -441,27 +449,28 @@ func (s *Store) remove(dir, pvName string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		// Directories made before markers, or by hand, have none.
 	case err != nil:
-		return err
+		return false, err
 	case owner != pvName:
-		return errors.New("directory belongs to another volume")
+		return false, errors.New("directory belongs to another volume")
 	}
 	info, err := parent.Lstat(leaf)
+	found := err == nil
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return err
+		return false, err
 	case !info.IsDir():
-		return fmt.Errorf("%q is not a directory (%s)", leaf, info.Mode().Type())
+		return false, fmt.Errorf("%q is not a directory (%s)", leaf, info.Mode().Type())
 	default:
 		if err := s.release(parent, leaf); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := parent.Remove(markerName(leaf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("cannot remove owner marker: %w", err)
+		return false, fmt.Errorf("cannot remove owner marker: %w", err)
 	}
 	s.removeEmptyParents(base, parents)
-	return nil
+	return found, nil
 }
 
 // release applies the onDelete policy to an existing directory.
