@@ -121,7 +121,8 @@ type instance struct {
 	stopOnce   sync.Once
 	cancel     context.CancelFunc
 	done       chan error
-	stopped    chan struct{}
+	// release shuts down what the controller used once Run returned.
+	release func()
 }
 
 // start runs a controller for backend until stop or the end of the test.
@@ -159,13 +160,16 @@ func (f *fixture) start(cfg provisioning.Config, backend provisioning.Provisione
 		f.t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	in := &instance{controller: controller, cancel: cancel, done: make(chan error, 1), stopped: make(chan struct{})}
+	in := &instance{
+		controller: controller,
+		cancel:     cancel,
+		done:       make(chan error, 1),
+		release: func() {
+			factory.Shutdown()
+			broadcaster.Shutdown()
+		},
+	}
 	go func() { in.done <- controller.Run(ctx) }()
-	go func() {
-		<-in.stopped
-		factory.Shutdown()
-		broadcaster.Shutdown()
-	}()
 	f.t.Cleanup(func() { in.stop(f.t) })
 	return in
 }
@@ -181,8 +185,9 @@ func (in *instance) stop(t *testing.T) {
 			}
 		case <-time.After(waitTimeout):
 			t.Errorf("Run did not return within %v of its context ending", waitTimeout)
+			return
 		}
-		close(in.stopped)
+		in.release()
 	})
 }
 
