@@ -315,19 +315,19 @@ func (f *fixture) config(name string) *v1alpha1.ProvisionerConfig {
 	return pc
 }
 
-// waitReady waits until the status of name reports generation with the given
-// Ready reason, and returns the object.
-func (f *fixture) waitReady(name string, generation int64, reason string) *v1alpha1.ProvisionerConfig {
+// waitReady waits until the status of name reports its current generation,
+// at least minGeneration, with the given Ready reason, and returns the object.
+func (f *fixture) waitReady(name string, minGeneration int64, reason string) *v1alpha1.ProvisionerConfig {
 	f.t.Helper()
 	var pc *v1alpha1.ProvisionerConfig
-	f.eventually(fmt.Sprintf("ProvisionerConfig %s Ready reason %s at generation %d", name, reason, generation), func(ctx context.Context) (bool, error) {
+	f.eventually(fmt.Sprintf("ProvisionerConfig %s Ready reason %s from generation %d on", name, reason, minGeneration), func(ctx context.Context) (bool, error) {
 		var err error
 		pc, err = f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		c := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == reason && pc.Status.ObservedGeneration == generation, nil
+		return c != nil && c.Reason == reason && pc.Generation >= minGeneration && pc.Status.ObservedGeneration == pc.Generation, nil
 	})
 	return pc
 }
