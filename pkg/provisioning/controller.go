@@ -246,7 +246,8 @@ func (c *Controller) lead(ctx context.Context) {
 	t.resize(c.cfg)
 	c.mu.Unlock()
 	t.saveWorkers.resize(1)
-	c.enqueueAll(t)
+	// The new handlers replay every object; the rest is queued here.
+	c.enqueuePending(t)
 	logger.Info("Leading: provisioning")
 
 	<-ctx.Done()
@@ -331,8 +332,7 @@ func saveRetry(cfg Config) RetryConfig {
 }
 
 // enqueueAll queues every claim and volume this controller may have to act
-// on, the items still backing off, and the claims provisioned in the
-// background.
+// on, and what enqueuePending queues.
 func (c *Controller) enqueueAll(t *term) {
 	for _, obj := range c.informers.Claims.GetStore().List() {
 		c.enqueueClaim(t, obj)
@@ -340,6 +340,12 @@ func (c *Controller) enqueueAll(t *term) {
 	for _, obj := range c.informers.Volumes.GetStore().List() {
 		c.enqueueVolume(t, obj)
 	}
+	c.enqueuePending(t)
+}
+
+// enqueuePending queues the items still backing off and the claims
+// provisioned in the background, which no informer event may bring back.
+func (c *Controller) enqueuePending(t *term) {
 	c.claimRetries.requeue(t.claims.queue)
 	c.volumeRetries.requeue(t.volumes.queue)
 	c.inProgress.Range(func(_, obj any) bool {

@@ -14,9 +14,9 @@ func leaderConfig(identity string) Config {
 		Enabled:       true,
 		Namespace:     "default",
 		Identity:      identity,
-		LeaseDuration: time.Second,
-		RenewDeadline: 500 * time.Millisecond,
-		RetryPeriod:   50 * time.Millisecond,
+		LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond,
+		RetryPeriod:   100 * time.Millisecond,
 	}
 	return cfg
 }
