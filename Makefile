@@ -37,8 +37,8 @@ fuzz-short: ## Run each fuzz target for FUZZ_TIME (default 10s).
 	done
 
 .PHONY: unit
-unit: ## Run the unit tests only.
-	go test -race -count=1 -short $(GO_TEST_FLAGS) ./pkg/... ./api/... ./cmd/...
+unit: ## Run the unit tests only (end-to-end tests skip themselves under -short).
+	go test -race -count=1 -short $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
 e2e: controlplane ## Run the end-to-end tests only, verbose.
