@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// adapter drives a provfleet backend through the upstream library's
+// Provisioner interface.
+type adapter struct {
+	backend provisioning.Provisioner
+}
+
+var _ controller.Provisioner = adapter{}
+
+func (a adapter) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
+	options := provisioning.ProvisionOptions{
+		StorageClass: opts.StorageClass,
+		PVName:       opts.PVName,
+		PVC:          opts.PVC,
+	}
+	// The library hands over only the node's name, which is all a directory
+	// backend reads of it.
+	if opts.SelectedNodeName != "" {
+		options.SelectedNode = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: opts.SelectedNodeName}}
+	}
+	pv, state, err := a.backend.Provision(ctx, options)
+	return pv, upstreamState(state), upstreamError(err)
+}
+
+func (a adapter) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+	return upstreamError(a.backend.Delete(ctx, pv))
+}
+
+func upstreamState(s provisioning.ProvisioningState) controller.ProvisioningState {
+	switch s {
+	case provisioning.ProvisioningInBackground:
+		return controller.ProvisioningInBackground
+	case provisioning.ProvisioningNoChange:
+		return controller.ProvisioningNoChange
+	case provisioning.ProvisioningReschedule:
+		return controller.ProvisioningReschedule
+	default:
+		return controller.ProvisioningFinished
+	}
+}
+
+// upstreamError turns provfleet's "not mine" into the library's.
+func upstreamError(err error) error {
+	var ignored *provisioning.IgnoredError
+	if errors.As(err, &ignored) {
+		return &controller.IgnoredError{Reason: ignored.Reason}
+	}
+	return err
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// fakeBackend records what it was asked and answers with state and err.
+type fakeBackend struct {
+	got   provisioning.ProvisionOptions
+	state provisioning.ProvisioningState
+	err   error
+}
+
+func (f *fakeBackend) Provision(_ context.Context, o provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+	f.got = o
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: o.PVName}}, f.state, f.err
+}
+
+func (f *fakeBackend) Delete(context.Context, *v1.PersistentVolume) error { return f.err }
+
+func TestAdapterTranslates(t *testing.T) {
+	ignored := &provisioning.IgnoredError{Reason: "not mine"}
+	plain := errors.New("disk full")
+	tests := map[string]struct {
+		state       provisioning.ProvisioningState
+		err         error
+		node        string
+		wantState   controller.ProvisioningState
+		wantIgnored bool
+		wantErr     error
+		wantNode    string
+	}{
+		"finished":          {state: provisioning.ProvisioningFinished, wantState: controller.ProvisioningFinished},
+		"in background":     {state: provisioning.ProvisioningInBackground, err: plain, wantState: controller.ProvisioningInBackground, wantErr: plain},
+		"no change":         {state: provisioning.ProvisioningNoChange, wantState: controller.ProvisioningNoChange},
+		"reschedule":        {state: provisioning.ProvisioningReschedule, node: "n1", wantState: controller.ProvisioningReschedule, wantNode: "n1"},
+		"ignored is mapped": {state: provisioning.ProvisioningFinished, err: ignored, wantState: controller.ProvisioningFinished, wantIgnored: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fake := &fakeBackend{state: tc.state, err: tc.err}
+			pv, state, err := adapter{fake}.Provision(context.Background(), controller.ProvisionOptions{PVName: "pvc-1", SelectedNodeName: tc.node})
+			if diff := cmp.Diff(tc.wantState, state); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+			var upstreamIgnored *controller.IgnoredError
+			if got := errors.As(err, &upstreamIgnored); got != tc.wantIgnored {
+				t.Errorf("error %v is the library's IgnoredError: %v, want %v", err, got, tc.wantIgnored)
+			}
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+			if pv.Name != "pvc-1" || fake.got.PVName != "pvc-1" {
+				t.Errorf("PV name %q, backend asked for %q, want pvc-1", pv.Name, fake.got.PVName)
+			}
+			gotNode := ""
+			if fake.got.SelectedNode != nil {
+				gotNode = fake.got.SelectedNode.Name
+			}
+			if gotNode != tc.wantNode {
+				t.Errorf("selected node %q, want %q", gotNode, tc.wantNode)
+			}
+			deleteErr := adapter{fake}.Delete(context.Background(), pv)
+			if got := errors.As(deleteErr, &upstreamIgnored); got != tc.wantIgnored {
+				t.Errorf("delete error %v is the library's IgnoredError: %v, want %v", deleteErr, got, tc.wantIgnored)
+			}
+		})
+	}
+}
+
+func TestAdapterDrivesTheHostPathBackend(t *testing.T) {
+	root := t.TempDir()
+	dirs, err := hostpath.New(hostpath.Config{
+		Path:         filepath.Join(root, "peer"),
+		VolumeType:   hostpath.VolumeTypeHostPath,
+		OnDelete:     backend.OnDeleteDelete,
+		HostPathRoot: root,
+	}, backend.Options{ProvisionerNames: []string{"bench.provfleet.io/peer"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u1"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Mi")}},
+		},
+	}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "peer"}, ReclaimPolicy: ptr.To(v1.PersistentVolumeReclaimDelete)}
+	a := adapter{dirs}
+	pv, state, err := a.Provision(context.Background(), controller.ProvisionOptions{StorageClass: class, PVName: "pvc-u1", PVC: claim})
+	if err != nil || state != controller.ProvisioningFinished {
+		t.Fatalf("provision: state %q, error %v", state, err)
+	}
+	if pv.Spec.HostPath == nil {
+		t.Fatalf("PV %+v has no hostPath source", pv.Spec)
+	}
+	if _, err := os.Stat(pv.Spec.HostPath.Path); err != nil {
+		t.Fatalf("the volume directory is missing: %v", err)
+	}
+	if err := a.Delete(context.Background(), pv); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := os.Stat(pv.Spec.HostPath.Path); !os.IsNotExist(err) {
+		t.Errorf("the volume directory is still there after Delete: %v", err)
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+)
+
+type options struct {
+	kubeconfig      string
+	provisionerName string
+	namespace       string
+	hostPathRoot    string
+	path            string
+	metricsAddress  string
+	qps             float64
+	burst           int
+	workers         int
+	leaseDuration   time.Duration
+	renewDeadline   time.Duration
+	retryPeriod     time.Duration
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("upstream", flag.ExitOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig.")
+	fs.StringVar(&o.provisionerName, "provisioner-name", "", "Provisioner name the StorageClasses use.")
+	fs.StringVar(&o.namespace, "namespace", "", "Namespace of the Lease.")
+	fs.StringVar(&o.hostPathRoot, "host-path-root", "", "Directory the backend must lie under.")
+	fs.StringVar(&o.path, "path", "", "Directory holding the volumes, under --host-path-root.")
+	fs.StringVar(&o.metricsAddress, "metrics-bind-address", "", "host:port of a /metrics endpoint with the Go runtime metrics; empty: none.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 50, "API requests a second of this process.")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "API request burst of this process.")
+	fs.IntVar(&o.workers, "workers", 4, "Claim and volume workers each.")
+	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "Lease duration.")
+	fs.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "Lease renew deadline.")
+	fs.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "Lease retry period.")
+	klog.InitFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	if o.provisionerName == "" || o.namespace == "" || o.path == "" || o.hostPathRoot == "" {
+		return errors.New("--provisioner-name, --namespace, --host-path-root and --path are required")
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("cannot load the client configuration: %w", err)
+	}
+	config.QPS, config.Burst = float32(o.qps), o.burst
+	config.UserAgent = "upstream-provisioner"
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("cannot build the client: %w", err)
+	}
+	dirs, err := hostpath.New(hostpath.Config{
+		Path:         o.path,
+		VolumeType:   hostpath.VolumeTypeHostPath,
+		OnDelete:     backend.OnDeleteDelete,
+		HostPathRoot: o.hostPathRoot,
+	}, backend.Options{ProvisionerNames: []string{o.provisionerName}})
+	if err != nil {
+		return fmt.Errorf("cannot start the directory backend: %w", err)
+	}
+	if o.metricsAddress != "" {
+		if err := serveMetrics(ctx, o.metricsAddress); err != nil {
+			return err
+		}
+	}
+	ctrl := controller.NewProvisionController(ctx, client, o.provisionerName, adapter{dirs},
+		controller.Threadiness(o.workers),
+		controller.LeaderElectionNamespace(o.namespace),
+		controller.LeaseDuration(o.leaseDuration),
+		controller.RenewDeadline(o.renewDeadline),
+		controller.RetryPeriod(o.retryPeriod),
+		// The same default as a ProvisionerConfig's spec.finalizer.
+		controller.AddFinalizer(true),
+	)
+	// Run returns only without leader election; with it the library exits
+	// the process when the context ends.
+	ctrl.Run(ctx)
+	return nil
+}
+
+// serveMetrics exposes the Go runtime metrics (goroutines, memory) on their
+// own registry.
+func serveMetrics(ctx context.Context, addr string) error {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector())
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+	}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.Serve(l) }()
+	go func() {
+		<-ctx.Done()
+		_ = server.Close()
+	}()
+	return nil
+}
