@@ -184,19 +184,16 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		metrics:  metrics,
 		core:     informers.NewSharedInformerFactory(deps.client, resyncCheckPeriod),
 		configs:  externalversions.NewSharedInformerFactory(deps.pcfg, 0),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisionerconfigs"}),
-		scheme: scheme,
-		events: record.NewBroadcaster(),
-		synced: make(chan struct{}),
+		scheme:   scheme,
+		synced:   make(chan struct{}),
 	}
 	for _, opt := range opts {
 		if err := opt(m); err != nil {
 			return nil, err
 		}
 	}
-	m.recorder = m.events.NewRecorder(scheme, v1.EventSource{Component: component})
-	m.instances = newRegistry(m.queue.Add)
+	// The queue exists before any instance runs, so it can take their exits.
+	m.instances = newRegistry(func(key string) { m.queue.Add(key) })
 	m.shared = provisioning.SharedInformers{
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
@@ -238,12 +235,19 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	defer m.deps.stop()
+	// The queue and the broadcaster start goroutines: made here so that a
+	// Manager that never runs leaks none.
+	m.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisionerconfigs"})
+	defer m.queue.ShutDown()
+	m.events = record.NewBroadcaster(record.WithContext(ctx))
 	defer m.events.Shutdown()
+	m.recorder = m.events.NewRecorder(m.scheme, v1.EventSource{Component: component})
 	m.events.StartStructuredLogging(3)
 	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.deps.client.CoreV1().Events("")})
 
 	handle, err := m.configInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc: m.enqueue,
+		AddFunc: m.enqueueSharing,
 		UpdateFunc: func(oldObj, newObj any) {
 			m.enqueueSharing(oldObj)
 			m.enqueueSharing(newObj)

@@ -309,3 +309,18 @@ func (*fakeBackend) Provision(context.Context, provisioning.ProvisionOptions) (*
 }
 
 func (*fakeBackend) Delete(context.Context, *v1.PersistentVolume) error { return nil }
+
+func TestManagerNameConflictTieGoesToTheFirstName(t *testing.T) {
+	f := newFixture(t)
+	// Created in the same second: the name decides, even against arrival order.
+	f.create(f.hostPath("zeta", "x.io/shared", 1))
+	f.eventually("zeta runs", func() bool { return f.readyReason("zeta", 1) == v1alpha1.ReasonRunning })
+	f.create(f.hostPath("alpha", "x.io/shared", 1))
+	f.eventually("alpha takes the name, zeta conflicts", func() bool {
+		return f.readyReason("alpha", 1) == v1alpha1.ReasonRunning && f.readyReason("zeta", 1) == v1alpha1.ReasonProvisionerNameConflict
+	})
+	instances := f.started("x.io/shared")
+	if len(instances) != 2 || !isStopped(instances[0]) || isStopped(instances[1]) {
+		t.Fatalf("want zeta's instance stopped and alpha's running; got %d instances", len(instances))
+	}
+}

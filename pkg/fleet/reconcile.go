@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,6 +81,14 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 		m.stop(ctx, pc.Name)
 		return refusal(v1alpha1.ReasonProvisionerNameConflict,
 			fmt.Errorf("provisioner name %q is used by the older ProvisionerConfig %s", name, holder.Name))
+	}
+	// The older object may still be stopping its instance: two instances of
+	// one name in one process would both lead, under the same identity.
+	if other, name := m.runningWithName(pc); other != "" {
+		obs := refusal(v1alpha1.ReasonProvisionerNameConflict,
+			fmt.Errorf("provisioner name %q is still served by the instance of ProvisionerConfig %s", name, other))
+		obs.retry = true
+		return obs
 	}
 	r, err := m.ensureInstance(ctx, pc, cfg)
 	switch {
@@ -175,6 +184,25 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 	r := m.instances.Start(ctx, key, entry)
 	logger.Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
 	return r, nil
+}
+
+// runningWithName returns another ProvisionerConfig whose running instance
+// answers to one of pc's names, and that name.
+func (m *Manager) runningWithName(pc *v1alpha1.ProvisionerConfig) (string, string) {
+	names := provisionerNames(&pc.Spec)
+	var other, shared string
+	m.instances.Each(func(key string, r *running) {
+		if key == pc.Name || other != "" {
+			return
+		}
+		for _, name := range append([]string{r.cfg.ProvisionerName}, r.cfg.AdditionalProvisionerNames...) {
+			if slices.Contains(names, strings.ToLower(name)) {
+				other, shared = key, name
+				return
+			}
+		}
+	})
+	return other, shared
 }
 
 // olderHolder returns the oldest other ProvisionerConfig that is older than pc

@@ -158,6 +158,8 @@ func TestNameConflictAndTakeover(t *testing.T) {
 	f.startManager("arbiter")
 	older := f.provisioner(f.prefix + "-older")
 	f.waitReady(older.Name, 1, v1alpha1.ReasonRunning)
+	// creationTimestamp has a resolution of one second; in a tie the name wins.
+	time.Sleep(time.Second)
 	newer := f.provisioner(f.prefix+"-newer", func(pc *v1alpha1.ProvisionerConfig) {
 		pc.Spec.ProvisionerName = older.Spec.ProvisionerName
 	})
