@@ -32,7 +32,8 @@ const (
 type ProvisionOptions struct {
 	// StorageClass is the claim's class.
 	StorageClass *storagev1.StorageClass
-	// PVName is the name the PersistentVolume must have: pvc-<claim UID>.
+	// PVName is the name the PersistentVolume must have: pvc-<claim UID>. The
+	// controller names the returned PersistentVolume so in any case.
 	PVName string
 	// PVC is the claim being provisioned.
 	PVC *v1.PersistentVolumeClaim
@@ -48,7 +49,11 @@ type Provisioner interface {
 	// Provision creates a backend volume and returns the PersistentVolume that
 	// represents it. The controller creates the PV object itself.
 	Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error)
-	// Delete removes the backend volume behind a PersistentVolume.
+	// Delete removes the backend volume behind a PersistentVolume. When a
+	// claim went away before its PersistentVolume was saved, volume is rebuilt
+	// from the claim alone (name pvc-<claim UID>, claimRef, storage class,
+	// capacity, access and volume modes, the provisioned-by annotation) and the
+	// backend volume may not exist: Delete must then succeed.
 	Delete(ctx context.Context, volume *v1.PersistentVolume) error
 }
 
