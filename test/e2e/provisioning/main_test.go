@@ -3,6 +3,7 @@ package provisioning_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -29,8 +30,8 @@ import (
 )
 
 const (
-	// managerNamespace and managerServiceAccount are what testdata/rbac.yaml
-	// grants the provision controller's permissions to.
+	// managerNamespace and managerServiceAccount are what the shipped
+	// examples/deploy/rbac.yaml grants the manager's permissions to.
 	managerNamespace      = "provfleet-system"
 	managerServiceAccount = "provfleet"
 	// waitTimeout bounds every wait for the control plane or a controller.
@@ -52,14 +53,21 @@ var (
 )
 
 // controllerConfig authenticates as the manager's ServiceAccount, so the
-// controllers under test have only the RBAC the project grants them.
+// controllers under test have only the RBAC the project ships.
 func controllerConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	env := framework.Env(t)
 	managerConfigOnce.Do(func() {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			managerConfigErr = err
+			return
+		}
+		deploy := filepath.Join(root, "examples", "deploy")
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		managerConfig, managerConfigErr = env.ServiceAccountConfig(ctx, managerNamespace, managerServiceAccount, "testdata/rbac.yaml")
+		managerConfig, managerConfigErr = env.ServiceAccountConfig(ctx, managerNamespace, managerServiceAccount,
+			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"))
 	})
 	if managerConfigErr != nil {
 		t.Fatal(managerConfigErr)
