@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/provfleet/provfleet/bench/internal/harness"
+	"github.com/provfleet/provfleet/bench/internal/report"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	smoke := fs.Bool("smoke", false, "Every scenario with a few tenants and claims.")
+	root := fs.String("repo", "", "The provfleet repository. Empty: found above the working directory.")
+	out := fs.String("out", "", "Results folder. Empty: bench/results of the repository.")
+	work := fs.String("work", "", "Scratch folder for binaries, volumes, logs and profiles. Empty: _output/bench of the repository.")
+	scenarios := fs.String("scenarios", "", "Comma-separated scenarios to run (1-6). Empty: all.")
+	sizes := map[string]*int{}
+	full := harness.Full()
+	for name, def := range map[string]int{
+		"s1-claims": full.S1Claims, "s2-tenants": full.S2Tenants, "s2-claims": full.S2Claims,
+		"s3-peer-max": full.S3PeerMax, "s4-bad": full.S4Bad, "s4-good": full.S4Good,
+		"s5-edits": full.S5Edits, "s6-claims": full.S6Claims,
+	} {
+		sizes[name] = fs.Int(name, def, "Size of a scenario; see the issue. Ignored with -smoke.")
+	}
+	s3 := fs.String("s3-counts", "1,10,100,500", "Idle fleet sizes. Ignored with -smoke.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	cfg := full
+	if *smoke {
+		cfg = harness.Smoke()
+	} else {
+		cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims = *sizes["s1-claims"], *sizes["s2-tenants"], *sizes["s2-claims"]
+		cfg.S3PeerMax, cfg.S4Bad, cfg.S4Good = *sizes["s3-peer-max"], *sizes["s4-bad"], *sizes["s4-good"]
+		cfg.S5Edits, cfg.S6Claims = *sizes["s5-edits"], *sizes["s6-claims"]
+		counts, err := ints(*s3)
+		if err != nil {
+			return fmt.Errorf("cannot parse -s3-counts: %w", err)
+		}
+		cfg.S3Counts = counts
+	}
+	if *scenarios != "" {
+		list, err := ints(*scenarios)
+		if err != nil {
+			return fmt.Errorf("cannot parse -scenarios: %w", err)
+		}
+		cfg.Scenarios = list
+	}
+	var err error
+	if cfg.RepoRoot = *root; cfg.RepoRoot == "" {
+		if cfg.RepoRoot, err = repoRoot(); err != nil {
+			return err
+		}
+	}
+	if cfg.Out = *out; cfg.Out == "" {
+		cfg.Out = filepath.Join(cfg.RepoRoot, "bench", "results")
+	}
+	if cfg.Work = *work; cfg.Work == "" {
+		cfg.Work = filepath.Join(cfg.RepoRoot, "_output", "bench")
+	}
+	cfg.ControlPlaneBin = os.Getenv("PROVFLEET_CONTROLPLANE_BIN")
+	cfg.Log = os.Stderr
+
+	result, err := harness.Run(ctx, cfg)
+	if result != nil {
+		fmt.Fprintln(stdout, "ratios against the targets:")
+		for _, r := range report.Ratios(result) {
+			met := "n/a"
+			if r.Met != nil {
+				met = strconv.FormatBool(*r.Met)
+			}
+			fmt.Fprintf(stdout, "  %-75s %10s  target %-40s met: %s\n", r.What, r.Value, r.Target, met)
+		}
+		fmt.Fprintf(stdout, "results in %s\n", cfg.Out)
+	}
+	return err
+}
+
+func ints(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// repoRoot walks up from the working directory to the folder holding
+// bench/go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("cannot get the working directory: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "bench", "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the repository: no bench/go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/provfleet/provfleet/bench/internal/report"
+)
+
+// TestSmoke runs every scenario at toy size against a real control plane and
+// checks that the harness produced well-formed results for each scenario and
+// system; no figure is judged.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"-smoke", "-out", out, "-work", t.TempDir()}, &stdout); err != nil {
+		t.Fatalf("the smoke run failed: %v\n%s", err, stdout.String())
+	}
+	f, err := os.Open(filepath.Join(out, "latest.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	results, err := report.ReadJSONL(f)
+	if err != nil {
+		t.Fatalf("latest.jsonl is malformed: %v", err)
+	}
+	type key struct{ scenario, system string }
+	got := map[key]bool{}
+	for _, r := range results {
+		got[key{r.Scenario, r.System}] = true
+		if r.Claims > 0 && r.Seconds <= 0 {
+			t.Errorf("%s/%s provisioned %d claims in %v seconds", r.Scenario, r.System, r.Claims, r.Seconds)
+		}
+	}
+	var missing []key
+	for _, scenario := range []string{report.S1Provision, report.S1Delete, report.S2Provision, report.S2Delete} {
+		for _, system := range []string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit} {
+			if k := (key{scenario, system}); !got[k] {
+				missing = append(missing, k)
+			}
+		}
+	}
+	for _, scenario := range []string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL} {
+		for _, system := range []string{report.SystemProvfleet, report.SystemUpstream} {
+			if k := (key{scenario, system}); !got[k] {
+				missing = append(missing, k)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("no result for %v", missing)
+	}
+	mds, err := filepath.Glob(filepath.Join(out, "*.md"))
+	if err != nil || len(mds) != 1 {
+		t.Fatalf("want one Markdown table in %s, got %v (%v)", out, mds, err)
+	}
+	md, err := os.ReadFile(mds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Ratios against the targets", "## Measurements", "| s3-idle | provfleet |"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("the Markdown table lacks %q", want)
+		}
+	}
+	if !slices.ContainsFunc(results, func(r report.Result) bool {
+		return r.System == report.SystemProvfleet && r.Scenario == report.S3Idle && r.Replicas == 2
+	}) {
+		t.Error("no idle measurement of provfleet with two replicas")
+	}
+}

@@ -1,0 +1,87 @@
+package harness
+
+import (
+	"io"
+	"time"
+)
+
+// LeaseTimes are a Lease's leaseDuration, renewDeadline and retryPeriod.
+type LeaseTimes struct {
+	Duration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Config sizes and places a benchmark run.
+type Config struct {
+	// RepoRoot is the provfleet repository; Out receives the results, Work
+	// the binaries, volumes, logs and profiles.
+	RepoRoot, Out, Work string
+	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
+	// empty: RepoRoot/_output/controlplane.
+	ControlPlaneBin string
+	// Scenarios to run, 1 to 6.
+	Scenarios []int
+	// QPS and Burst are every system's client budget: the manager's for its
+	// whole fleet, each peer process's, and the limit's.
+	QPS   float32
+	Burst int
+	// S1Claims: one tenant's claims. S2Tenants x S2Claims: many tenants.
+	S1Claims            int
+	S2Tenants, S2Claims int
+	// S3Counts are the idle fleet sizes; the peer runs at most S3PeerMax
+	// processes. S3Settle passes before each S3Window of measurement.
+	S3Counts           []int
+	S3PeerMax          int
+	S3Settle, S3Window time.Duration
+	// S4Bad claims of the failing tenant next to S4Good of the good one.
+	S4Bad, S4Good int
+	// S5Edits spec edits.
+	S5Edits int
+	// S6Claims are created at each failover; S6Lease are the Lease times.
+	S6Claims int
+	S6Lease  LeaseTimes
+	// Profile takes CPU profiles of the manager in scenarios 2 and 3.
+	Profile bool
+	// WaitTimeout bounds every wait.
+	WaitTimeout time.Duration
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// defaultLease is the Lease timing of the upstream library and of a
+// ProvisionerConfig left at its defaults.
+var defaultLease = LeaseTimes{Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+
+// Full is the benchmark of the issue, sized to finish well within an hour on
+// two cores.
+func Full() Config {
+	return Config{
+		Scenarios: []int{1, 2, 3, 4, 5, 6},
+		QPS:       100, Burst: 200,
+		S1Claims:  500,
+		S2Tenants: 50, S2Claims: 20,
+		S3Counts: []int{1, 10, 100, 500}, S3PeerMax: 100,
+		S3Settle: 20 * time.Second, S3Window: 30 * time.Second,
+		S4Bad: 500, S4Good: 50,
+		S5Edits:  20,
+		S6Claims: 20, S6Lease: defaultLease,
+		Profile:     true,
+		WaitTimeout: 10 * time.Minute,
+	}
+}
+
+// Smoke runs every scenario with a few tenants and claims, to prove the
+// harness works; its figures mean nothing.
+func Smoke() Config {
+	return Config{
+		Scenarios: []int{1, 2, 3, 4, 5, 6},
+		QPS:       100, Burst: 200,
+		S1Claims:  3,
+		S2Tenants: 2, S2Claims: 2,
+		S3Counts: []int{1, 2}, S3PeerMax: 2,
+		S3Settle: time.Second, S3Window: 2 * time.Second,
+		S4Bad: 3, S4Good: 2,
+		S5Edits:  2,
+		S6Claims: 1, S6Lease: LeaseTimes{Duration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
+		WaitTimeout: 2 * time.Minute,
+	}
+}

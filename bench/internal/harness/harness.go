@@ -1,0 +1,299 @@
+package harness
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/provfleet/provfleet/bench/internal/measure"
+	"github.com/provfleet/provfleet/bench/internal/report"
+	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
+	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
+	"github.com/provfleet/provfleet/test/e2e/framework"
+)
+
+const (
+	managerNamespace  = "provfleet-system"
+	upstreamNamespace = "bench-upstream"
+	limitNamespace    = "bench-limit"
+	// pprofEnv is read by the profiling file the benchmark adds to its
+	// build of the manager.
+	pprofEnv = "PROVFLEET_BENCH_PPROF"
+	// The PV binder at the issue's setting, so the provisioner and not the
+	// binder is what gets measured.
+	binderQPS, binderBurst = 1000, 2000
+)
+
+var (
+	//go:embed assets/peers-rbac.yaml
+	peersRBAC []byte
+	//go:embed assets/pprof.go.txt
+	pprofSource []byte
+)
+
+// bench is one run: a control plane, the binaries and the measurements.
+type bench struct {
+	cfg     Config
+	env     *framework.Environment
+	kube    kubernetes.Interface
+	pcfg    versioned.Interface
+	tracker *tracker
+	volumes string
+	bins    struct{ manager, upstream, limit string }
+	// kubeconfigs of the systems' ServiceAccounts.
+	kubeconfigs struct{ manager, upstream, limit string }
+	run         *report.Run
+	pprofAddrs  map[int]string
+
+	mu  sync.Mutex
+	seq int
+}
+
+// Run builds the systems, starts a fresh control plane, runs the configured
+// scenarios and writes <UTC date>.md and latest.jsonl to cfg.Out. It returns
+// the run, also when a scenario failed (with the error).
+func Run(ctx context.Context, cfg Config) (*report.Run, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.ControlPlaneBin == "" {
+		cfg.ControlPlaneBin = filepath.Join(cfg.RepoRoot, "_output", "controlplane")
+	}
+	for _, dir := range []string{cfg.Out, filepath.Join(cfg.Work, "logs"), filepath.Join(cfg.Work, "volumes"), filepath.Join(cfg.Work, "bin")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cannot create %s: %w", dir, err)
+		}
+	}
+	b := &bench{
+		cfg:        cfg,
+		tracker:    newTracker(),
+		volumes:    filepath.Join(cfg.Work, "volumes"),
+		pprofAddrs: map[int]string{},
+		run: &report.Run{
+			Started:      time.Now().UTC(),
+			Machine:      machine(),
+			LeaseTimeout: cfg.S6Lease.Duration + cfg.S6Lease.RetryPeriod,
+			Settings:     settings(cfg),
+		},
+	}
+	b.logf("building the manager, the peer and the limit")
+	if err := b.build(ctx); err != nil {
+		return nil, err
+	}
+	b.logf("starting the control plane")
+	env, err := framework.Start(ctx, framework.Options{
+		BinDir:                 cfg.ControlPlaneBin,
+		CRDDir:                 filepath.Join(cfg.RepoRoot, "crds"),
+		ControllerManagerQPS:   binderQPS,
+		ControllerManagerBurst: binderBurst,
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.env = env
+	defer env.Stop()
+	if err := b.setup(ctx); err != nil {
+		return nil, err
+	}
+	runErr := b.scenarios(ctx)
+	if runErr != nil {
+		env.DumpLogs(cfg.Log)
+	}
+	if err := b.write(); err != nil {
+		return b.run, err
+	}
+	return b.run, runErr
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.cfg.Log, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (b *bench) nextSeq() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	return b.seq
+}
+
+// poll checks cond every 100ms until it holds, fails, or WaitTimeout passes.
+func (b *bench) poll(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.cfg.WaitTimeout, true, cond); err != nil {
+		return fmt.Errorf("cannot wait for %s: %w", what, err)
+	}
+	return nil
+}
+
+// build compiles the manager (with the profiling endpoint added through an
+// overlay, the source tree untouched), the peer and the limit.
+func (b *bench) build(ctx context.Context) error {
+	binDir := filepath.Join(b.cfg.Work, "bin")
+	pprofFile := filepath.Join(b.cfg.Work, "pprof.go")
+	if err := os.WriteFile(pprofFile, pprofSource, 0o644); err != nil {
+		return fmt.Errorf("cannot write the profiling overlay: %w", err)
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{
+		"Replace": {filepath.Join(b.cfg.RepoRoot, "cmd", "manager", "zz_bench_pprof.go"): pprofFile},
+	})
+	if err != nil {
+		return fmt.Errorf("cannot encode the overlay: %w", err)
+	}
+	overlayFile := filepath.Join(b.cfg.Work, "overlay.json")
+	if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
+		return fmt.Errorf("cannot write the overlay: %w", err)
+	}
+	b.bins.manager = filepath.Join(binDir, "manager")
+	b.bins.upstream = filepath.Join(binDir, "upstream")
+	b.bins.limit = filepath.Join(binDir, "limit")
+	builds := []struct {
+		dir  string
+		args []string
+	}{
+		{b.cfg.RepoRoot, []string{"build", "-overlay=" + overlayFile, "-o", b.bins.manager, "./cmd/manager"}},
+		{filepath.Join(b.cfg.RepoRoot, "bench"), []string{"build", "-o", binDir + "/", "./cmd/upstream", "./cmd/limit"}},
+	}
+	for _, build := range builds {
+		cmd := exec.CommandContext(ctx, "go", build.args...)
+		cmd.Dir = build.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("cannot go %s: %w\n%s", strings.Join(build.args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// setup makes the clients, the systems' ServiceAccounts and the harness's
+// watches.
+func (b *bench) setup(ctx context.Context) error {
+	admin := b.env.Config()
+	// The harness creates claims "at once": its own budget must not be what
+	// paces them.
+	admin.QPS, admin.Burst = 2000, 4000
+	var err error
+	if b.kube, err = kubernetes.NewForConfig(admin); err != nil {
+		return fmt.Errorf("cannot build the admin client: %w", err)
+	}
+	if b.pcfg, err = versioned.NewForConfig(admin); err != nil {
+		return fmt.Errorf("cannot build the ProvisionerConfig client: %w", err)
+	}
+	deploy := filepath.Join(b.cfg.RepoRoot, "examples", "deploy")
+	rbac := filepath.Join(b.cfg.Work, "peers-rbac.yaml")
+	if err := os.WriteFile(rbac, peersRBAC, 0o644); err != nil {
+		return fmt.Errorf("cannot write the peers' RBAC: %w", err)
+	}
+	accounts := []struct {
+		namespace, name string
+		manifests       []string
+		path            *string
+	}{
+		{managerNamespace, "provfleet", []string{filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml")}, &b.kubeconfigs.manager},
+		{upstreamNamespace, "upstream", []string{rbac}, &b.kubeconfigs.upstream},
+		{limitNamespace, "limit", []string{rbac}, &b.kubeconfigs.limit},
+	}
+	for _, a := range accounts {
+		config, err := b.env.ServiceAccountConfig(ctx, a.namespace, a.name, a.manifests...)
+		if err != nil {
+			return err
+		}
+		*a.path = filepath.Join(b.cfg.Work, a.name+".kubeconfig")
+		if err := managerproc.WriteKubeconfig(*a.path, config); err != nil {
+			return err
+		}
+	}
+	return b.tracker.start(ctx, b.kube)
+}
+
+// apiserverMetrics scrapes the apiserver's own /metrics.
+func (b *bench) apiserverMetrics(ctx context.Context) (measure.Metrics, error) {
+	body, err := b.kube.Discovery().RESTClient().Get().AbsPath("/metrics").Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot scrape the apiserver: %w", err)
+	}
+	defer body.Close()
+	return measure.ParseMetrics(body)
+}
+
+// watchedResources are the resources whose watches the issue counts.
+var watchedResources = map[string]bool{"persistentvolumeclaims": true, "persistentvolumes": true, "storageclasses": true, "nodes": true}
+
+// apiSnapshot is what the apiserver's metrics say at one moment.
+type apiSnapshot struct {
+	at time.Time
+	// watches open on claims, volumes, classes and nodes.
+	watches int
+	// requests dispatched for ServiceAccounts: only the system under test
+	// runs under one (the harness and the binder are exempt).
+	requests float64
+}
+
+func (b *bench) snapshot(ctx context.Context) (apiSnapshot, error) {
+	m, err := b.apiserverMetrics(ctx)
+	if err != nil {
+		return apiSnapshot{}, err
+	}
+	return apiSnapshot{
+		at: time.Now(),
+		watches: int(m.Sum("apiserver_longrunning_requests", func(l map[string]string) bool {
+			return l["verb"] == "WATCH" && watchedResources[l["resource"]]
+		})),
+		requests: m.Sum("apiserver_flowcontrol_dispatched_requests_total", func(l map[string]string) bool {
+			return l["flow_schema"] == "service-accounts"
+		}),
+	}, nil
+}
+
+// rate is the system's requests a second between two snapshots.
+func rate(from, to apiSnapshot) float64 {
+	seconds := to.at.Sub(from.at).Seconds()
+	if seconds <= 0 {
+		return 0
+	}
+	return (to.requests - from.requests) / seconds
+}
+
+func machine() string {
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%d CPUs, %s, Linux %s, control plane v1.37.2 on loopback (etcd without fsync)",
+		runtime.NumCPU(), runtime.Version(), strings.TrimSpace(string(kernel)))
+}
+
+func settings(cfg Config) []string {
+	return []string{
+		fmt.Sprintf("client budget of every system: QPS %g, burst %d (the manager's for its whole fleet, each peer process's, the limit's)", cfg.QPS, cfg.Burst),
+		fmt.Sprintf("kube-controller-manager (PV binder) at --kube-api-qps=%d --kube-api-burst=%d", binderQPS, binderBurst),
+		fmt.Sprintf("s1: %d claims; s2: %d tenants x %d claims; s3: %v provisioners (peer up to %d processes), %v settle, %v window; s4: %d failing + %d good claims; s5: %d edits; s6: %d claims per failover, lease %v/%v/%v",
+			cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims, cfg.S3Counts, cfg.S3PeerMax, cfg.S3Settle, cfg.S3Window, cfg.S4Bad, cfg.S4Good, cfg.S5Edits, cfg.S6Claims,
+			cfg.S6Lease.Duration, cfg.S6Lease.RenewDeadline, cfg.S6Lease.RetryPeriod),
+		"both provisioners use provfleet's hostPath backend (the peer through an adapter to the library's interface), 4 workers, default Lease timing (15s/10s/2s) except in s6, the PV finalizer on",
+	}
+}
+
+// write stores the run as <UTC date>.md and latest.jsonl in cfg.Out.
+func (b *bench) write() error {
+	md, err := os.Create(filepath.Join(b.cfg.Out, b.run.Started.Format("2006-01-02")+".md"))
+	if err != nil {
+		return fmt.Errorf("cannot create the results table: %w", err)
+	}
+	defer md.Close()
+	if err := report.WriteMarkdown(md, b.run); err != nil {
+		return fmt.Errorf("cannot write the results table: %w", err)
+	}
+	jsonl, err := os.Create(filepath.Join(b.cfg.Out, "latest.jsonl"))
+	if err != nil {
+		return fmt.Errorf("cannot create latest.jsonl: %w", err)
+	}
+	defer jsonl.Close()
+	return report.WriteJSONL(jsonl, b.run.Results())
+}

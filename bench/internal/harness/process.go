@@ -1,0 +1,122 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/provfleet/provfleet/bench/internal/measure"
+)
+
+// process is a child the harness started and can measure and signal.
+type process struct {
+	name       string
+	cmd        *exec.Cmd
+	done       chan struct{}
+	logPath    string
+	metricsURL string
+}
+
+// startProcess runs binary with args, its output in logPath, in its own
+// process group so a Ctrl-C reaches the harness first.
+func startProcess(name, binary, logPath, metricsURL string, env []string, args ...string) (*process, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the log of %s: %w", name, err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("cannot start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), logPath: logPath, metricsURL: metricsURL}
+	go func() {
+		_ = cmd.Wait()
+		_ = log.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, then SIGKILL after grace.
+func (p *process) stop(grace time.Duration) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// usage sums the /proc usage of pids; processes that are gone are skipped.
+func usage(pids []int) measure.Usage {
+	var sum measure.Usage
+	for _, pid := range pids {
+		u, err := measure.ReadUsage("/proc", pid)
+		if err != nil {
+			continue
+		}
+		sum.CPU += u.CPU
+		sum.RSS += u.RSS
+		sum.PeakRSS += u.PeakRSS
+	}
+	return sum
+}
+
+// goroutines sums go_goroutines over the /metrics endpoints at urls; -1 when
+// one cannot be read.
+func goroutines(ctx context.Context, urls []string) int {
+	sum := 0
+	for _, url := range urls {
+		m, err := scrape(ctx, http.DefaultClient, url)
+		if err != nil {
+			return -1
+		}
+		sum += int(m.Sum("go_goroutines", nil))
+	}
+	return sum
+}
+
+func scrape(ctx context.Context, client *http.Client, url string) (measure.Metrics, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil, errors.New("cannot scrape " + url + ": " + resp.Status)
+	}
+	return measure.ParseMetrics(resp.Body)
+}

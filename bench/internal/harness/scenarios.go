@@ -1,0 +1,681 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/bench/internal/measure"
+	"github.com/provfleet/provfleet/bench/internal/report"
+)
+
+// settle lets a system finish starting before a measurement begins.
+const settle = 2 * time.Second
+
+func (b *bench) scenarios(ctx context.Context) error {
+	for _, n := range b.cfg.Scenarios {
+		b.logf("scenario %d", n)
+		var err error
+		switch n {
+		case 1:
+			err = b.provisionScenario(ctx, report.S1Provision, report.S1Delete, 1, b.cfg.S1Claims)
+		case 2:
+			err = b.provisionScenario(ctx, report.S2Provision, report.S2Delete, b.cfg.S2Tenants, b.cfg.S2Claims)
+		case 3:
+			err = b.idleScenario(ctx)
+		case 4:
+			err = b.noisyScenario(ctx)
+		case 5:
+			err = b.retuneScenario(ctx)
+		case 6:
+			err = b.failoverScenario(ctx)
+		default:
+			err = fmt.Errorf("no scenario %d", n)
+		}
+		if err != nil {
+			return fmt.Errorf("scenario %d: %w", n, err)
+		}
+	}
+	return nil
+}
+
+func (b *bench) systems() []system {
+	return []system{&provfleetSystem{b: b}, &upstreamSystem{b: b}}
+}
+
+func (b *bench) tenants(system string, n int) []tenant {
+	seq := b.nextSeq()
+	out := make([]tenant, n)
+	for i := range out {
+		name := fmt.Sprintf("%s-%d-%d", system, seq, i)
+		out[i] = tenant{name: name, provisionerName: "bench.provfleet.io/" + name}
+	}
+	return out
+}
+
+func (b *bench) namespace(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("bench-%d", b.nextSeq())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("cannot create namespace %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// claimRef names a claim the harness created.
+type claimRef struct{ namespace, name string }
+
+// createClaims creates perTenant claims of each class at once.
+func (b *bench) createClaims(ctx context.Context, namespace, prefix string, classes []string, perTenant int) ([]claimRef, error) {
+	var refs []claimRef
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for _, class := range classes {
+		for i := range perTenant {
+			ref := claimRef{namespace, fmt.Sprintf("%s-%s-%d", prefix, class, i)}
+			refs = append(refs, ref)
+			g.Go(func() error {
+				claim := &corev1.PersistentVolumeClaim{
+					ObjectMeta: metav1.ObjectMeta{Name: ref.name, Namespace: namespace},
+					Spec: corev1.PersistentVolumeClaimSpec{
+						StorageClassName: ptr.To(class),
+						AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources: corev1.VolumeResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+						},
+					},
+				}
+				if _, err := b.kube.CoreV1().PersistentVolumeClaims(namespace).Create(gctx, claim, metav1.CreateOptions{}); err != nil {
+					return fmt.Errorf("cannot create claim %s: %w", ref.name, err)
+				}
+				return nil
+			})
+		}
+	}
+	return refs, g.Wait()
+}
+
+// claimStats are the latencies of claims from the harness's watches.
+type claimStats struct {
+	// last is when the last PV appeared.
+	last          time.Time
+	toPV, toBound []time.Duration
+}
+
+// waitProvisioned waits until every claim has its PV and is Bound. Latency
+// runs from since, or from the claim's annotation when since is zero.
+func (b *bench) waitProvisioned(ctx context.Context, refs []claimRef, since time.Time) (claimStats, error) {
+	var st claimStats
+	err := b.poll(ctx, fmt.Sprintf("%d claims provisioned and bound", len(refs)), func(context.Context) (bool, error) {
+		st = claimStats{}
+		for _, r := range refs {
+			c, v, ok := b.tracker.claimVolume(r.namespace, r.name)
+			if !ok || v.created.IsZero() || c.bound.IsZero() || c.annotated.IsZero() {
+				return false, nil
+			}
+			start := since
+			if start.IsZero() {
+				start = c.annotated
+			}
+			st.toPV = append(st.toPV, v.created.Sub(start))
+			st.toBound = append(st.toBound, c.bound.Sub(start))
+			if v.created.After(st.last) {
+				st.last = v.created
+			}
+		}
+		return true, nil
+	})
+	return st, err
+}
+
+// deleteClaims deletes the claims of namespace and waits until their PVs are
+// gone; it returns when each went.
+func (b *bench) deleteClaims(ctx context.Context, refs []claimRef) ([]time.Time, error) {
+	volumes := make([]string, 0, len(refs))
+	namespaces := map[string]bool{}
+	for _, r := range refs {
+		if _, v, ok := b.tracker.claimVolume(r.namespace, r.name); ok && !v.created.IsZero() {
+			c, _, _ := b.tracker.claimVolume(r.namespace, r.name)
+			volumes = append(volumes, "pvc-"+c.uid)
+		}
+		namespaces[r.namespace] = true
+	}
+	for ns := range namespaces {
+		if err := b.kube.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return nil, fmt.Errorf("cannot delete the claims of %s: %w", ns, err)
+		}
+	}
+	var gone []time.Time
+	err := b.poll(ctx, fmt.Sprintf("%d volumes deleted", len(volumes)), func(context.Context) (bool, error) {
+		gone = gone[:0]
+		for _, name := range volumes {
+			v := b.tracker.volume(name)
+			if v.gone.IsZero() {
+				return false, nil
+			}
+			gone = append(gone, v.gone)
+		}
+		return true, nil
+	})
+	return gone, err
+}
+
+// window is a measured stretch of a system's life.
+type window struct {
+	pids  []int
+	usage measure.Usage
+	api   apiSnapshot
+}
+
+func (b *bench) open(ctx context.Context, pids []int) (window, error) {
+	api, err := b.snapshot(ctx)
+	return window{pids: pids, usage: usage(pids), api: api}, err
+}
+
+// close fills the resource figures of m for the window: CPU spent, peak RSS,
+// the system's request rate, and watches above baseline.
+func (b *bench) close(ctx context.Context, w window, baseline apiSnapshot, m *report.Measurement) error {
+	api, err := b.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	u := usage(w.pids)
+	m.CPUS = (u.CPU - w.usage.CPU).Seconds()
+	m.RSSMiB = mib(u.PeakRSS)
+	m.APIRPS = rate(w.api, api)
+	m.Watches = max(api.watches-baseline.watches, 0)
+	return nil
+}
+
+func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func latencies(m *report.Measurement, toPV, toBound []time.Duration) {
+	m.P50MS, m.P99MS = ms(measure.Percentile(toPV, 50)), ms(measure.Percentile(toPV, 99))
+	m.BoundP50MS, m.BoundP99MS = ms(measure.Percentile(toBound, 50)), ms(measure.Percentile(toBound, 99))
+}
+
+func (b *bench) record(m report.Measurement) {
+	b.logf("%s %s tenants=%d claims=%d replicas=%d: %.2fs p50 %.0fms p99 %.0fms rss %.1fMiB cpu %.2fs watches %d api %.2f/s goroutines %d %s",
+		m.Scenario, m.System, m.Tenants, m.Claims, m.Replicas, m.Seconds, m.P50MS, m.P99MS, m.RSSMiB, m.CPUS, m.Watches, m.APIRPS, m.Goroutines, m.Note)
+	b.run.Measurements = append(b.run.Measurements, m)
+}
+
+// provisionScenario is scenarios 1 and 2: claims of every tenant created at
+// once, then all deleted; provfleet, the peer, then the limit.
+func (b *bench) provisionScenario(ctx context.Context, provision, remove string, tenants, perTenant int) error {
+	for _, sys := range b.systems() {
+		if err := b.provisionRun(ctx, sys, provision, remove, tenants, perTenant); err != nil {
+			return fmt.Errorf("%s: %w", sys.name(), err)
+		}
+	}
+	return b.limitRun(ctx, provision, remove, tenants, tenants*perTenant)
+}
+
+func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove string, n, perTenant int) (err error) {
+	tenants := b.tenants(sys.name(), n)
+	ns, err := b.namespace(ctx)
+	if err != nil {
+		return err
+	}
+	baseline, err := b.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer sys.stop(ctx)
+	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+		return err
+	}
+	time.Sleep(settle)
+	w, err := b.open(ctx, sys.pids())
+	if err != nil {
+		return err
+	}
+	var profile <-chan string
+	if b.cfg.Profile && provision == report.S2Provision && sys.name() == report.SystemProvfleet {
+		profile = b.profile(ctx, sys.pids()[0], 20*time.Second, "s2-provision")
+	}
+	classes := make([]string, len(tenants))
+	for i, t := range tenants {
+		classes[i] = t.name
+	}
+	start := time.Now()
+	refs, err := b.createClaims(ctx, ns, "c", classes, perTenant)
+	if err != nil {
+		return err
+	}
+	st, err := b.waitProvisioned(ctx, refs, time.Time{})
+	if err != nil {
+		return err
+	}
+	m := report.Measurement{Result: report.Result{Scenario: provision, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1,
+		Seconds: st.last.Sub(start).Seconds()}}
+	latencies(&m, st.toPV, st.toBound)
+	m.Goroutines = goroutines(ctx, sys.metricsURLs())
+	if err := b.close(ctx, w, baseline, &m); err != nil {
+		return err
+	}
+	b.record(m)
+	b.addProfile(profile, "provfleet CPU profile, s2 provisioning")
+
+	w, err = b.open(ctx, sys.pids())
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	gone, err := b.deleteClaims(ctx, refs)
+	if err != nil {
+		return err
+	}
+	d := report.Measurement{Result: report.Result{Scenario: remove, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1}}
+	d.Seconds, d.P50MS, d.P99MS = since(start, gone)
+	d.Goroutines = goroutines(ctx, sys.metricsURLs())
+	if err := b.close(ctx, w, baseline, &d); err != nil {
+		return err
+	}
+	b.record(d)
+	return b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// since returns the span from start to the last of times, and the p50 and
+// p99 of each time's distance from start, in milliseconds.
+func since(start time.Time, times []time.Time) (seconds, p50, p99 float64) {
+	ds := make([]time.Duration, len(times))
+	var last time.Duration
+	for i, t := range times {
+		ds[i] = t.Sub(start)
+		last = max(last, ds[i])
+	}
+	return last.Seconds(), ms(measure.Percentile(ds, 50)), ms(measure.Percentile(ds, 99))
+}
+
+// limitRun creates and then deletes count PVs with the limit client.
+func (b *bench) limitRun(ctx context.Context, provision, remove string, tenants, count int) error {
+	prefix := fmt.Sprintf("limit-%d", b.nextSeq())
+	for _, phase := range []string{provision, remove} {
+		baseline, err := b.snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		args := []string{
+			"--kubeconfig=" + b.kubeconfigs.limit, "--prefix=" + prefix, "--count=" + strconv.Itoa(count),
+			"--dir=" + filepath.Join(b.volumes, prefix),
+			"--kube-api-qps=" + strconv.FormatFloat(float64(b.cfg.QPS), 'f', -1, 32), "--kube-api-burst=" + strconv.Itoa(b.cfg.Burst),
+		}
+		if phase == remove {
+			args = append(args, "--delete")
+		}
+		cmd := exec.CommandContext(ctx, b.bins.limit, args...)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("the limit failed: %w\n%s", err, out)
+		}
+		var times []time.Time
+		err = b.poll(ctx, "the limit's volumes seen", func(context.Context) (bool, error) {
+			times = times[:0]
+			for i := range count {
+				v := b.tracker.volume(fmt.Sprintf("%s-%d", prefix, i))
+				t := v.created
+				if phase == remove {
+					t = v.gone
+				}
+				if t.IsZero() {
+					return false, nil
+				}
+				times = append(times, t)
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		m := report.Measurement{Result: report.Result{Scenario: phase, System: report.SystemLimit, Tenants: tenants, Claims: count, Replicas: 1}, Goroutines: -1}
+		m.Seconds, m.P50MS, m.P99MS = since(start, times)
+		after, err := b.snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		m.APIRPS = rate(apiSnapshot{at: start, requests: baseline.requests}, after)
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			m.RSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+		}
+		m.CPUS = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		m.Note = "latency from the start of the burst"
+		b.record(m)
+	}
+	return nil
+}
+
+// idleScenario is scenario 3: fleets that do nothing, with one and with two
+// replicas.
+func (b *bench) idleScenario(ctx context.Context) error {
+	largest := 0
+	for _, n := range b.cfg.S3Counts {
+		largest = max(largest, n)
+	}
+	for _, n := range b.cfg.S3Counts {
+		for _, sys := range b.systems() {
+			if sys.name() == report.SystemUpstream && n > b.cfg.S3PeerMax {
+				continue
+			}
+			if err := b.idleRun(ctx, sys, n, n == largest); err != nil {
+				return fmt.Errorf("%s with %d provisioners: %w", sys.name(), n, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *bench) idleRun(ctx context.Context, sys system, n int, profile bool) error {
+	baseline, err := b.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer sys.stop(ctx)
+	if err := sys.start(ctx, b.tenants(sys.name(), n), 1, defaultLease); err != nil {
+		return err
+	}
+	for replicas := 1; replicas <= 2; replicas++ {
+		if replicas == 2 {
+			// The peer's second replica is n more processes.
+			if sys.name() == report.SystemUpstream && 2*n > b.cfg.S3PeerMax {
+				return nil
+			}
+			if err := sys.addReplica(ctx); err != nil {
+				return err
+			}
+		}
+		time.Sleep(b.cfg.S3Settle)
+		w, err := b.open(ctx, sys.pids())
+		if err != nil {
+			return err
+		}
+		var prof <-chan string
+		if profile && b.cfg.Profile && sys.name() == report.SystemProvfleet {
+			prof = b.profile(ctx, sys.pids()[0], b.cfg.S3Window, fmt.Sprintf("s3-idle-%d-r%d", n, replicas))
+		}
+		time.Sleep(b.cfg.S3Window)
+		m := report.Measurement{Result: report.Result{Scenario: report.S3Idle, System: sys.name(), Tenants: n, Replicas: replicas}}
+		m.Goroutines = goroutines(ctx, sys.metricsURLs())
+		if err := b.close(ctx, w, baseline, &m); err != nil {
+			return err
+		}
+		// Idle: what the fleet holds now, not its start-up peak.
+		m.RSSMiB = mib(usage(w.pids).RSS)
+		m.Seconds = b.cfg.S3Window.Seconds()
+		b.record(m)
+		b.addProfile(prof, fmt.Sprintf("provfleet CPU profile, s3 idle, %d provisioners, replica 1 of %d", n, replicas))
+	}
+	return nil
+}
+
+// noisyScenario is scenario 4: a good tenant's claims alone, then next to a
+// tenant whose backend refuses every claim.
+func (b *bench) noisyScenario(ctx context.Context) error {
+	for _, sys := range b.systems() {
+		if err := b.noisyRun(ctx, sys, false); err != nil {
+			return fmt.Errorf("%s alone: %w", sys.name(), err)
+		}
+	}
+	for _, sys := range b.systems() {
+		if err := b.noisyRun(ctx, sys, true); err != nil {
+			return fmt.Errorf("%s with a noisy neighbour: %w", sys.name(), err)
+		}
+	}
+	return nil
+}
+
+func (b *bench) noisyRun(ctx context.Context, sys system, noisy bool) error {
+	tenants := b.tenants(sys.name(), 2)
+	tenants[0].failing = true
+	scenario := report.S4Noisy
+	if !noisy {
+		tenants, scenario = tenants[1:], report.S4Alone
+	}
+	good := tenants[len(tenants)-1]
+	ns, err := b.namespace(ctx)
+	if err != nil {
+		return err
+	}
+	baseline, err := b.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer sys.stop(ctx)
+	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+		return err
+	}
+	time.Sleep(settle)
+	w, err := b.open(ctx, sys.pids())
+	if err != nil {
+		return err
+	}
+	var all []claimRef
+	if noisy {
+		bad, err := b.createClaims(ctx, ns, "bad", []string{tenants[0].name}, b.cfg.S4Bad)
+		if err != nil {
+			return err
+		}
+		all = append(all, bad...)
+	}
+	start := time.Now()
+	refs, err := b.createClaims(ctx, ns, "good", []string{good.name}, b.cfg.S4Good)
+	if err != nil {
+		return err
+	}
+	all = append(all, refs...)
+	st, err := b.waitProvisioned(ctx, refs, time.Time{})
+	if err != nil {
+		return err
+	}
+	m := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: len(tenants), Claims: len(refs), Replicas: 1,
+		Seconds: st.last.Sub(start).Seconds()}}
+	latencies(&m, st.toPV, st.toBound)
+	m.Goroutines = goroutines(ctx, sys.metricsURLs())
+	if noisy {
+		m.Note = fmt.Sprintf("good tenant's claims, next to %d failing claims", b.cfg.S4Bad)
+	}
+	if err := b.close(ctx, w, baseline, &m); err != nil {
+		return err
+	}
+	b.record(m)
+	if _, err := b.deleteClaims(ctx, all); err != nil {
+		return err
+	}
+	return b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// retuneScenario is scenario 5: spec edits of a running provisioner. The
+// peer cannot be re-tuned in place: its figure is a restart with new flags
+// until the new process holds the Lease.
+func (b *bench) retuneScenario(ctx context.Context) error {
+	if err := b.retuneProvfleet(ctx); err != nil {
+		return fmt.Errorf("provfleet: %w", err)
+	}
+	if err := b.retuneUpstream(ctx); err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	return nil
+}
+
+func (b *bench) retuneProvfleet(ctx context.Context) error {
+	sys := &provfleetSystem{b: b}
+	tenants := b.tenants(sys.name(), 1)
+	defer sys.stop(ctx)
+	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+		return err
+	}
+	client := b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
+	var times []time.Duration
+	total := time.Now()
+	for i := range b.cfg.S5Edits {
+		pc, err := client.Get(ctx, tenants[0].name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("cannot read the ProvisionerConfig: %w", err)
+		}
+		// New thresholds and backoff each time; workers alternate.
+		pc.Spec.Retry.ProvisionFailureThreshold = ptr.To(int32(10 + i))
+		pc.Spec.Retry.InitialDelay = &metav1.Duration{Duration: time.Duration(1+i) * time.Second}
+		pc.Spec.Workers = int32(2 + i%2)
+		start := time.Now()
+		updated, err := client.Update(ctx, pc, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("cannot edit the ProvisionerConfig: %w", err)
+		}
+		err = b.poll(ctx, "the edit observed", func(ctx context.Context) (bool, error) {
+			pc, err := client.Get(ctx, updated.Name, metav1.GetOptions{})
+			if err != nil || pc.Status.ObservedGeneration != updated.Generation {
+				return false, nil
+			}
+			c := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
+			return c != nil && c.ObservedGeneration == updated.Generation && c.Reason == v1alpha1.ReasonRunning, nil
+		})
+		if err != nil {
+			return err
+		}
+		times = append(times, time.Since(start))
+	}
+	m := report.Measurement{Result: report.Result{Scenario: report.S5Retune, System: sys.name(), Tenants: 1, Replicas: 1,
+		Seconds: time.Since(total).Seconds()}}
+	m.P50MS, m.P99MS = ms(measure.Percentile(times, 50)), ms(measure.Percentile(times, 99))
+	m.Goroutines = goroutines(ctx, sys.metricsURLs())
+	m.RSSMiB = mib(usage(sys.pids()).PeakRSS)
+	m.Note = fmt.Sprintf("%d edits; latency: edit until status.observedGeneration and Ready=Running at the new generation (status is written only once the instance runs the new spec), polled every 100ms", len(times))
+	b.record(m)
+	return nil
+}
+
+// peerRestarts bounds the peer's re-tunes: each costs a Lease expiry.
+const peerRestarts = 3
+
+func (b *bench) retuneUpstream(ctx context.Context) error {
+	sys := &upstreamSystem{b: b}
+	tenants := b.tenants(sys.name(), 1)
+	defer sys.stop(ctx)
+	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+		return err
+	}
+	leases := b.kube.CoordinationV1().Leases(upstreamNamespace)
+	name := upstreamLeaseName(tenants[0].provisionerName)
+	var times []time.Duration
+	total := time.Now()
+	for range min(b.cfg.S5Edits, peerRestarts) {
+		before, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("cannot read the peer's Lease: %w", err)
+		}
+		holder := ptr.Deref(before.Spec.HolderIdentity, "")
+		start := time.Now()
+		sys.signal(0, syscall.SIGTERM)
+		if err := sys.restart(ctx, 0); err != nil {
+			return err
+		}
+		err = b.poll(ctx, "the restarted peer leading", func(ctx context.Context) (bool, error) {
+			l, err := leases.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			h := ptr.Deref(l.Spec.HolderIdentity, "")
+			return h != "" && h != holder, nil
+		})
+		if err != nil {
+			return err
+		}
+		times = append(times, time.Since(start))
+	}
+	m := report.Measurement{Result: report.Result{Scenario: report.S5Retune, System: sys.name(), Tenants: 1, Replicas: 1,
+		Seconds: time.Since(total).Seconds()}}
+	m.P50MS, m.P99MS = ms(measure.Percentile(times, 50)), ms(measure.Percentile(times, 99))
+	m.Goroutines = goroutines(ctx, sys.metricsURLs())
+	m.RSSMiB = mib(usage(sys.pids()).PeakRSS)
+	m.Note = fmt.Sprintf("%d restarts with new flags (the library has no in-place re-tune): SIGTERM until the new process holds the Lease", len(times))
+	b.record(m)
+	return nil
+}
+
+// failoverScenario is scenario 6: two replicas; the leader gets SIGTERM,
+// later the new leader SIGKILL, each time with claims pending.
+func (b *bench) failoverScenario(ctx context.Context) error {
+	for _, sys := range b.systems() {
+		if err := b.failoverRun(ctx, sys); err != nil {
+			return fmt.Errorf("%s: %w", sys.name(), err)
+		}
+	}
+	return nil
+}
+
+func (b *bench) failoverRun(ctx context.Context, sys system) error {
+	tenants := b.tenants(sys.name(), 1)
+	ns, err := b.namespace(ctx)
+	if err != nil {
+		return err
+	}
+	baseline, err := b.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer sys.stop(ctx)
+	if err := sys.start(ctx, tenants, 2, b.cfg.S6Lease); err != nil {
+		return err
+	}
+	var all []claimRef
+	for _, f := range []struct {
+		scenario string
+		sig      syscall.Signal
+	}{{report.S6SIGTERM, syscall.SIGTERM}, {report.S6SIGKILL, syscall.SIGKILL}} {
+		time.Sleep(settle)
+		leader, err := sys.leaderReplica(ctx, tenants[0])
+		if err != nil {
+			return err
+		}
+		w, err := b.open(ctx, sys.pids())
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		signalled := make(chan struct{})
+		go func() {
+			defer close(signalled)
+			sys.signal(leader, f.sig)
+		}()
+		refs, err := b.createClaims(ctx, ns, f.scenario, []string{tenants[0].name}, b.cfg.S6Claims)
+		if err != nil {
+			return err
+		}
+		all = append(all, refs...)
+		st, err := b.waitProvisioned(ctx, refs, start)
+		<-signalled
+		if err != nil {
+			return err
+		}
+		m := report.Measurement{Result: report.Result{Scenario: f.scenario, System: sys.name(), Tenants: 1, Claims: len(refs), Replicas: 2,
+			Seconds: st.last.Sub(start).Seconds()}}
+		latencies(&m, st.toPV, st.toBound)
+		m.Goroutines = goroutines(ctx, sys.metricsURLs())
+		m.Note = "latency from the signal to the leader"
+		if err := b.close(ctx, w, baseline, &m); err != nil {
+			return err
+		}
+		b.record(m)
+		if err := sys.restart(ctx, leader); err != nil {
+			return err
+		}
+	}
+	if _, err := b.deleteClaims(ctx, all); err != nil {
+		return err
+	}
+	return b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}

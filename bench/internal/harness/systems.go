@@ -1,0 +1,439 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/bench/internal/report"
+	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
+)
+
+// failParameter is a StorageClass parameter the hostPath backend does not
+// know, so it refuses every claim of the class: the failing tenant.
+const failParameter = "benchFailEveryClaim"
+
+// tenant is one provisioner and its StorageClass of the same name.
+type tenant struct {
+	name            string
+	provisionerName string
+	failing         bool
+}
+
+// system is provfleet or the upstream peer, as processes serving tenants.
+type system interface {
+	name() string
+	// start runs replicas of the system for tenants and returns once every
+	// tenant has a leader.
+	start(ctx context.Context, tenants []tenant, replicas int, lease LeaseTimes) error
+	// addReplica runs one more replica and returns once it is up.
+	addReplica(ctx context.Context) error
+	// leaderReplica is the replica leading t.
+	leaderReplica(ctx context.Context, t tenant) (int, error)
+	// signal sends sig to every process of a replica and waits for their exit.
+	signal(replica int, sig syscall.Signal)
+	// restart replaces a replica that exited by a new one.
+	restart(ctx context.Context, replica int) error
+	pids() []int
+	metricsURLs() []string
+	stop(ctx context.Context)
+}
+
+func (b *bench) createClasses(ctx context.Context, tenants []tenant) error {
+	for _, t := range tenants {
+		class := &storagev1.StorageClass{
+			ObjectMeta:        metav1.ObjectMeta{Name: t.name},
+			Provisioner:       t.provisionerName,
+			ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+			VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+		}
+		if t.failing {
+			class.Parameters = map[string]string{failParameter: "true"}
+		}
+		if _, err := b.kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("cannot create StorageClass %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+func (b *bench) deleteClasses(ctx context.Context, tenants []tenant) {
+	for _, t := range tenants {
+		_ = b.kube.StorageV1().StorageClasses().Delete(ctx, t.name, metav1.DeleteOptions{})
+	}
+}
+
+// provfleetSystem is one manager process per replica.
+type provfleetSystem struct {
+	b        *bench
+	tenants  []tenant
+	managers []*managerproc.Process
+	ids      []string
+}
+
+func (s *provfleetSystem) name() string { return report.SystemProvfleet }
+
+func (s *provfleetSystem) startManager(ctx context.Context) error {
+	i := len(s.managers)
+	id := fmt.Sprintf("pf-%d-%d", s.b.nextSeq(), i)
+	log, err := os.Create(filepath.Join(s.b.cfg.Work, "logs", id+".log"))
+	if err != nil {
+		return fmt.Errorf("cannot create the manager log: %w", err)
+	}
+	pprofAddr, err := managerproc.FreeAddr()
+	if err != nil {
+		return err
+	}
+	// managerproc passes the harness's environment on.
+	if err := os.Setenv(pprofEnv, pprofAddr); err != nil {
+		_ = log.Close()
+		return fmt.Errorf("cannot set %s: %w", pprofEnv, err)
+	}
+	p, err := managerproc.Start(managerproc.Options{
+		Binary:       s.b.bins.manager,
+		Kubeconfig:   s.b.kubeconfigs.manager,
+		Namespace:    managerNamespace,
+		Identity:     id,
+		HostPathRoot: s.b.volumes,
+		NodeName:     "bench-node",
+		Args: []string{
+			"--kube-api-qps=" + strconv.FormatFloat(float64(s.b.cfg.QPS), 'f', -1, 32),
+			"--kube-api-burst=" + strconv.Itoa(s.b.cfg.Burst),
+		},
+		Output: log,
+	})
+	if err != nil {
+		_ = log.Close()
+		return err
+	}
+	s.managers = append(s.managers, p)
+	s.ids = append(s.ids, id)
+	s.b.pprofAddrs[p.Pid()] = pprofAddr
+	return p.WaitReady(ctx, s.b.cfg.WaitTimeout)
+}
+
+func (s *provfleetSystem) start(ctx context.Context, tenants []tenant, replicas int, lease LeaseTimes) error {
+	s.tenants = tenants
+	if err := s.b.createClasses(ctx, tenants); err != nil {
+		return err
+	}
+	for _, t := range tenants {
+		pc := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: t.name}}
+		pc.Spec.ProvisionerName = v1alpha1.ProvisionerName(t.provisionerName)
+		pc.Spec.LeaderElection = v1alpha1.LeaderElectionSpec{
+			LeaseDuration: &metav1.Duration{Duration: lease.Duration},
+			RenewDeadline: &metav1.Duration{Duration: lease.RenewDeadline},
+			RetryPeriod:   &metav1.Duration{Duration: lease.RetryPeriod},
+		}
+		pc.Spec.Backend.HostPath = &v1alpha1.HostPathBackend{
+			Path:       v1alpha1.AbsolutePath(filepath.Join(s.b.volumes, t.name)),
+			VolumeType: v1alpha1.HostPathVolumeHostPath,
+		}
+		if _, err := s.b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("cannot create ProvisionerConfig %s: %w", t.name, err)
+		}
+	}
+	for range replicas {
+		if err := s.startManager(ctx); err != nil {
+			return err
+		}
+	}
+	return s.waitLed(ctx)
+}
+
+// waitLed waits until every tenant runs at its current generation with a
+// leader among the replicas.
+func (s *provfleetSystem) waitLed(ctx context.Context) error {
+	want := map[string]bool{}
+	for _, t := range s.tenants {
+		want[t.name] = true
+	}
+	return s.b.poll(ctx, "every ProvisionerConfig Ready with a leader", func(ctx context.Context) (bool, error) {
+		list, err := s.b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		led := 0
+		for _, pc := range list.Items {
+			if !want[pc.Name] || pc.Status.Leader == "" || pc.Status.ObservedGeneration != pc.Generation {
+				continue
+			}
+			if c := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonRunning {
+				led++
+			}
+		}
+		return led == len(want), nil
+	})
+}
+
+func (s *provfleetSystem) addReplica(ctx context.Context) error { return s.startManager(ctx) }
+
+func (s *provfleetSystem) leaderReplica(ctx context.Context, t tenant) (int, error) {
+	pc, err := s.b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(ctx, t.name, metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("cannot read ProvisionerConfig %s: %w", t.name, err)
+	}
+	for i, id := range s.ids {
+		if id == pc.Status.Leader {
+			if exited, _ := s.managers[i].Exited(); !exited {
+				return i, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("ProvisionerConfig %s is led by %q, none of the running replicas %v", t.name, pc.Status.Leader, s.ids)
+}
+
+func (s *provfleetSystem) signal(replica int, sig syscall.Signal) {
+	p := s.managers[replica]
+	if sig == syscall.SIGKILL {
+		p.Kill()
+		return
+	}
+	_ = p.Terminate(30 * time.Second)
+}
+
+func (s *provfleetSystem) restart(ctx context.Context, replica int) error {
+	if err := s.startManager(ctx); err != nil {
+		return err
+	}
+	last := len(s.managers) - 1
+	s.managers[replica], s.ids[replica] = s.managers[last], s.ids[last]
+	s.managers, s.ids = s.managers[:last], s.ids[:last]
+	return nil
+}
+
+func (s *provfleetSystem) pids() []int {
+	var out []int
+	for _, p := range s.managers {
+		if exited, _ := p.Exited(); !exited {
+			out = append(out, p.Pid())
+		}
+	}
+	return out
+}
+
+func (s *provfleetSystem) metricsURLs() []string {
+	var out []string
+	for _, p := range s.managers {
+		if exited, _ := p.Exited(); !exited {
+			out = append(out, p.MetricsURL+"/metrics")
+		}
+	}
+	return out
+}
+
+func (s *provfleetSystem) stop(ctx context.Context) {
+	client := s.b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
+	for _, t := range s.tenants {
+		_ = client.Delete(ctx, t.name, metav1.DeleteOptions{})
+	}
+	// The managers remove their finalizers; wait so the next scenario starts
+	// from an empty fleet.
+	err := s.b.poll(ctx, "ProvisionerConfigs deleted", func(ctx context.Context) (bool, error) {
+		list, err := client.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, nil
+	})
+	if err != nil {
+		s.b.logf("%v", err)
+	}
+	s.b.deleteClasses(ctx, s.tenants)
+	for _, p := range s.managers {
+		if exited, _ := p.Exited(); !exited {
+			if err := p.Terminate(30 * time.Second); err != nil {
+				s.b.logf("manager %d: %v", p.Pid(), err)
+			}
+		}
+	}
+}
+
+// upstreamSystem is one library process per tenant and replica.
+type upstreamSystem struct {
+	b       *bench
+	tenants []tenant
+	lease   LeaseTimes
+	// procs[replica][tenant]
+	procs [][]*process
+}
+
+func (s *upstreamSystem) name() string { return report.SystemUpstream }
+
+func (s *upstreamSystem) startReplica(ctx context.Context) error {
+	replica := len(s.procs)
+	seq := s.b.nextSeq()
+	procs := make([]*process, len(s.tenants))
+	s.procs = append(s.procs, procs)
+	for i, t := range s.tenants {
+		addr, err := managerproc.FreeAddr()
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("up-%d-%d-%s", seq, replica, t.name)
+		p, err := startProcess(name, s.b.bins.upstream, filepath.Join(s.b.cfg.Work, "logs", name+".log"), "http://"+addr+"/metrics", nil,
+			"--kubeconfig="+s.b.kubeconfigs.upstream,
+			"--provisioner-name="+t.provisionerName,
+			"--namespace="+upstreamNamespace,
+			"--host-path-root="+s.b.volumes,
+			"--path="+filepath.Join(s.b.volumes, t.name),
+			"--metrics-bind-address="+addr,
+			"--kube-api-qps="+strconv.FormatFloat(float64(s.b.cfg.QPS), 'f', -1, 32),
+			"--kube-api-burst="+strconv.Itoa(s.b.cfg.Burst),
+			"--lease-duration="+s.lease.Duration.String(),
+			"--renew-deadline="+s.lease.RenewDeadline.String(),
+			"--retry-period="+s.lease.RetryPeriod.String(),
+		)
+		if err != nil {
+			return err
+		}
+		procs[i] = p
+	}
+	return s.b.poll(ctx, "the peer processes serving metrics", func(ctx context.Context) (bool, error) {
+		for _, p := range procs {
+			if p.exited() {
+				return false, fmt.Errorf("%s exited; its log is %s", p.name, p.logPath)
+			}
+		}
+		return goroutines(ctx, urlsOf(procs)) >= 0, nil
+	})
+}
+
+func urlsOf(procs []*process) []string {
+	var out []string
+	for _, p := range procs {
+		if p != nil && !p.exited() {
+			out = append(out, p.metricsURL)
+		}
+	}
+	return out
+}
+
+func (s *upstreamSystem) start(ctx context.Context, tenants []tenant, replicas int, lease LeaseTimes) error {
+	s.tenants, s.lease = tenants, lease
+	if err := s.b.createClasses(ctx, tenants); err != nil {
+		return err
+	}
+	started := time.Now()
+	for range replicas {
+		if err := s.startReplica(ctx); err != nil {
+			return err
+		}
+	}
+	// Led: every tenant's Lease was renewed since the processes started.
+	return s.b.poll(ctx, "every peer Lease held", func(ctx context.Context) (bool, error) {
+		list, err := s.b.kube.CoordinationV1().Leases(upstreamNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		renewed := map[string]bool{}
+		for _, l := range list.Items {
+			if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(started.Add(-time.Second)) {
+				renewed[l.Name] = true
+			}
+		}
+		for _, t := range tenants {
+			if !renewed[upstreamLeaseName(t.provisionerName)] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// upstreamLeaseName is the library's Lease name for a provisioner.
+func upstreamLeaseName(provisionerName string) string {
+	return strings.ReplaceAll(provisionerName, "/", "-")
+}
+
+func (s *upstreamSystem) addReplica(ctx context.Context) error { return s.startReplica(ctx) }
+
+// leaderReplica reads the processes' logs: the library logs when its
+// controller starts, which it does only once elected.
+func (s *upstreamSystem) leaderReplica(_ context.Context, t tenant) (int, error) {
+	for r, procs := range s.procs {
+		for i, p := range procs {
+			if s.tenants[i] != t || p.exited() {
+				continue
+			}
+			data, err := os.ReadFile(p.logPath)
+			if err != nil {
+				return 0, fmt.Errorf("cannot read the log of %s: %w", p.name, err)
+			}
+			if strings.Contains(string(data), "Started provisioner controller") {
+				return r, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no running peer process leads %s", t.name)
+}
+
+func (s *upstreamSystem) signal(replica int, sig syscall.Signal) {
+	var wg sync.WaitGroup
+	for _, p := range s.procs[replica] {
+		wg.Go(func() {
+			if sig == syscall.SIGKILL {
+				p.kill()
+			} else {
+				p.stop(30 * time.Second)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (s *upstreamSystem) restart(ctx context.Context, replica int) error {
+	if err := s.startReplica(ctx); err != nil {
+		return err
+	}
+	last := len(s.procs) - 1
+	s.procs[replica] = s.procs[last]
+	s.procs = s.procs[:last]
+	return nil
+}
+
+func (s *upstreamSystem) pids() []int {
+	var out []int
+	for _, procs := range s.procs {
+		for _, p := range procs {
+			if !p.exited() {
+				out = append(out, p.pid())
+			}
+		}
+	}
+	return out
+}
+
+func (s *upstreamSystem) metricsURLs() []string {
+	var out []string
+	for _, procs := range s.procs {
+		out = append(out, urlsOf(procs)...)
+	}
+	return out
+}
+
+func (s *upstreamSystem) stop(ctx context.Context) {
+	for r := range s.procs {
+		s.signal(r, syscall.SIGTERM)
+	}
+	s.b.deleteClasses(ctx, s.tenants)
+	// The next peer with the same name must not wait for a stale Lease.
+	for _, t := range s.tenants {
+		err := s.b.kube.CoordinationV1().Leases(upstreamNamespace).Delete(ctx, upstreamLeaseName(t.provisionerName), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			s.b.logf("%v", errors.Join(errors.New("cannot delete a peer Lease"), err))
+		}
+	}
+}

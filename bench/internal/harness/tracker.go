@@ -1,0 +1,154 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// annStorageProvisioner is what the PV binder sets on a claim it hands to an
+// external provisioner; the beta key is still honoured.
+const (
+	annStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	annBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+)
+
+// claimTimes are when the harness first saw a claim reach each stage.
+type claimTimes struct {
+	uid              string
+	annotated, bound time.Time
+}
+
+// volumeTimes are when the harness saw a PV appear and go.
+type volumeTimes struct {
+	created, gone time.Time
+}
+
+// tracker timestamps claims and volumes from the harness's own watches.
+type tracker struct {
+	mu      sync.Mutex
+	claims  map[string]*claimTimes // by namespace/name
+	volumes map[string]*volumeTimes
+	now     func() time.Time
+}
+
+func newTracker() *tracker {
+	return &tracker{claims: map[string]*claimTimes{}, volumes: map[string]*volumeTimes{}, now: time.Now}
+}
+
+// start runs the informers until ctx ends and returns once they synced.
+func (t *tracker) start(ctx context.Context, client kubernetes.Interface) error {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
+	volumes := factory.Core().V1().PersistentVolumes().Informer()
+	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.observeClaim(obj) },
+		UpdateFunc: func(_, obj any) { t.observeClaim(obj) },
+	}); err != nil {
+		return fmt.Errorf("cannot watch claims: %w", err)
+	}
+	if _, err := volumes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.observeVolume(obj, false) },
+		UpdateFunc: func(_, obj any) { t.observeVolume(obj, false) },
+		DeleteFunc: func(obj any) { t.observeVolume(obj, true) },
+	}); err != nil {
+		return fmt.Errorf("cannot watch volumes: %w", err)
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cannot sync the informer of %v", typ)
+		}
+	}
+	return nil
+}
+
+func (t *tracker) observeClaim(obj any) {
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := claim.Namespace + "/" + claim.Name
+	c := t.claims[key]
+	if c == nil || c.uid != string(claim.UID) {
+		c = &claimTimes{uid: string(claim.UID)}
+		t.claims[key] = c
+	}
+	if c.annotated.IsZero() && (claim.Annotations[annStorageProvisioner] != "" || claim.Annotations[annBetaStorageProvisioner] != "") {
+		c.annotated = now
+	}
+	if c.bound.IsZero() && claim.Status.Phase == v1.ClaimBound {
+		c.bound = now
+	}
+}
+
+func (t *tracker) observeVolume(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		return
+	}
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := t.volumes[pv.Name]
+	if v == nil || (!deleted && !v.gone.IsZero()) {
+		v = &volumeTimes{created: now}
+		t.volumes[pv.Name] = v
+	}
+	if deleted {
+		v.gone = now
+	}
+}
+
+// claimVolume returns the timestamps of a claim and of its PV, named
+// pvc-<claim UID> by both provisioners; ok is false for an unseen claim.
+func (t *tracker) claimVolume(namespace, name string) (claimTimes, volumeTimes, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.claims[namespace+"/"+name]
+	if c == nil {
+		return claimTimes{}, volumeTimes{}, false
+	}
+	var v volumeTimes
+	if pv := t.volumes["pvc-"+c.uid]; pv != nil {
+		v = *pv
+	}
+	return *c, v, true
+}
+
+// volume returns the timestamps of a PV by name.
+func (t *tracker) volume(name string) volumeTimes {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v := t.volumes[name]; v != nil {
+		return *v
+	}
+	return volumeTimes{}
+}
+
+// volumesWithPrefix counts the PVs seen whose name starts with prefix and
+// that still exist.
+func (t *tracker) volumesWithPrefix(prefix string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for name, v := range t.volumes {
+		if strings.HasPrefix(name, prefix) && v.gone.IsZero() {
+			n++
+		}
+	}
+	return n
+}

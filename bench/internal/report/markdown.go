@@ -1,0 +1,230 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Scenario names, as they appear in the results.
+const (
+	S1Provision = "s1-provision"
+	S1Delete    = "s1-delete"
+	S2Provision = "s2-provision"
+	S2Delete    = "s2-delete"
+	S3Idle      = "s3-idle"
+	S4Alone     = "s4-alone"
+	S4Noisy     = "s4-noisy"
+	S5Retune    = "s5-retune"
+	S6SIGTERM   = "s6-sigterm"
+	S6SIGKILL   = "s6-sigkill"
+)
+
+// Measurement is a Result plus what only the Markdown shows.
+type Measurement struct {
+	Result
+	// BoundP50MS and BoundP99MS run from the storage-provisioner annotation
+	// to the claim's Bound phase.
+	BoundP50MS, BoundP99MS float64
+	// Goroutines are summed over the system's processes; -1: not measured.
+	Goroutines int
+	Note       string
+}
+
+// Run is everything one benchmark run reports.
+type Run struct {
+	Started  time.Time
+	Machine  string
+	Settings []string
+	// LeaseTimeout is leaseDuration + retryPeriod of the failover scenario.
+	LeaseTimeout time.Duration
+	Measurements []Measurement
+	// Sections are further Markdown sections (profiles, notes), by title.
+	Sections []Section
+}
+
+// Section is a titled block of Markdown.
+type Section struct {
+	Title, Body string
+}
+
+// Results returns the JSONL view of the measurements.
+func (r *Run) Results() []Result {
+	out := make([]Result, len(r.Measurements))
+	for i, m := range r.Measurements {
+		out[i] = m.Result
+	}
+	return out
+}
+
+// WriteMarkdown writes the run as a document a person reads.
+func WriteMarkdown(w io.Writer, run *Run) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# provfleet benchmark, %s\n\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "Machine: %s\n\n", run.Machine)
+	for _, s := range run.Settings {
+		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	b.WriteString("\n## Ratios against the targets\n\n")
+	b.WriteString("| what | value | target | met |\n|---|---|---|---|\n")
+	for _, r := range Ratios(run) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.What, r.Value, r.Target, r.verdict())
+	}
+	b.WriteString("\n## Measurements\n\n")
+	b.WriteString("Latencies run from the moment the harness sees a claim carry the storage-provisioner annotation " +
+		"to the moment it sees the PV (and, in `bound`, the claim Bound); for `limit` from the start of the burst to each PV. " +
+		"`seconds` is the phase's wall time. RSS is the peak (VmHWM) summed over the system's processes, except in s3-idle where it is the " +
+		"current RSS after the idle window. CPU is user+system seconds spent in the phase. `watches` are the apiserver's open WATCH " +
+		"requests on claims, volumes, classes and nodes less those open before the system started; `api req/s` are the requests of the " +
+		"system's ServiceAccounts per second (apiserver flow-control metrics).\n\n")
+	b.WriteString("| scenario | system | tenants | claims | replicas | seconds | p50 ms | p99 ms | bound p50/p99 ms | RSS MiB | CPU s | goroutines | watches | api req/s | note |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, m := range run.Measurements {
+		goroutines := "-"
+		if m.Goroutines >= 0 {
+			goroutines = fmt.Sprint(m.Goroutines)
+		}
+		bound := "-"
+		if m.BoundP99MS > 0 {
+			bound = fmt.Sprintf("%.0f / %.0f", m.BoundP50MS, m.BoundP99MS)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.2f | %.0f | %.0f | %s | %.1f | %.2f | %s | %d | %.2f | %s |\n",
+			m.Scenario, m.System, m.Tenants, m.Claims, m.Replicas, m.Seconds, m.P50MS, m.P99MS, bound,
+			m.RSSMiB, m.CPUS, goroutines, m.Watches, m.APIRPS, m.Note)
+	}
+	for _, s := range run.Sections {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n", s.Title, strings.TrimSpace(s.Body))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Ratio is one figure a target is stated in.
+type Ratio struct {
+	What, Value, Target string
+	// Met is nil when the run lacks what the target compares.
+	Met *bool
+}
+
+func (r Ratio) verdict() string {
+	switch {
+	case r.Met == nil:
+		return "n/a"
+	case *r.Met:
+		return "yes"
+	default:
+		return "**no**"
+	}
+}
+
+// Ratios computes the issue's targets from a run. A target whose inputs the
+// run lacks is listed as not applicable.
+func Ratios(run *Run) []Ratio {
+	ms := run.Measurements
+	find := func(scenario, system string, tenants, replicas int) *Measurement {
+		for i := range ms {
+			m := &ms[i]
+			if m.Scenario == scenario && m.System == system && (tenants < 0 || m.Tenants == tenants) && (replicas < 0 || m.Replicas == replicas) {
+				return m
+			}
+		}
+		return nil
+	}
+	// The largest idle fleet both systems ran with one replica.
+	var idleN int
+	for _, m := range ms {
+		if m.Scenario == S3Idle && m.System == SystemUpstream && m.Replicas == 1 && m.Tenants > idleN && find(S3Idle, SystemProvfleet, m.Tenants, 1) != nil {
+			idleN = m.Tenants
+		}
+	}
+	var out []Ratio
+	add := func(what, target string, value float64, unit string, ok bool, met bool) {
+		r := Ratio{What: what, Target: target, Value: "-"}
+		if ok && !math.IsNaN(value) && !math.IsInf(value, 0) {
+			r.Value = fmt.Sprintf("%.3g%s", value, unit)
+			r.Met = &met
+		}
+		out = append(out, r)
+	}
+
+	pf, up := find(S3Idle, SystemProvfleet, idleN, 1), find(S3Idle, SystemUpstream, idleN, 1)
+	ok := pf != nil && up != nil && up.RSSMiB > 0
+	v := ratio(pf, up, func(m *Measurement) float64 { return m.RSSMiB })
+	add(fmt.Sprintf("s3 idle RSS, %d provisioners: provfleet / upstream", idleN), "≤ 0.2", v, "", ok, v <= 0.2)
+
+	var largest *Measurement
+	for i := range ms {
+		if m := &ms[i]; m.Scenario == S3Idle && m.System == SystemProvfleet && m.Replicas == 1 && m.Tenants > 1 && (largest == nil || m.Tenants > largest.Tenants) {
+			largest = m
+		}
+	}
+	one := find(S3Idle, SystemProvfleet, 1, 1)
+	ok = largest != nil && one != nil
+	var perExtra, extraWatches float64
+	n := 0
+	if ok {
+		n = largest.Tenants
+		perExtra = (largest.RSSMiB - one.RSSMiB) * 1024 / float64(n-1)
+		extraWatches = float64(largest.Watches - one.Watches)
+	}
+	add(fmt.Sprintf("s3 provfleet RSS per extra idle provisioner (1 → %d)", n), "< 100 KiB", perExtra, " KiB", ok, perExtra < 100)
+	add(fmt.Sprintf("s3 provfleet extra watches (1 → %d provisioners)", n), "0", extraWatches, "", ok, extraWatches <= 0)
+
+	var two *Measurement
+	for i := range ms {
+		if m := &ms[i]; m.Scenario == S3Idle && m.System == SystemProvfleet && m.Replicas == 2 && (two == nil || m.Tenants > two.Tenants) {
+			two = m
+		}
+	}
+	ok = two != nil && two.Tenants > 0
+	var perProvisioner float64
+	if ok {
+		n = two.Tenants
+		perProvisioner = two.APIRPS / float64(n)
+	}
+	add(fmt.Sprintf("s3 apiserver req/s per provisioner, %d provisioners, 2 replicas", n), "≤ 0.2", perProvisioner, "", ok, perProvisioner <= 0.2)
+
+	pf, up = find(S2Provision, SystemProvfleet, -1, -1), find(S2Provision, SystemUpstream, -1, -1)
+	v = ratio(pf, up, func(m *Measurement) float64 { return m.CPUS })
+	add("s2 CPU to provision: provfleet / upstream", "≤ 0.2", v, "", pf != nil && up != nil && up.CPUS > 0, v <= 0.2)
+
+	lim := find(S2Provision, SystemLimit, -1, -1)
+	v = ratio(pf, lim, func(m *Measurement) float64 { return m.Seconds })
+	add("s2 time until all PVs exist: provfleet / limit", "≤ 1.2", v, "", pf != nil && lim != nil && lim.Seconds > 0, v <= 1.2)
+
+	alone, noisy := find(S4Alone, SystemProvfleet, -1, -1), find(S4Noisy, SystemProvfleet, -1, -1)
+	v = ratio(noisy, alone, func(m *Measurement) float64 { return m.P99MS })
+	add("s4 good tenant's p99: with noisy neighbour / alone (provfleet)", "≤ 1.1", v, "", alone != nil && noisy != nil && alone.P99MS > 0, v <= 1.1)
+
+	retune := find(S5Retune, SystemProvfleet, -1, -1)
+	v = 0
+	if retune != nil {
+		v = retune.P99MS / 1000
+	}
+	add("s5 re-tune in effect, p99 over the edits", "≤ 2 s", v, " s", retune != nil, v <= 2)
+
+	for _, f := range []struct {
+		scenario, target string
+		limit            time.Duration
+	}{
+		{S6SIGTERM, "≤ 3 s", 3 * time.Second},
+		{S6SIGKILL, fmt.Sprintf("≤ %v (leaseDuration + retryPeriod)", run.LeaseTimeout), run.LeaseTimeout},
+	} {
+		m := find(f.scenario, SystemProvfleet, -1, -1)
+		v = 0
+		if m != nil {
+			v = m.Seconds
+		}
+		add(f.scenario+" pending claims provisioned again after the signal (provfleet)", f.target, v, " s", m != nil && f.limit > 0, v <= f.limit.Seconds())
+	}
+	return out
+}
+
+func ratio(a, b *Measurement, field func(*Measurement) float64) float64 {
+	if a == nil || b == nil {
+		return math.NaN()
+	}
+	return field(a) / field(b)
+}

@@ -1,0 +1,116 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+)
+
+// Systems a measurement can be of.
+const (
+	SystemProvfleet = "provfleet"
+	SystemUpstream  = "upstream"
+	SystemLimit     = "limit"
+)
+
+// Result is one line of latest.jsonl; its fields are the file's contract.
+type Result struct {
+	Scenario string  `json:"scenario"`
+	System   string  `json:"system"`
+	Tenants  int     `json:"tenants"`
+	Claims   int     `json:"claims"`
+	Seconds  float64 `json:"seconds"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	RSSMiB   float64 `json:"rss_mib"`
+	CPUS     float64 `json:"cpu_s"`
+	Watches  int     `json:"watches"`
+	APIRPS   float64 `json:"api_rps"`
+	Replicas int     `json:"replicas"`
+}
+
+// Validate reports what makes r malformed.
+func (r Result) Validate() error {
+	var errs []error
+	if r.Scenario == "" {
+		errs = append(errs, errors.New("no scenario"))
+	}
+	if !slices.Contains([]string{SystemProvfleet, SystemUpstream, SystemLimit}, r.System) {
+		errs = append(errs, fmt.Errorf("system %q is not one of provfleet, upstream, limit", r.System))
+	}
+	if r.Tenants < 0 || r.Claims < 0 || r.Watches < 0 || r.Replicas < 0 {
+		errs = append(errs, errors.New("a negative count"))
+	}
+	for name, v := range map[string]float64{
+		"seconds": r.Seconds, "p50_ms": r.P50MS, "p99_ms": r.P99MS,
+		"rss_mib": r.RSSMiB, "cpu_s": r.CPUS, "api_rps": r.APIRPS,
+	} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			errs = append(errs, fmt.Errorf("%s is %v", name, v))
+		}
+	}
+	if r.P99MS < r.P50MS {
+		errs = append(errs, fmt.Errorf("p99_ms %v below p50_ms %v", r.P99MS, r.P50MS))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("scenario %q system %q: %w", r.Scenario, r.System, err)
+	}
+	return nil
+}
+
+// WriteJSONL writes one JSON object per result.
+func WriteJSONL(w io.Writer, results []Result) error {
+	enc := json.NewEncoder(w)
+	for _, r := range results {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("cannot encode a result: %w", err)
+		}
+	}
+	return nil
+}
+
+// jsonlFields are the keys every line must have, no more.
+var jsonlFields = []string{"scenario", "system", "tenants", "claims", "seconds", "p50_ms", "p99_ms", "rss_mib", "cpu_s", "watches", "api_rps", "replicas"}
+
+// ReadJSONL reads and validates latest.jsonl: every line has exactly the
+// contract's fields, with values of the right types and ranges.
+func ReadJSONL(r io.Reader) ([]Result, error) {
+	var results []Result
+	s := bufio.NewScanner(r)
+	for line := 1; s.Scan(); line++ {
+		if len(bytes.TrimSpace(s.Bytes())) == 0 {
+			continue
+		}
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(s.Bytes(), &keys); err != nil {
+			return nil, fmt.Errorf("line %d: cannot parse: %w", line, err)
+		}
+		for _, k := range jsonlFields {
+			if _, ok := keys[k]; !ok {
+				return nil, fmt.Errorf("line %d: no field %q", line, k)
+			}
+		}
+		if len(keys) != len(jsonlFields) {
+			return nil, fmt.Errorf("line %d: %d fields, want exactly %v", line, len(keys), jsonlFields)
+		}
+		dec := json.NewDecoder(bytes.NewReader(s.Bytes()))
+		dec.DisallowUnknownFields()
+		var res Result
+		if err := dec.Decode(&res); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if err := res.Validate(); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		results = append(results, res)
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read results: %w", err)
+	}
+	return results, nil
+}
