@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,15 +38,17 @@ func runMain(m *testing.M, opts Options) int {
 		return 1
 	}
 	defer env.Stop()
+	finished := make(chan struct{})
+	defer close(finished)
 	go func() {
-		<-ctx.Done()
-		if errors.Is(context.Cause(ctx), context.Canceled) {
-			return
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			// A signal: the deferred Stop will not run once the tests are cut short.
+			fmt.Fprintf(os.Stderr, "%v: stopping the control plane\n", context.Cause(ctx))
+			env.Stop()
+			os.Exit(1)
 		}
-		// A signal, not the end of the tests: nothing else will stop the servers.
-		fmt.Fprintln(os.Stderr, "signal received: stopping the control plane")
-		env.Stop()
-		os.Exit(1)
 	}()
 	current = env
 	code := m.Run()
