@@ -81,17 +81,6 @@ func (l *FairLimiter) Stop() {
 	l.source.Stop()
 }
 
-// waiting returns how many callers wait for a token.
-func (l *FairLimiter) waiting() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, q := range l.queues {
-		n += len(q)
-	}
-	return n
-}
-
 func (l *FairLimiter) wait(ctx context.Context, tenant string) error {
 	w := &waiter{done: make(chan struct{})}
 	l.mu.Lock()

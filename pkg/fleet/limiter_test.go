@@ -32,6 +32,17 @@ func (h *handTokens) Wait(ctx context.Context) error {
 	}
 }
 
+// waiting returns how many callers wait for a token.
+func (l *FairLimiter) waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, q := range l.queues {
+		n += len(q)
+	}
+	return n
+}
+
 // enqueue starts one waiter per tenant name, in order, each only after the
 // previous is queued, and returns a channel that yields the tenant of each
 // waiter as it is granted.
@@ -173,16 +184,22 @@ func TestFairLimiterTryAcceptNeverJumpsTheQueue(t *testing.T) {
 	}
 }
 
-func TestFairLimiterRealBucketSharesBurst(t *testing.T) {
+func TestFairLimiterTenantsShareOneBucket(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	l := NewFairLimiter(1000, 4)
+	// One token in a thousand seconds after the burst: only the burst is spent.
+	l := NewFairLimiter(0.001, 4)
 	defer l.Stop()
 	for i := range 4 {
 		if err := l.Tenant(fmt.Sprint("t", i%2)).Wait(context.Background()); err != nil {
-			t.Fatalf("Wait %d: %v", i, err)
+			t.Fatalf("Wait %d within the burst: %v", i, err)
 		}
 	}
-	if got, want := l.Tenant("t0").QPS(), float32(1000); got != want {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := l.Tenant("t2").Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a third tenant's Wait after the shared burst returned %v, want to wait past its deadline", err)
+	}
+	if got, want := l.Tenant("t0").QPS(), float32(0.001); got != want {
 		t.Errorf("QPS() = %v, want %v", got, want)
 	}
 }

@@ -128,9 +128,6 @@ func Start(opts Options) (*Process, error) {
 	return p, nil
 }
 
-// Pid is the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
 // Done is closed when the process ended.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
