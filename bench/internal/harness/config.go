@@ -24,6 +24,10 @@ type Config struct {
 	// whole fleet, each peer process's, and the limit's.
 	QPS   float32
 	Burst int
+	// Lease is the Lease timing of every provisioner outside scenario 6.
+	Lease LeaseTimes
+	// Settle passes between a system's start and a measurement.
+	Settle time.Duration
 	// S1Claims: one tenant's claims. S2Tenants x S2Claims: many tenants.
 	S1Claims            int
 	S2Tenants, S2Claims int
@@ -51,12 +55,16 @@ type Config struct {
 // ProvisionerConfig left at its defaults.
 var defaultLease = LeaseTimes{Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 
+// shortLease makes the smoke run's failovers and peer restarts quick.
+var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond}
+
 // Full is the benchmark of the issue, sized to finish well within an hour on
 // two cores.
 func Full() Config {
 	return Config{
 		Scenarios: []int{1, 2, 3, 4, 5, 6},
 		QPS:       100, Burst: 200,
+		Lease: defaultLease, Settle: 2 * time.Second,
 		S1Claims:  500,
 		S2Tenants: 50, S2Claims: 20,
 		S3Counts: []int{1, 10, 100, 500}, S3PeerMax: 100,
@@ -75,13 +83,14 @@ func Smoke() Config {
 	return Config{
 		Scenarios: []int{1, 2, 3, 4, 5, 6},
 		QPS:       100, Burst: 200,
+		Lease: shortLease, Settle: 200 * time.Millisecond,
 		S1Claims:  3,
 		S2Tenants: 2, S2Claims: 2,
-		S3Counts: []int{1, 2}, S3PeerMax: 2,
-		S3Settle: time.Second, S3Window: 2 * time.Second,
+		S3Counts: []int{2}, S3PeerMax: 4,
+		S3Settle: 500 * time.Millisecond, S3Window: time.Second,
 		S4Bad: 3, S4Good: 2,
 		S5Edits:  2,
-		S6Claims: 1, S6Lease: LeaseTimes{Duration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
+		S6Claims: 1, S6Lease: shortLease,
 		WaitTimeout: 2 * time.Minute,
 	}
 }

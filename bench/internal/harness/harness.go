@@ -130,7 +130,11 @@ func (b *bench) nextSeq() int {
 
 // poll checks cond every 100ms until it holds, fails, or WaitTimeout passes.
 func (b *bench) poll(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.cfg.WaitTimeout, true, cond); err != nil {
+	return b.pollEvery(ctx, 100*time.Millisecond, what, cond)
+}
+
+func (b *bench) pollEvery(ctx context.Context, interval time.Duration, what string, cond wait.ConditionWithContextFunc) error {
+	if err := wait.PollUntilContextTimeout(ctx, interval, b.cfg.WaitTimeout, true, cond); err != nil {
 		return fmt.Errorf("cannot wait for %s: %w", what, err)
 	}
 	return nil
@@ -276,7 +280,8 @@ func settings(cfg Config) []string {
 		fmt.Sprintf("s1: %d claims; s2: %d tenants x %d claims; s3: %v provisioners (peer up to %d processes), %v settle, %v window; s4: %d failing + %d good claims; s5: %d edits; s6: %d claims per failover, lease %v/%v/%v",
 			cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims, cfg.S3Counts, cfg.S3PeerMax, cfg.S3Settle, cfg.S3Window, cfg.S4Bad, cfg.S4Good, cfg.S5Edits, cfg.S6Claims,
 			cfg.S6Lease.Duration, cfg.S6Lease.RenewDeadline, cfg.S6Lease.RetryPeriod),
-		"both provisioners use provfleet's hostPath backend (the peer through an adapter to the library's interface), 4 workers, default Lease timing (15s/10s/2s) except in s6, the PV finalizer on",
+		fmt.Sprintf("both provisioners use provfleet's hostPath backend (the peer through an adapter to the library's interface), 4 workers, the PV finalizer on, Lease %v/%v/%v except in s6",
+			cfg.Lease.Duration, cfg.Lease.RenewDeadline, cfg.Lease.RetryPeriod),
 	}
 }
 

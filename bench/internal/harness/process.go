@@ -75,17 +75,36 @@ func (p *process) kill() {
 	<-p.done
 }
 
-// usage sums the /proc usage of pids; processes that are gone are skipped.
-func usage(pids []int) measure.Usage {
-	var sum measure.Usage
+// usage reads the /proc usage of pids; processes that are gone are skipped.
+func usage(pids []int) map[int]measure.Usage {
+	out := make(map[int]measure.Usage, len(pids))
 	for _, pid := range pids {
-		u, err := measure.ReadUsage("/proc", pid)
-		if err != nil {
-			continue
+		if u, err := measure.ReadUsage("/proc", pid); err == nil {
+			out[pid] = u
 		}
+	}
+	return out
+}
+
+// total sums usages.
+func total(usages map[int]measure.Usage) measure.Usage {
+	var sum measure.Usage
+	for _, u := range usages {
 		sum.CPU += u.CPU
 		sum.RSS += u.RSS
 		sum.PeakRSS += u.PeakRSS
+	}
+	return sum
+}
+
+// cpuSince is the CPU time spent since before by the processes still alive;
+// a process that exited in between is left out, its last seconds unknown.
+func cpuSince(before, after map[int]measure.Usage) time.Duration {
+	var sum time.Duration
+	for pid, a := range after {
+		if b, ok := before[pid]; ok {
+			sum += a.CPU - b.CPU
+		}
 	}
 	return sum
 }
@@ -102,6 +121,21 @@ func goroutines(ctx context.Context, urls []string) int {
 		sum += int(m.Sum("go_goroutines", nil))
 	}
 	return sum
+}
+
+// httpOK reports whether a GET of url answers 200.
+func httpOK(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func scrape(ctx context.Context, client *http.Client, url string) (measure.Metrics, error) {

@@ -21,9 +21,6 @@ import (
 	"github.com/provfleet/provfleet/bench/internal/report"
 )
 
-// settle lets a system finish starting before a measurement begins.
-const settle = 2 * time.Second
-
 func (b *bench) scenarios(ctx context.Context) error {
 	for _, n := range b.cfg.Scenarios {
 		b.logf("scenario %d", n)
@@ -175,7 +172,7 @@ func (b *bench) deleteClaims(ctx context.Context, refs []claimRef) ([]time.Time,
 // window is a measured stretch of a system's life.
 type window struct {
 	pids  []int
-	usage measure.Usage
+	usage map[int]measure.Usage
 	api   apiSnapshot
 }
 
@@ -192,8 +189,8 @@ func (b *bench) close(ctx context.Context, w window, baseline apiSnapshot, m *re
 		return err
 	}
 	u := usage(w.pids)
-	m.CPUS = (u.CPU - w.usage.CPU).Seconds()
-	m.RSSMiB = mib(u.PeakRSS)
+	m.CPUS = cpuSince(w.usage, u).Seconds()
+	m.RSSMiB = mib(total(u).PeakRSS)
 	m.APIRPS = rate(w.api, api)
 	m.Watches = max(api.watches-baseline.watches, 0)
 	return nil
@@ -236,10 +233,10 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 		return err
 	}
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+	if err := sys.start(ctx, tenants, 1, b.cfg.Lease); err != nil {
 		return err
 	}
-	time.Sleep(settle)
+	time.Sleep(b.cfg.Settle)
 	w, err := b.open(ctx, sys.pids())
 	if err != nil {
 		return err
@@ -385,7 +382,7 @@ func (b *bench) idleRun(ctx context.Context, sys system, n int, profile bool) er
 		return err
 	}
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, b.tenants(sys.name(), n), 1, defaultLease); err != nil {
+	if err := sys.start(ctx, b.tenants(sys.name(), n), 1, b.cfg.Lease); err != nil {
 		return err
 	}
 	for replicas := 1; replicas <= 2; replicas++ {
@@ -414,7 +411,7 @@ func (b *bench) idleRun(ctx context.Context, sys system, n int, profile bool) er
 			return err
 		}
 		// Idle: what the fleet holds now, not its start-up peak.
-		m.RSSMiB = mib(usage(w.pids).RSS)
+		m.RSSMiB = mib(total(usage(w.pids)).RSS)
 		m.Seconds = b.cfg.S3Window.Seconds()
 		b.record(m)
 		b.addProfile(prof, fmt.Sprintf("provfleet CPU profile, s3 idle, %d provisioners, replica 1 of %d", n, replicas))
@@ -455,10 +452,10 @@ func (b *bench) noisyRun(ctx context.Context, sys system, noisy bool) error {
 		return err
 	}
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+	if err := sys.start(ctx, tenants, 1, b.cfg.Lease); err != nil {
 		return err
 	}
-	time.Sleep(settle)
+	time.Sleep(b.cfg.Settle)
 	w, err := b.open(ctx, sys.pids())
 	if err != nil {
 		return err
@@ -515,12 +512,12 @@ func (b *bench) retuneProvfleet(ctx context.Context) error {
 	sys := &provfleetSystem{b: b}
 	tenants := b.tenants(sys.name(), 1)
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+	if err := sys.start(ctx, tenants, 1, b.cfg.Lease); err != nil {
 		return err
 	}
 	client := b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
 	var times []time.Duration
-	total := time.Now()
+	begun := time.Now()
 	for i := range b.cfg.S5Edits {
 		pc, err := client.Get(ctx, tenants[0].name, metav1.GetOptions{})
 		if err != nil {
@@ -535,7 +532,7 @@ func (b *bench) retuneProvfleet(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cannot edit the ProvisionerConfig: %w", err)
 		}
-		err = b.poll(ctx, "the edit observed", func(ctx context.Context) (bool, error) {
+		err = b.pollEvery(ctx, retunePoll, "the edit observed", func(ctx context.Context) (bool, error) {
 			pc, err := client.Get(ctx, updated.Name, metav1.GetOptions{})
 			if err != nil || pc.Status.ObservedGeneration != updated.Generation {
 				return false, nil
@@ -549,14 +546,17 @@ func (b *bench) retuneProvfleet(ctx context.Context) error {
 		times = append(times, time.Since(start))
 	}
 	m := report.Measurement{Result: report.Result{Scenario: report.S5Retune, System: sys.name(), Tenants: 1, Replicas: 1,
-		Seconds: time.Since(total).Seconds()}}
+		Seconds: time.Since(begun).Seconds()}}
 	m.P50MS, m.P99MS = ms(measure.Percentile(times, 50)), ms(measure.Percentile(times, 99))
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
-	m.RSSMiB = mib(usage(sys.pids()).PeakRSS)
-	m.Note = fmt.Sprintf("%d edits; latency: edit until status.observedGeneration and Ready=Running at the new generation (status is written only once the instance runs the new spec), polled every 100ms", len(times))
+	m.RSSMiB = mib(total(usage(sys.pids())).PeakRSS)
+	m.Note = fmt.Sprintf("%d edits; latency: edit until status.observedGeneration and Ready=Running at the new generation (status is written only once the instance runs the new spec), polled every 20ms", len(times))
 	b.record(m)
 	return nil
 }
+
+// retunePoll is how often the harness reads a re-tuned ProvisionerConfig.
+const retunePoll = 20 * time.Millisecond
 
 // peerRestarts bounds the peer's re-tunes: each costs a Lease expiry.
 const peerRestarts = 3
@@ -565,13 +565,13 @@ func (b *bench) retuneUpstream(ctx context.Context) error {
 	sys := &upstreamSystem{b: b}
 	tenants := b.tenants(sys.name(), 1)
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, tenants, 1, defaultLease); err != nil {
+	if err := sys.start(ctx, tenants, 1, b.cfg.Lease); err != nil {
 		return err
 	}
 	leases := b.kube.CoordinationV1().Leases(upstreamNamespace)
 	name := upstreamLeaseName(tenants[0].provisionerName)
 	var times []time.Duration
-	total := time.Now()
+	begun := time.Now()
 	for range min(b.cfg.S5Edits, peerRestarts) {
 		before, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -597,10 +597,10 @@ func (b *bench) retuneUpstream(ctx context.Context) error {
 		times = append(times, time.Since(start))
 	}
 	m := report.Measurement{Result: report.Result{Scenario: report.S5Retune, System: sys.name(), Tenants: 1, Replicas: 1,
-		Seconds: time.Since(total).Seconds()}}
+		Seconds: time.Since(begun).Seconds()}}
 	m.P50MS, m.P99MS = ms(measure.Percentile(times, 50)), ms(measure.Percentile(times, 99))
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
-	m.RSSMiB = mib(usage(sys.pids()).PeakRSS)
+	m.RSSMiB = mib(total(usage(sys.pids())).PeakRSS)
 	m.Note = fmt.Sprintf("%d restarts with new flags (the library has no in-place re-tune): SIGTERM until the new process holds the Lease", len(times))
 	b.record(m)
 	return nil
@@ -636,7 +636,7 @@ func (b *bench) failoverRun(ctx context.Context, sys system) error {
 		scenario string
 		sig      syscall.Signal
 	}{{report.S6SIGTERM, syscall.SIGTERM}, {report.S6SIGKILL, syscall.SIGKILL}} {
-		time.Sleep(settle)
+		time.Sleep(b.cfg.Settle)
 		leader, err := sys.leaderReplica(ctx, tenants[0])
 		if err != nil {
 			return err

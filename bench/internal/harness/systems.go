@@ -82,49 +82,45 @@ func (b *bench) deleteClasses(ctx context.Context, tenants []tenant) {
 type provfleetSystem struct {
 	b        *bench
 	tenants  []tenant
-	managers []*managerproc.Process
+	managers []*process
 	ids      []string
 }
 
 func (s *provfleetSystem) name() string { return report.SystemProvfleet }
 
 func (s *provfleetSystem) startManager(ctx context.Context) error {
-	i := len(s.managers)
-	id := fmt.Sprintf("pf-%d-%d", s.b.nextSeq(), i)
-	log, err := os.Create(filepath.Join(s.b.cfg.Work, "logs", id+".log"))
-	if err != nil {
-		return fmt.Errorf("cannot create the manager log: %w", err)
+	id := fmt.Sprintf("pf-%d-%d", s.b.nextSeq(), len(s.managers))
+	var addrs [3]string
+	for i := range addrs {
+		var err error
+		if addrs[i], err = managerproc.FreeAddr(); err != nil {
+			return err
+		}
 	}
-	pprofAddr, err := managerproc.FreeAddr()
+	metricsAddr, healthAddr, pprofAddr := addrs[0], addrs[1], addrs[2]
+	p, err := startProcess(id, s.b.bins.manager, filepath.Join(s.b.cfg.Work, "logs", id+".log"), "http://"+metricsAddr+"/metrics",
+		[]string{"NODE_NAME=bench-node", pprofEnv + "=" + pprofAddr},
+		"--kubeconfig="+s.b.kubeconfigs.manager,
+		"--namespace="+managerNamespace,
+		"--identity="+id,
+		"--host-path-root="+s.b.volumes,
+		"--metrics-bind-address="+metricsAddr,
+		"--health-probe-bind-address="+healthAddr,
+		"--kube-api-qps="+strconv.FormatFloat(float64(s.b.cfg.QPS), 'f', -1, 32),
+		"--kube-api-burst="+strconv.Itoa(s.b.cfg.Burst),
+	)
 	if err != nil {
-		return err
-	}
-	// managerproc passes the harness's environment on.
-	if err := os.Setenv(pprofEnv, pprofAddr); err != nil {
-		_ = log.Close()
-		return fmt.Errorf("cannot set %s: %w", pprofEnv, err)
-	}
-	p, err := managerproc.Start(managerproc.Options{
-		Binary:       s.b.bins.manager,
-		Kubeconfig:   s.b.kubeconfigs.manager,
-		Namespace:    managerNamespace,
-		Identity:     id,
-		HostPathRoot: s.b.volumes,
-		NodeName:     "bench-node",
-		Args: []string{
-			"--kube-api-qps=" + strconv.FormatFloat(float64(s.b.cfg.QPS), 'f', -1, 32),
-			"--kube-api-burst=" + strconv.Itoa(s.b.cfg.Burst),
-		},
-		Output: log,
-	})
-	if err != nil {
-		_ = log.Close()
 		return err
 	}
 	s.managers = append(s.managers, p)
 	s.ids = append(s.ids, id)
-	s.b.pprofAddrs[p.Pid()] = pprofAddr
-	return p.WaitReady(ctx, s.b.cfg.WaitTimeout)
+	s.b.pprofAddrs[p.pid()] = pprofAddr
+	return s.b.poll(ctx, "manager "+id+" ready", func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("manager %s exited; its log is %s", id, p.logPath)
+		}
+		return httpOK(ctx, "http://"+healthAddr+"/readyz"), nil
+	})
 }
 
 func (s *provfleetSystem) start(ctx context.Context, tenants []tenant, replicas int, lease LeaseTimes) error {
@@ -189,10 +185,8 @@ func (s *provfleetSystem) leaderReplica(ctx context.Context, t tenant) (int, err
 		return 0, fmt.Errorf("cannot read ProvisionerConfig %s: %w", t.name, err)
 	}
 	for i, id := range s.ids {
-		if id == pc.Status.Leader {
-			if exited, _ := s.managers[i].Exited(); !exited {
-				return i, nil
-			}
+		if id == pc.Status.Leader && !s.managers[i].exited() {
+			return i, nil
 		}
 	}
 	return 0, fmt.Errorf("ProvisionerConfig %s is led by %q, none of the running replicas %v", t.name, pc.Status.Leader, s.ids)
@@ -201,10 +195,10 @@ func (s *provfleetSystem) leaderReplica(ctx context.Context, t tenant) (int, err
 func (s *provfleetSystem) signal(replica int, sig syscall.Signal) {
 	p := s.managers[replica]
 	if sig == syscall.SIGKILL {
-		p.Kill()
+		p.kill()
 		return
 	}
-	_ = p.Terminate(30 * time.Second)
+	p.stop(30 * time.Second)
 }
 
 func (s *provfleetSystem) restart(ctx context.Context, replica int) error {
@@ -220,21 +214,15 @@ func (s *provfleetSystem) restart(ctx context.Context, replica int) error {
 func (s *provfleetSystem) pids() []int {
 	var out []int
 	for _, p := range s.managers {
-		if exited, _ := p.Exited(); !exited {
-			out = append(out, p.Pid())
+		if !p.exited() {
+			out = append(out, p.pid())
 		}
 	}
 	return out
 }
 
 func (s *provfleetSystem) metricsURLs() []string {
-	var out []string
-	for _, p := range s.managers {
-		if exited, _ := p.Exited(); !exited {
-			out = append(out, p.MetricsURL+"/metrics")
-		}
-	}
-	return out
+	return urlsOf(s.managers)
 }
 
 func (s *provfleetSystem) stop(ctx context.Context) {
@@ -253,10 +241,8 @@ func (s *provfleetSystem) stop(ctx context.Context) {
 	}
 	s.b.deleteClasses(ctx, s.tenants)
 	for _, p := range s.managers {
-		if exited, _ := p.Exited(); !exited {
-			if err := p.Terminate(30 * time.Second); err != nil {
-				s.b.logf("manager %d: %v", p.Pid(), err)
-			}
+		if !p.exited() {
+			p.stop(30 * time.Second)
 		}
 	}
 }

@@ -1,0 +1,130 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestJSONLRoundTrip(t *testing.T) {
+	in := []Result{
+		{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 500, Seconds: 12.5, P50MS: 80, P99MS: 300, RSSMiB: 60, CPUS: 4.2, Watches: 4, APIRPS: 90, Replicas: 1},
+		{Scenario: S3Idle, System: SystemUpstream, Tenants: 100, Replicas: 2},
+	}
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(buf.String(), "\n")
+	want := `{"scenario":"s1-provision","system":"provfleet","tenants":1,"claims":500,"seconds":12.5,"p50_ms":80,"p99_ms":300,"rss_mib":60,"cpu_s":4.2,"watches":4,"api_rps":90,"replicas":1}`
+	if diff := cmp.Diff(want, first); diff != "" {
+		t.Errorf("first line (-want +got):\n%s", diff)
+	}
+	out, err := ReadJSONL(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Errorf("read back (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadJSONLRejects(t *testing.T) {
+	const good = `"scenario":"s1-provision","system":"limit","tenants":1,"claims":5,"seconds":1,"p50_ms":1,"p99_ms":2,"rss_mib":1,"cpu_s":1,"watches":0,"api_rps":1,"replicas":1`
+	tests := map[string]struct {
+		line, wantErr string
+	}{
+		"missing field":  {line: `{"scenario":"s1-provision"}`, wantErr: `no field "system"`},
+		"extra field":    {line: `{` + good + `,"goroutines":3}`, wantErr: "13 fields"},
+		"unknown system": {line: `{` + strings.Replace(good, `"limit"`, `"other"`, 1) + `}`, wantErr: `system "other"`},
+		"negative":       {line: `{` + strings.Replace(good, `"cpu_s":1`, `"cpu_s":-1`, 1) + `}`, wantErr: "cpu_s is -1"},
+		"wrong type":     {line: `{` + strings.Replace(good, `"tenants":1`, `"tenants":"1"`, 1) + `}`, wantErr: "cannot unmarshal"},
+		"p99 below p50":  {line: `{` + strings.Replace(good, `"p99_ms":2`, `"p99_ms":0.5`, 1) + `}`, wantErr: "p99_ms 0.5 below"},
+		"not JSON":       {line: `scenario=1`, wantErr: "cannot parse"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := ReadJSONL(strings.NewReader("{" + good + "}\n" + tc.line + "\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "line 2") {
+				t.Errorf("error %v, want one about line 2 containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func measurement(scenario, system string, tenants, replicas int, set func(*Result)) Measurement {
+	m := Measurement{Result: Result{Scenario: scenario, System: system, Tenants: tenants, Replicas: replicas}, Goroutines: -1}
+	if set != nil {
+		set(&m.Result)
+	}
+	return m
+}
+
+func TestRatios(t *testing.T) {
+	run := &Run{
+		LeaseTimeout: 17 * time.Second,
+		Measurements: []Measurement{
+			measurement(S3Idle, SystemProvfleet, 1, 1, func(r *Result) { r.RSSMiB = 50; r.Watches = 4 }),
+			measurement(S3Idle, SystemProvfleet, 100, 1, func(r *Result) { r.RSSMiB = 59.9; r.Watches = 4 }),
+			measurement(S3Idle, SystemProvfleet, 100, 2, func(r *Result) { r.APIRPS = 30 }),
+			measurement(S3Idle, SystemUpstream, 100, 1, func(r *Result) { r.RSSMiB = 2900 }),
+			measurement(S2Provision, SystemProvfleet, 50, 1, func(r *Result) { r.CPUS = 10; r.Seconds = 13 }),
+			measurement(S2Provision, SystemUpstream, 50, 1, func(r *Result) { r.CPUS = 40 }),
+			measurement(S2Provision, SystemLimit, 50, 1, func(r *Result) { r.Seconds = 10 }),
+			measurement(S4Alone, SystemProvfleet, 1, 1, func(r *Result) { r.P99MS = 100 }),
+			measurement(S4Noisy, SystemProvfleet, 2, 1, func(r *Result) { r.P99MS = 105 }),
+			measurement(S6SIGKILL, SystemProvfleet, 1, 2, func(r *Result) { r.Seconds = 16 }),
+		},
+	}
+	type row struct{ Value, Verdict string }
+	got := map[string]row{}
+	for _, r := range Ratios(run) {
+		got[r.What] = row{r.Value, r.verdict()}
+	}
+	want := map[string]row{
+		"s3 idle RSS, 100 provisioners: provfleet / upstream":                      {"0.0207", "yes"},
+		"s3 provfleet RSS per extra idle provisioner (1 → 100)":                    {"102 KiB", "**no**"},
+		"s3 provfleet extra watches (1 → 100 provisioners)":                        {"0", "yes"},
+		"s3 apiserver req/s per provisioner, 100 provisioners, 2 replicas":         {"0.3", "**no**"},
+		"s2 CPU to provision: provfleet / upstream":                                {"0.25", "**no**"},
+		"s2 time until all PVs exist: provfleet / limit":                           {"1.3", "**no**"},
+		"s4 good tenant's p99: with noisy neighbour / alone (provfleet)":           {"1.05", "yes"},
+		"s5 re-tune in effect, p99 over the edits":                                 {"-", "n/a"},
+		"s6-sigterm pending claims provisioned again after the signal (provfleet)": {"-", "n/a"},
+		"s6-sigkill pending claims provisioned again after the signal (provfleet)": {"16 s", "yes"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ratios (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	run := &Run{
+		Started:  time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC),
+		Machine:  "2 CPUs",
+		Settings: []string{"QPS 100"},
+		Measurements: []Measurement{
+			{Result: Result{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 5, Replicas: 1, Seconds: 1.5, P50MS: 10, P99MS: 20, RSSMiB: 55.25, CPUS: 0.5, Watches: 4, APIRPS: 12.5},
+				BoundP50MS: 30, BoundP99MS: 40, Goroutines: 90, Note: "n"},
+		},
+		Sections: []Section{{Title: "Profile", Body: "top\n"}},
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"# provfleet benchmark, 2026-03-01 12:30 UTC",
+		"- QPS 100",
+		"| s1-provision | provfleet | 1 | 5 | 1 | 1.50 | 10 | 20 | 30 / 40 | 55.2 | 0.50 | 90 | 4 | 12.50 | n |",
+		"| s2 CPU to provision: provfleet / upstream | - | ≤ 0.2 | n/a |",
+		"## Profile\n\ntop\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
