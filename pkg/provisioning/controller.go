@@ -22,12 +22,17 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // SharedInformers are the fleet's one set of informers; a Controller only adds
 // and removes its own event handlers on them, and never adds indexers.
 type SharedInformers struct {
 	Claims, Volumes, Classes, Nodes cache.SharedIndexInformer
+	// Leases, optional, informs about the Leases of the leader election
+	// namespace. Without it each controller that elects a leader watches its
+	// own Lease, one watch each.
+	Leases cache.SharedIndexInformer
 }
 
 // Dependencies are what a Controller uses but does not own.
@@ -131,7 +136,7 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if cfg.LeaderElection.Enabled {
 		le := cfg.LeaderElection
 		le.Identity = c.identity
-		c.elector = newLeaseElector(c.client, c.name, le, deps.OnLeaderChange)
+		c.elector = newLeaseElector(c.client, inf.Leases, c.name, le, deps.OnLeaderChange, clock.RealClock{})
 	}
 	return c, nil
 }

@@ -2,20 +2,26 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
-// elector decides when a controller may work. It is the seam behind which the
-// Lease-polling elector can be replaced by another scheme.
+// elector decides when a controller may work.
 type elector interface {
 	// Run campaigns until ctx ends. Each time it wins, it calls lead with a
 	// context that ends when leadership is lost or ctx ends, and it keeps the
@@ -36,113 +42,423 @@ func (alwaysLeader) Run(ctx context.Context, lead func(context.Context)) { lead(
 func (alwaysLeader) IsLeader() bool                                      { return true }
 func (alwaysLeader) Healthy() error                                      { return nil }
 
-// leaseElector campaigns for a coordination.k8s.io Lease with client-go's
-// elector, again after every lost term, until its context ends.
+// leaseElector elects the leader of one provisioner on a coordination.k8s.io
+// Lease, written in the record format of client-go's LeaseLock, so that it and
+// a client-go elector of the same Lease (an older single-provisioner
+// deployment) never both lead.
+//
+// Unlike client-go's elector it never polls. A follower reads the Lease from
+// an informer and writes only when the record it saw expired (unchanged for
+// its leaseDurationSeconds, by the local clock, as client-go judges) or was
+// released. The holder writes once per renew interval instead of once per
+// retry period, and steps down when no renewal succeeded within the renew
+// deadline, always before another elector may take over.
 type leaseElector struct {
 	client   kubernetes.Interface
-	name     string
+	informer cache.SharedIndexInformer // nil: a private informer of this one Lease
+	lease    metav1.ObjectMeta         // namespace and name only
+	identity string
 	cfg      LeaderElectionConfig
+	clock    clock.Clock
 	onChange func(holderIdentity string)
 
-	// health is the one health check of this elector; every term's client-go
-	// elector reports to it.
-	health  *leaderelection.HealthzAdaptor
 	leading atomic.Bool
+	// wake is signalled, without blocking, when the record seen changes.
+	wake chan struct{}
+
+	mu sync.Mutex
+	// seen is the newest copy of the Lease this elector knows of; nil when
+	// there is none.
+	seen *coordinationv1.Lease
+	// seenAt is when the record of seen last changed, by the local clock.
+	seenAt time.Time
+	// renewedAt is when the last successful write of this holder started,
+	// with the clock's monotonic reading.
+	renewedAt time.Time
 
 	reportMu sync.Mutex
 	reported string
 }
 
-func newLeaseElector(client kubernetes.Interface, provisionerName string, cfg LeaderElectionConfig, onChange func(string)) *leaseElector {
+func newLeaseElector(client kubernetes.Interface, informer cache.SharedIndexInformer, provisionerName string,
+	cfg LeaderElectionConfig, onChange func(string), clk clock.Clock) *leaseElector {
 	return &leaseElector{
 		client:   client,
-		name:     provisionerName,
+		informer: informer,
+		lease:    metav1.ObjectMeta{Namespace: cfg.Namespace, Name: LeaseName(provisionerName)},
+		identity: cfg.Identity,
 		cfg:      cfg,
+		clock:    clk,
 		onChange: onChange,
-		health:   leaderelection.NewLeaderHealthzAdaptor(cfg.RenewDeadline),
+		wake:     make(chan struct{}, 1),
 	}
 }
 
 func (e *leaseElector) IsLeader() bool { return e.leading.Load() }
 
+// Healthy fails once the term outlived the lease: another elector may hold it
+// now while lead, told to stop at the renew deadline, still has not returned.
 func (e *leaseElector) Healthy() error {
-	if err := e.health.Check(nil); err != nil {
-		return fmt.Errorf("cannot renew the lease of %q: %w", e.name, err)
+	if !e.leading.Load() {
+		return nil
+	}
+	e.mu.Lock()
+	since := e.clock.Since(e.renewedAt)
+	e.mu.Unlock()
+	if since > e.cfg.LeaseDuration {
+		return fmt.Errorf("lease %s/%s not renewed for %v, longer than its duration %v",
+			e.lease.Namespace, e.lease.Name, since.Round(time.Millisecond), e.cfg.LeaseDuration)
 	}
 	return nil
+}
+
+// renewInterval leaves room for two retries before the renew deadline.
+func (e *leaseElector) renewInterval() time.Duration {
+	return max(e.cfg.RetryPeriod, e.cfg.RenewDeadline-2*e.cfg.RetryPeriod)
 }
 
 func (e *leaseElector) Run(ctx context.Context, lead func(context.Context)) {
-	logger := klog.FromContext(ctx)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "lease", klog.KRef(e.lease.Namespace, e.lease.Name))
+	ctx = klog.NewContext(ctx, logger)
+	informer := e.informer
+	if informer == nil {
+		informer = newLeaseInformer(e.client, e.lease.Namespace, e.lease.Name)
+		// The informer stops after the last term released the Lease.
+		informerCtx, stopInformer := context.WithCancel(context.WithoutCancel(ctx))
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			informer.RunWithContext(informerCtx)
+		}()
+		defer func() {
+			stopInformer()
+			<-stopped
+		}()
+	}
 	for ctx.Err() == nil {
-		if err := e.term(ctx, lead); err != nil {
-			logger.Error(err, "Leader election failed")
-			// Only a configuration error ends up here: wait, do not spin.
-			select {
-			case <-ctx.Done():
-			case <-time.After(e.cfg.RetryPeriod):
-			}
+		unsubscribe, err := subscribeLease(informer, e.lease.Namespace, e.lease.Name, e.observe)
+		if err == nil {
+			e.elect(ctx, informer, lead)
+			unsubscribe()
+			return
+		}
+		// Only a stopped informer ends up here: wait, do not spin.
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch the Lease")
+		e.sleep(ctx, e.cfg.RetryPeriod)
+	}
+}
+
+// elect runs terms until ctx ends.
+func (e *leaseElector) elect(ctx context.Context, informer cache.SharedIndexInformer, lead func(context.Context)) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, informer.HasSynced) {
+		return
+	}
+	if obj, exists, err := informer.GetStore().Get(&coordinationv1.Lease{ObjectMeta: e.lease}); err == nil && exists {
+		if lease, ok := obj.(*coordinationv1.Lease); ok {
+			e.observe(lease)
 		}
 	}
+	for {
+		held := e.campaign(ctx)
+		if held == nil {
+			return
+		}
+		e.term(ctx, held, lead)
+	}
 }
 
-// term runs one campaign of client-go's single-use elector: acquire, lead,
-// release.
-func (e *leaseElector) term(ctx context.Context, lead func(context.Context)) error {
-	// The elector's context outlives ctx until lead returned, so that
-	// ReleaseOnCancel gives the lease up only after the work stopped.
-	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElecting()
-	started := make(chan context.Context, 1)
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: LeaseName(e.name)},
-			Client:     e.client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
-		},
-		LeaseDuration:   e.cfg.LeaseDuration,
-		RenewDeadline:   e.cfg.RenewDeadline,
-		RetryPeriod:     e.cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            e.name,
-		WatchDog:        e.health,
-		Callbacks: leaderelection.LeaderCallbacks{
-			// Called once per elector; the buffer keeps the callback from blocking.
-			OnStartedLeading: func(leaderCtx context.Context) { started <- leaderCtx },
-			OnStoppedLeading: func() {},
-			OnNewLeader:      e.report,
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("cannot create the leader elector: %w", err)
+// observe takes in a copy of the Lease, from the informer or from a request;
+// nil when it is gone.
+func (e *leaseElector) observe(lease *coordinationv1.Lease) {
+	e.mu.Lock()
+	changed := (lease == nil) != (e.seen == nil) ||
+		lease != nil && !equality.Semantic.DeepEqual(lease.Spec, e.seen.Spec)
+	// The newest resource version even when only metadata changed.
+	e.seen = lease
+	if changed {
+		e.seenAt = e.clock.Now()
 	}
-	e.health.SetLeaderElection(le)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		le.Run(electCtx)
-	}()
+	e.mu.Unlock()
+	if !changed {
+		return
+	}
 	select {
-	case <-ctx.Done():
-	case <-done:
-	case leaderCtx := <-started:
-		e.leadTerm(ctx, leaderCtx, lead)
+	case e.wake <- struct{}{}:
+	default:
 	}
-	stopElecting()
-	<-done
-	return nil
+	e.report(leaseRecord(lease).HolderIdentity)
 }
 
-func (e *leaseElector) leadTerm(ctx, leaderCtx context.Context, lead func(context.Context)) {
-	termCtx, cancel := context.WithCancel(leaderCtx)
+// campaign waits until the Lease is free and takes it; it returns the Lease
+// as written, or nil once ctx ended.
+func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
+	logger := klog.FromContext(ctx)
+	var notBefore time.Time // after a failed attempt
+	for {
+		e.mu.Lock()
+		lease, seenAt := e.seen, e.seenAt
+		e.mu.Unlock()
+		now := e.clock.Now()
+		at := now
+		for _, t := range []time.Time{e.freeAt(lease, seenAt), notBefore} {
+			if t.After(at) {
+				at = t
+			}
+		}
+		// Jitter spreads the electors of several replicas that all saw the
+		// same record, so that usually one writes.
+		at = at.Add(rand.N(e.cfg.RetryPeriod/2 + 1))
+		if wait := at.Sub(now); wait > 0 {
+			timer := e.clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil
+			case <-e.wake:
+				timer.Stop()
+				continue
+			case <-timer.C():
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		held, err := e.acquire(ctx, lease)
+		if err == nil {
+			logger.Info("Acquired the lease", "identity", e.identity)
+			return held
+		}
+		notBefore = e.clock.Now().Add(e.cfg.RetryPeriod)
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			logger.V(4).Info("Another elector wrote the lease first", "err", err)
+			continue
+		}
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot acquire the lease")
+	}
+}
+
+// freeAt is when lease, seen with this record since seenAt, may be taken: at
+// once when there is none, it was released or it is this elector's own;
+// otherwise once it expired.
+func (e *leaseElector) freeAt(lease *coordinationv1.Lease, seenAt time.Time) time.Time {
+	record := leaseRecord(lease)
+	if lease == nil || record.HolderIdentity == "" || record.HolderIdentity == e.identity {
+		return time.Time{}
+	}
+	return seenAt.Add(time.Duration(record.LeaseDurationSeconds) * time.Second)
+}
+
+// acquire writes this elector into the Lease, replacing the copy seen (or
+// creating it when none was seen); the resource version makes the write fail
+// when the Lease changed since.
+func (e *leaseElector) acquire(ctx context.Context, seen *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	now := e.clock.Now()
+	record := resourcelock.LeaderElectionRecord{
+		HolderIdentity:       e.identity,
+		LeaseDurationSeconds: leaseSeconds(e.cfg.LeaseDuration),
+		AcquireTime:          metav1.NewTime(now),
+		RenewTime:            metav1.NewTime(now),
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
 	defer cancel()
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
+	var written *coordinationv1.Lease
+	var err error
+	if seen == nil {
+		written, err = e.client.CoordinationV1().Leases(e.lease.Namespace).Create(ctx,
+			withRecord(&coordinationv1.Lease{ObjectMeta: e.lease}, record), metav1.CreateOptions{})
+	} else {
+		old := leaseRecord(seen)
+		if old.HolderIdentity == e.identity {
+			record.AcquireTime = old.AcquireTime
+			record.LeaderTransitions = old.LeaderTransitions
+		} else {
+			record.LeaderTransitions = old.LeaderTransitions + 1
+		}
+		written, err = e.client.CoordinationV1().Leases(e.lease.Namespace).Update(ctx, withRecord(seen, record), metav1.UpdateOptions{})
+	}
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// The informer may lag behind: read the Lease that won.
+			if _, getErr := e.refresh(ctx); getErr != nil {
+				err = errors.Join(err, getErr)
+			}
+		}
+		return nil, fmt.Errorf("cannot acquire the lease: %w", err)
+	}
+	e.mu.Lock()
+	e.renewedAt = now
+	e.mu.Unlock()
+	e.observe(written)
+	return written, nil
+}
+
+// refresh reads the Lease from the API server, for when a write showed that
+// the copy seen is stale; it returns what it read.
+func (e *leaseElector) refresh(ctx context.Context) (*coordinationv1.Lease, error) {
+	lease, err := e.client.CoordinationV1().Leases(e.lease.Namespace).Get(ctx, e.lease.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		e.observe(nil)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the lease: %w", err)
+	}
+	e.observe(lease)
+	return lease, nil
+}
+
+// term leads while renewing the Lease held, then releases it.
+func (e *leaseElector) term(ctx context.Context, held *coordinationv1.Lease, lead func(context.Context)) {
+	termCtx, endTerm := context.WithCancel(ctx)
+	defer endTerm()
+	stopRenewing := make(chan struct{})
+	renewed := make(chan *coordinationv1.Lease, 1)
+	go func() { renewed <- e.renew(ctx, held, endTerm, stopRenewing) }()
+
 	e.leading.Store(true)
-	e.report(e.cfg.Identity)
+	e.report(e.identity)
 	lead(termCtx)
+	close(stopRenewing)
+	held = <-renewed
 	e.leading.Store(false)
+	if held != nil {
+		e.release(ctx, held)
+	}
 	e.dropSelf()
+}
+
+// renew keeps the Lease held until stop is closed, also after ctx ended, so
+// that lead drains under a valid lease. When no renewal succeeded within the
+// renew deadline, or another holder shows up, it ends the term and waits for
+// stop. It returns the Lease as last written, or nil when it is not this
+// elector's any more.
+func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, endTerm func(), stop <-chan struct{}) *coordinationv1.Lease {
+	logger := klog.FromContext(ctx)
+	ctx = context.WithoutCancel(ctx)
+	e.mu.Lock()
+	deadline := e.renewedAt.Add(e.cfg.RenewDeadline)
+	e.mu.Unlock()
+	wait := e.renewInterval()
+	for {
+		if !e.sleepUntil(stop, wait) {
+			return held
+		}
+		start := e.clock.Now()
+		left := deadline.Sub(start)
+		if left <= 0 {
+			logger.Info("Lost the lease: not renewed within the renew deadline", "renewDeadline", e.cfg.RenewDeadline)
+			endTerm()
+			<-stop
+			return held
+		}
+		written, err := e.write(ctx, held, left, func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
+			old.HolderIdentity = e.identity
+			old.LeaseDurationSeconds = leaseSeconds(e.cfg.LeaseDuration)
+			old.RenewTime = metav1.NewTime(start)
+			return old
+		})
+		switch {
+		case err == nil:
+			held, deadline, wait = written, start.Add(e.cfg.RenewDeadline), e.renewInterval()
+			e.mu.Lock()
+			e.renewedAt = start
+			e.mu.Unlock()
+			continue
+		case errors.Is(err, errLeaseTaken):
+			logger.Info("Lost the lease: another elector holds it")
+			endTerm()
+			<-stop
+			return nil
+		case errors.Is(err, errStaleLease):
+			held = written
+		}
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot renew the lease")
+		wait = min(e.cfg.RetryPeriod, deadline.Sub(e.clock.Now()))
+	}
+}
+
+var (
+	errLeaseTaken = errors.New("lease held by another elector or deleted")
+	errStaleLease = errors.New("lease changed since it was written")
+)
+
+// write updates the Lease held with the record change makes of its record,
+// within timeout. When the Lease changed meanwhile it reads it again: it fails
+// with errLeaseTaken when another elector holds it now, and with
+// errStaleLease, returning the current Lease, when it is still held.
+func (e *leaseElector) write(ctx context.Context, held *coordinationv1.Lease, timeout time.Duration,
+	change func(resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	written, err := e.client.CoordinationV1().Leases(e.lease.Namespace).Update(ctx,
+		withRecord(held, change(leaseRecord(held))), metav1.UpdateOptions{})
+	if err == nil {
+		e.observe(written)
+		return written, nil
+	}
+	if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("cannot write the lease: %w", err)
+	}
+	current, getErr := e.refresh(ctx)
+	switch {
+	case getErr != nil:
+		return nil, errors.Join(fmt.Errorf("cannot write the lease: %w", err), getErr)
+	case current == nil || leaseRecord(current).HolderIdentity != e.identity:
+		return nil, errLeaseTaken
+	}
+	return current, errStaleLease
+}
+
+// release gives the Lease up as client-go does, so that a follower takes over
+// at once instead of after it expired.
+func (e *leaseElector) release(ctx context.Context, held *coordinationv1.Lease) {
+	logger := klog.FromContext(ctx)
+	ctx = context.WithoutCancel(ctx)
+	now := metav1.NewTime(e.clock.Now())
+	released := func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
+		return resourcelock.LeaderElectionRecord{
+			LeaderTransitions:    old.LeaderTransitions,
+			LeaseDurationSeconds: 1,
+			AcquireTime:          now,
+			RenewTime:            now,
+		}
+	}
+	current, err := e.write(ctx, held, e.cfg.RenewDeadline, released)
+	if errors.Is(err, errStaleLease) {
+		_, err = e.write(ctx, current, e.cfg.RenewDeadline, released)
+	}
+	if err != nil {
+		// Not fatal: the Lease expires.
+		logger.Info("Cannot release the lease", "err", err)
+		return
+	}
+	logger.Info("Released the lease")
+}
+
+// sleep waits for d or until ctx ends.
+func (e *leaseElector) sleep(ctx context.Context, d time.Duration) {
+	e.sleepUntil(ctx.Done(), d)
+}
+
+// sleepUntil waits for d and reports true, or reports false once stop is
+// closed.
+func (e *leaseElector) sleepUntil(stop <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-stop:
+			return false
+		default:
+			return true
+		}
+	}
+	timer := e.clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-timer.C():
+		return true
+	}
 }
 
 // report tells the owner about a new lease holder, once per change.
@@ -157,7 +473,7 @@ func (e *leaseElector) report(holderIdentity string) {
 func (e *leaseElector) dropSelf() {
 	e.reportMu.Lock()
 	defer e.reportMu.Unlock()
-	if e.reported == e.cfg.Identity {
+	if e.reported == e.identity {
 		e.reportLocked("")
 	}
 }

@@ -151,6 +151,7 @@ type fixture struct {
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	t.Helper()
 	client := fake.NewClientset(objects...)
+	enforceLeaseVersions(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
@@ -166,6 +167,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 			Volumes: factory.Core().V1().PersistentVolumes().Informer(),
 			Classes: factory.Storage().V1().StorageClasses().Informer(),
 			Nodes:   factory.Core().V1().Nodes().Informer(),
+			Leases:  factory.Coordination().V1().Leases().Informer(),
 		},
 		registry: reg,
 		metrics:  m,
