@@ -24,7 +24,7 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl
 	hack/controlplane/build.sh $(CONTROLPLANE)
 
 .PHONY: test
-test: controlplane fuzz-short ## Run unit and end-to-end tests (builds the control plane first).
+test: controlplane fuzz-short bench-smoke ## Run unit and end-to-end tests and the benchmark smoke run (builds the control plane first).
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 
 FUZZ_TIME ?= 10s
@@ -35,6 +35,14 @@ fuzz-short: ## Run each fuzz target for FUZZ_TIME (default 10s).
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZ_TIME) "$${t#*:}"; \
 	done
+
+.PHONY: bench
+bench: controlplane ## Run the benchmark (a fresh control plane; tens of minutes); results in bench/results. BENCH_FLAGS=-scenarios=3 picks some.
+	cd bench && go run ./cmd/bench $(BENCH_FLAGS)
+
+.PHONY: bench-smoke
+bench-smoke: controlplane ## Run the benchmark harness's tests and every scenario at toy size.
+	cd bench && go test -race -count=1 -timeout 10m $(GO_TEST_FLAGS) ./...
 
 .PHONY: unit
 unit: ## Run the unit tests only (end-to-end tests skip themselves under -short).

@@ -38,8 +38,9 @@ type Config struct {
 	S3Settle, S3Window time.Duration
 	// S4Bad claims of the failing tenant next to S4Good of the good one.
 	S4Bad, S4Good int
-	// S5Edits spec edits.
-	S5Edits int
+	// S5Edits spec edits; the peer, which restarts to re-tune and so waits
+	// for its Lease to expire each time, does S5PeerRestarts.
+	S5Edits, S5PeerRestarts int
 	// S6Claims are created at each failover; S6Lease are the Lease times.
 	S6Claims int
 	S6Lease  LeaseTimes
@@ -70,7 +71,7 @@ func Full() Config {
 		S3Counts: []int{1, 10, 100, 500}, S3PeerMax: 100,
 		S3Settle: 20 * time.Second, S3Window: 30 * time.Second,
 		S4Bad: 500, S4Good: 50,
-		S5Edits:  20,
+		S5Edits: 20, S5PeerRestarts: 3,
 		S6Claims: 20, S6Lease: defaultLease,
 		Profile:     true,
 		WaitTimeout: 10 * time.Minute,
@@ -89,7 +90,7 @@ func Smoke() Config {
 		S3Counts: []int{2}, S3PeerMax: 4,
 		S3Settle: 500 * time.Millisecond, S3Window: time.Second,
 		S4Bad: 3, S4Good: 2,
-		S5Edits:  2,
+		S5Edits: 2, S5PeerRestarts: 1,
 		S6Claims: 1, S6Lease: shortLease,
 		WaitTimeout: 2 * time.Minute,
 	}
