@@ -240,6 +240,9 @@ type apiSnapshot struct {
 	// requests dispatched for ServiceAccounts: only the system under test
 	// runs under one (the harness and the binder are exempt).
 	requests float64
+	// all counts every client's requests by verb and resource; the systems
+	// differ only in what their provisioners send.
+	all map[string]float64
 }
 
 func (b *bench) snapshot(ctx context.Context) (apiSnapshot, error) {
@@ -254,6 +257,12 @@ func (b *bench) snapshot(ctx context.Context) (apiSnapshot, error) {
 		})),
 		requests: m.Sum("apiserver_flowcontrol_dispatched_requests_total", func(l map[string]string) bool {
 			return l["flow_schema"] == "service-accounts"
+		}),
+		all: m.SumBy("apiserver_request_total", func(l map[string]string) string {
+			if l["verb"] == "WATCH" || l["resource"] == "" {
+				return ""
+			}
+			return l["verb"] + " " + l["resource"]
 		}),
 	}, nil
 }

@@ -3,9 +3,12 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -184,16 +187,58 @@ func (b *bench) open(ctx context.Context, pids []int) (window, error) {
 // close fills the resource figures of m for the window: CPU spent, peak RSS,
 // the system's request rate, and watches above baseline.
 func (b *bench) close(ctx context.Context, w window, baseline apiSnapshot, m *report.Measurement) error {
+	_, err := b.closeSnapshot(ctx, w, baseline, m)
+	return err
+}
+
+// closeSnapshot is close, also returning the apiserver's figures at the end.
+func (b *bench) closeSnapshot(ctx context.Context, w window, baseline apiSnapshot, m *report.Measurement) (apiSnapshot, error) {
 	api, err := b.snapshot(ctx)
 	if err != nil {
-		return err
+		return api, err
 	}
 	u := usage(w.pids)
 	m.CPUS = cpuSince(w.usage, u).Seconds()
 	m.RSSMiB = mib(total(u).PeakRSS)
 	m.APIRPS = rate(w.api, api)
 	m.Watches = max(api.watches-baseline.watches, 0)
-	return nil
+	return api, nil
+}
+
+// requestMix is the requests per claim by verb and resource between two
+// snapshots, every client included.
+func requestMix(from, to apiSnapshot, claims int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range to.all {
+		if d := (v - from.all[k]) / float64(claims); d >= 0.05 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// mixSection tabulates the request mixes of one scenario's systems.
+func mixSection(scenario string, mixes map[string]map[string]float64) report.Section {
+	systems := []string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit}
+	keys := map[string]bool{}
+	for _, mix := range mixes {
+		for k := range mix {
+			keys[k] = true
+		}
+	}
+	sorted := slices.Sorted(maps.Keys(keys))
+	var body strings.Builder
+	body.WriteString("Every client's requests (provisioner, PV binder, harness) per claim, by verb and resource, from the apiserver's " +
+		"apiserver_request_total; the binder and the harness do the same work for both provisioners, so a difference between the columns is the provisioners'.\n\n")
+	body.WriteString("| verb resource | " + strings.Join(systems, " | ") + " |\n|---|--:|--:|--:|\n")
+	for _, k := range sorted {
+		body.WriteString("| " + k)
+		for _, sys := range systems {
+			fmt.Fprintf(&body, " | %.2f", mixes[sys][k])
+		}
+		body.WriteString(" |\n")
+	}
+	return report.Section{Title: "Requests per claim, " + scenario, Body: body.String()}
 }
 
 func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
@@ -214,32 +259,41 @@ func (b *bench) record(m report.Measurement) {
 // provisionScenario is scenarios 1 and 2: claims of every tenant created at
 // once, then all deleted; provfleet, the peer, then the limit.
 func (b *bench) provisionScenario(ctx context.Context, provision, remove string, tenants, perTenant int) error {
+	mixes := map[string]map[string]float64{}
 	for _, sys := range b.systems() {
-		if err := b.provisionRun(ctx, sys, provision, remove, tenants, perTenant); err != nil {
+		mix, err := b.provisionRun(ctx, sys, provision, remove, tenants, perTenant)
+		if err != nil {
 			return fmt.Errorf("%s: %w", sys.name(), err)
 		}
+		mixes[sys.name()] = mix
 	}
-	return b.limitRun(ctx, provision, remove, tenants, tenants*perTenant)
+	mix, err := b.limitRun(ctx, provision, remove, tenants, tenants*perTenant)
+	if err != nil {
+		return err
+	}
+	mixes[report.SystemLimit] = mix
+	b.run.Sections = append(b.run.Sections, mixSection(provision, mixes))
+	return nil
 }
 
-func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove string, n, perTenant int) (err error) {
+func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove string, n, perTenant int) (map[string]float64, error) {
 	tenants := b.tenants(sys.name(), n)
 	ns, err := b.namespace(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	baseline, err := b.snapshot(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer sys.stop(ctx)
 	if err := sys.start(ctx, tenants, 1, b.cfg.Lease); err != nil {
-		return err
+		return nil, err
 	}
 	time.Sleep(b.cfg.Settle)
 	w, err := b.open(ctx, sys.pids())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var profile <-chan string
 	if b.cfg.Profile && provision == report.S2Provision && sys.name() == report.SystemProvfleet {
@@ -252,39 +306,41 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "c", classes, perTenant)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st, err := b.waitProvisioned(ctx, refs, time.Time{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m := report.Measurement{Result: report.Result{Scenario: provision, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1,
 		Seconds: st.last.Sub(start).Seconds()}}
 	latencies(&m, st.toPV, st.toBound)
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
-	if err := b.close(ctx, w, baseline, &m); err != nil {
-		return err
+	end, err := b.closeSnapshot(ctx, w, baseline, &m)
+	if err != nil {
+		return nil, err
 	}
+	mix := requestMix(w.api, end, len(refs))
 	b.record(m)
 	b.addProfile(profile, "provfleet CPU profile, s2 provisioning")
 
 	w, err = b.open(ctx, sys.pids())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	start = time.Now()
 	gone, err := b.deleteClaims(ctx, refs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d := report.Measurement{Result: report.Result{Scenario: remove, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1}}
 	d.Seconds, d.P50MS, d.P99MS = since(start, gone)
 	d.Goroutines = goroutines(ctx, sys.metricsURLs())
 	if err := b.close(ctx, w, baseline, &d); err != nil {
-		return err
+		return nil, err
 	}
 	b.record(d)
-	return b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return mix, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
 
 // since returns the span from start to the last of times, and the p50 and
@@ -300,12 +356,13 @@ func since(start time.Time, times []time.Time) (seconds, p50, p99 float64) {
 }
 
 // limitRun creates and then deletes count PVs with the limit client.
-func (b *bench) limitRun(ctx context.Context, provision, remove string, tenants, count int) error {
+func (b *bench) limitRun(ctx context.Context, provision, remove string, tenants, count int) (map[string]float64, error) {
 	prefix := fmt.Sprintf("limit-%d", b.nextSeq())
+	var mix map[string]float64
 	for _, phase := range []string{provision, remove} {
 		baseline, err := b.snapshot(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		args := []string{
 			"--kubeconfig=" + b.kubeconfigs.limit, "--prefix=" + prefix, "--count=" + strconv.Itoa(count),
@@ -318,7 +375,7 @@ func (b *bench) limitRun(ctx context.Context, provision, remove string, tenants,
 		cmd := exec.CommandContext(ctx, b.bins.limit, args...)
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("the limit failed: %w\n%s", err, out)
+			return nil, fmt.Errorf("the limit failed: %w\n%s", err, out)
 		}
 		var times []time.Time
 		err = b.poll(ctx, "the limit's volumes seen", func(context.Context) (bool, error) {
@@ -337,15 +394,18 @@ func (b *bench) limitRun(ctx context.Context, provision, remove string, tenants,
 			return true, nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m := report.Measurement{Result: report.Result{Scenario: phase, System: report.SystemLimit, Tenants: tenants, Claims: count, Replicas: 1}, Goroutines: -1}
 		m.Seconds, m.P50MS, m.P99MS = since(start, times)
 		after, err := b.snapshot(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m.APIRPS = rate(apiSnapshot{at: start, requests: baseline.requests}, after)
+		if phase == provision {
+			mix = requestMix(baseline, after, count)
+		}
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			m.RSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
 		}
@@ -353,7 +413,7 @@ func (b *bench) limitRun(ctx context.Context, provision, remove string, tenants,
 		m.Note = "latency from the start of the burst"
 		b.record(m)
 	}
-	return nil
+	return mix, nil
 }
 
 // idleStartTimeout bounds how long an idle fleet gets to take its Leases.

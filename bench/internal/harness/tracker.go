@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -137,18 +136,4 @@ func (t *tracker) volume(name string) volumeTimes {
 		return *v
 	}
 	return volumeTimes{}
-}
-
-// volumesWithPrefix counts the PVs seen whose name starts with prefix and
-// that still exist.
-func (t *tracker) volumesWithPrefix(prefix string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for name, v := range t.volumes {
-		if strings.HasPrefix(name, prefix) && v.gone.IsZero() {
-			n++
-		}
-	}
-	return n
 }

@@ -147,6 +147,23 @@ func TestMetricsSum(t *testing.T) {
 	}
 }
 
+func TestMetricsSumBy(t *testing.T) {
+	m, err := ParseMetrics(strings.NewReader(apiserverMetrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.SumBy("apiserver_longrunning_requests", func(l map[string]string) string {
+		if l["group"] == "coordination.k8s.io" {
+			return ""
+		}
+		return l["verb"] + " " + l["scope"]
+	})
+	want := map[string]float64{"WATCH cluster": 5}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseMetricsRejectsGarbage(t *testing.T) {
 	if _, err := ParseMetrics(strings.NewReader("not metrics {")); err == nil {
 		t.Error("want an error")

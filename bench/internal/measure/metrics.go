@@ -22,32 +22,54 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 	return families, nil
 }
 
+// SumBy adds the series of name into groups: key names a series's group,
+// "" leaves it out.
+func (m Metrics) SumBy(name string, key func(labels map[string]string) string) map[string]float64 {
+	out := map[string]float64{}
+	for _, metric := range m.family(name) {
+		if k := key(labelsOf(metric)); k != "" {
+			out[k] += value(metric)
+		}
+	}
+	return out
+}
+
 // Sum adds the values of the counter, gauge or untyped series of name whose
 // labels keep accepts (nil: all series). A missing family sums to 0.
 func (m Metrics) Sum(name string, keep func(labels map[string]string) bool) float64 {
-	family, ok := m[name]
-	if !ok {
-		return 0
-	}
 	var sum float64
-	for _, metric := range family.GetMetric() {
-		if keep != nil {
-			labels := make(map[string]string, len(metric.GetLabel()))
-			for _, l := range metric.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if !keep(labels) {
-				continue
-			}
-		}
-		switch {
-		case metric.Counter != nil:
-			sum += metric.GetCounter().GetValue()
-		case metric.Gauge != nil:
-			sum += metric.GetGauge().GetValue()
-		case metric.Untyped != nil:
-			sum += metric.GetUntyped().GetValue()
+	for _, metric := range m.family(name) {
+		if keep == nil || keep(labelsOf(metric)) {
+			sum += value(metric)
 		}
 	}
 	return sum
+}
+
+func (m Metrics) family(name string) []*dto.Metric {
+	if family, ok := m[name]; ok {
+		return family.GetMetric()
+	}
+	return nil
+}
+
+func labelsOf(metric *dto.Metric) map[string]string {
+	labels := make(map[string]string, len(metric.GetLabel()))
+	for _, l := range metric.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
+}
+
+// value is the value of a counter, gauge or untyped series; 0 for others.
+func value(metric *dto.Metric) float64 {
+	switch {
+	case metric.Counter != nil:
+		return metric.GetCounter().GetValue()
+	case metric.Gauge != nil:
+		return metric.GetGauge().GetValue()
+	case metric.Untyped != nil:
+		return metric.GetUntyped().GetValue()
+	}
+	return 0
 }

@@ -1,0 +1,115 @@
+package harness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/provfleet/provfleet/bench/internal/measure"
+)
+
+func claim(uid, annotation string, phase v1.PersistentVolumeClaimPhase) *v1.PersistentVolumeClaim {
+	c := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID(uid)}}
+	if annotation != "" {
+		c.Annotations = map[string]string{annotation: "bench.provfleet.io/x"}
+	}
+	c.Status.Phase = phase
+	return c
+}
+
+func pv(name string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func TestTrackerTimestampsFirstSightings(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	// event is what the watch delivers at second `at`.
+	type event struct {
+		at      int
+		obj     any
+		deleted bool
+	}
+	tests := map[string]struct {
+		events     []event
+		wantClaim  claimTimes
+		wantVolume volumeTimes
+	}{
+		"annotated, provisioned, bound": {
+			events: []event{
+				{at: 1, obj: claim("u1", "", v1.ClaimPending)},
+				{at: 2, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
+				{at: 3, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
+				{at: 4, obj: pv("pvc-u1")},
+				{at: 5, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
+				{at: 6, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
+			},
+			wantClaim:  claimTimes{uid: "u1", annotated: at(2), bound: at(5)},
+			wantVolume: volumeTimes{created: at(4)},
+		},
+		"the beta annotation counts": {
+			events:    []event{{at: 7, obj: claim("u1", annBetaStorageProvisioner, v1.ClaimPending)}},
+			wantClaim: claimTimes{uid: "u1", annotated: at(7)},
+		},
+		"a claim recreated under the same name starts over": {
+			events: []event{
+				{at: 1, obj: claim("old", annStorageProvisioner, v1.ClaimBound)},
+				{at: 9, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
+			},
+			wantClaim: claimTimes{uid: "u1", annotated: at(9)},
+		},
+		"a deleted volume, also through a tombstone": {
+			events: []event{
+				{at: 1, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
+				{at: 2, obj: pv("pvc-u1")},
+				{at: 8, obj: cache.DeletedFinalStateUnknown{Key: "pvc-u1", Obj: pv("pvc-u1")}, deleted: true},
+			},
+			wantClaim:  claimTimes{uid: "u1", annotated: at(1), bound: at(1)},
+			wantVolume: volumeTimes{created: at(2), gone: at(8)},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tr := newTracker()
+			var now time.Time
+			tr.now = func() time.Time { return now }
+			for _, e := range tc.events {
+				now = at(e.at)
+				switch e.obj.(type) {
+				case *v1.PersistentVolumeClaim:
+					tr.observeClaim(e.obj)
+				default:
+					tr.observeVolume(e.obj, e.deleted)
+				}
+			}
+			c, v, ok := tr.claimVolume("ns", "c")
+			if !ok {
+				t.Fatal("the claim was never seen")
+			}
+			if diff := cmp.Diff(tc.wantClaim, c, cmp.AllowUnexported(claimTimes{})); diff != "" {
+				t.Errorf("claim (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantVolume, v, cmp.AllowUnexported(volumeTimes{})); diff != "" {
+				t.Errorf("volume (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTrackerUnseenClaim(t *testing.T) {
+	if _, _, ok := newTracker().claimVolume("ns", "nope"); ok {
+		t.Error("an unseen claim is reported as seen")
+	}
+}
+
+func TestCPUSinceLeavesOutExitedProcesses(t *testing.T) {
+	before := map[int]measure.Usage{1: {CPU: time.Second}, 2: {CPU: 2 * time.Second}}
+	after := map[int]measure.Usage{1: {CPU: 3 * time.Second}, 3: {CPU: 5 * time.Second}}
+	if diff := cmp.Diff(2*time.Second, cpuSince(before, after)); diff != "" {
+		t.Errorf("CPU (-want +got):\n%s", diff)
+	}
+}
