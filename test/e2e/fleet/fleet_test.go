@@ -72,16 +72,21 @@ func TestEditRetunesInPlace(t *testing.T) {
 		}
 		return updated.Generation
 	}
-	// Pause with new thresholds and workers: the pause is the observable proof
-	// that the instance runs the new settings.
+	// Re-tune while the first claims are in flight: they and a claim created
+	// right after the edit bind exactly once.
 	gen := edit(func(pc *v1alpha1.ProvisionerConfig) {
 		pc.Spec.Workers = 6
 		pc.Spec.Retry.ProvisionFailureThreshold = ptr.To[int32](3)
 		pc.Spec.Retry.InitialDelay = &metav1.Duration{Duration: 100 * time.Millisecond}
-		pc.Spec.Paused = true
 	})
-	f.waitReady(pc.Name, gen, v1alpha1.ReasonPaused)
+	f.claim("during-0", pc.Name)
+	claims = append(claims, "during-0")
+	f.waitReady(pc.Name, gen, v1alpha1.ReasonRunning)
 	f.waitBound(claims...)
+
+	// Pausing is the observable proof that the running instance follows edits.
+	gen = edit(func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Paused = true })
+	f.waitReady(pc.Name, gen, v1alpha1.ReasonPaused)
 	f.claim("while-paused", pc.Name)
 	time.Sleep(3 * time.Second)
 	if c, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Get(f.ctx, "while-paused", metav1.GetOptions{}); err != nil || c.Status.Phase == corev1.ClaimBound {
