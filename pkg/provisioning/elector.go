@@ -186,7 +186,11 @@ func (e *leaseElector) observe(lease *coordinationv1.Lease) {
 	case e.wake <- struct{}{}:
 	default:
 	}
-	e.report(leaseRecord(lease).HolderIdentity)
+	// This elector reports itself when its term starts, once IsLeader is true,
+	// not when its write or a late event shows its identity.
+	if holder := leaseRecord(lease).HolderIdentity; holder != e.identity || e.leading.Load() {
+		e.report(holder)
+	}
 }
 
 // campaign waits until the Lease is free and takes it; it returns the Lease

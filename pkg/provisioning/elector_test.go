@@ -2,10 +2,27 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 func leaderConfig(identity string) Config {
@@ -130,4 +147,514 @@ func TestRunWithStoppedInformers(t *testing.T) {
 	stop := run(t, c)
 	eventually(t, "running", func() bool { return c.IsLeader() && c.started.Load() })
 	stop()
+}
+
+func electorConfig(identity string, leaseDuration, renewDeadline, retryPeriod time.Duration) LeaderElectionConfig {
+	return LeaderElectionConfig{
+		Enabled:       true,
+		Namespace:     "default",
+		Identity:      identity,
+		LeaseDuration: leaseDuration,
+		RenewDeadline: renewDeadline,
+		RetryPeriod:   retryPeriod,
+	}
+}
+
+// leaders logs the terms of several electors of one Lease, ours and
+// client-go's, and whether two ever overlapped.
+type leaders struct {
+	mu      sync.Mutex
+	current map[string]bool
+	history []string
+	overlap []string
+}
+
+func newLeaders() *leaders { return &leaders{current: map[string]bool{}} }
+
+func (l *leaders) start(identity string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for other := range l.current {
+		l.overlap = append(l.overlap, other+" and "+identity)
+	}
+	l.current[identity] = true
+	l.history = append(l.history, "+"+identity)
+}
+
+func (l *leaders) stop(identity string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.current, identity)
+	l.history = append(l.history, "-"+identity)
+}
+
+// lead is a term that lasts until its context ends.
+func (l *leaders) lead(identity string) func(context.Context) {
+	return func(ctx context.Context) {
+		l.start(identity)
+		<-ctx.Done()
+		l.stop(identity)
+	}
+}
+
+func (l *leaders) leading() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []string
+	for id := range l.current {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// check fails the test when two terms overlapped or the history differs.
+func (l *leaders) check(t *testing.T, want ...string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.overlap) > 0 {
+		t.Errorf("terms overlapped: %q", l.overlap)
+	}
+	if diff := cmp.Diff(want, l.history); diff != "" {
+		t.Errorf("terms (-want +got):\n%s", diff)
+	}
+}
+
+// runElector runs e until the returned stop is called or the test ends.
+func runElector(t *testing.T, e *leaseElector, lead func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, lead)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func newLeaseClient() *fake.Clientset {
+	client := fake.NewClientset()
+	enforceLeaseVersions(client)
+	return client
+}
+
+func getLease(t *testing.T, client *fake.Clientset) *coordinationv1.Lease {
+	t.Helper()
+	lease, err := client.CoordinationV1().Leases("default").Get(context.Background(), LeaseName(testProvisioner), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease
+}
+
+// recordSummary is the part of a Lease record that does not depend on when
+// it was written.
+type recordSummary struct {
+	Holder               string
+	LeaseDurationSeconds int
+	Transitions          int
+}
+
+func summary(lease *coordinationv1.Lease) recordSummary {
+	r := leaseRecord(lease)
+	return recordSummary{Holder: r.HolderIdentity, LeaseDurationSeconds: r.LeaseDurationSeconds, Transitions: r.LeaderTransitions}
+}
+
+// failLeaseWrites makes updates of Leases that name one of holders fail
+// while it is on.
+func failLeaseWrites(client *fake.Clientset, holders ...string) *atomic.Bool {
+	var on atomic.Bool
+	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		lease := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if on.Load() && slices.Contains(holders, ptr.Deref(lease.Spec.HolderIdentity, "")) {
+			return true, nil, apierrors.NewInternalError(errors.New("injected failure"))
+		}
+		return false, nil, nil
+	})
+	return &on
+}
+
+func TestLeaseElectorLeadsRenewsAndReleases(t *testing.T) {
+	client := newLeaseClient()
+	var mu sync.Mutex
+	var changes []string
+	var e *leaseElector
+	// The owner reads IsLeader when told of a change: it must agree.
+	onChange := func(holder string) {
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, fmt.Sprintf("%q leading=%v", holder, e.IsLeader()))
+	}
+	e = newLeaseElector(client, nil, testProvisioner, electorConfig("a", 2*time.Second, time.Second, 100*time.Millisecond), onChange, clock.RealClock{})
+	l := newLeaders()
+	stop := runElector(t, e, l.lead("a"))
+	eventually(t, "a leading", e.IsLeader)
+
+	acquired := getLease(t, client)
+	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 2}, summary(acquired)); diff != "" {
+		t.Errorf("acquired Lease (-want +got):\n%s", diff)
+	}
+	if !acquired.Spec.AcquireTime.Equal(acquired.Spec.RenewTime) {
+		t.Errorf("acquired at %v but renewed at %v", acquired.Spec.AcquireTime, acquired.Spec.RenewTime)
+	}
+	eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(acquired.Spec.RenewTime.Time) })
+	renewed := getLease(t, client)
+	if diff := cmp.Diff(summary(acquired), summary(renewed)); diff != "" {
+		t.Errorf("renewal changed the record (-acquired +renewed):\n%s", diff)
+	}
+	if !renewed.Spec.AcquireTime.Equal(acquired.Spec.AcquireTime) {
+		t.Errorf("renewal moved the acquire time from %v to %v", acquired.Spec.AcquireTime, renewed.Spec.AcquireTime)
+	}
+	if err := e.Healthy(); err != nil {
+		t.Errorf("renewing leader unhealthy: %v", err)
+	}
+
+	stop()
+	if e.IsLeader() {
+		t.Error("a stopped elector leads")
+	}
+	if diff := cmp.Diff(recordSummary{LeaseDurationSeconds: 1}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("released Lease (-want +got):\n%s", diff)
+	}
+	l.check(t, "+a", "-a")
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{`"a" leading=true`, `"" leading=false`}, changes); diff != "" {
+		t.Errorf("reported holders (-want +got):\n%s", diff)
+	}
+}
+
+// Three electors, each with its own informer as in three processes, start on
+// a missing Lease: one wins, the others wait. A lease of a minute makes the
+// release on stop the only way another can take over within the test.
+func TestLeaseElectorsContend(t *testing.T) {
+	client := newLeaseClient()
+	l := newLeaders()
+	stops := map[string]func(){}
+	for _, id := range []string{"a", "b", "c"} {
+		e := newLeaseElector(client, nil, testProvisioner, electorConfig(id, time.Minute, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
+		stops[id] = runElector(t, e, l.lead(id))
+	}
+	eventually(t, "one leader", func() bool { return len(l.leading()) == 1 })
+	first := l.leading()[0]
+	acquired := getLease(t, client)
+	for range 2 {
+		before := getLease(t, client).Spec.RenewTime.Time
+		eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(before) })
+	}
+	if diff := cmp.Diff([]string{first}, l.leading()); diff != "" {
+		t.Errorf("leaders after two renewals (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(recordSummary{Holder: first, LeaseDurationSeconds: 60}, summary(acquired)); diff != "" {
+		t.Errorf("Lease (-want +got):\n%s", diff)
+	}
+
+	stops[first]()
+	eventually(t, "another leader", func() bool { return len(l.leading()) == 1 })
+	second := l.leading()[0]
+	if diff := cmp.Diff(recordSummary{Holder: second, LeaseDurationSeconds: 60, Transitions: 1}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("Lease after the takeover (-want +got):\n%s", diff)
+	}
+	l.check(t, "+"+first, "-"+first, "+"+second)
+}
+
+// A holder whose renewals fail steps down at its renew deadline, before the
+// Lease expires for the other elector, which then takes over.
+func TestLeaseElectorStepsDownWhenRenewalFails(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	// Also the release of a fails: b can only take over once the lease expired.
+	failing := failLeaseWrites(f.client, "a", "")
+	l := newLeaders()
+	cfg := func(id string) LeaderElectionConfig {
+		return electorConfig(id, 2*time.Second, 600*time.Millisecond, 100*time.Millisecond)
+	}
+	a := newLeaseElector(f.client, f.informers.Leases, testProvisioner, cfg("a"), nil, clock.RealClock{})
+	runElector(t, a, l.lead("a"))
+	eventually(t, "a leading", a.IsLeader)
+	b := newLeaseElector(f.client, f.informers.Leases, testProvisioner, cfg("b"), nil, clock.RealClock{})
+	runElector(t, b, l.lead("b"))
+
+	failing.Store(true)
+	eventually(t, "b leading", b.IsLeader)
+	if a.IsLeader() {
+		t.Error("a still leads")
+	}
+	if err := a.Healthy(); err != nil {
+		t.Errorf("a, which stepped down, is unhealthy: %v", err)
+	}
+	l.check(t, "+a", "-a", "+b")
+}
+
+// A term that does not end when told to makes the elector unhealthy once the
+// lease it could not renew expired.
+func TestLeaseElectorUnhealthyWhenTermOutlivesLease(t *testing.T) {
+	client := newLeaseClient()
+	failing := failLeaseWrites(client, "a")
+	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", time.Second, 500*time.Millisecond, 100*time.Millisecond), nil, clock.RealClock{})
+	stuck := make(chan struct{})
+	runElector(t, e, func(context.Context) { <-stuck })
+	eventually(t, "a leading", e.IsLeader)
+	if err := e.Healthy(); err != nil {
+		t.Errorf("renewing leader unhealthy: %v", err)
+	}
+	failing.Store(true)
+	eventually(t, "a unhealthy", func() bool { return e.Healthy() != nil })
+	if !e.IsLeader() {
+		t.Error("a term that has not returned is not reported")
+	}
+	close(stuck)
+	eventually(t, "a not leading", func() bool { return !e.IsLeader() })
+	if err := e.Healthy(); err != nil {
+		t.Errorf("follower unhealthy: %v", err)
+	}
+}
+
+// A holder whose Lease was deleted steps down, and campaigns again.
+func TestLeaseElectorLeaseDeleted(t *testing.T) {
+	client := newLeaseClient()
+	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", 2*time.Second, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
+	l := newLeaders()
+	stop := runElector(t, e, l.lead("a"))
+	eventually(t, "a leading", e.IsLeader)
+	if err := client.CoordinationV1().Leases("default").Delete(context.Background(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a second term", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.history) == 3
+	})
+	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 2}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("re-created Lease (-want +got):\n%s", diff)
+	}
+	stop()
+	l.check(t, "+a", "-a", "+a", "-a")
+}
+
+// A Lease left by a client-go elector is taken over once it expired, by the
+// local clock from when it was seen, and not before.
+func TestLeaseElectorTakesOverExpiredForeignLease(t *testing.T) {
+	fakeClock := testingclock.NewFakeClock(time.Now())
+	seenAt := fakeClock.Now()
+	client := newLeaseClient()
+	foreign := withRecord(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: LeaseName(testProvisioner)}},
+		resourcelock.LeaderElectionRecord{
+			HolderIdentity:       "old",
+			LeaseDurationSeconds: 10,
+			AcquireTime:          metav1.NewTime(seenAt.Add(-time.Hour)),
+			// Written long ago by its clock: only the local clock counts.
+			RenewTime:         metav1.NewTime(seenAt.Add(-time.Hour)),
+			LeaderTransitions: 3,
+		})
+	if _, err := client.CoordinationV1().Leases("default").Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second), nil, fakeClock)
+	runElector(t, e, newLeaders().lead("a"))
+	// Waiting either for the Lease to expire or, once leading, to renew it.
+	settle := func() { eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 }) }
+	settle()
+	// Seconds at a time, so the acquire time tells when the Lease was taken.
+	for range 12 {
+		fakeClock.Step(time.Second)
+		settle()
+	}
+	if !e.IsLeader() {
+		t.Fatal("a does not lead after the Lease expired")
+	}
+	lease := getLease(t, client)
+	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 15, Transitions: 4}, summary(lease)); diff != "" {
+		t.Errorf("Lease (-want +got):\n%s", diff)
+	}
+	if got := lease.Spec.AcquireTime.Sub(seenAt); got < 10*time.Second {
+		t.Errorf("acquired %v after the Lease was seen, before it expired", got)
+	}
+}
+
+// client-go's elector and this one on the same Lease never both lead: this
+// one waits while a client-go holder renews and takes over when it crashed;
+// a client-go follower waits while this one renews and takes over when it
+// released.
+func TestLeaseElectorAndClientGoExcludeEachOther(t *testing.T) {
+	const (
+		leaseDuration = 2 * time.Second
+		renewDeadline = time.Second
+		retryPeriod   = 250 * time.Millisecond
+	)
+	client := newLeaseClient()
+	l := newLeaders()
+	var terms sync.WaitGroup
+	runClientGo := func(identity string, releaseOnCancel bool) (stop func()) {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Namespace: "default", Name: LeaseName(testProvisioner)},
+				Client:     client.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+			},
+			LeaseDuration:   leaseDuration,
+			RenewDeadline:   renewDeadline,
+			RetryPeriod:     retryPeriod,
+			ReleaseOnCancel: releaseOnCancel,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					terms.Add(1)
+					defer terms.Done()
+					l.lead(identity)(ctx)
+				},
+				OnStoppedLeading: func() {},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			le.Run(ctx)
+		}()
+		var once sync.Once
+		stop = func() {
+			once.Do(func() {
+				cancel()
+				<-done
+				terms.Wait()
+			})
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	// outlasts waits until the Lease was renewed a lease duration and a half
+	// after now, long enough for a waiting elector to have taken an expired
+	// lease.
+	outlasts := func(what string) {
+		until := time.Now().Add(leaseDuration * 3 / 2)
+		eventually(t, what, func() bool { return getLease(t, client).Spec.RenewTime.After(until) })
+	}
+
+	crash := runClientGo("old", false)
+	eventually(t, "old leading", func() bool { return slices.Equal(l.leading(), []string{"old"}) })
+	ours := newLeaseElector(client, nil, testProvisioner, electorConfig("ours", leaseDuration, renewDeadline, retryPeriod), nil, clock.RealClock{})
+	stopOurs := runElector(t, ours, l.lead("ours"))
+	outlasts("old renewing")
+	if ours.IsLeader() {
+		t.Fatal("ours leads while old renews")
+	}
+
+	crash()
+	eventually(t, "ours leading", ours.IsLeader)
+	runClientGo("new", true)
+	outlasts("ours renewing")
+	if diff := cmp.Diff([]string{"ours"}, l.leading()); diff != "" {
+		t.Fatalf("leaders while ours renews (-want +got):\n%s", diff)
+	}
+
+	stopOurs()
+	eventually(t, "new leading", func() bool { return slices.Equal(l.leading(), []string{"new"}) })
+	if diff := cmp.Diff(recordSummary{Holder: "new", LeaseDurationSeconds: 2, Transitions: 2}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("Lease (-want +got):\n%s", diff)
+	}
+	l.check(t, "+old", "-old", "+ours", "-ours", "+new")
+}
+
+// With two replicas, a fleet of idle provisioners costs at most 0.2 API
+// requests per provisioner and second at the default lease timings: the
+// holders renew, the followers only watch.
+func TestLeaseElectorRequestRate(t *testing.T) {
+	const (
+		provisioners = 10
+		window       = 30 * time.Second
+	)
+	f := newFixture(t)
+	f.start()
+	second := informers.NewSharedInformerFactory(f.client, 0)
+	replicas := map[string]SharedInformers{
+		"replica-1": f.informers,
+		"replica-2": {
+			Claims:  second.Core().V1().PersistentVolumeClaims().Informer(),
+			Volumes: second.Core().V1().PersistentVolumes().Informer(),
+			Classes: second.Storage().V1().StorageClasses().Informer(),
+			Nodes:   second.Core().V1().Nodes().Informer(),
+			Leases:  second.Coordination().V1().Leases().Informer(),
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	second.Start(ctx.Done())
+	second.WaitForCacheSync(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		second.Shutdown()
+	})
+
+	fakeClock := testingclock.NewFakeClock(time.Now())
+	controllers := map[string][]*Controller{}
+	for replica, shared := range replicas {
+		for i := range provisioners {
+			cfg := testConfig(fmt.Sprintf("provfleet.io/p%d", i))
+			cfg.LeaderElection = DefaultConfig("").LeaderElection
+			cfg.LeaderElection.Namespace, cfg.LeaderElection.Identity = "default", replica
+			c, err := New(cfg, Dependencies{Client: f.client, Informers: shared, Metrics: f.metrics, Provisioner: newFakeBackend()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.elector = newLeaseElector(f.client, shared.Leases, c.name, cfg.LeaderElection, nil, fakeClock)
+			controllers[replica] = append(controllers[replica], c)
+			run(t, c)
+		}
+	}
+	// Every elector waits on one timer: the holder to renew, the follower for
+	// the lease to expire.
+	settle := func() {
+		eventually(t, "electors waiting", func() bool { return fakeClock.Waiters() == 2*provisioners })
+	}
+	holders := func() []string {
+		var ids []string
+		for i := range provisioners {
+			leading := 0
+			for replica := range replicas {
+				if controllers[replica][i].IsLeader() {
+					leading++
+					ids = append(ids, replica)
+				}
+			}
+			if leading != 1 {
+				t.Fatalf("provisioner %d has %d leaders", i, leading)
+			}
+		}
+		return ids
+	}
+	settle()
+	fakeClock.Step(DefaultConfig("").LeaderElection.RetryPeriod)
+	settle()
+	before := holders()
+
+	f.client.ClearActions()
+	for range window / time.Second {
+		fakeClock.Step(time.Second)
+		settle()
+	}
+	actions := f.client.Actions()
+	if diff := cmp.Diff(before, holders()); diff != "" {
+		t.Errorf("leaders changed (-before +after):\n%s", diff)
+	}
+	requests := map[string]int{}
+	for _, action := range actions {
+		requests[action.GetVerb()+" "+action.GetResource().Resource]++
+	}
+	// Renewals at least prove that the window passed for the holders.
+	if requests["update leases"] < provisioners {
+		t.Errorf("%d renewals of %d Leases in %v", requests["update leases"], provisioners, window)
+	}
+	if limit := int(0.2 * provisioners * window.Seconds()); len(actions) > limit {
+		t.Errorf("%d requests in %v for %d provisioners on two replicas, want at most %d: %v", len(actions), window, provisioners, limit, requests)
+	}
 }
