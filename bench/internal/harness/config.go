@@ -69,7 +69,7 @@ func Full() Config {
 		S1Claims:  500,
 		S2Tenants: 50, S2Claims: 20,
 		S3Counts: []int{1, 10, 100, 500}, S3PeerMax: 100,
-		S3Settle: 20 * time.Second, S3Window: 30 * time.Second,
+		S3Settle: 15 * time.Second, S3Window: 20 * time.Second,
 		S4Bad: 500, S4Good: 50,
 		S5Edits: 20, S5PeerRestarts: 3,
 		S6Claims: 20, S6Lease: defaultLease,

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,22 +141,30 @@ func (b *bench) waitProvisioned(ctx context.Context, refs []claimRef, since time
 	return st, err
 }
 
-// deleteClaims deletes the claims of namespace and waits until their PVs are
+// deleteClaims deletes the claims and waits until their PVs are
 // gone; it returns when each went.
 func (b *bench) deleteClaims(ctx context.Context, refs []claimRef) ([]time.Time, error) {
 	volumes := make([]string, 0, len(refs))
-	namespaces := map[string]bool{}
 	for _, r := range refs {
-		if _, v, ok := b.tracker.claimVolume(r.namespace, r.name); ok && !v.created.IsZero() {
-			c, _, _ := b.tracker.claimVolume(r.namespace, r.name)
+		if c, v, ok := b.tracker.claimVolume(r.namespace, r.name); ok && !v.created.IsZero() {
 			volumes = append(volumes, "pvc-"+c.uid)
 		}
-		namespaces[r.namespace] = true
 	}
-	for ns := range namespaces {
-		if err := b.kube.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			return nil, fmt.Errorf("cannot delete the claims of %s: %w", ns, err)
-		}
+	// One by one: a collection delete of a thousand claims outlasts the
+	// apiserver's request timeout on a busy machine.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for _, r := range refs {
+		g.Go(func() error {
+			err := b.kube.CoreV1().PersistentVolumeClaims(r.namespace).Delete(gctx, r.name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("cannot delete claim %s/%s: %w", r.namespace, r.name, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	var gone []time.Time
 	err := b.poll(ctx, fmt.Sprintf("%d volumes deleted", len(volumes)), func(context.Context) (bool, error) {
