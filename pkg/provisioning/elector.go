@@ -144,7 +144,7 @@ func (e *leaseElector) Run(ctx context.Context, lead func(context.Context)) {
 		}
 		// Only a stopped informer ends up here: wait, do not spin.
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch the Lease")
-		e.sleep(ctx, e.cfg.RetryPeriod)
+		e.sleepUntil(ctx.Done(), e.cfg.RetryPeriod)
 	}
 }
 
@@ -437,11 +437,6 @@ func (e *leaseElector) release(ctx context.Context, held *coordinationv1.Lease) 
 		return
 	}
 	logger.Info("Released the lease")
-}
-
-// sleep waits for d or until ctx ends.
-func (e *leaseElector) sleep(ctx context.Context, d time.Duration) {
-	e.sleepUntil(ctx.Done(), d)
 }
 
 // sleepUntil waits for d and reports true, or reports false once stop is

@@ -533,11 +533,11 @@ func TestLeaseElectorAndClientGoExcludeEachOther(t *testing.T) {
 		t.Cleanup(stop)
 		return stop
 	}
-	// outlasts waits until the Lease was renewed a lease duration and a half
-	// after now, long enough for a waiting elector to have taken an expired
-	// lease.
+	// outlasts waits until the Lease was renewed more than a lease duration
+	// after now, long enough for a waiting elector to have taken it, had it
+	// judged it expired.
 	outlasts := func(what string) {
-		until := time.Now().Add(leaseDuration * 3 / 2)
+		until := time.Now().Add(leaseDuration + retryPeriod)
 		eventually(t, what, func() bool { return getLease(t, client).Spec.RenewTime.After(until) })
 	}
 
