@@ -611,10 +611,35 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 			run(t, c)
 		}
 	}
-	// Every elector waits on one timer: the holder to renew, the follower for
-	// the lease to expire.
+	// Every elector waits on one timer, the holder to renew, the follower for
+	// the lease to expire, and has seen the current Lease: the fake clock
+	// must not run ahead of the informers.
 	settle := func() {
-		eventually(t, "electors waiting", func() bool { return fakeClock.Waiters() == 2*provisioners })
+		eventually(t, "electors waiting on the current Leases", func() bool {
+			if fakeClock.Waiters() != 2*provisioners {
+				return false
+			}
+			for _, cs := range controllers {
+				for _, c := range cs {
+					e := c.elector.(*leaseElector)
+					var want string
+					current, err := f.client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), "default", e.lease.Name)
+					if err == nil {
+						want = current.(*coordinationv1.Lease).ResourceVersion
+					}
+					e.mu.Lock()
+					var seen string
+					if e.seen != nil {
+						seen = e.seen.ResourceVersion
+					}
+					e.mu.Unlock()
+					if seen != want {
+						return false
+					}
+				}
+			}
+			return true
+		})
 	}
 	holders := func() []string {
 		var ids []string
