@@ -106,6 +106,7 @@ type Manager struct {
 	metrics  *provisioning.Metrics
 
 	core      informers.SharedInformerFactory
+	leases    informers.SharedInformerFactory // the Leases namespace only; nil without leader election
 	shared    provisioning.SharedInformers
 	volumes   corelisters.PersistentVolumeLister
 	configs   externalversions.SharedInformerFactory
@@ -200,6 +201,11 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		Classes: m.core.Storage().V1().StorageClasses().Informer(),
 		Nodes:   m.core.Core().V1().Nodes().Informer(),
 	}
+	if settings.LeaderElection {
+		// One watch for every instance's Lease: followers never poll.
+		m.leases = informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithNamespace(settings.Namespace))
+		m.shared.Leases = m.leases.Coordination().V1().Leases().Informer()
+	}
 	m.volumes = m.core.Core().V1().PersistentVolumes().Lister()
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
@@ -260,6 +266,10 @@ func (m *Manager) run(ctx context.Context) error {
 	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
 
 	m.core.Start(ctx.Done())
+	if m.leases != nil {
+		m.leases.Start(ctx.Done())
+		defer m.leases.Shutdown()
+	}
 	m.configs.Start(ctx.Done())
 	defer m.configs.Shutdown()
 	defer m.core.Shutdown()
