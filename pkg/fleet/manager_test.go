@@ -198,6 +198,28 @@ func TestManagerStartsRetunesAndStopsInstances(t *testing.T) {
 	if second.cfg.ResyncPeriod != time.Minute || second.cfg.Workers != 9 {
 		t.Errorf("the replacement runs with %+v", second.cfg)
 	}
+	first.mu.Lock()
+	if !first.handedOver {
+		t.Errorf("a restart with the same lease settings released the Lease instead of handing it over")
+	}
+	first.mu.Unlock()
+
+	f.mu.Lock()
+	f.restartOn = func(old, new provisioning.Config) bool { return old.LeaderElection != new.LeaderElection }
+	second.restartOn = f.restartOn
+	f.mu.Unlock()
+	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) {
+		pc.Spec.LeaderElection.LeaseDuration = &metav1.Duration{Duration: time.Minute}
+	})
+	f.eventually("a restarts with new lease settings", func() bool {
+		return len(f.started("x.io/a")) == 3 && f.readyReason("a", 4) == v1alpha1.ReasonRunning
+	})
+	second.mu.Lock()
+	if second.handedOver {
+		t.Errorf("a restart for new lease settings handed the old Lease over")
+	}
+	second.mu.Unlock()
+	second = f.started("x.io/a")[2]
 
 	now := metav1.Now()
 	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.DeletionTimestamp = &now })

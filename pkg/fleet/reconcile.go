@@ -109,6 +109,16 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 	return obs
 }
 
+// replace stops r so that an instance with cfg can start in its place. With
+// unchanged lease settings the replacement inherits r's Lease: it is not
+// released in between, so no other replica can win it.
+func (m *Manager) replace(key string, r *running, cfg provisioning.Config) {
+	if r.cfg.LeaderElection == cfg.LeaderElection {
+		r.instance.HandOverLease()
+	}
+	m.instances.Stop(key, r.token)
+}
+
 // errInvalidInstance means the provision controller refused its Config.
 var errInvalidInstance = errors.New("invalid provision controller configuration")
 
@@ -129,7 +139,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 			m.instances.Stop(key, r.token)
 		case r.backend != string(fingerprint):
 			logger.Info("Backend changed: restarting the provisioner instance")
-			m.instances.Stop(key, r.token)
+			m.replace(key, r, cfg)
 		case r.generation == pc.Generation && reflect.DeepEqual(r.cfg, cfg):
 			return r, nil
 		default:
@@ -143,7 +153,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 				return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)
 			}
 			logger.Info("Restarting the provisioner instance for settings it cannot change live")
-			m.instances.Stop(key, r.token)
+			m.replace(key, r, cfg)
 		}
 	}
 

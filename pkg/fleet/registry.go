@@ -14,6 +14,7 @@ type instance interface {
 	Reconfigure(cfg provisioning.Config) error
 	IsLeader() bool
 	LeaseHealthy() error
+	HandOverLease()
 }
 
 // running is one started instance. Its token is unique for the life of the

@@ -20,6 +20,7 @@ type fakeInstance struct {
 	reconfigured []provisioning.Config
 	restartOn    func(old, new provisioning.Config) bool
 	leader       bool
+	handedOver   bool
 	started      chan struct{}
 	stopped      chan struct{}
 	fail         chan error
@@ -58,6 +59,12 @@ func (f *fakeInstance) IsLeader() bool {
 }
 
 func (f *fakeInstance) LeaseHealthy() error { return nil }
+
+func (f *fakeInstance) HandOverLease() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handedOver = true
+}
 
 func isStopped(f *fakeInstance) bool {
 	select {

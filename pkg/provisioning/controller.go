@@ -152,6 +152,12 @@ func (c *Controller) IsLeader() bool { return c.elector.IsLeader() }
 // overdue.
 func (c *Controller) LeaseHealthy() error { return c.elector.Healthy() }
 
+// HandOverLease makes the coming stop keep this instance's Lease held rather
+// than release it. A replacement started right after Run returned, with the
+// same identity and lease settings, takes the Lease over at once, and no other
+// replica can win it in between.
+func (c *Controller) HandOverLease() { c.elector.KeepLease() }
+
 func (c *Controller) config() Config {
 	c.mu.Lock()
 	defer c.mu.Unlock()

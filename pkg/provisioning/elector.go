@@ -32,6 +32,9 @@ type elector interface {
 	// Healthy returns an error when this instance leads but its renewal is
 	// overdue.
 	Healthy() error
+	// KeepLease makes the term that ends next keep the Lease held instead of
+	// releasing it, for a successor with the same identity.
+	KeepLease()
 }
 
 // alwaysLeader is the elector when leader election is off: one term, as long
@@ -41,6 +44,7 @@ type alwaysLeader struct{}
 func (alwaysLeader) Run(ctx context.Context, lead func(context.Context)) { lead(ctx) }
 func (alwaysLeader) IsLeader() bool                                      { return true }
 func (alwaysLeader) Healthy() error                                      { return nil }
+func (alwaysLeader) KeepLease()                                          {}
 
 // leaseElector elects the leader of one provisioner on a coordination.k8s.io
 // Lease, written in the record format of client-go's LeaseLock, so that it and
@@ -63,6 +67,8 @@ type leaseElector struct {
 	onChange func(holderIdentity string)
 
 	leading atomic.Bool
+	// keep skips the release at the end of the term, see KeepLease.
+	keep atomic.Bool
 	// wake is signalled, without blocking, when the record seen changes.
 	wake chan struct{}
 
@@ -325,11 +331,16 @@ func (e *leaseElector) term(ctx context.Context, held *coordinationv1.Lease, lea
 	close(stopRenewing)
 	held = <-renewed
 	e.leading.Store(false)
-	if held != nil {
+	if held != nil && !e.keep.Load() {
 		e.release(ctx, held)
 	}
 	e.dropSelf()
 }
+
+// KeepLease leaves the Lease held by this identity when the term ends. The
+// Lease stays valid for its duration, so no other replica can win it, and a
+// successor elector with the same identity takes it over at once.
+func (e *leaseElector) KeepLease() { e.keep.Store(true) }
 
 // renew keeps the Lease held until stop is closed, also after ctx ended, so
 // that lead drains under a valid lease. When no renewal succeeded within the

@@ -683,3 +683,32 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 		t.Errorf("%d requests in %v for %d provisioners on two replicas, want at most %d: %v", len(actions), window, provisioners, limit, requests)
 	}
 }
+
+// A stop after KeepLease leaves the Lease held: a successor with the same
+// identity leads at once, while another replica, waiting for a lease of a
+// minute, never gets a turn.
+func TestLeaseElectorHandsOverToSameIdentity(t *testing.T) {
+	client := newLeaseClient()
+	l := newLeaders()
+	cfg := func(id string) LeaderElectionConfig {
+		return electorConfig(id, time.Minute, time.Second, 100*time.Millisecond)
+	}
+	first := newLeaseElector(client, nil, testProvisioner, cfg("a"), nil, clock.RealClock{})
+	stopFirst := runElector(t, first, l.lead("a"))
+	eventually(t, "a leading", first.IsLeader)
+	other := newLeaseElector(client, nil, testProvisioner, cfg("b"), nil, clock.RealClock{})
+	runElector(t, other, l.lead("b"))
+
+	first.KeepLease()
+	stopFirst()
+	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 60}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("Lease after a hand-over stop (-want +got):\n%s", diff)
+	}
+	successor := newLeaseElector(client, nil, testProvisioner, cfg("a"), nil, clock.RealClock{})
+	runElector(t, successor, l.lead("a"))
+	eventually(t, "the successor leading", successor.IsLeader)
+	if other.IsLeader() {
+		t.Error("the other replica took a handed-over Lease")
+	}
+	l.check(t, "+a", "-a", "+a")
+}
