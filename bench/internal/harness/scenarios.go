@@ -626,13 +626,7 @@ func (b *bench) retuneProvfleet(ctx context.Context) error {
 		}
 		times = append(times, time.Since(start))
 	}
-	m := report.Measurement{Result: report.Result{Scenario: report.S5Retune, System: sys.name(), Tenants: 1, Replicas: 1,
-		Seconds: time.Since(begun).Seconds()}}
-	m.P50MS, m.P99MS = ms(measure.Percentile(times, 50)), ms(measure.Percentile(times, 99))
-	m.Goroutines = goroutines(ctx, sys.metricsURLs())
-	m.RSSMiB = mib(total(usage(sys.pids())).PeakRSS)
-	m.Note = fmt.Sprintf("%d edits; latency: edit until status.observedGeneration and Ready=Running at the new generation (status is written only once the instance runs the new spec), polled every 20ms", len(times))
-	b.record(m)
+	b.recordRetune(ctx, sys, begun, times, fmt.Sprintf("%d edits; latency: edit until status.observedGeneration and Ready=Running at the new generation (status is written only once the instance runs the new spec), polled every 20ms", len(times)))
 	return nil
 }
 
@@ -674,14 +668,20 @@ func (b *bench) retuneUpstream(ctx context.Context) error {
 		}
 		times = append(times, time.Since(start))
 	}
+	b.recordRetune(ctx, sys, begun, times, fmt.Sprintf("%d restarts with new flags (the library has no in-place re-tune): SIGTERM until the new process holds the Lease", len(times)))
+	return nil
+}
+
+// recordRetune records one system's scenario 5 measurement: the latencies of
+// its re-tunes, begun at begun, and its processes' goroutines and peak RSS.
+func (b *bench) recordRetune(ctx context.Context, sys system, begun time.Time, times []time.Duration, note string) {
 	m := report.Measurement{Result: report.Result{Scenario: report.S5Retune, System: sys.name(), Tenants: 1, Replicas: 1,
 		Seconds: time.Since(begun).Seconds()}}
 	m.P50MS, m.P99MS = ms(measure.Percentile(times, 50)), ms(measure.Percentile(times, 99))
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
 	m.RSSMiB = mib(total(usage(sys.pids())).PeakRSS)
-	m.Note = fmt.Sprintf("%d restarts with new flags (the library has no in-place re-tune): SIGTERM until the new process holds the Lease", len(times))
+	m.Note = note
 	b.record(m)
-	return nil
 }
 
 // failoverScenario is scenario 6: two replicas; the leader gets SIGTERM,
