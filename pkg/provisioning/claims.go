@@ -446,31 +446,25 @@ type pendingSave struct {
 	volume *v1.PersistentVolume
 }
 
-// processSave tries to save one PersistentVolume of the RetryForever store,
-// which keeps trying and never deletes the backend volume.
-func (c *Controller) processSave(ctx context.Context, t *term) bool {
-	name, shutdown := t.saves.Get()
-	if shutdown {
-		return false
-	}
-	defer t.saves.Done(name)
+// saveVolumeAgain tries to save one PersistentVolume of the RetryForever
+// store, which keeps trying and never deletes the backend volume.
+func (c *Controller) saveVolumeAgain(ctx context.Context, t *term, name string) {
 	obj, ok := t.pending.Load(name)
 	if !ok || ctx.Err() != nil {
-		return true
+		return
 	}
 	p := obj.(pendingSave)
 	if err := c.createVolume(ctx, p.volume); err != nil {
-		t.saves.AddRateLimited(name)
-		return true
+		t.saves.AddAfter(name, t.saveLimiter.When(name))
+		return
 	}
-	t.saves.Forget(name)
+	t.saveLimiter.Forget(name)
 	t.pending.Delete(name)
 	if _, _, err := c.volumeSaved(ctx, p.claim, p.volume); err != nil {
 		// The claim is looked at again and finds its volume.
 		klog.FromContext(ctx).Info("Cannot update claim after saving its volume", "claim", klog.KObj(p.claim), "err", err)
 		t.claims.queue.Add(keyOfClaim(p.claim))
 	}
-	return true
 }
 
 // setClaimFinalizer adds or removes this provisioner's intent finalizer. A

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -231,12 +230,10 @@ func (c *Controller) Run(ctx context.Context) error {
 type term struct {
 	claims      loop[claimKey]
 	volumes     loop[string]
-	saves       workqueue.TypedRateLimitingInterface[string]
+	saves       *workQueue[string]
 	saveLimiter *retryLimiter[string]
 	// pending holds the PersistentVolumes waiting in saves, by name.
 	pending sync.Map
-
-	claimWorkers, volumeWorkers, saveWorkers *workerPool
 }
 
 // lead works for one term, until ctx ends.
@@ -256,7 +253,6 @@ func (c *Controller) lead(ctx context.Context) {
 	c.term = t
 	t.resize(c.cfg)
 	c.mu.Unlock()
-	t.saveWorkers.resize(1)
 	// The new handlers replay every object; the rest is queued here.
 	c.enqueuePending(t)
 	logger.Info("Leading: provisioning")
@@ -281,12 +277,6 @@ func (c *Controller) lead(ctx context.Context) {
 	t.claims.queue.ShutDown()
 	t.volumes.queue.ShutDown()
 	t.saves.ShutDown()
-	t.claimWorkers.wg.Wait()
-	t.volumeWorkers.wg.Wait()
-	t.saveWorkers.wg.Wait()
-	for _, kind := range []string{"claims", "volumes", "volumesave"} {
-		c.metrics.deleteQueueSeries(queueName(kind, c.name))
-	}
 	logger.Info("Stopped leading")
 }
 
@@ -297,38 +287,35 @@ func (c *Controller) handlerOptions(logger klog.Logger) cache.HandlerOptions {
 
 func (c *Controller) newTerm(ctx context.Context) *term {
 	cfg := c.config()
-	queueConfig := func(kind string) workqueue.TypedRateLimitingQueueConfig[string] {
-		return workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName(kind, c.name), MetricsProvider: c.metrics}
-	}
+	paused := func() bool { return c.config().Paused }
 	t := &term{
 		claims: loop[claimKey]{
-			queue: workqueue.NewTypedRateLimitingQueueWithConfig[claimKey](c.claimRetries.limiter,
-				workqueue.TypedRateLimitingQueueConfig[claimKey]{Name: queueName("claims", c.name), MetricsProvider: c.metrics}),
 			retries:   c.claimRetries,
 			threshold: func() int { return c.config().Retry.ProvisionFailureThreshold },
-			paused:    func() bool { return c.config().Paused },
+			paused:    paused,
 		},
 		volumes: loop[string]{
-			queue:     workqueue.NewTypedRateLimitingQueueWithConfig[string](c.volumeRetries.limiter, queueConfig("volumes")),
 			retries:   c.volumeRetries,
 			threshold: func() int { return c.config().Retry.DeleteFailureThreshold },
-			paused:    func() bool { return c.config().Paused },
+			paused:    paused,
 			sync:      c.syncVolume,
 		},
 		saveLimiter: newRetryLimiter[string](saveRetry(cfg)),
 	}
 	t.claims.sync = func(ctx context.Context, key claimKey) (string, error) { return c.syncClaim(ctx, t, key) }
-	t.saves = workqueue.NewTypedRateLimitingQueueWithConfig[string](t.saveLimiter, queueConfig("volumesave"))
-	t.claimWorkers = &workerPool{process: func() bool { return t.claims.processNext(ctx) }}
-	t.volumeWorkers = &workerPool{process: func() bool { return t.volumes.processNext(ctx) }}
-	t.saveWorkers = &workerPool{process: func() bool { return c.processSave(ctx, t) }}
+	t.claims.queue = newWorkQueue(c.metrics, queueName("claims", c.name), cfg.Workers,
+		func(key claimKey) { t.claims.process(ctx, key) })
+	t.volumes.queue = newWorkQueue(c.metrics, queueName("volumes", c.name), cfg.Workers,
+		func(name string) { t.volumes.process(ctx, name) })
+	t.saves = newWorkQueue(c.metrics, queueName("volumesave", c.name), 1,
+		func(name string) { c.saveVolumeAgain(ctx, t, name) })
 	return t
 }
 
 // resize applies the worker count and retry rates of cfg; callers hold c.mu.
 func (t *term) resize(cfg Config) {
-	t.claimWorkers.resize(cfg.Workers)
-	t.volumeWorkers.resize(cfg.Workers)
+	t.claims.queue.setWorkers(cfg.Workers)
+	t.volumes.queue.setWorkers(cfg.Workers)
 	t.saveLimiter.configure(saveRetry(cfg))
 }
 

@@ -292,7 +292,7 @@ func TestPauseAndReconfigure(t *testing.T) {
 	}
 	eventually(t, "claim b provisioned", func() bool { return f.volumeExists("pvc-uid-b") })
 	c.mu.Lock()
-	want := c.term.claimWorkers.want
+	want := c.term.claims.queue.maxWorkers
 	c.mu.Unlock()
 	if want != 5 {
 		t.Errorf("claim workers = %d, want 5", want)

@@ -2,11 +2,12 @@ package provisioning
 
 import (
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/util/workqueue"
 )
 
 const (
@@ -18,8 +19,8 @@ const (
 
 // Metrics holds the metric vectors of every controller sharing one registry.
 // Each series carries the provisioner label, so a stopped controller can delete
-// exactly its own. Metrics also implements workqueue.MetricsProvider for the
-// controllers' queues, whose names end in ":<provisioner>".
+// exactly its own; the work queues' series also carry the queue name, which
+// ends in ":<provisioner>".
 type Metrics struct {
 	provisionTotal    *prometheus.CounterVec
 	provisionFailed   *prometheus.CounterVec
@@ -33,12 +34,9 @@ type Metrics struct {
 	queueAdds           *prometheus.CounterVec
 	queueLatency        *prometheus.HistogramVec
 	queueWorkDuration   *prometheus.HistogramVec
-	queueUnfinished     *prometheus.GaugeVec
-	queueLongestRunning *prometheus.GaugeVec
 	queueRetries        *prometheus.CounterVec
+	inFlight            *inFlightCollector
 }
-
-var _ workqueue.MetricsProvider = (*Metrics)(nil)
 
 // NewMetrics creates the metric vectors and registers them with reg. Call it
 // once per registry and share the result between controllers.
@@ -95,20 +93,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "How long in seconds processing an item from a work queue takes.",
 			Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
 		}, byQueue),
-		queueUnfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "unfinished_work_seconds",
-			Help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration.",
-		}, byQueue),
-		queueLongestRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "longest_running_processor_seconds",
-			Help: "How many seconds the longest running processor of a work queue has been running.",
-		}, byQueue),
 		queueRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "workqueue", Name: "retries_total",
 			Help: "Total number of retries handled by a provisioner's work queue.",
 		}, byQueue),
+		inFlight: newInFlightCollector(byQueue),
 	}
+	collectors := []prometheus.Collector{m.inFlight}
 	for _, c := range m.collectors() {
+		collectors = append(collectors, c)
+	}
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("cannot register provisioning metrics: %w", err)
 		}
@@ -125,8 +120,7 @@ func (m *Metrics) collectors() []partialDeleter {
 	return []partialDeleter{
 		m.provisionTotal, m.provisionFailed, m.provisionDuration,
 		m.deleteTotal, m.deleteFailed, m.deleteDuration, m.panics,
-		m.queueDepth, m.queueAdds, m.queueLatency, m.queueWorkDuration,
-		m.queueUnfinished, m.queueLongestRunning, m.queueRetries,
+		m.queueDepth, m.queueAdds, m.queueLatency, m.queueWorkDuration, m.queueRetries,
 	}
 }
 
@@ -134,15 +128,6 @@ func (m *Metrics) collectors() []partialDeleter {
 func (m *Metrics) deleteSeries(provisionerName string) {
 	for _, c := range m.collectors() {
 		c.DeletePartialMatch(prometheus.Labels{labelProvisioner: provisionerName})
-	}
-}
-
-// deleteQueueSeries removes the series of one work queue, so that a queue
-// rebuilt under the same name does not inherit a stale depth.
-func (m *Metrics) deleteQueueSeries(name string) {
-	for _, c := range []partialDeleter{m.queueDepth, m.queueAdds, m.queueLatency, m.queueWorkDuration,
-		m.queueUnfinished, m.queueLongestRunning, m.queueRetries} {
-		c.DeletePartialMatch(prometheus.Labels{labelQueue: name})
 	}
 }
 
@@ -179,37 +164,86 @@ func queueLabels(name string) []string {
 	return []string{provisionerName, name}
 }
 
-// NewDepthMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewDepthMetric(name string) workqueue.GaugeMetric {
-	return m.queueDepth.WithLabelValues(queueLabels(name)...)
+// queueMetrics are the series of one work queue.
+type queueMetrics struct {
+	depth                 prometheus.Gauge
+	adds, retries         prometheus.Counter
+	latency, workDuration prometheus.Observer
+	// forget deletes the queue's series.
+	forget func()
 }
 
-// NewAddsMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewAddsMetric(name string) workqueue.CounterMetric {
-	return m.queueAdds.WithLabelValues(queueLabels(name)...)
+// queueMetrics creates the series of the queue name, whose in-progress work
+// inFlight reports at scrape time.
+func (m *Metrics) queueMetrics(name string, inFlight func(time.Time) (unfinished, longest float64)) queueMetrics {
+	labels := queueLabels(name)
+	m.inFlight.add(name, inFlight)
+	return queueMetrics{
+		depth:        m.queueDepth.WithLabelValues(labels...),
+		adds:         m.queueAdds.WithLabelValues(labels...),
+		retries:      m.queueRetries.WithLabelValues(labels...),
+		latency:      m.queueLatency.WithLabelValues(labels...),
+		workDuration: m.queueWorkDuration.WithLabelValues(labels...),
+		forget: func() {
+			m.inFlight.remove(name)
+			for _, c := range []partialDeleter{m.queueDepth, m.queueAdds, m.queueRetries, m.queueLatency, m.queueWorkDuration} {
+				c.DeletePartialMatch(prometheus.Labels{labelQueue: name})
+			}
+		},
+	}
 }
 
-// NewLatencyMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
-	return m.queueLatency.WithLabelValues(queueLabels(name)...)
+// inFlightCollector reports, when scraped, how long the held items of each
+// queue have been worked on. Computing it on demand spares every queue the
+// ticker that keeps client-go's equivalent gauges fresh.
+type inFlightCollector struct {
+	unfinished, longest *prometheus.Desc
+
+	mu     sync.Mutex
+	queues map[string]func(time.Time) (unfinished, longest float64)
 }
 
-// NewWorkDurationMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
-	return m.queueWorkDuration.WithLabelValues(queueLabels(name)...)
+func newInFlightCollector(labels []string) *inFlightCollector {
+	return &inFlightCollector{
+		unfinished: prometheus.NewDesc("workqueue_unfinished_work_seconds",
+			"How many seconds of work in progress in a work queue has not been observed by work_duration yet.", labels, nil),
+		longest: prometheus.NewDesc("workqueue_longest_running_processor_seconds",
+			"How many seconds the longest running item of a work queue has been worked on.", labels, nil),
+		queues: map[string]func(time.Time) (float64, float64){},
+	}
 }
 
-// NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return m.queueUnfinished.WithLabelValues(queueLabels(name)...)
+func (c *inFlightCollector) add(name string, report func(time.Time) (float64, float64)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queues[name] = report
 }
 
-// NewLongestRunningProcessorSecondsMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return m.queueLongestRunning.WithLabelValues(queueLabels(name)...)
+func (c *inFlightCollector) remove(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.queues, name)
 }
 
-// NewRetriesMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewRetriesMetric(name string) workqueue.CounterMetric {
-	return m.queueRetries.WithLabelValues(queueLabels(name)...)
+func (c *inFlightCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.unfinished
+	ch <- c.longest
+}
+
+func (c *inFlightCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	queues := maps.Clone(c.queues)
+	c.mu.Unlock()
+	now := time.Now()
+	for name, report := range queues {
+		unfinished, longest := report(now)
+		labels := queueLabels(name)
+		for desc, value := range map[*prometheus.Desc]float64{c.unfinished: unfinished, c.longest: longest} {
+			metric, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, value, labels...)
+			if err != nil {
+				metric = prometheus.NewInvalidMetric(desc, err)
+			}
+			ch <- metric
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // retries tracks the failures of one kind of item across terms: its rate
@@ -57,7 +56,7 @@ func (r *retries[K]) succeeded(key K) {
 
 // failed records one more failure of key at version and either queues it
 // again after its backoff or, at the threshold (0: never), gives up.
-func (r *retries[K]) failed(q workqueue.TypedRateLimitingInterface[K], key K, version string, threshold int) (gaveUp bool) {
+func (r *retries[K]) failed(q *workQueue[K], key K, version string, threshold int) (gaveUp bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if threshold > 0 && r.limiter.NumRequeues(key)+1 >= threshold {
@@ -72,7 +71,7 @@ func (r *retries[K]) failed(q workqueue.TypedRateLimitingInterface[K], key K, ve
 
 // requeue queues every item still backing off at its due time, for a queue
 // that replaces one that was shut down.
-func (r *retries[K]) requeue(q workqueue.TypedRateLimitingInterface[K]) {
+func (r *retries[K]) requeue(q *workQueue[K]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for key, entry := range r.items {
@@ -99,44 +98,9 @@ func (r *retries[K]) forget(key K) {
 	r.succeeded(key)
 }
 
-// workerPool runs a resizable number of workers over one queue. Shrinking
-// takes effect as workers finish their current item.
-type workerPool struct {
-	process func() bool // handles one item; false once the queue shut down
-
-	mu      sync.Mutex
-	want    int
-	running int
-	wg      sync.WaitGroup
-}
-
-func (p *workerPool) resize(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.want = n
-	for ; p.running < n; p.running++ {
-		p.wg.Go(p.loop)
-	}
-}
-
-func (p *workerPool) loop() {
-	for p.process() {
-		p.mu.Lock()
-		if p.running > p.want {
-			p.running--
-			p.mu.Unlock()
-			return
-		}
-		p.mu.Unlock()
-	}
-	p.mu.Lock()
-	p.running--
-	p.mu.Unlock()
-}
-
 // loop is the work of one queue: its items, their retries and how to sync one.
 type loop[K comparable] struct {
-	queue     workqueue.TypedRateLimitingInterface[K]
+	queue     *workQueue[K]
 	retries   *retries[K]
 	threshold func() int
 	paused    func() bool
@@ -144,28 +108,23 @@ type loop[K comparable] struct {
 	sync func(ctx context.Context, key K) (string, error)
 }
 
-func (l *loop[K]) processNext(ctx context.Context) bool {
-	key, shutdown := l.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer l.queue.Done(key)
+// process handles one item of the queue.
+func (l *loop[K]) process(ctx context.Context, key K) {
 	// A stopping or paused controller leaves its items untouched.
 	if ctx.Err() != nil || l.paused() {
-		return true
+		return
 	}
 	version, err := l.sync(ctx, key)
 	if err == nil {
 		l.retries.succeeded(key)
-		return true
+		return
 	}
 	if ctx.Err() != nil {
-		return true
+		return
 	}
 	if l.retries.failed(l.queue, key, version, l.threshold()) {
 		utilruntime.HandleErrorWithContext(ctx, err, "Giving up until the object changes", "item", key, "failures", l.retries.limiter.NumRequeues(key))
 	} else {
 		utilruntime.HandleErrorWithContext(ctx, err, "Will retry", "item", key, "failures", l.retries.limiter.NumRequeues(key))
 	}
-	return true
 }

@@ -1,0 +1,197 @@
+package provisioning
+
+import (
+	"sync"
+	"time"
+)
+
+// workQueue is one controller's queue of one kind of item, with its workers.
+// It keeps the contract of client-go's work queue: an item waits in the queue
+// once however often it is added, no two workers hold the same item, and an
+// item added while a worker holds it runs again afterwards. Unlike client-go's
+// queue it starts workers only while it has items and delays items with
+// runtime timers, so an idle queue holds no goroutine: one process can run
+// hundreds of idle provisioners.
+type workQueue[K comparable] struct {
+	process func(K)
+	metrics queueMetrics
+
+	mu         sync.Mutex
+	order      []K
+	dirty      map[K]time.Time // items to process, and when they were added
+	processing map[K]time.Time // items workers hold, and since when
+	delayed    map[K]*delayedItem
+	maxWorkers int
+	workers    int
+	shutDown   bool
+	wg         sync.WaitGroup
+}
+
+type delayedItem struct {
+	timer *time.Timer
+	due   time.Time
+}
+
+// newWorkQueue returns a queue named name (see queueName) whose items are
+// handed to process by up to workers goroutines at a time.
+func newWorkQueue[K comparable](m *Metrics, name string, workers int, process func(K)) *workQueue[K] {
+	q := &workQueue[K]{
+		process:    process,
+		dirty:      map[K]time.Time{},
+		processing: map[K]time.Time{},
+		delayed:    map[K]*delayedItem{},
+		maxWorkers: workers,
+	}
+	q.metrics = m.queueMetrics(name, q.inFlight)
+	return q
+}
+
+// Add queues item unless it is queued already.
+func (q *workQueue[K]) Add(item K) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.add(item)
+}
+
+// AddAfter queues item once delay has passed, and counts a retry. Of two
+// delays pending for one item, the earlier wins.
+func (q *workQueue[K]) AddAfter(item K, delay time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutDown {
+		return
+	}
+	q.metrics.retries.Inc()
+	if delay <= 0 {
+		q.add(item)
+		return
+	}
+	due := time.Now().Add(delay)
+	if pending, ok := q.delayed[item]; ok {
+		if !due.Before(pending.due) {
+			return
+		}
+		pending.timer.Stop()
+	}
+	entry := &delayedItem{due: due}
+	entry.timer = time.AfterFunc(delay, func() { q.fire(item, entry) })
+	q.delayed[item] = entry
+}
+
+func (q *workQueue[K]) fire(item K, entry *delayedItem) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	// A timer stopped too late still fires; only the item's current one counts.
+	if q.delayed[item] != entry {
+		return
+	}
+	delete(q.delayed, item)
+	q.add(item)
+}
+
+// add queues item; callers hold q.mu.
+func (q *workQueue[K]) add(item K) {
+	if q.shutDown {
+		return
+	}
+	if _, queued := q.dirty[item]; queued {
+		return
+	}
+	q.metrics.adds.Inc()
+	q.dirty[item] = time.Now()
+	if _, held := q.processing[item]; held {
+		// The worker holding it queues it again when done.
+		return
+	}
+	q.order = append(q.order, item)
+	q.metrics.depth.Inc()
+	q.startWorkers()
+}
+
+// setWorkers changes how many workers may run at once. Extra workers stop as
+// they finish their current item.
+func (q *workQueue[K]) setWorkers(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.maxWorkers = n
+	q.startWorkers()
+}
+
+// startWorkers starts a worker for each queued item that no running worker
+// will take, within the limit; callers hold q.mu.
+func (q *workQueue[K]) startWorkers() {
+	if q.shutDown {
+		return
+	}
+	for q.workers < q.maxWorkers && q.workers < len(q.order)+len(q.processing) {
+		q.workers++
+		q.wg.Go(q.work)
+	}
+}
+
+// work processes items until the queue is empty, then ends.
+func (q *workQueue[K]) work() {
+	for {
+		q.mu.Lock()
+		if q.shutDown || len(q.order) == 0 || q.workers > q.maxWorkers {
+			q.workers--
+			q.mu.Unlock()
+			return
+		}
+		item := q.order[0]
+		var zero K
+		q.order[0] = zero
+		q.order = q.order[1:]
+		if len(q.order) == 0 {
+			// Let the drained backing array go.
+			q.order = nil
+		}
+		start := time.Now()
+		q.metrics.depth.Dec()
+		q.metrics.latency.Observe(start.Sub(q.dirty[item]).Seconds())
+		delete(q.dirty, item)
+		q.processing[item] = start
+		q.mu.Unlock()
+
+		q.process(item)
+
+		q.mu.Lock()
+		q.metrics.workDuration.Observe(time.Since(start).Seconds())
+		delete(q.processing, item)
+		if _, again := q.dirty[item]; again && !q.shutDown {
+			q.order = append(q.order, item)
+			q.metrics.depth.Inc()
+		}
+		q.mu.Unlock()
+	}
+}
+
+// inFlight reports the seconds the held items have been worked on, summed and
+// the longest.
+func (q *workQueue[K]) inFlight(now time.Time) (unfinished, longest float64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, start := range q.processing {
+		s := now.Sub(start).Seconds()
+		unfinished += s
+		longest = max(longest, s)
+	}
+	return unfinished, longest
+}
+
+// ShutDown drops the queued and delayed items, waits for the workers to
+// finish their current item and deletes the queue's metric series. Adds
+// after it are ignored.
+func (q *workQueue[K]) ShutDown() {
+	q.mu.Lock()
+	q.shutDown = true
+	for _, entry := range q.delayed {
+		entry.timer.Stop()
+	}
+	clear(q.delayed)
+	clear(q.dirty)
+	q.order = nil
+	q.mu.Unlock()
+	q.wg.Wait()
+	q.metrics.forget()
+}
