@@ -30,12 +30,12 @@ type Metrics struct {
 	deleteDuration    *prometheus.HistogramVec
 	panics            *prometheus.CounterVec
 
-	queueDepth          *prometheus.GaugeVec
-	queueAdds           *prometheus.CounterVec
-	queueLatency        *prometheus.HistogramVec
-	queueWorkDuration   *prometheus.HistogramVec
-	queueRetries        *prometheus.CounterVec
-	inFlight            *inFlightCollector
+	queueDepth        *prometheus.GaugeVec
+	queueAdds         *prometheus.CounterVec
+	queueLatency      *prometheus.HistogramVec
+	queueWorkDuration *prometheus.HistogramVec
+	queueRetries      *prometheus.CounterVec
+	inFlight          *inFlightCollector
 }
 
 // NewMetrics creates the metric vectors and registers them with reg. Call it
