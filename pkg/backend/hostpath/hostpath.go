@@ -109,10 +109,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		OnDelete: cfg.OnDelete,
 		Capacity: cfg.Capacity,
 		Options:  opts,
-		VolumeDir: func(pv *v1.PersistentVolume) (string, bool) {
-			dir, err := p.volumeDir(pv)
-			return dir, err == nil
-		},
+		VolumeDir: p.volumeDir,
 	})
 	if err != nil {
 		return nil, err

@@ -47,8 +47,8 @@ type Config struct {
 	Capacity backend.Capacity
 	Options  backend.Options
 	// VolumeDir returns the directory below Base that a PersistentVolume
-	// points to, and false for a volume elsewhere.
-	VolumeDir func(*v1.PersistentVolume) (string, bool)
+	// points to, and an error for a volume elsewhere.
+	VolumeDir func(*v1.PersistentVolume) (string, error)
 }
 
 // Store creates and removes volume directories below one base directory. It is
@@ -210,7 +210,7 @@ func (s *Store) checkOverlap(ctx context.Context, pvs []*v1.PersistentVolume, pv
 		if pv.Name == pvName {
 			continue
 		}
-		if other, ok := s.cfg.VolumeDir(pv); ok && overlaps(dir, other) {
+		if other, err := s.cfg.VolumeDir(pv); err == nil && overlaps(dir, other) {
 			klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
 			return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
 		}

@@ -66,12 +66,11 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	return f
 }
 
-func hostPathDir(pv *v1.PersistentVolume) (string, bool) {
+func hostPathDir(pv *v1.PersistentVolume) (string, error) {
 	if pv.Spec.HostPath == nil {
-		return "", false
+		return "", errors.New("not a hostPath volume")
 	}
-	dir, err := RelDir(volumesPath, pv.Spec.HostPath.Path)
-	return dir, err == nil
+	return RelDir(volumesPath, pv.Spec.HostPath.Path)
 }
 
 func volume(name, dir, size, provisioner string) *v1.PersistentVolume {
