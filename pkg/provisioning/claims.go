@@ -4,16 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -162,11 +164,9 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 	gone := !live || claim.DeletionTimestamp != nil
 	pvName := volumeNameFor(claim)
 	if !gone {
-		exists, err := c.volumeExists(ctx, pvName)
-		if err != nil {
-			return claim, ProvisioningNoChange, err
-		}
-		if exists {
+		// Only the informer is asked: a PersistentVolume it has not seen yet
+		// is found when its creation meets AlreadyExists (createVolume).
+		if _, exists, err := c.informers.Volumes.GetStore().GetByKey(pvName); err == nil && exists {
 			logger.V(4).Info("PersistentVolume exists already", "volume", pvName)
 			claim, err := c.setClaimFinalizer(ctx, claim, false)
 			return claim, ProvisioningFinished, err
@@ -199,12 +199,16 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 		options.SelectedNode = obj.(*v1.Node)
 	}
 	if !gone {
-		// The intent is on record before any backend volume can exist.
+		// The intent is on record before any backend volume can exist. A
+		// retry finds it there and announces nothing new.
+		recorded := !hasFinalizer(claim, c.finalizer)
 		if claim, err = c.setClaimFinalizer(ctx, claim, true); err != nil {
 			return claim, ProvisioningNoChange, err
 		}
 		options.PVC = claim
-		c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "External provisioner %s is provisioning a volume for claim %s/%s", c.name, claim.Namespace, claim.Name)
+		if recorded {
+			c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "External provisioner %s is provisioning a volume for claim %s/%s", c.name, claim.Namespace, claim.Name)
+		}
 	}
 
 	var volume *v1.PersistentVolume
@@ -405,11 +409,20 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: cfg.Interval, Factor: 1, Steps: cfg.Retries},
 		func(ctx context.Context) (bool, error) {
 			lastErr = c.createVolume(ctx, volume)
+			if errors.Is(lastErr, errVolumeTaken) {
+				return false, lastErr
+			}
 			return lastErr == nil, nil
 		})
 	if ctx.Err() != nil {
 		// Stopping: the claim's intent finalizer lets the next leader finish.
 		return claim, ProvisioningFinished, fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, ctx.Err())
+	}
+	if errors.Is(err, errVolumeTaken) {
+		// The backend volume may well be the one the other PersistentVolume
+		// uses: it is left alone, and so is the claim's intent finalizer.
+		c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+		return claim, ProvisioningFinished, err
 	}
 	if err != nil {
 		err = fmt.Errorf("cannot save PersistentVolume %q after %d tries: %w", volume.Name, cfg.Retries, lastErr)
@@ -424,11 +437,37 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 	return c.volumeSaved(ctx, claim, volume)
 }
 
+// errVolumeTaken means that the PersistentVolume name of a claim is taken by a
+// volume of another claim.
+var errVolumeTaken = errors.New("the name is taken by a PersistentVolume of another claim")
+
+// createVolume creates the PersistentVolume of a provisioned backend volume.
+// One that exists already and is bound to the same claim was saved by an
+// earlier attempt that the informer had not shown yet; a backend volume other
+// than the one it uses is a second one for the claim, and is deleted.
 func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolume) error {
-	_, err := c.client.CoreV1().PersistentVolumes().Create(ctx, volume, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	api := c.client.CoreV1().PersistentVolumes()
+	_, err := api.Create(ctx, volume, metav1.CreateOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
 		klog.FromContext(ctx).Info("Cannot save PersistentVolume", "volume", volume.Name, "err", err)
 		return err
+	}
+	saved, err := api.Get(ctx, volume.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("cannot get the existing PersistentVolume %q: %w", volume.Name, err)
+	}
+	if saved.Spec.ClaimRef == nil || saved.Spec.ClaimRef.UID != volume.Spec.ClaimRef.UID {
+		return fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, errVolumeTaken)
+	}
+	if equality.Semantic.DeepEqual(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource) {
+		return nil
+	}
+	klog.FromContext(ctx).Info("Deleting a second backend volume of a saved PersistentVolume", "volume", volume.Name)
+	if err := c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) }); err != nil && !IsIgnoredError(err) {
+		return fmt.Errorf("cannot delete the second backend volume of PersistentVolume %q: %w", volume.Name, err)
 	}
 	return nil
 }
@@ -470,27 +509,41 @@ func (c *Controller) saveVolumeAgain(ctx context.Context, t *term, name string) 
 // setClaimFinalizer adds or removes this provisioner's intent finalizer. A
 // claim that is gone needs no removal.
 func (c *Controller) setClaimFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, present bool) (*v1.PersistentVolumeClaim, error) {
-	updated, err := c.updateClaim(ctx, claim, func(claim *v1.PersistentVolumeClaim) bool {
-		return setFinalizer(&claim.ObjectMeta, c.finalizer, present)
-	})
+	updated, err := patchFinalizer(ctx, c.client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, c.finalizer, present)
 	if !present && apierrors.IsNotFound(err) {
 		return updated, nil
 	}
 	return updated, err
 }
 
-// setFinalizer adds or removes finalizer and reports whether that changed
-// anything.
-func setFinalizer(obj *metav1.ObjectMeta, finalizer string, present bool) bool {
+type patcher[T any] interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+// patchFinalizer adds or removes finalizer unless obj has it so already, and
+// returns the object after the write, or obj. The strategic merge patch
+// touches nothing but the finalizer, so other writers of the object (the PV
+// binder on claims) cannot make it conflict; its uid keeps it from changing a
+// later object of the same name.
+func patchFinalizer[T metav1.Object](ctx context.Context, api patcher[T], obj T, finalizer string, present bool) (T, error) {
 	if hasFinalizer(obj, finalizer) == present {
-		return false
+		return obj, nil
 	}
+	meta := map[string]any{"uid": obj.GetUID()}
 	if present {
-		obj.Finalizers = append(obj.Finalizers, finalizer)
+		meta["finalizers"] = []string{finalizer}
 	} else {
-		obj.Finalizers = slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
+		meta["$deleteFromPrimitiveList/finalizers"] = []string{finalizer}
 	}
-	return true
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return obj, fmt.Errorf("cannot encode the finalizer patch of %s: %w", obj.GetName(), err)
+	}
+	updated, err := api.Patch(ctx, obj.GetName(), types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return obj, fmt.Errorf("cannot patch the finalizers of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return updated, nil
 }
 
 // updateClaim writes the change mutate makes to the claim.

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -118,6 +119,14 @@ func TestProvision(t *testing.T) {
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	existing := newVolume("pvc-uid-c", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	// saved is a PersistentVolume of claim c with the given source, as an
+	// earlier attempt saves it.
+	saved := func(claimUID types.UID, path string) *v1.PersistentVolume {
+		pv := newVolume("pvc-uid-c", testProvisioner, v1.VolumeAvailable, v1.PersistentVolumeReclaimDelete)
+		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "default", Name: "c", UID: claimUID}
+		pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: path}
+		return pv
+	}
 
 	type want struct {
 		Err          bool
@@ -130,8 +139,10 @@ func TestProvision(t *testing.T) {
 		DeletedBack  []string
 	}
 	tests := map[string]struct {
-		claim     *v1.PersistentVolumeClaim
-		objects   []runtime.Object
+		claim   *v1.PersistentVolumeClaim
+		objects []runtime.Object
+		// unseen are in the API but not yet in the informers.
+		unseen    []runtime.Object
 		backend   func(*fakeBackend) Provisioner
 		provision func(context.Context, int, ProvisionOptions) (ProvisioningState, error)
 		want      want
@@ -144,6 +155,28 @@ func TestProvision(t *testing.T) {
 			claim:   withIntent(newClaim("c", "fast", testProvisioner)),
 			objects: []runtime.Object{existing},
 			want:    want{Volume: true},
+		},
+		"volume saved, not yet seen": {
+			claim:  withIntent(newClaim("c", "fast", testProvisioner)),
+			unseen: []runtime.Object{saved("uid-c", "/tmp/pvc-uid-c")},
+			want:   want{Calls: 1, Events: []string{EventProvisioningSucceeded}, Volume: true},
+		},
+		"volume saved with another backend volume, not yet seen": {
+			claim:  withIntent(newClaim("c", "fast", testProvisioner)),
+			unseen: []runtime.Object{saved("uid-c", "/elsewhere")},
+			want:   want{Calls: 1, Events: []string{EventProvisioningSucceeded}, Volume: true, DeletedBack: []string{"pvc-uid-c"}},
+		},
+		"volume name taken by another claim": {
+			claim:  newClaim("c", "fast", testProvisioner),
+			unseen: []runtime.Object{saved("uid-other", "/tmp/pvc-uid-c")},
+			want:   want{Err: true, Calls: 1, Events: []string{EventProvisioning, EventProvisioningFailed}, Volume: true, Intent: true},
+		},
+		"retry of a failed claim": {
+			claim: withIntent(newClaim("c", "fast", testProvisioner)),
+			provision: func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				return ProvisioningFinished, errBackend
+			},
+			want: want{Err: true, Calls: 1, Events: []string{EventProvisioningFailed}, Intent: true},
 		},
 		"block refused": {
 			claim: withMode(newClaim("c", "fast", testProvisioner)),
@@ -260,7 +293,7 @@ func TestProvision(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			objects := append([]runtime.Object{tc.claim, newClass("fast", testProvisioner), newClass("other", "other.io/x")}, tc.objects...)
-			f := newFixture(t, objects...)
+			f := newFixture(t, append(objects, tc.unseen...)...)
 			f.fill(objects...)
 			backend := newFakeBackend()
 			backend.provision = tc.provision
@@ -396,6 +429,7 @@ func TestIntentFinalizer(t *testing.T) {
 
 func TestUpdateClaimRetriesConflict(t *testing.T) {
 	claim := newClaim("c", "fast", testProvisioner)
+	claim.Annotations[annSelectedNode] = "node-1"
 	f := newFixture(t, claim)
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
 	conflicts := 1
@@ -406,10 +440,108 @@ func TestUpdateClaimRetriesConflict(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	if _, err := c.setClaimFinalizer(context.Background(), claim, true); err != nil {
+	_, err := c.updateClaim(context.Background(), claim, func(claim *v1.PersistentVolumeClaim) bool {
+		delete(claim.Annotations, annSelectedNode)
+		return true
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasFinalizer(f.getClaim("c"), c.finalizer) {
-		t.Error("intent finalizer missing after a conflict")
+	if conflicts != 0 {
+		t.Fatal("the update met no conflict")
+	}
+	if node, ok := f.getClaim("c").Annotations[annSelectedNode]; ok {
+		t.Errorf("selected node %q still set after a conflict", node)
+	}
+}
+
+// A claim costs three writes and no read: the intent finalizer on, the
+// PersistentVolume, the intent finalizer off; both finalizer writes are
+// patches without a resource version, so the binder's writes to the claim in
+// between cannot make them conflict.
+func TestProvisionRequests(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	objects := []runtime.Object{claim, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	// The binder wrote to the claim since the informer saw it.
+	binder := claim.DeepCopy()
+	binder.ResourceVersion = "7"
+	binder.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	binder.Annotations["pv.kubernetes.io/bind-completed"] = "no"
+	if err := f.client.Tracker().Update(v1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), binder, "default"); err != nil {
+		t.Fatal(err)
+	}
+	f.client.ClearActions()
+	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
+	if _, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(claim)); err != nil {
+		t.Fatal(err)
+	}
+
+	type request struct{ Verb, Resource, Patch string }
+	var got []request
+	for _, a := range f.client.Actions() {
+		r := request{Verb: a.GetVerb(), Resource: a.GetResource().Resource}
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			r.Patch = string(p.GetPatchType()) + " " + string(p.GetPatch())
+		}
+		got = append(got, r)
+	}
+	intent := IntentFinalizer(testProvisioner)
+	want := []request{
+		{"patch", "persistentvolumeclaims", `application/strategic-merge-patch+json {"metadata":{"finalizers":["` + intent + `"],"uid":"uid-c"}}`},
+		{"create", "persistentvolumes", ""},
+		{"patch", "persistentvolumeclaims", `application/strategic-merge-patch+json {"metadata":{"$deleteFromPrimitiveList/finalizers":["` + intent + `"],"uid":"uid-c"}}`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	after := f.getClaim("c")
+	if diff := cmp.Diff([]string{"kubernetes.io/pvc-protection"}, after.Finalizers); diff != "" {
+		t.Errorf("claim finalizers (-want +got):\n%s", diff)
+	}
+	if after.Annotations["pv.kubernetes.io/bind-completed"] != "no" {
+		t.Errorf("the binder's annotation was lost: %v", after.Annotations)
+	}
+}
+
+// A claim whose intent finalizer is on already is provisioned again without
+// writing it again, and one whose volume the informer shows is finished with
+// no write at all when its finalizer is off.
+func TestProvisionSkipsUnchangedFinalizer(t *testing.T) {
+	withIntent := newClaim("c", "fast", testProvisioner)
+	withIntent.Finalizers = []string{IntentFinalizer(testProvisioner)}
+	volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	tests := map[string]struct {
+		claim   *v1.PersistentVolumeClaim
+		objects []runtime.Object
+		want    []string
+	}{
+		"intent on record": {
+			claim: withIntent,
+			want:  []string{"create persistentvolumes", "patch persistentvolumeclaims"},
+		},
+		"volume seen, no intent": {
+			claim:   newClaim("c", "fast", testProvisioner),
+			objects: []runtime.Object{volume},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects := append([]runtime.Object{tc.claim, newClass("fast", testProvisioner)}, tc.objects...)
+			f := newFixture(t, objects...)
+			f.fill(objects...)
+			c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
+			if _, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(tc.claim)); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range f.client.Actions() {
+				got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -52,9 +52,7 @@ func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *v1.Pe
 	default:
 		return volume, nil
 	}
-	return c.updateVolume(ctx, volume, func(volume *v1.PersistentVolume) bool {
-		return setFinalizer(&volume.ObjectMeta, VolumeFinalizer, want)
-	})
+	return patchFinalizer(ctx, c.client.CoreV1().PersistentVolumes(), volume, VolumeFinalizer, want)
 }
 
 // shouldDelete reports whether the backend volume of a PersistentVolume is to
@@ -118,19 +116,9 @@ func (c *Controller) deleteVolume(ctx context.Context, volume *v1.PersistentVolu
 			return fmt.Errorf("cannot delete PersistentVolume %q: %w", fresh.Name, err)
 		}
 	}
-	if hasFinalizer(fresh, VolumeFinalizer) {
-		_, err := c.updateVolume(ctx, fresh, func(volume *v1.PersistentVolume) bool {
-			return setFinalizer(&volume.ObjectMeta, VolumeFinalizer, false)
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
+	if _, err := patchFinalizer(ctx, api, fresh, VolumeFinalizer, false); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	logger.Info("Deleted PersistentVolume")
 	return nil
-}
-
-// updateVolume writes the change mutate makes to the volume.
-func (c *Controller) updateVolume(ctx context.Context, volume *v1.PersistentVolume, mutate func(*v1.PersistentVolume) bool) (*v1.PersistentVolume, error) {
-	return updateObject(ctx, c.client.CoreV1().PersistentVolumes(), volume, mutate)
 }
