@@ -8,12 +8,12 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -24,14 +24,18 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// SharedInformers are the fleet's one set of informers; a Controller only adds
-// and removes its own event handlers on them, and never adds indexers.
+// SharedInformers are the fleet's one set of informers; a Controller only
+// subscribes to their events, and never adds indexers.
 type SharedInformers struct {
 	Claims, Volumes, Classes, Nodes cache.SharedIndexInformer
 	// Leases, optional, informs about the Leases of the leader election
 	// namespace. Without it each controller that elects a leader watches its
 	// own Lease, one watch each.
 	Leases cache.SharedIndexInformer
+	// Router, optional, made once with NewRouter(Claims, Volumes, Leases),
+	// routes their events to every controller. Without it each controller
+	// has its own: one event handler per informer and controller.
+	Router *Router
 }
 
 // Dependencies are what a Controller uses but does not own.
@@ -67,6 +71,11 @@ type Controller struct {
 	provisioner Provisioner
 	elector     elector
 	finalizer   string
+	clock       clock.WithDelayedExecution
+
+	// claimEvents and volumeEvents deliver the events of this provisioner's
+	// objects while it leads.
+	claimEvents, volumeEvents *subscription
 
 	claimRetries  *retries[claimKey]
 	volumeRetries *retries[string]
@@ -97,6 +106,11 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil {
 		missing = append(missing, errors.New("claim, volume, class and node informers are required"))
 	}
+	if inf.Router == nil && len(missing) == 0 {
+		inf.Router = NewRouter(inf.Claims, inf.Volumes, inf.Leases)
+	} else if inf.Router != nil && !inf.Router.serves(inf) {
+		missing = append(missing, errors.New("the router must route the claim, volume and Lease informers given"))
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("cannot create the provision controller: %w", errors.Join(missing...))
 	}
@@ -110,10 +124,15 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		metrics:       deps.Metrics,
 		provisioner:   deps.Provisioner,
 		finalizer:     IntentFinalizer(cfg.ProvisionerName),
+		clock:         clock.RealClock{},
 		claimRetries:  newRetries[claimKey](cfg.Retry),
 		volumeRetries: newRetries[string](cfg.Retry),
 		cfg:           cfg,
 	}
+	c.claimEvents = inf.Router.claims.subscription(func() []routeKey {
+		return append(c.nameKeys(), finalizerKey(c.finalizer))
+	})
+	c.volumeEvents = inf.Router.volumes.subscription(c.nameKeys)
 	if c.recorder == nil {
 		c.recorder = &record.FakeRecorder{}
 	}
@@ -135,7 +154,7 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if cfg.LeaderElection.Enabled {
 		le := cfg.LeaderElection
 		le.Identity = c.identity
-		c.elector = newLeaseElector(c.client, inf.Leases, c.name, le, deps.OnLeaderChange, clock.RealClock{})
+		c.elector = newLeaseElector(c.client, inf.Router.leases, c.name, le, deps.OnLeaderChange, clock.RealClock{})
 	}
 	return c, nil
 }
@@ -198,6 +217,10 @@ func (c *Controller) Reconfigure(cfg Config) error {
 	}
 	unpaused := old.Paused && !cfg.Paused
 	renamed := !slices.Equal(old.AdditionalProvisionerNames, cfg.AdditionalProvisionerNames)
+	if renamed {
+		c.claimEvents.refresh()
+		c.volumeEvents.refresh()
+	}
 	if t != nil && (revive || unpaused || renamed) {
 		c.enqueueAll(t)
 	}
@@ -240,12 +263,10 @@ type term struct {
 func (c *Controller) lead(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	t := c.newTerm(ctx)
-	claimHandle, err := c.informers.Claims.AddEventHandlerWithOptions(c.claimHandler(t), c.handlerOptions(logger))
-	if err != nil {
+	if err := c.claimEvents.start(c.claimHandler(t)); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch claims")
 	}
-	volumeHandle, err := c.informers.Volumes.AddEventHandlerWithOptions(c.volumeHandler(t), c.handlerOptions(logger))
-	if err != nil {
+	if err := c.volumeEvents.start(c.volumeHandler(t)); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch volumes")
 	}
 
@@ -253,8 +274,10 @@ func (c *Controller) lead(ctx context.Context) {
 	c.term = t
 	t.resize(c.cfg)
 	c.mu.Unlock()
-	// The new handlers replay every object; the rest is queued here.
-	c.enqueuePending(t)
+	// Subscribed first, so that no change falls between the listing and the
+	// events.
+	c.enqueueAll(t)
+	resync := c.resyncEvery(t, c.config().ResyncPeriod)
 	logger.Info("Leading: provisioning")
 
 	<-ctx.Done()
@@ -262,16 +285,11 @@ func (c *Controller) lead(ctx context.Context) {
 	c.mu.Lock()
 	c.term = nil
 	c.mu.Unlock()
-	// Handlers first, so nothing is queued after the queues shut down.
-	for _, h := range []struct {
-		informer cache.SharedIndexInformer
-		handle   cache.ResourceEventHandlerRegistration
-	}{{c.informers.Claims, claimHandle}, {c.informers.Volumes, volumeHandle}} {
-		if h.handle == nil {
-			continue
-		}
-		if err := cache.ShutDownEventHandler(h.informer, h.handle); err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Cannot remove an event handler")
+	// Events first, so nothing is queued after the queues shut down.
+	resync.stop()
+	for _, events := range []*subscription{c.claimEvents, c.volumeEvents} {
+		if err := events.stop(); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching")
 		}
 	}
 	t.claims.queue.ShutDown()
@@ -280,9 +298,44 @@ func (c *Controller) lead(ctx context.Context) {
 	logger.Info("Stopped leading")
 }
 
-func (c *Controller) handlerOptions(logger klog.Logger) cache.HandlerOptions {
-	resync := c.config().ResyncPeriod
-	return cache.HandlerOptions{Logger: &logger, ResyncPeriod: &resync}
+// resyncTimer queues everything of a term again every period, on a timer
+// rather than a goroutine of its own.
+type resyncTimer struct {
+	mu      sync.Mutex
+	timer   clock.Timer // nil without a period
+	stopped bool
+}
+
+// resyncEvery starts the resyncs of t; a zero period turns them off.
+func (c *Controller) resyncEvery(t *term, period time.Duration) *resyncTimer {
+	r := &resyncTimer{}
+	if period == 0 {
+		return r
+	}
+	var resync func()
+	resync = func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.stopped {
+			return
+		}
+		c.enqueueAll(t)
+		r.timer = c.clock.AfterFunc(period, resync)
+	}
+	r.mu.Lock()
+	r.timer = c.clock.AfterFunc(period, resync)
+	r.mu.Unlock()
+	return r
+}
+
+// stop ends the resyncs; none is under way or follows once it returned.
+func (r *resyncTimer) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 }
 
 func (c *Controller) newTerm(ctx context.Context) *term {
@@ -362,7 +415,9 @@ func (c *Controller) claimHandler(t *term) cache.ResourceEventHandler {
 		AddFunc: func(obj any) { c.enqueueClaim(t, obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			// Our own finalizer writes are no reason to look again.
-			if !finalizersOnlyChanged(oldObj, newObj) {
+			o, ok1 := oldObj.(*v1.PersistentVolumeClaim)
+			n, ok2 := newObj.(*v1.PersistentVolumeClaim)
+			if !ok1 || !ok2 || !claimFinalizersOnlyChanged(o, n) {
 				c.enqueueClaim(t, newObj)
 			}
 		},
@@ -411,7 +466,9 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueVolume(t, obj) },
 		UpdateFunc: func(oldObj, newObj any) {
-			if !finalizersOnlyChanged(oldObj, newObj) {
+			o, ok1 := oldObj.(*v1.PersistentVolume)
+			n, ok2 := newObj.(*v1.PersistentVolume)
+			if !ok1 || !ok2 || !volumeFinalizersOnlyChanged(o, n) {
 				c.enqueueVolume(t, newObj)
 			}
 		},
@@ -446,25 +503,42 @@ func (c *Controller) knownName(name string) bool {
 	return name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name)
 }
 
-// finalizersOnlyChanged reports whether an update changed nothing but the
-// finalizers (and so the resource version).
-func finalizersOnlyChanged(oldObj, newObj any) bool {
-	o, ok1 := oldObj.(runtime.Object)
-	n, ok2 := newObj.(runtime.Object)
-	if !ok1 || !ok2 {
+// nameKeys are the routing keys of the names this provisioner answers to.
+func (c *Controller) nameKeys() []routeKey {
+	cfg := c.config()
+	keys := []routeKey{provisionerKey(cfg.ProvisionerName)}
+	for _, name := range cfg.AdditionalProvisionerNames {
+		keys = append(keys, provisionerKey(name))
+	}
+	return keys
+}
+
+// claimFinalizersOnlyChanged reports whether an update of a claim changed
+// nothing but its finalizers (and so the resource version).
+func claimFinalizersOnlyChanged(o, n *v1.PersistentVolumeClaim) bool {
+	return metaFinalizersOnlyChanged(&o.ObjectMeta, &n.ObjectMeta) &&
+		equality.Semantic.DeepEqual(&o.Spec, &n.Spec) && equality.Semantic.DeepEqual(&o.Status, &n.Status)
+}
+
+// volumeFinalizersOnlyChanged is claimFinalizersOnlyChanged for volumes.
+func volumeFinalizersOnlyChanged(o, n *v1.PersistentVolume) bool {
+	return metaFinalizersOnlyChanged(&o.ObjectMeta, &n.ObjectMeta) &&
+		equality.Semantic.DeepEqual(&o.Spec, &n.Spec) && equality.Semantic.DeepEqual(&o.Status, &n.Status)
+}
+
+// metaFinalizersOnlyChanged reports whether the finalizers changed and
+// nothing else but the resource version and managed fields. Most updates keep
+// the finalizers: they are told apart without comparing, or allocating,
+// anything else.
+func metaFinalizersOnlyChanged(o, n *metav1.ObjectMeta) bool {
+	if slices.Equal(o.Finalizers, n.Finalizers) {
 		return false
 	}
-	o, n = o.DeepCopyObject(), n.DeepCopyObject()
-	for _, obj := range []runtime.Object{o, n} {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return false
-		}
-		m.SetResourceVersion("")
-		m.SetFinalizers(nil)
-		m.SetManagedFields(nil)
+	om, nm := *o, *n
+	for _, m := range []*metav1.ObjectMeta{&om, &nm} {
+		m.ResourceVersion, m.Finalizers, m.ManagedFields = "", nil, nil
 	}
-	return equality.Semantic.DeepEqual(o, n)
+	return equality.Semantic.DeepEqual(&om, &nm)
 }
 
 func hasFinalizer(obj interface{ GetFinalizers() []string }, finalizer string) bool {

@@ -59,8 +59,8 @@ func (alwaysLeader) KeepLease()                                          {}
 // deadline, always before another elector may take over.
 type leaseElector struct {
 	client   kubernetes.Interface
-	informer cache.SharedIndexInformer // nil: a private informer of this one Lease
-	lease    metav1.ObjectMeta         // namespace and name only
+	leases   *route            // nil: a private informer of this one Lease
+	lease    metav1.ObjectMeta // namespace and name only
 	identity string
 	cfg      LeaderElectionConfig
 	clock    clock.Clock
@@ -86,11 +86,11 @@ type leaseElector struct {
 	reported string
 }
 
-func newLeaseElector(client kubernetes.Interface, informer cache.SharedIndexInformer, provisionerName string,
+func newLeaseElector(client kubernetes.Interface, leases *route, provisionerName string,
 	cfg LeaderElectionConfig, onChange func(string), clk clock.Clock) *leaseElector {
 	return &leaseElector{
 		client:   client,
-		informer: informer,
+		leases:   leases,
 		lease:    metav1.ObjectMeta{Namespace: cfg.Namespace, Name: LeaseName(provisionerName)},
 		identity: cfg.Identity,
 		cfg:      cfg,
@@ -126,9 +126,10 @@ func (e *leaseElector) renewInterval() time.Duration {
 func (e *leaseElector) Run(ctx context.Context, lead func(context.Context)) {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "lease", klog.KRef(e.lease.Namespace, e.lease.Name))
 	ctx = klog.NewContext(ctx, logger)
-	informer := e.informer
-	if informer == nil {
-		informer = newLeaseInformer(e.client, e.lease.Namespace, e.lease.Name)
+	leases := e.leases
+	if leases == nil {
+		informer := newLeaseInformer(e.client, e.lease.Namespace, e.lease.Name)
+		leases = newRoute(informer, leaseKeys)
 		// The informer stops after the last term released the Lease.
 		informerCtx, stopInformer := context.WithCancel(context.WithoutCancel(ctx))
 		stopped := make(chan struct{})
@@ -141,16 +142,35 @@ func (e *leaseElector) Run(ctx context.Context, lead func(context.Context)) {
 			<-stopped
 		}()
 	}
+	sub := leases.subscription(func() []routeKey {
+		return []routeKey{{namespace: e.lease.Namespace, name: e.lease.Name}}
+	})
 	for ctx.Err() == nil {
-		unsubscribe, err := subscribeLease(informer, e.lease.Namespace, e.lease.Name, e.observe)
+		err := sub.start(e.leaseEvents())
 		if err == nil {
-			e.elect(ctx, informer, lead)
-			unsubscribe()
+			e.elect(ctx, leases.informer, lead)
+			if err := sub.stop(); err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching the Lease")
+			}
 			return
 		}
 		// Only a stopped informer ends up here: wait, do not spin.
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch the Lease")
 		e.sleepUntil(ctx.Done(), e.cfg.RetryPeriod)
+	}
+}
+
+// leaseEvents hands the events of this elector's Lease to observe.
+func (e *leaseElector) leaseEvents() cache.ResourceEventHandler {
+	observe := func(obj any) {
+		if lease, ok := obj.(*coordinationv1.Lease); ok {
+			e.observe(lease)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+		DeleteFunc: func(any) { e.observe(nil) },
 	}
 }
 

@@ -377,10 +377,11 @@ func TestLeaseElectorStepsDownWhenRenewalFails(t *testing.T) {
 	cfg := func(id string) LeaderElectionConfig {
 		return electorConfig(id, 2*time.Second, 600*time.Millisecond, 100*time.Millisecond)
 	}
-	a := newLeaseElector(f.client, f.informers.Leases, testProvisioner, cfg("a"), nil, clock.RealClock{})
+	leases := newRoute(f.informers.Leases, leaseKeys)
+	a := newLeaseElector(f.client, leases, testProvisioner, cfg("a"), nil, clock.RealClock{})
 	runElector(t, a, l.lead("a"))
 	eventually(t, "a leading", a.IsLeader)
-	b := newLeaseElector(f.client, f.informers.Leases, testProvisioner, cfg("b"), nil, clock.RealClock{})
+	b := newLeaseElector(f.client, leases, testProvisioner, cfg("b"), nil, clock.RealClock{})
 	runElector(t, b, l.lead("b"))
 
 	failing.Store(true)
@@ -598,6 +599,7 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 	fakeClock := testingclock.NewFakeClock(time.Now())
 	controllers := map[string][]*Controller{}
 	for replica, shared := range replicas {
+		shared.Router = NewRouter(shared.Claims, shared.Volumes, shared.Leases)
 		for i := range provisioners {
 			cfg := testConfig(fmt.Sprintf("provfleet.io/p%d", i))
 			cfg.LeaderElection = DefaultConfig("").LeaderElection
@@ -606,7 +608,7 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.elector = newLeaseElector(f.client, shared.Leases, c.name, cfg.LeaderElection, nil, fakeClock)
+			c.elector = newLeaseElector(f.client, shared.Router.leases, c.name, cfg.LeaderElection, nil, fakeClock)
 			controllers[replica] = append(controllers[replica], c)
 			run(t, c)
 		}

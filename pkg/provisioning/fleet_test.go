@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"k8s.io/client-go/tools/cache"
 )
@@ -36,6 +37,7 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 	claims := &countingInformer{SharedIndexInformer: f.informers.Claims}
 	volumes := &countingInformer{SharedIndexInformer: f.informers.Volumes}
 	f.informers.Claims, f.informers.Volumes = claims, volumes
+	f.informers.Router = NewRouter(claims, volumes, f.informers.Leases)
 	f.start()
 
 	const n = 20
@@ -57,13 +59,17 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 	// The controllers that keep running start first, so that what is left
 	// after the others stopped can be compared with this moment.
 	keep, stop := controllers[:n/2], controllers[n/2:]
-	for _, c := range keep {
-		run(t, c)
+	keepStops := make([]func(), len(keep))
+	for i, c := range keep {
+		keepStops[i] = run(t, c)
 	}
-	eventually(t, "handlers of the first half", func() bool { return claims.handlers.Load() == n/2 })
 	for i := range n / 2 {
 		pv := claimFor(i, "warm")
 		eventually(t, "a first volume", func() bool { return f.volumeExists(pv) })
+	}
+	handlers := func() []int32 { return []int32{claims.handlers.Load(), volumes.handlers.Load()} }
+	if diff := cmp.Diff([]int32{1, 1}, handlers()); diff != "" {
+		t.Errorf("claim and volume handlers of %d leading controllers (-want +got):\n%s", n/2, diff)
 	}
 	before := goleak.IgnoreCurrent()
 
@@ -101,11 +107,8 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 	wg.Wait()
 	t.Logf("stopped %d controllers in %v", len(stops), time.Since(start))
 
-	if got := claims.handlers.Load(); got != n/2 {
-		t.Errorf("claim handlers = %d, want %d", got, n/2)
-	}
-	if got := volumes.handlers.Load(); got != n/2 {
-		t.Errorf("volume handlers = %d, want %d", got, n/2)
+	if diff := cmp.Diff([]int32{1, 1}, handlers()); diff != "" {
+		t.Errorf("claim and volume handlers after %d of %d controllers stopped (-want +got):\n%s", len(stops), n, diff)
 	}
 	for _, name := range names[n/2:] {
 		if hasSeries(t, f, name) {
@@ -117,6 +120,13 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 	for i := range n / 2 {
 		pv := claimFor(i, "b")
 		eventually(t, "a volume after the others stopped", func() bool { return f.volumeExists(pv) })
+	}
+
+	for _, s := range keepStops {
+		s()
+	}
+	if diff := cmp.Diff([]int32{0, 0}, handlers()); diff != "" {
+		t.Errorf("claim and volume handlers after every controller stopped (-want +got):\n%s", diff)
 	}
 }
 
