@@ -215,3 +215,17 @@ func (t *tenantLimiter) QPS() float32 {
 
 // Stop does nothing: other tenants share the budget.
 func (t *tenantLimiter) Stop() {}
+
+// eventBudget is the QPS and burst of the fleet's Event writes: a token bucket
+// of their own, apart from the FairLimiter, since Events are written by one
+// sink for every tenant and must never delay anyone's provisioning.
+func eventBudget(settings Settings) (float32, int) {
+	qps, burst := settings.EventQPS, settings.EventBurst
+	if qps <= 0 {
+		qps = settings.QPS / 5
+	}
+	if burst <= 0 {
+		burst = max(1, settings.Burst/2)
+	}
+	return qps, burst
+}

@@ -203,3 +203,27 @@ func TestFairLimiterTenantsShareOneBucket(t *testing.T) {
 		t.Errorf("QPS() = %v, want %v", got, want)
 	}
 }
+
+func TestEventBudget(t *testing.T) {
+	type budget struct {
+		QPS   float32
+		Burst int
+	}
+	tests := map[string]struct {
+		settings Settings
+		want     budget
+	}{
+		"derived from the fleet budget": {settings: Settings{QPS: 100, Burst: 200}, want: budget{20, 100}},
+		"set":                           {settings: Settings{QPS: 100, Burst: 200, EventQPS: 3, EventBurst: 7}, want: budget{3, 7}},
+		"burst of at least one":         {settings: Settings{QPS: 1, Burst: 1}, want: budget{0.2, 1}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got budget
+			got.QPS, got.Burst = eventBudget(tc.settings)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("eventBudget (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -37,6 +38,12 @@ const (
 	managerTenant = "provfleet/manager"
 	// component names the manager in the Events it emits.
 	component = "provfleet-manager"
+	// eventsUserAgent names the client of every Event write.
+	eventsUserAgent = "provfleet/events"
+	// eventBurstPerObject Events of one type about one object are written at
+	// once, then eventQPSPerObject a second.
+	eventBurstPerObject = 5
+	eventQPSPerObject   = 1. / 3600
 	// byProvisionerName indexes ProvisionerConfigs by every name they answer to.
 	byProvisionerName = "provisionerName"
 	// reconcileWorkers is how many ProvisionerConfigs are reconciled at once;
@@ -64,6 +71,11 @@ type Settings struct {
 	// between the manager and every instance.
 	QPS   float32
 	Burst int
+	// EventQPS and EventBurst are the separate budget of the fleet's Event
+	// writes, so that the Events of failing claims never take from anyone's
+	// provisioning; zero: a fifth of QPS and half of Burst.
+	EventQPS   float32
+	EventBurst int
 	// Registerer receives the provisioners' metrics; nil keeps them private.
 	Registerer prometheus.Registerer
 }
@@ -89,8 +101,10 @@ func WithBackend(name string, factory BackendFactory) Option {
 // dependencies are the clients and constructors a Manager uses; tests replace
 // them with fakes.
 type dependencies struct {
-	client    kubernetes.Interface
-	pcfg      versioned.Interface
+	client kubernetes.Interface
+	pcfg   versioned.Interface
+	// events writes Events with a budget of its own; nil: through client.
+	events    typedcorev1.EventsGetter
 	clientFor func(provisionerName string) (kubernetes.Interface, error)
 	// newInstance builds one provision controller.
 	newInstance func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error)
@@ -142,9 +156,18 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the ProvisionerConfig client: %w", err)
 	}
+	eventConfig := rest.CopyConfig(config)
+	eventConfig.UserAgent = eventsUserAgent
+	eventConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(eventBudget(settings))
+	events, err := kubernetes.NewForConfig(eventConfig)
+	if err != nil {
+		budget.Stop()
+		return nil, fmt.Errorf("cannot build the Event client: %w", err)
+	}
 	return newManager(settings, dependencies{
 		client: client,
 		pcfg:   pcfg,
+		events: events.CoreV1(),
 		clientFor: func(provisionerName string) (kubernetes.Interface, error) {
 			c, err := kubernetes.NewForConfig(tenantConfig("provfleet/" + provisionerName))
 			if err != nil {
@@ -155,7 +178,10 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 		newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
 			return provisioning.New(cfg, deps)
 		},
-		stop: budget.Stop,
+		stop: func() {
+			budget.Stop()
+			eventConfig.RateLimiter.Stop()
+		},
 	}, opts...)
 }
 
@@ -246,11 +272,22 @@ func (m *Manager) run(ctx context.Context) error {
 	m.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisionerconfigs"})
 	defer m.queue.ShutDown()
-	m.events = record.NewBroadcaster(record.WithContext(ctx))
+	// One broadcaster, so one correlator, for every instance: a claim's
+	// repeated Event is counted in one Event, and its spam filter lets each
+	// object write a few Events of a type, then one an hour, however often a
+	// failing claim is retried.
+	m.events = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		BurstSize: eventBurstPerObject,
+		QPS:       eventQPSPerObject,
+	}))
 	defer m.events.Shutdown()
 	m.recorder = m.events.NewRecorder(m.scheme, v1.EventSource{Component: component})
 	m.events.StartStructuredLogging(3)
-	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.deps.client.CoreV1().Events("")})
+	sink := m.deps.events
+	if sink == nil {
+		sink = m.deps.client.CoreV1()
+	}
+	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: sink.Events("")})
 
 	handle, err := m.configInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc: m.enqueueSharing,
