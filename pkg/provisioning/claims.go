@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -462,8 +462,9 @@ func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolu
 	if saved.Spec.ClaimRef == nil || saved.Spec.ClaimRef.UID != volume.Spec.ClaimRef.UID {
 		return fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, errVolumeTaken)
 	}
-	if equality.Semantic.DeepEqual(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource) {
-		return nil
+	same, err := sameSource(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource)
+	if err != nil || same {
+		return err
 	}
 	klog.FromContext(ctx).Info("Deleting a second backend volume of a saved PersistentVolume", "volume", volume.Name)
 	if err := c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) }); err != nil && !IsIgnoredError(err) {
@@ -504,6 +505,45 @@ func (c *Controller) saveVolumeAgain(ctx context.Context, t *term, name string) 
 		klog.FromContext(ctx).Info("Cannot update claim after saving its volume", "claim", klog.KObj(p.claim), "err", err)
 		t.claims.queue.Add(keyOfClaim(p.claim))
 	}
+}
+
+// sameSource reports whether made, a volume source as a backend returns it,
+// is the source saved, as the API server stored it with its defaults: every
+// field that made sets has the same value in saved.
+func sameSource(saved, made v1.PersistentVolumeSource) (bool, error) {
+	var s, m any
+	for _, c := range []struct {
+		from v1.PersistentVolumeSource
+		to   *any
+	}{{saved, &s}, {made, &m}} {
+		data, err := json.Marshal(c.from)
+		if err == nil {
+			err = json.Unmarshal(data, c.to)
+		}
+		if err != nil {
+			return false, fmt.Errorf("cannot compare volume sources: %w", err)
+		}
+	}
+	return jsonSubset(m, s), nil
+}
+
+// jsonSubset reports whether the decoded JSON part is whole but for fields of
+// objects that whole has and part has not.
+func jsonSubset(part, whole any) bool {
+	p, ok := part.(map[string]any)
+	if !ok {
+		return reflect.DeepEqual(part, whole)
+	}
+	w, ok := whole.(map[string]any)
+	if !ok {
+		return false
+	}
+	for key, value := range p {
+		if !jsonSubset(value, w[key]) {
+			return false
+		}
+	}
+	return true
 }
 
 // setClaimFinalizer adds or removes this provisioner's intent finalizer. A

@@ -120,11 +120,12 @@ func TestProvision(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	existing := newVolume("pvc-uid-c", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
 	// saved is a PersistentVolume of claim c with the given source, as an
-	// earlier attempt saves it.
+	// earlier attempt saves it and the API server defaults it.
 	saved := func(claimUID types.UID, path string) *v1.PersistentVolume {
 		pv := newVolume("pvc-uid-c", testProvisioner, v1.VolumeAvailable, v1.PersistentVolumeReclaimDelete)
 		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "default", Name: "c", UID: claimUID}
-		pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: path}
+		unset := v1.HostPathUnset
+		pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: path, Type: &unset}
 		return pv
 	}
 
@@ -321,6 +322,52 @@ func TestProvision(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("after sync (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
+func TestSameSource(t *testing.T) {
+	unset, dir := v1.HostPathUnset, v1.HostPathDirectory
+	tests := map[string]struct {
+		saved, made v1.PersistentVolumeSource
+		want        bool
+	}{
+		"equal": {
+			saved: v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/a"}},
+			made:  v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/a"}},
+			want:  true,
+		},
+		"saved with a default": {
+			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
+			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a"}},
+			want:  true,
+		},
+		"other path": {
+			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
+			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/b"}},
+		},
+		"other type": {
+			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
+			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &dir}},
+		},
+		"other kind": {
+			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a"}},
+			made:  v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/a"}},
+		},
+		"other list": {
+			saved: v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"m1", "m2"}}},
+			made:  v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"m1"}}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := sameSource(tc.saved, tc.made)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("sameSource = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -133,8 +133,9 @@ type instance struct {
 	release func()
 }
 
-// start runs a controller for backend until stop or the end of the test.
-func (f *fixture) start(cfg provisioning.Config, backend provisioning.Provisioner) *instance {
+// start runs a controller for backend until stop or the end of the test; opts
+// shape its informers.
+func (f *fixture) start(cfg provisioning.Config, backend provisioning.Provisioner, opts ...informers.SharedInformerOption) *instance {
 	f.t.Helper()
 	config := controllerConfig(f.t)
 	config.UserAgent = "provfleet-e2e/" + cfg.LeaderElection.Identity
@@ -144,7 +145,7 @@ func (f *fixture) start(cfg provisioning.Config, backend provisioning.Provisione
 	}
 	logger := ktesting.NewLogger(f.t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	metrics, err := provisioning.NewMetrics(prometheus.NewRegistry())

@@ -1,0 +1,132 @@
+package provisioning_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// The PersistentVolume of a claim is saved (by an earlier attempt, say of
+// another replica) while the controller provisions the claim and before its
+// informer shows it: the controller's own save meets the saved volume, takes
+// it as the claim's, and no second backend volume stays.
+func TestVolumeSavedMeanwhileIsTheClaims(t *testing.T) {
+	tests := map[string]struct {
+		// earlierDir is the backend volume of the saved PersistentVolume, as a
+		// directory under the backend's root; empty: the one the backend makes
+		// for the claim.
+		earlierDir  string
+		wantVolumes func(pvName string) []string
+		wantDeleted func(pvName string) []string
+	}{
+		"same backend volume": {
+			wantVolumes: func(pvName string) []string { return []string{pvName} },
+			wantDeleted: func(string) []string { return nil },
+		},
+		"another backend volume": {
+			earlierDir:  "earlier",
+			wantVolumes: func(string) []string { return []string{"earlier"} },
+			wantDeleted: func(pvName string) []string { return []string{pvName} },
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			class := f.createClass(f.class, nil)
+			claim := f.createClaim("saved-meanwhile", f.class, nil)
+			pvName := volumeName(claim)
+
+			created, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			backend := &dirBackend{
+				root: t.TempDir(),
+				afterCreate: func(ctx context.Context, _ provisioning.ProvisionOptions) {
+					once.Do(func() { close(created) })
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+				},
+			}
+			hidden := informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermNotEqualSelector("metadata.name", pvName).String()
+			})
+			f.start(f.config(), backend, hidden)
+			waitClosed(t, created, "the backend to create the volume")
+
+			dir := filepath.Join(backend.root, pvName)
+			if tc.earlierDir != "" {
+				dir = filepath.Join(backend.root, tc.earlierDir)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			saved := &corev1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:        pvName,
+					Labels:      map[string]string{"e2e.provfleet.io/saved": "earlier"},
+					Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": f.provisioner},
+				},
+				Spec: corev1.PersistentVolumeSpec{
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
+					AccessModes:                   claim.Spec.AccessModes,
+					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+					StorageClassName:              class.Name,
+					ClaimRef: &corev1.ObjectReference{
+						Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
+					},
+					PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+				},
+			}
+			if _, err := f.admin.CoreV1().PersistentVolumes().Create(t.Context(), saved, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = f.admin.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+			})
+			close(release)
+
+			f.eventually("a ProvisioningSucceeded Event", func(context.Context) (bool, error) {
+				return len(ours(f.events(claim, provisioning.EventProvisioningSucceeded))) > 0, nil
+			})
+			bound := f.waitBound(claim.Name)
+			if diff := cmp.Diff(pvName, bound.Spec.VolumeName); diff != "" {
+				t.Errorf("claim bound to the wrong volume (-want +got):\n%s", diff)
+			}
+			if got := f.volume(pvName).Labels["e2e.provfleet.io/saved"]; got != "earlier" {
+				t.Errorf("the saved PersistentVolume was replaced: label %q", got)
+			}
+			f.eventually("the claim's intent finalizer to go", func(ctx context.Context) (bool, error) {
+				c, err := f.admin.CoreV1().PersistentVolumeClaims(f.namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				for _, fin := range c.Finalizers {
+					if fin == provisioning.IntentFinalizer(f.provisioner) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			if diff := cmp.Diff(tc.wantVolumes(pvName), mustVolumes(t, backend)); diff != "" {
+				t.Errorf("backend volumes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDeleted(pvName), backend.deletedVolumes()); diff != "" {
+				t.Errorf("deleted backend volumes (-want +got):\n%s", diff)
+			}
+			if got := len(backend.attemptsFor(pvName)); got != 1 {
+				t.Errorf("want one Provision call, got %d", got)
+			}
+		})
+	}
+}
