@@ -32,7 +32,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	smoke := fs.Bool("smoke", false, "Every scenario with a few tenants and claims.")
 	root := fs.String("repo", "", "The provfleet repository. Empty: found above the working directory.")
 	out := fs.String("out", "", "Results folder. Empty: bench/results of the repository.")
-	work := fs.String("work", "", "Scratch folder for binaries, volumes, logs and profiles. Empty: _output/bench of the repository.")
+	work := fs.String("work", "", "Scratch folder for volumes, logs and profiles. Empty: _output/bench of the repository.")
+	bin := fs.String("bin", "", "Folder for the built binaries; kept between runs, only what changed is relinked. Empty: bin in the scratch folder.")
 	scenarios := fs.String("scenarios", "", "Comma-separated scenarios to run (1-6). Empty: all.")
 	sizes := map[string]*int{}
 	full := harness.Full()
@@ -80,6 +81,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if cfg.Work = *work; cfg.Work == "" {
 		cfg.Work = filepath.Join(cfg.RepoRoot, "_output", "bench")
 	}
+	cfg.BinDir = *bin
 	cfg.ControlPlaneBin = os.Getenv("PROVFLEET_CONTROLPLANE_BIN")
 	cfg.Log = os.Stderr
 

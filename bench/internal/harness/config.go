@@ -13,8 +13,10 @@ type LeaseTimes struct {
 // Config sizes and places a benchmark run.
 type Config struct {
 	// RepoRoot is the provfleet repository; Out receives the results, Work
-	// the binaries, volumes, logs and profiles.
+	// the volumes, logs and profiles.
 	RepoRoot, Out, Work string
+	// BinDir receives the binaries; empty: Work/bin.
+	BinDir string
 	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
 	// empty: RepoRoot/_output/controlplane.
 	ControlPlaneBin string
@@ -84,11 +86,11 @@ func Smoke() Config {
 	return Config{
 		Scenarios: []int{1, 2, 3, 4, 5, 6},
 		QPS:       100, Burst: 200,
-		Lease: shortLease, Settle: 200 * time.Millisecond,
+		Lease:     shortLease,
 		S1Claims:  3,
 		S2Tenants: 2, S2Claims: 2,
 		S3Counts: []int{2}, S3PeerMax: 4,
-		S3Settle: 500 * time.Millisecond, S3Window: time.Second,
+		S3Settle: 100 * time.Millisecond, S3Window: 500 * time.Millisecond,
 		S4Bad: 3, S4Good: 2,
 		S5Edits: 2, S5PeerRestarts: 1,
 		S6Claims: 1, S6Lease: shortLease,

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -71,7 +72,10 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 	if cfg.ControlPlaneBin == "" {
 		cfg.ControlPlaneBin = filepath.Join(cfg.RepoRoot, "_output", "controlplane")
 	}
-	for _, dir := range []string{cfg.Out, filepath.Join(cfg.Work, "logs"), filepath.Join(cfg.Work, "volumes"), filepath.Join(cfg.Work, "bin")} {
+	if cfg.BinDir == "" {
+		cfg.BinDir = filepath.Join(cfg.Work, "bin")
+	}
+	for _, dir := range []string{cfg.Out, filepath.Join(cfg.Work, "logs"), filepath.Join(cfg.Work, "volumes"), cfg.BinDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cannot create %s: %w", dir, err)
 		}
@@ -88,28 +92,35 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 			Settings:     settings(cfg),
 		},
 	}
-	b.logf("building the manager, the peer and the limit")
-	if err := b.build(ctx); err != nil {
-		return nil, err
-	}
-	b.logf("starting the control plane")
-	env, err := framework.Start(ctx, framework.Options{
-		BinDir:                 cfg.ControlPlaneBin,
-		CRDDir:                 filepath.Join(cfg.RepoRoot, "crds"),
-		ControllerManagerQPS:   binderQPS,
-		ControllerManagerBurst: binderBurst,
+	b.logf("building the manager, the peer and the limit; starting the control plane")
+	// Neither needs the other: the build is seconds when cached, minutes
+	// when not, the control plane seconds.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return b.build(gctx) })
+	g.Go(func() error {
+		var err error
+		b.env, err = framework.Start(gctx, framework.Options{
+			BinDir:                 cfg.ControlPlaneBin,
+			CRDDir:                 filepath.Join(cfg.RepoRoot, "crds"),
+			ControllerManagerQPS:   binderQPS,
+			ControllerManagerBurst: binderBurst,
+		})
+		return err
 	})
+	err := g.Wait()
+	if b.env != nil {
+		defer b.env.Stop()
+	}
 	if err != nil {
 		return nil, err
 	}
-	b.env = env
-	defer env.Stop()
+	defer b.tracker.stop()
 	if err := b.setup(ctx); err != nil {
 		return nil, err
 	}
 	runErr := b.scenarios(ctx)
 	if runErr != nil {
-		env.DumpLogs(cfg.Log)
+		b.env.DumpLogs(cfg.Log)
 	}
 	if err := b.write(); err != nil {
 		return b.run, err
@@ -118,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 }
 
 func (b *bench) logf(format string, args ...any) {
-	fmt.Fprintf(b.cfg.Log, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(b.cfg.Log, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
 func (b *bench) nextSeq() int {
@@ -141,10 +152,12 @@ func (b *bench) pollEvery(ctx context.Context, interval time.Duration, what stri
 }
 
 // build compiles the manager (with the profiling endpoint added through an
-// overlay, the source tree untouched), the peer and the limit.
+// overlay, the source tree untouched), the peer and the limit, both modules
+// at once. Into a BinDir kept between runs, go build relinks only what
+// changed.
 func (b *bench) build(ctx context.Context) error {
-	binDir := filepath.Join(b.cfg.Work, "bin")
-	pprofFile := filepath.Join(b.cfg.Work, "pprof.go")
+	binDir := b.cfg.BinDir
+	pprofFile := filepath.Join(binDir, "pprof.go")
 	if err := os.WriteFile(pprofFile, pprofSource, 0o644); err != nil {
 		return fmt.Errorf("cannot write the profiling overlay: %w", err)
 	}
@@ -154,7 +167,7 @@ func (b *bench) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode the overlay: %w", err)
 	}
-	overlayFile := filepath.Join(b.cfg.Work, "overlay.json")
+	overlayFile := filepath.Join(binDir, "overlay.json")
 	if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
 		return fmt.Errorf("cannot write the overlay: %w", err)
 	}
@@ -168,14 +181,18 @@ func (b *bench) build(ctx context.Context) error {
 		{b.cfg.RepoRoot, []string{"build", "-overlay=" + overlayFile, "-o", b.bins.manager, "./cmd/manager"}},
 		{filepath.Join(b.cfg.RepoRoot, "bench"), []string{"build", "-o", binDir + "/", "./cmd/upstream", "./cmd/limit"}},
 	}
+	g, gctx := errgroup.WithContext(ctx)
 	for _, build := range builds {
-		cmd := exec.CommandContext(ctx, "go", build.args...)
-		cmd.Dir = build.dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("cannot go %s: %w\n%s", strings.Join(build.args, " "), err, out)
-		}
+		g.Go(func() error {
+			cmd := exec.CommandContext(gctx, "go", build.args...)
+			cmd.Dir = build.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("cannot go %s: %w\n%s", strings.Join(build.args, " "), err, out)
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // setup makes the clients, the systems' ServiceAccounts and the harness's
@@ -219,15 +236,23 @@ func (b *bench) setup(ctx context.Context) error {
 	return b.tracker.start(ctx, b.kube)
 }
 
-// apiserverMetrics scrapes the apiserver's own /metrics.
+// apiserverMetrics scrapes the families a snapshot reads from the
+// apiserver's own /metrics.
 func (b *bench) apiserverMetrics(ctx context.Context) (measure.Metrics, error) {
 	body, err := b.kube.Discovery().RESTClient().Get().AbsPath("/metrics").Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot scrape the apiserver: %w", err)
 	}
 	defer body.Close()
-	return measure.ParseMetrics(body)
+	return measure.ParseMetrics(body, longrunningRequests, dispatchedRequests, requestsTotal)
 }
+
+// The apiserver's metric families a snapshot reads.
+const (
+	longrunningRequests = "apiserver_longrunning_requests"
+	dispatchedRequests  = "apiserver_flowcontrol_dispatched_requests_total"
+	requestsTotal       = "apiserver_request_total"
+)
 
 // watchedResources are the resources whose watches the issue counts.
 var watchedResources = map[string]bool{"persistentvolumeclaims": true, "persistentvolumes": true, "storageclasses": true, "nodes": true}
@@ -252,13 +277,13 @@ func (b *bench) snapshot(ctx context.Context) (apiSnapshot, error) {
 	}
 	return apiSnapshot{
 		at: time.Now(),
-		watches: int(m.Sum("apiserver_longrunning_requests", func(l map[string]string) bool {
+		watches: int(m.Sum(longrunningRequests, func(l map[string]string) bool {
 			return l["verb"] == "WATCH" && watchedResources[l["resource"]]
 		})),
-		requests: m.Sum("apiserver_flowcontrol_dispatched_requests_total", func(l map[string]string) bool {
+		requests: m.Sum(dispatchedRequests, func(l map[string]string) bool {
 			return l["flow_schema"] == "service-accounts"
 		}),
-		all: m.SumBy("apiserver_request_total", func(l map[string]string) string {
+		all: m.SumBy(requestsTotal, func(l map[string]string) string {
 			if l["verb"] == "WATCH" || l["resource"] == "" {
 				return ""
 			}

@@ -114,7 +114,7 @@ func cpuSince(before, after map[int]measure.Usage) time.Duration {
 func goroutines(ctx context.Context, urls []string) int {
 	sum := 0
 	for _, url := range urls {
-		m, err := scrape(ctx, http.DefaultClient, url)
+		m, err := scrape(ctx, http.DefaultClient, url, "go_goroutines")
 		if err != nil {
 			return -1
 		}
@@ -138,7 +138,8 @@ func httpOK(ctx context.Context, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func scrape(ctx context.Context, client *http.Client, url string) (measure.Metrics, error) {
+// scrape reads the named families (none: all) from the /metrics at url.
+func scrape(ctx context.Context, client *http.Client, url string, families ...string) (measure.Metrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -152,5 +153,5 @@ func scrape(ctx context.Context, client *http.Client, url string) (measure.Metri
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil, errors.New("cannot scrape " + url + ": " + resp.Status)
 	}
-	return measure.ParseMetrics(resp.Body)
+	return measure.ParseMetrics(resp.Body, families...)
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -684,6 +685,21 @@ func (b *bench) recordRetune(ctx context.Context, sys system, begun time.Time, t
 	b.record(m)
 }
 
+// leader waits until a running replica of sys leads t: a replica that has
+// just taken over may not have said so yet.
+func (b *bench) leader(ctx context.Context, sys system, t tenant) (int, error) {
+	var leader int
+	var last error
+	err := b.poll(ctx, "a replica leading "+t.name, func(ctx context.Context) (bool, error) {
+		leader, last = sys.leaderReplica(ctx, t)
+		return last == nil, nil
+	})
+	if err != nil {
+		return 0, errors.Join(err, last)
+	}
+	return leader, nil
+}
+
 // failoverScenario is scenario 6: two replicas; the leader gets SIGTERM,
 // later the new leader SIGKILL, each time with claims pending.
 func (b *bench) failoverScenario(ctx context.Context) error {
@@ -715,7 +731,7 @@ func (b *bench) failoverRun(ctx context.Context, sys system) error {
 		sig      syscall.Signal
 	}{{report.S6SIGTERM, syscall.SIGTERM}, {report.S6SIGKILL, syscall.SIGKILL}} {
 		time.Sleep(b.cfg.Settle)
-		leader, err := sys.leaderReplica(ctx, tenants[0])
+		leader, err := b.leader(ctx, sys, tenants[0])
 		if err != nil {
 			return err
 		}

@@ -36,15 +36,21 @@ type tracker struct {
 	claims  map[string]*claimTimes // by namespace/name
 	volumes map[string]*volumeTimes
 	now     func() time.Time
+	// cancel and factory end the watches.
+	cancel  context.CancelFunc
+	factory informers.SharedInformerFactory
 }
 
 func newTracker() *tracker {
 	return &tracker{claims: map[string]*claimTimes{}, volumes: map[string]*volumeTimes{}, now: time.Now}
 }
 
-// start runs the informers until ctx ends and returns once they synced.
+// start runs the informers until ctx ends or stop, and returns once they
+// synced.
 func (t *tracker) start(ctx context.Context, client kubernetes.Interface) error {
+	ctx, t.cancel = context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactory(client, 0)
+	t.factory = factory
 	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
 	volumes := factory.Core().V1().PersistentVolumes().Informer()
 	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -67,6 +73,15 @@ func (t *tracker) start(ctx context.Context, client kubernetes.Interface) error 
 		}
 	}
 	return nil
+}
+
+// stop ends the informers and waits for them: the apiserver's graceful
+// shutdown waits for open watches until its grace period ends.
+func (t *tracker) stop() {
+	if t.cancel != nil {
+		t.cancel()
+		t.factory.Shutdown()
+	}
 }
 
 func (t *tracker) observeClaim(obj any) {

@@ -1,8 +1,10 @@
 package measure
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +163,55 @@ func TestMetricsSumBy(t *testing.T) {
 	want := map[string]float64{"WATCH cluster": 5}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseMetricsOfNamedFamilies(t *testing.T) {
+	scrape := apiserverMetrics + `# HELP apiserver_request_duration_seconds Response latency.
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{verb="GET",le="0.1"} 4
+apiserver_request_duration_seconds_bucket{verb="GET",le="+Inf"} 5
+apiserver_request_duration_seconds_sum{verb="GET"} 0.3
+apiserver_request_duration_seconds_count{verb="GET"} 5
+# HELP apiserver_request_total_extra A family whose name extends another's.
+# TYPE apiserver_request_total_extra counter
+apiserver_request_total_extra 9
+go_goroutines 12
+`
+	tests := map[string]struct {
+		names []string
+		want  []string
+	}{
+		"all families": {
+			want: []string{"apiserver_longrunning_requests", "apiserver_request_duration_seconds", "apiserver_request_total", "apiserver_request_total_extra", "go_goroutines"},
+		},
+		"one counter": {names: []string{"apiserver_request_total"}, want: []string{"apiserver_request_total"}},
+		"a histogram and an untyped series": {
+			names: []string{"apiserver_request_duration_seconds", "go_goroutines"},
+			want:  []string{"apiserver_request_duration_seconds", "go_goroutines"},
+		},
+		"absent family": {names: []string{"etcd_requests_total"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, err := ParseMetrics(strings.NewReader(scrape), tc.names...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, slices.Sorted(maps.Keys(m))); diff != "" {
+				t.Errorf("families (-want +got):\n%s", diff)
+			}
+		})
+	}
+	m, err := ParseMetrics(strings.NewReader(scrape), "apiserver_request_total", "apiserver_request_duration_seconds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(float64(42), m.Sum("apiserver_request_total", nil)); diff != "" {
+		t.Errorf("sum of the kept counter (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(uint64(5), m["apiserver_request_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleCount()); diff != "" {
+		t.Errorf("count of the kept histogram (-want +got):\n%s", diff)
 	}
 }
 

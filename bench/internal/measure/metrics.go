@@ -1,6 +1,8 @@
 package measure
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 
@@ -12,14 +14,66 @@ import (
 // Metrics are the metric families of one scrape, by name.
 type Metrics map[string]*dto.MetricFamily
 
-// ParseMetrics parses Prometheus text exposition.
-func ParseMetrics(r io.Reader) (Metrics, error) {
+// ParseMetrics parses Prometheus text exposition. Given names, it parses
+// only those families: most of a scrape as large as the apiserver's is
+// lines the caller never reads, and parsing them is what costs.
+func ParseMetrics(r io.Reader, names ...string) (Metrics, error) {
+	if len(names) > 0 {
+		var err error
+		if r, err = keepFamilies(r, names); err != nil {
+			return nil, err
+		}
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse metrics: %w", err)
 	}
 	return families, nil
+}
+
+// keepFamilies returns the lines of r that belong to the named families.
+func keepFamilies(r io.Reader, names []string) (io.Reader, error) {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	var kept bytes.Buffer
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for scanner.Scan() {
+		if line := scanner.Bytes(); belongs(line, want) {
+			kept.Write(line)
+			kept.WriteByte('\n')
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read metrics: %w", err)
+	}
+	return &kept, nil
+}
+
+// belongs reports whether a line of text exposition, a HELP or TYPE
+// comment or a sample, is of one of the families in want; a histogram's or
+// summary's samples carry a suffix.
+func belongs(line []byte, want map[string]bool) bool {
+	if rest, ok := bytes.CutPrefix(line, []byte("# ")); ok {
+		fields := bytes.Fields(rest)
+		return len(fields) >= 2 && (string(fields[0]) == "HELP" || string(fields[0]) == "TYPE") && want[string(fields[1])]
+	}
+	name := line
+	if i := bytes.IndexAny(line, "{ "); i >= 0 {
+		name = line[:i]
+	}
+	if want[string(name)] {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := bytes.CutSuffix(name, []byte(suffix)); ok && want[string(base)] {
+			return true
+		}
+	}
+	return false
 }
 
 // SumBy adds the series of name into groups: key names a series's group,
