@@ -252,6 +252,12 @@ func TestRestartBetweenProvisionAndVolumeCreation(t *testing.T) {
 	if _, err := f.client.CoreV1().PersistentVolumeClaims("default").Update(context.Background(), claim, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The next controller starts on a cache that knows of the deletion, as
+	// one started after it would.
+	eventually(t, "the informer sees the deletion", func() bool {
+		obj, exists, _ := f.informers.Claims.GetStore().GetByKey("default/c")
+		return exists && obj.(*v1.PersistentVolumeClaim).DeletionTimestamp != nil
+	})
 
 	second := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
 	run(t, second)
