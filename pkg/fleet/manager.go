@@ -49,9 +49,6 @@ const (
 	// reconcileWorkers is how many ProvisionerConfigs are reconciled at once;
 	// stopping an instance blocks a worker until the instance drained.
 	reconcileWorkers = 4
-	// resyncCheckPeriod is how often the shared informers look for handlers
-	// due to resync: the smallest resyncPeriod a ProvisionerConfig may ask for.
-	resyncCheckPeriod = time.Second
 )
 
 // Settings are the fleet-wide settings, mostly from the command line.
@@ -209,7 +206,7 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		deps:     deps,
 		custom:   map[string]BackendFactory{},
 		metrics:  metrics,
-		core:     informers.NewSharedInformerFactory(deps.client, resyncCheckPeriod),
+		core:     informers.NewSharedInformerFactory(deps.client, 0), // instances resync on their own timers
 		configs:  externalversions.NewSharedInformerFactory(deps.pcfg, 0),
 		scheme:   scheme,
 		synced:   make(chan struct{}),
@@ -232,6 +229,8 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		m.leases = informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithNamespace(settings.Namespace))
 		m.shared.Leases = m.leases.Coordination().V1().Leases().Informer()
 	}
+	// One event handler per informer for the whole fleet.
+	m.shared.Router = provisioning.NewRouter(m.shared.Claims, m.shared.Volumes, m.shared.Leases)
 	m.volumes = m.core.Core().V1().PersistentVolumes().Lister()
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
