@@ -58,6 +58,7 @@ type bench struct {
 	run         *report.Run
 	pprofAddrs  map[int]string
 
+	// mu guards what the systems of a scenario touch when they run at once.
 	mu  sync.Mutex
 	seq int
 }
@@ -130,6 +131,12 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 
 func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Log, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func (b *bench) addSection(s report.Section) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.run.Sections = append(b.run.Sections, s)
 }
 
 func (b *bench) nextSeq() int {
@@ -308,7 +315,7 @@ func machine() string {
 }
 
 func settings(cfg Config) []string {
-	return []string{
+	out := []string{
 		fmt.Sprintf("client budget of every system: QPS %g, burst %d (the manager's for its whole fleet, each peer process's, the limit's)", cfg.QPS, cfg.Burst),
 		fmt.Sprintf("kube-controller-manager (PV binder) at --kube-api-qps=%d --kube-api-burst=%d", binderQPS, binderBurst),
 		fmt.Sprintf("s1: %d claims; s2: %d tenants x %d claims; s3: %v provisioners (peer up to %d processes), %v settle, %v window; s4: %d failing + %d good claims; s5: %d edits; s6: %d claims per failover, lease %v/%v/%v",
@@ -317,6 +324,10 @@ func settings(cfg Config) []string {
 		fmt.Sprintf("both provisioners use provfleet's hostPath backend (the peer through an adapter to the library's interface), 4 workers, the PV finalizer on, Lease %v/%v/%v except in s6",
 			cfg.Lease.Duration, cfg.Lease.RenewDeadline, cfg.Lease.RetryPeriod),
 	}
+	if cfg.SystemsAtOnce {
+		out = append(out, "the systems of each scenario ran at the same time: each one's figures include the others' load")
+	}
+	return out
 }
 
 // write stores the run as <UTC date>.md and latest.jsonl in cfg.Out.

@@ -22,7 +22,9 @@ const profileTopNodes = "25"
 // what went wrong) when done.
 func (b *bench) profile(ctx context.Context, pid int, d time.Duration, name string) <-chan string {
 	out := make(chan string, 1)
+	b.mu.Lock()
 	addr, ok := b.pprofAddrs[pid]
+	b.mu.Unlock()
 	if !ok {
 		out <- fmt.Sprintf("no profiling endpoint for process %d", pid)
 		return out
@@ -81,7 +83,7 @@ func (b *bench) addProfile(ch <-chan string, title string) {
 		return
 	}
 	top := <-ch
-	b.run.Sections = append(b.run.Sections, report.Section{
+	b.addSection(report.Section{
 		Title: title,
 		Body:  "```\n" + strings.TrimSpace(top) + "\n```",
 	})

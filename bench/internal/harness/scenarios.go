@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,6 +52,24 @@ func (b *bench) scenarios(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// together runs each of runs, one after the other or, with
+// cfg.SystemsAtOnce, all at once; it returns the first error.
+func (b *bench) together(runs ...func() error) error {
+	if !b.cfg.SystemsAtOnce {
+		for _, run := range runs {
+			if err := run(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var g errgroup.Group
+	for _, run := range runs {
+		g.Go(run)
+	}
+	return g.Wait()
 }
 
 func (b *bench) systems() []system {
@@ -263,26 +282,43 @@ func latencies(m *report.Measurement, toPV, toBound []time.Duration) {
 func (b *bench) record(m report.Measurement) {
 	b.logf("%s %s tenants=%d claims=%d replicas=%d: %.2fs p50 %.0fms p99 %.0fms rss %.1fMiB cpu %.2fs watches %d api %.2f/s goroutines %d %s",
 		m.Scenario, m.System, m.Tenants, m.Claims, m.Replicas, m.Seconds, m.P50MS, m.P99MS, m.RSSMiB, m.CPUS, m.Watches, m.APIRPS, m.Goroutines, m.Note)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.run.Measurements = append(b.run.Measurements, m)
 }
 
 // provisionScenario is scenarios 1 and 2: claims of every tenant created at
 // once, then all deleted; provfleet, the peer, then the limit.
 func (b *bench) provisionScenario(ctx context.Context, provision, remove string, tenants, perTenant int) error {
+	var mu sync.Mutex
 	mixes := map[string]map[string]float64{}
+	var runs []func() error
 	for _, sys := range b.systems() {
-		mix, err := b.provisionRun(ctx, sys, provision, remove, tenants, perTenant)
-		if err != nil {
-			return fmt.Errorf("%s: %w", sys.name(), err)
-		}
-		mixes[sys.name()] = mix
+		runs = append(runs, func() error {
+			mix, err := b.provisionRun(ctx, sys, provision, remove, tenants, perTenant)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sys.name(), err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			mixes[sys.name()] = mix
+			return nil
+		})
 	}
-	mix, err := b.limitRun(ctx, provision, remove, tenants, tenants*perTenant)
-	if err != nil {
+	runs = append(runs, func() error {
+		mix, err := b.limitRun(ctx, provision, remove, tenants, tenants*perTenant)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		mixes[report.SystemLimit] = mix
+		return nil
+	})
+	if err := b.together(runs...); err != nil {
 		return err
 	}
-	mixes[report.SystemLimit] = mix
-	b.run.Sections = append(b.run.Sections, mixSection(provision, mixes))
+	b.addSection(mixSection(provision, mixes))
 	return nil
 }
 
@@ -437,13 +473,20 @@ func (b *bench) idleScenario(ctx context.Context) error {
 		largest = max(largest, n)
 	}
 	for _, n := range b.cfg.S3Counts {
+		var runs []func() error
 		for _, sys := range b.systems() {
 			if sys.name() == report.SystemUpstream && n > b.cfg.S3PeerMax {
 				continue
 			}
-			if err := b.idleRun(ctx, sys, n, n == largest); err != nil {
-				return fmt.Errorf("%s with %d provisioners: %w", sys.name(), n, err)
-			}
+			runs = append(runs, func() error {
+				if err := b.idleRun(ctx, sys, n, n == largest); err != nil {
+					return fmt.Errorf("%s with %d provisioners: %w", sys.name(), n, err)
+				}
+				return nil
+			})
+		}
+		if err := b.together(runs...); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -504,14 +547,18 @@ func (b *bench) idleRun(ctx context.Context, sys system, n int, profile bool) er
 // noisyScenario is scenario 4: a good tenant's claims alone, then next to a
 // tenant whose backend refuses every claim.
 func (b *bench) noisyScenario(ctx context.Context) error {
-	for _, sys := range b.systems() {
-		if err := b.noisyRun(ctx, sys, false); err != nil {
-			return fmt.Errorf("%s alone: %w", sys.name(), err)
+	for _, noisy := range []bool{false, true} {
+		var runs []func() error
+		for _, sys := range b.systems() {
+			runs = append(runs, func() error {
+				if err := b.noisyRun(ctx, sys, noisy); err != nil {
+					return fmt.Errorf("%s, noisy neighbour %t: %w", sys.name(), noisy, err)
+				}
+				return nil
+			})
 		}
-	}
-	for _, sys := range b.systems() {
-		if err := b.noisyRun(ctx, sys, true); err != nil {
-			return fmt.Errorf("%s with a noisy neighbour: %w", sys.name(), err)
+		if err := b.together(runs...); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -581,13 +628,17 @@ func (b *bench) noisyRun(ctx context.Context, sys system, noisy bool) error {
 // peer cannot be re-tuned in place: its figure is a restart with new flags
 // until the new process holds the Lease.
 func (b *bench) retuneScenario(ctx context.Context) error {
-	if err := b.retuneProvfleet(ctx); err != nil {
-		return fmt.Errorf("provfleet: %w", err)
-	}
-	if err := b.retuneUpstream(ctx); err != nil {
-		return fmt.Errorf("upstream: %w", err)
-	}
-	return nil
+	return b.together(func() error {
+		if err := b.retuneProvfleet(ctx); err != nil {
+			return fmt.Errorf("provfleet: %w", err)
+		}
+		return nil
+	}, func() error {
+		if err := b.retuneUpstream(ctx); err != nil {
+			return fmt.Errorf("upstream: %w", err)
+		}
+		return nil
+	})
 }
 
 func (b *bench) retuneProvfleet(ctx context.Context) error {
@@ -703,12 +754,16 @@ func (b *bench) leader(ctx context.Context, sys system, t tenant) (int, error) {
 // failoverScenario is scenario 6: two replicas; the leader gets SIGTERM,
 // later the new leader SIGKILL, each time with claims pending.
 func (b *bench) failoverScenario(ctx context.Context) error {
+	var runs []func() error
 	for _, sys := range b.systems() {
-		if err := b.failoverRun(ctx, sys); err != nil {
-			return fmt.Errorf("%s: %w", sys.name(), err)
-		}
+		runs = append(runs, func() error {
+			if err := b.failoverRun(ctx, sys); err != nil {
+				return fmt.Errorf("%s: %w", sys.name(), err)
+			}
+			return nil
+		})
 	}
-	return nil
+	return b.together(runs...)
 }
 
 func (b *bench) failoverRun(ctx context.Context, sys system) error {

@@ -114,7 +114,9 @@ func (s *provfleetSystem) startManager(ctx context.Context) error {
 	}
 	s.managers = append(s.managers, p)
 	s.ids = append(s.ids, id)
+	s.b.mu.Lock()
 	s.b.pprofAddrs[p.pid()] = pprofAddr
+	s.b.mu.Unlock()
 	return s.b.poll(ctx, "manager "+id+" ready", func(ctx context.Context) (bool, error) {
 		if p.exited() {
 			return false, fmt.Errorf("manager %s exited; its log is %s", id, p.logPath)

@@ -100,6 +100,11 @@ func (t *tracker) observeClaim(obj any) {
 	}
 	if c.annotated.IsZero() && (claim.Annotations[annStorageProvisioner] != "" || claim.Annotations[annBetaStorageProvisioner] != "") {
 		c.annotated = now
+		// The two watches deliver independently: a PV seen first proves the
+		// claim carried the annotation by then.
+		if v := t.volumes["pvc-"+c.uid]; v != nil && v.created.Before(now) {
+			c.annotated = v.created
+		}
 	}
 	if c.bound.IsZero() && claim.Status.Phase == v1.ClaimBound {
 		c.bound = now

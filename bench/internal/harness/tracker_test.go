@@ -51,6 +51,15 @@ func TestTrackerTimestampsFirstSightings(t *testing.T) {
 			wantClaim:  claimTimes{uid: "u1", annotated: at(2), bound: at(5)},
 			wantVolume: volumeTimes{created: at(4)},
 		},
+		"the volume's watch delivers before the claim's": {
+			events: []event{
+				{at: 1, obj: claim("u1", "", v1.ClaimPending)},
+				{at: 3, obj: pv("pvc-u1")},
+				{at: 4, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
+			},
+			wantClaim:  claimTimes{uid: "u1", annotated: at(3)},
+			wantVolume: volumeTimes{created: at(3)},
+		},
 		"the beta annotation counts": {
 			events:    []event{{at: 7, obj: claim("u1", annBetaStorageProvisioner, v1.ClaimPending)}},
 			wantClaim: claimTimes{uid: "u1", annotated: at(7)},
