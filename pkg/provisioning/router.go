@@ -122,7 +122,8 @@ func (r *route) subscription(keys func() []routeKey) *subscription {
 
 // start delivers every event of an object that names one of the
 // subscription's keys (for an update, before or after it) to handler, once,
-// until stop. It does not replay the informer's store. handler is called on
+// until stop. It does not replay the informer's store: the subscriber lists
+// it, once subscribed and the informer synced. handler is called on
 // the informer's handler goroutine with the route locked: it must only filter
 // and queue, and never subscribe or unsubscribe.
 func (s *subscription) start(handler cache.ResourceEventHandler) error {
@@ -217,7 +218,13 @@ type listener struct {
 }
 
 func (l *listener) OnAdd(obj any, isInInitialList bool) {
-	l.route.deliver(l, nil, obj, func(h cache.ResourceEventHandler) { h.OnAdd(obj, isInInitialList) })
+	// The store as it was when the handler was added: subscribers read the
+	// store themselves, and a late copy of an object they already acted on
+	// would only make them act on it again.
+	if isInInitialList {
+		return
+	}
+	l.route.deliver(l, nil, obj, func(h cache.ResourceEventHandler) { h.OnAdd(obj, false) })
 }
 
 func (l *listener) OnUpdate(oldObj, newObj any) {

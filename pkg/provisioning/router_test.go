@@ -85,6 +85,10 @@ func TestRouterRoutes(t *testing.T) {
 			send:  func(h cache.ResourceEventHandler) { h.OnAdd(annotated("c", a), false) },
 			want:  []string{"a add c"},
 		},
+		"claim of the store replayed to a new handler": {
+			route: func(r *Router) *route { return r.claims },
+			send:  func(h cache.ResourceEventHandler) { h.OnAdd(annotated("c", a), true) },
+		},
 		"claim by additional name": {
 			route: func(r *Router) *route { return r.claims },
 			send:  func(h cache.ResourceEventHandler) { h.OnAdd(annotated("c", b2), false) },
