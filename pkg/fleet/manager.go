@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -95,6 +97,33 @@ func WithBackend(name string, factory BackendFactory) Option {
 	}
 }
 
+// tenantClient is one provisioner's client: the two API groups a controller
+// calls, with the provisioner's share of the budget. A whole clientset per
+// provisioner would build some sixty REST clients, most of an idle
+// provisioner's memory.
+type tenantClient struct {
+	core         typedcorev1.CoreV1Interface
+	coordination typedcoordinationv1.CoordinationV1Interface
+}
+
+func newTenantClient(config *rest.Config, httpClient *http.Client) (tenantClient, error) {
+	core, err := typedcorev1.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return tenantClient{}, err
+	}
+	coordination, err := typedcoordinationv1.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return tenantClient{}, err
+	}
+	return tenantClient{core: core, coordination: coordination}, nil
+}
+
+func (c tenantClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+
+func (c tenantClient) CoordinationV1() typedcoordinationv1.CoordinationV1Interface {
+	return c.coordination
+}
+
 // dependencies are the clients and constructors a Manager uses; tests replace
 // them with fakes.
 type dependencies struct {
@@ -102,7 +131,7 @@ type dependencies struct {
 	pcfg   versioned.Interface
 	// events writes Events with a budget of its own; nil: through client.
 	events    typedcorev1.EventsGetter
-	clientFor func(provisionerName string) (kubernetes.Interface, error)
+	clientFor func(provisionerName string) (provisioning.Client, error)
 	// newInstance builds one provision controller.
 	newInstance func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error)
 	// stop releases what the dependencies hold, after every instance stopped.
@@ -143,12 +172,18 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 		c.RateLimiter = budget.Tenant(tenant)
 		return c
 	}
-	client, err := kubernetes.NewForConfig(tenantConfig(managerTenant))
+	// One HTTP client (and connection pool) for every tenant's client.
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		budget.Stop()
+		return nil, fmt.Errorf("cannot build the HTTP client: %w", err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(tenantConfig(managerTenant), httpClient)
 	if err != nil {
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the manager's client: %w", err)
 	}
-	pcfg, err := versioned.NewForConfig(tenantConfig(managerTenant))
+	pcfg, err := versioned.NewForConfigAndClient(tenantConfig(managerTenant), httpClient)
 	if err != nil {
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the ProvisionerConfig client: %w", err)
@@ -156,7 +191,7 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 	eventConfig := rest.CopyConfig(config)
 	eventConfig.UserAgent = eventsUserAgent
 	eventConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(eventBudget(settings))
-	events, err := kubernetes.NewForConfig(eventConfig)
+	events, err := typedcorev1.NewForConfigAndClient(eventConfig, httpClient)
 	if err != nil {
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the Event client: %w", err)
@@ -164,9 +199,9 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 	return newManager(settings, dependencies{
 		client: client,
 		pcfg:   pcfg,
-		events: events.CoreV1(),
-		clientFor: func(provisionerName string) (kubernetes.Interface, error) {
-			c, err := kubernetes.NewForConfig(tenantConfig("provfleet/" + provisionerName))
+		events: events,
+		clientFor: func(provisionerName string) (provisioning.Client, error) {
+			c, err := newTenantClient(tenantConfig("provfleet/"+provisionerName), httpClient)
 			if err != nil {
 				return nil, fmt.Errorf("cannot build the client of %q: %w", provisionerName, err)
 			}

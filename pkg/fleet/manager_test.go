@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
@@ -49,7 +48,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 		dependencies{
 			client:    f.kube,
 			pcfg:      f.pcfg,
-			clientFor: func(string) (kubernetes.Interface, error) { return f.kube, nil },
+			clientFor: func(string) (provisioning.Client, error) { return f.kube, nil },
 			newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
 				if deps.Provisioner == nil || deps.Metrics == nil || deps.Informers.Claims == nil {
 					return nil, errors.New("incomplete dependencies")

@@ -17,7 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -38,9 +39,17 @@ type SharedInformers struct {
 	Router *Router
 }
 
+// Client is the part of the Kubernetes API a Controller calls; a
+// kubernetes.Interface is one. It lets a fleet give each controller a client
+// of only these two groups, a fraction of a whole clientset's size.
+type Client interface {
+	CoreV1() corev1client.CoreV1Interface
+	CoordinationV1() coordinationv1client.CoordinationV1Interface
+}
+
 // Dependencies are what a Controller uses but does not own.
 type Dependencies struct {
-	Client        kubernetes.Interface
+	Client        Client
 	Informers     SharedInformers
 	EventRecorder record.EventRecorder
 	// Metrics is shared by every controller of one registry; nil keeps this
@@ -64,7 +73,7 @@ type claimKey struct {
 type Controller struct {
 	name        string
 	identity    string
-	client      kubernetes.Interface
+	client      Client
 	informers   SharedInformers
 	recorder    record.EventRecorder
 	metrics     *Metrics

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -58,7 +57,7 @@ func (alwaysLeader) KeepLease()                                          {}
 // retry period, and steps down when no renewal succeeded within the renew
 // deadline, always before another elector may take over.
 type leaseElector struct {
-	client   kubernetes.Interface
+	client   Client
 	leases   *route            // nil: a private informer of this one Lease
 	lease    metav1.ObjectMeta // namespace and name only
 	identity string
@@ -86,7 +85,7 @@ type leaseElector struct {
 	reported string
 }
 
-func newLeaseElector(client kubernetes.Interface, leases *route, provisionerName string,
+func newLeaseElector(client Client, leases *route, provisionerName string,
 	cfg LeaderElectionConfig, onChange func(string), clk clock.Clock) *leaseElector {
 	return &leaseElector{
 		client:   client,

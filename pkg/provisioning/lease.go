@@ -1,24 +1,35 @@
 package provisioning
 
 import (
+	"context"
 	"math"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // newLeaseInformer returns an informer of the one Lease namespace/name, for
 // an elector that was given no shared Lease informer.
-func newLeaseInformer(client kubernetes.Interface, namespace, name string) cache.SharedIndexInformer {
-	return coordinationinformers.NewFilteredLeaseInformer(client, namespace, 0, cache.Indexers{}, func(options *metav1.ListOptions) {
-		options.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})
+func newLeaseInformer(client Client, namespace, name string) cache.SharedIndexInformer {
+	byName := fields.OneTermEqualSelector("metadata.name", name).String()
+	leases := client.CoordinationV1().Leases(namespace)
+	// The wrapper tells a reflector whether client (a fake) cannot stream lists.
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			options.FieldSelector = byName
+			return leases.List(ctx, options)
+		},
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.FieldSelector = byName
+			return leases.Watch(ctx, options)
+		},
+	}, client), &coordinationv1.Lease{}, 0, cache.Indexers{})
 }
 
 // leaseRecord is the election record of lease, as client-go reads it.
