@@ -175,10 +175,10 @@ type queueMetrics struct {
 
 // queueMetrics creates the series of the queue name, whose in-progress work
 // inFlight reports at scrape time.
-func (m *Metrics) queueMetrics(name string, inFlight func(time.Time) (unfinished, longest float64)) queueMetrics {
+func (m *Metrics) queueMetrics(name string, inFlight func(time.Time) (unfinished, longest float64)) *queueMetrics {
 	labels := queueLabels(name)
 	m.inFlight.add(name, inFlight)
-	return queueMetrics{
+	return &queueMetrics{
 		depth:        m.queueDepth.WithLabelValues(labels...),
 		adds:         m.queueAdds.WithLabelValues(labels...),
 		retries:      m.queueRetries.WithLabelValues(labels...),

@@ -14,13 +14,16 @@ import (
 // hundreds of idle provisioners.
 type workQueue[K comparable] struct {
 	process func(K)
-	metrics queueMetrics
+	// newMetrics creates the queue's series, on first use: a queue that never
+	// had work costs none.
+	newMetrics func() *queueMetrics
 
 	mu         sync.Mutex
 	order      []K
 	dirty      map[K]time.Time // items to process, and when they were added
 	processing map[K]time.Time // items workers hold, and since when
 	delayed    map[K]*delayedItem
+	metrics    *queueMetrics
 	maxWorkers int
 	workers    int
 	shutDown   bool
@@ -42,8 +45,16 @@ func newWorkQueue[K comparable](m *Metrics, name string, workers int, process fu
 		delayed:    map[K]*delayedItem{},
 		maxWorkers: workers,
 	}
-	q.metrics = m.queueMetrics(name, q.inFlight)
+	q.newMetrics = func() *queueMetrics { return m.queueMetrics(name, q.inFlight) }
 	return q
+}
+
+// series returns the queue's metric series; callers hold q.mu.
+func (q *workQueue[K]) series() *queueMetrics {
+	if q.metrics == nil {
+		q.metrics = q.newMetrics()
+	}
+	return q.metrics
 }
 
 // Add queues item unless it is queued already.
@@ -61,7 +72,7 @@ func (q *workQueue[K]) AddAfter(item K, delay time.Duration) {
 	if q.shutDown {
 		return
 	}
-	q.metrics.retries.Inc()
+	q.series().retries.Inc()
 	if delay <= 0 {
 		q.add(item)
 		return
@@ -97,14 +108,14 @@ func (q *workQueue[K]) add(item K) {
 	if _, queued := q.dirty[item]; queued {
 		return
 	}
-	q.metrics.adds.Inc()
+	q.series().adds.Inc()
 	q.dirty[item] = time.Now()
 	if _, held := q.processing[item]; held {
 		// The worker holding it queues it again when done.
 		return
 	}
 	q.order = append(q.order, item)
-	q.metrics.depth.Inc()
+	q.series().depth.Inc()
 	q.startWorkers()
 }
 
@@ -147,8 +158,8 @@ func (q *workQueue[K]) work() {
 			q.order = nil
 		}
 		start := time.Now()
-		q.metrics.depth.Dec()
-		q.metrics.latency.Observe(start.Sub(q.dirty[item]).Seconds())
+		q.series().depth.Dec()
+		q.series().latency.Observe(start.Sub(q.dirty[item]).Seconds())
 		delete(q.dirty, item)
 		q.processing[item] = start
 		q.mu.Unlock()
@@ -156,11 +167,11 @@ func (q *workQueue[K]) work() {
 		q.process(item)
 
 		q.mu.Lock()
-		q.metrics.workDuration.Observe(time.Since(start).Seconds())
+		q.series().workDuration.Observe(time.Since(start).Seconds())
 		delete(q.processing, item)
 		if _, again := q.dirty[item]; again && !q.shutDown {
 			q.order = append(q.order, item)
-			q.metrics.depth.Inc()
+			q.series().depth.Inc()
 		}
 		q.mu.Unlock()
 	}
@@ -181,7 +192,7 @@ func (q *workQueue[K]) inFlight(now time.Time) (unfinished, longest float64) {
 
 // ShutDown drops the queued and delayed items, waits for the workers to
 // finish their current item and deletes the queue's metric series. Adds
-// after it are ignored.
+// after it are ignored, so no series is created after it.
 func (q *workQueue[K]) ShutDown() {
 	q.mu.Lock()
 	q.shutDown = true
@@ -191,7 +202,10 @@ func (q *workQueue[K]) ShutDown() {
 	clear(q.delayed)
 	clear(q.dirty)
 	q.order = nil
+	metrics := q.metrics
 	q.mu.Unlock()
 	q.wg.Wait()
-	q.metrics.forget()
+	if metrics != nil {
+		metrics.forget()
+	}
 }

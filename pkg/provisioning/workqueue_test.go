@@ -139,6 +139,20 @@ func TestWorkQueueStartsWorkersOnDemandWithinTheLimit(t *testing.T) {
 	// An idle queue holds no goroutine: goleak checks it on return.
 }
 
+func TestWorkQueueCreatesItsSeriesOnFirstUse(t *testing.T) {
+	r := newRecorder()
+	q, reg := newTestQueue(t, 1, r)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Fatalf("%d series before any work (err %v), want 0", n, err)
+	}
+	q.Add("a")
+	eventually(t, "queue drained", q.idle)
+	// depth, adds, retries, latency, work duration and the two in-flight gauges.
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 7 {
+		t.Errorf("%d series after one item (err %v), want 7", n, err)
+	}
+}
+
 func TestWorkQueueAddAfterKeepsTheEarlierDelay(t *testing.T) {
 	r := newRecorder()
 	q, reg := newTestQueue(t, 2, r)
