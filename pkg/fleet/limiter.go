@@ -3,30 +3,58 @@ package fleet
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
+	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 )
 
 // errLimiterStopped is returned to callers still waiting when the fleet budget
 // is stopped.
 var errLimiterStopped = errors.New("fleet API client budget stopped")
 
-// FairLimiter shares one API client budget (a client-go token bucket) between
-// tenants. Tokens go round-robin to the tenants that are waiting, one token per
-// tenant per round, so a tenant with a long backlog cannot delay another
-// tenant's first request by more than one token per waiting tenant.
+// forgetAfter is how often tenants whose recent usage decayed to nothing are
+// dropped, so a deleted tenant is not remembered for ever.
+const forgetAfter = time.Minute
+
+// FairLimiter shares one API client budget (a token bucket) between tenants.
+//
+// Each tenant's recent usage is a count of its tokens that decays with a time
+// constant of burst/qps, so a tenant backlogged at the full rate approaches a
+// usage of one burst. Waiting tenants are served least recent usage first
+// (arrival order among equals), so a tenant that used little never waits
+// behind a busy one for more than one token.
+//
+// Half the burst is a reserve for tenants that become active: a tenant whose
+// usage is above half the burst must leave tokens in the bucket, twice its
+// excess up to the whole reserve. A backlogged tenant alone still gets the full
+// refill rate, but the bucket stays at the reserve, so the next tenant to
+// become active gets half a burst at API latency instead of sharing the refill
+// rate with the backlog.
 type FairLimiter struct {
-	source flowcontrol.RateLimiter
+	bucket *rate.Limiter
+	clock  clock.Clock
+	// window is the decay time constant of usage, in seconds.
+	window  float64
+	reserve float64
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// wake tells the dispatcher that the waiters changed while it waits for
+	// tokens.
+	wake chan struct{}
 
 	mu sync.Mutex
 	// queues holds the waiters of each tenant in arrival order.
 	queues map[string][]*waiter
-	// ring lists the tenants with waiters in the order they are served next.
+	// ring lists the tenants with waiters; among equal usage the first is
+	// served next.
 	ring        []string
+	usage       map[string]usage
+	forgotAt    time.Time
 	dispatching bool
 	stopped     bool
 	dispatcher  sync.WaitGroup
@@ -37,19 +65,31 @@ type waiter struct {
 	err  error
 }
 
+// usage is a tenant's decayed count of tokens as of at.
+type usage struct {
+	count float64
+	at    time.Time
+}
+
 // NewFairLimiter returns a fleet budget of qps requests a second with the given
 // burst.
 func NewFairLimiter(qps float32, burst int) *FairLimiter {
-	return newFairLimiter(flowcontrol.NewTokenBucketRateLimiter(qps, burst))
+	return newFairLimiter(qps, burst, clock.RealClock{})
 }
 
-func newFairLimiter(source flowcontrol.RateLimiter) *FairLimiter {
+func newFairLimiter(qps float32, burst int, clk clock.Clock) *FairLimiter {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &FairLimiter{
-		source: source,
-		ctx:    ctx,
-		cancel: cancel,
-		queues: map[string][]*waiter{},
+		bucket:   rate.NewLimiter(rate.Limit(qps), burst),
+		clock:    clk,
+		window:   float64(burst) / float64(qps),
+		reserve:  float64(burst / 2),
+		ctx:      ctx,
+		cancel:   cancel,
+		wake:     make(chan struct{}, 1),
+		queues:   map[string][]*waiter{},
+		usage:    map[string]usage{},
+		forgotAt: clk.Now(),
 	}
 }
 
@@ -78,21 +118,26 @@ func (l *FairLimiter) Stop() {
 		delete(l.queues, tenant)
 	}
 	l.ring = nil
-	l.source.Stop()
 }
 
 func (l *FairLimiter) wait(ctx context.Context, tenant string) error {
-	w := &waiter{done: make(chan struct{})}
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
 		return errLimiterStopped
 	}
+	if len(l.ring) == 0 && l.take(tenant, l.clock.Now()) {
+		l.mu.Unlock()
+		return nil
+	}
+	w := &waiter{done: make(chan struct{})}
 	if len(l.queues[tenant]) == 0 {
 		l.ring = append(l.ring, tenant)
 	}
 	l.queues[tenant] = append(l.queues[tenant], w)
-	if !l.dispatching {
+	if l.dispatching {
+		l.signal()
+	} else {
 		l.dispatching = true
 		l.dispatcher.Add(1)
 		go l.dispatch()
@@ -107,10 +152,19 @@ func (l *FairLimiter) wait(ctx context.Context, tenant string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.remove(tenant, w) {
+		l.signal()
 		return ctx.Err()
 	}
 	// Granted (or stopped) while we gave up: the token is spent either way.
 	return w.err
+}
+
+// signal wakes the dispatcher if it waits for tokens.
+func (l *FairLimiter) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 // remove drops a waiter that gave up; it reports false when the waiter was no
@@ -138,8 +192,53 @@ func (l *FairLimiter) remove(tenant string, w *waiter) bool {
 	return false
 }
 
-// dispatch takes tokens from the source while anyone waits and hands each to
-// the next tenant in the ring.
+// recent returns the tenant's usage decayed to now. Callers hold l.mu.
+func (l *FairLimiter) recent(tenant string, now time.Time) float64 {
+	u, ok := l.usage[tenant]
+	if !ok {
+		return 0
+	}
+	return u.count * math.Exp(-now.Sub(u.at).Seconds()/l.window)
+}
+
+// kept returns how many tokens the tenant must leave in the bucket. Callers
+// hold l.mu.
+func (l *FairLimiter) kept(tenant string, now time.Time) float64 {
+	return min(max(2*(l.recent(tenant, now)-l.reserve), 0), l.reserve)
+}
+
+// take spends a token for the tenant if its share of the bucket has one.
+// Callers hold l.mu.
+func (l *FairLimiter) take(tenant string, now time.Time) bool {
+	if l.bucket.TokensAt(now) < 1+l.kept(tenant, now) || !l.bucket.AllowN(now, 1) {
+		return false
+	}
+	l.usage[tenant] = usage{count: l.recent(tenant, now) + 1, at: now}
+	if now.Sub(l.forgotAt) >= forgetAfter {
+		l.forgotAt = now
+		for t := range l.usage {
+			if l.recent(t, now) < 0.01 {
+				delete(l.usage, t)
+			}
+		}
+	}
+	return true
+}
+
+// next returns the index in the ring of the waiting tenant with the least
+// recent usage. Callers hold l.mu and ensure the ring is not empty.
+func (l *FairLimiter) next(now time.Time) int {
+	best, least := 0, math.Inf(1)
+	for i, tenant := range l.ring {
+		if u := l.recent(tenant, now); u < least {
+			best, least = i, u
+		}
+	}
+	return best
+}
+
+// dispatch hands tokens to waiters, least recent usage first, while anyone
+// waits.
 func (l *FairLimiter) dispatch() {
 	defer l.dispatcher.Done()
 	for {
@@ -149,30 +248,44 @@ func (l *FairLimiter) dispatch() {
 			l.mu.Unlock()
 			return
 		}
-		l.mu.Unlock()
-
-		if err := l.source.Wait(l.ctx); err != nil {
-			l.mu.Lock()
-			l.dispatching = false
+		now := l.clock.Now()
+		i := l.next(now)
+		tenant := l.ring[i]
+		if l.take(tenant, now) {
+			l.grant(i)
 			l.mu.Unlock()
-			return
+			continue
 		}
-
-		l.mu.Lock()
-		l.grantNext()
+		// The first waiter has the smallest share to leave, so nobody gets a
+		// token before it does.
+		missing := 1 + l.kept(tenant, now) - l.bucket.TokensAt(now)
 		l.mu.Unlock()
+
+		l.sleep(missing)
 	}
 }
 
-// grantNext gives one token to the first waiter of the tenant at the head of
-// the ring and moves that tenant to the back if it still waits. Callers hold
-// l.mu.
-func (l *FairLimiter) grantNext() {
-	if len(l.ring) == 0 {
-		return
+// sleep returns once the bucket refilled the missing tokens, the waiters
+// changed or the budget stopped.
+func (l *FairLimiter) sleep(missing float64) {
+	var refilled <-chan time.Time
+	if limit := float64(l.bucket.Limit()); limit > 0 {
+		timer := l.clock.NewTimer(time.Duration(math.Ceil(missing / limit * float64(time.Second))))
+		defer timer.Stop()
+		refilled = timer.C()
 	}
-	tenant := l.ring[0]
-	l.ring = l.ring[1:]
+	select {
+	case <-refilled:
+	case <-l.wake:
+	case <-l.ctx.Done():
+	}
+}
+
+// grant gives a token to the first waiter of the tenant at index i of the
+// ring and moves that tenant to the back if it still waits. Callers hold l.mu.
+func (l *FairLimiter) grant(i int) {
+	tenant := l.ring[i]
+	l.ring = append(l.ring[:i], l.ring[i+1:]...)
 	q := l.queues[tenant]
 	close(q[0].done)
 	if len(q) == 1 {
@@ -198,7 +311,7 @@ func (t *tenantLimiter) TryAccept() bool {
 	if t.fleet.stopped || len(t.fleet.ring) > 0 {
 		return false
 	}
-	return t.fleet.source.TryAccept()
+	return t.fleet.take(t.name, t.fleet.clock.Now())
 }
 
 func (t *tenantLimiter) Accept() {
@@ -210,7 +323,7 @@ func (t *tenantLimiter) Wait(ctx context.Context) error {
 }
 
 func (t *tenantLimiter) QPS() float32 {
-	return t.fleet.source.QPS()
+	return float32(t.fleet.bucket.Limit())
 }
 
 // Stop does nothing: other tenants share the budget.

@@ -4,32 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/util/wait"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
-// handTokens is a token source that grants exactly the tokens the test hands
-// out, so the order of grants is deterministic.
-type handTokens struct {
-	tokens chan struct{}
-	free   bool
-}
-
-func (h *handTokens) TryAccept() bool { return h.free }
-func (h *handTokens) Accept()         {}
-func (h *handTokens) Stop()           {}
-func (h *handTokens) QPS() float32    { return 1 }
-func (h *handTokens) Wait(ctx context.Context) error {
-	select {
-	case <-h.tokens:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// newTestLimiter returns a budget on a fake clock with an empty bucket, so
+// every token comes from stepping the clock.
+func newTestLimiter(qps float32, burst int) (*FairLimiter, *testingclock.FakeClock) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := newFairLimiter(qps, burst, clk)
+	l.bucket.AllowN(clk.Now(), burst)
+	return l, clk
 }
 
 // waiting returns how many callers wait for a token.
@@ -43,22 +34,30 @@ func (l *FairLimiter) waiting() int {
 	return n
 }
 
-// enqueue starts one waiter per tenant name, in order, each only after the
-// previous is queued, and returns a channel that yields the tenant of each
-// waiter as it is granted.
+func (l *FairLimiter) isDispatching() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dispatching
+}
+
+// enqueue starts one caller per tenant name, in order, each only after the
+// previous is queued or served, and returns a channel that yields the tenant
+// of each caller as it is granted.
 func enqueue(t *testing.T, l *FairLimiter, tenants []string) <-chan string {
 	t.Helper()
 	granted := make(chan string, len(tenants))
+	var returned atomic.Int64
 	for _, tenant := range tenants {
-		before := l.waiting()
+		before := l.waiting() + int(returned.Load())
 		go func() {
+			defer returned.Add(1)
 			if err := l.Tenant(tenant).Wait(context.Background()); err != nil {
 				granted <- "error: " + err.Error()
 				return
 			}
 			granted <- tenant
 		}()
-		waitFor(t, func() bool { return l.waiting() == before+1 })
+		waitFor(t, func() bool { return l.waiting()+int(returned.Load()) == before+1 })
 	}
 	return granted
 }
@@ -72,6 +71,18 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
+// step moves the fake clock once the dispatcher waits for a refill (or has
+// ended) and returns how many waiters were granted as a result.
+func step(t *testing.T, l *FairLimiter, clk *testingclock.FakeClock, d time.Duration) int {
+	t.Helper()
+	quiet := func() bool { return clk.HasWaiters() || !l.isDispatching() }
+	waitFor(t, quiet)
+	before := l.waiting()
+	clk.Step(d)
+	waitFor(t, quiet)
+	return before - l.waiting()
+}
+
 func repeat(tenant string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -80,9 +91,10 @@ func repeat(tenant string, n int) []string {
 	return out
 }
 
-func TestFairLimiterRoundRobin(t *testing.T) {
+func TestFairLimiterLeastRecentUsageFirst(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tests := map[string]struct {
+		usage   map[string]float64
 		waiters []string
 		want    []string
 	}{
@@ -90,28 +102,40 @@ func TestFairLimiterRoundRobin(t *testing.T) {
 			waiters: []string{"a", "a", "a"},
 			want:    []string{"a", "a", "a"},
 		},
-		"a backlog does not delay another tenant's first request": {
-			waiters: append(repeat("noisy", 1000), "quiet"),
-			want:    append([]string{"noisy", "quiet"}, repeat("noisy", 999)...),
+		"the least used tenant goes first": {
+			usage:   map[string]float64{"a": 5, "b": 2},
+			waiters: []string{"a", "b", "c"},
+			want:    []string{"c", "b", "a"},
 		},
-		"three tenants alternate": {
+		"a backlog does not delay another tenant's first request": {
+			waiters: append(repeat("noisy", 100), "quiet"),
+			want:    []string{"noisy", "quiet", "noisy", "noisy"},
+		},
+		"a busy tenant's backlog does not delay a light tenant": {
+			usage:   map[string]float64{"busy": 10},
+			waiters: []string{"busy", "busy", "light", "light"},
+			want:    []string{"light", "light", "busy", "busy"},
+		},
+		"equal usage alternates in arrival order": {
 			waiters: []string{"a", "a", "a", "b", "c", "c"},
 			want:    []string{"a", "b", "c", "a", "c", "a"},
-		},
-		"a tenant that comes back joins the end of the round": {
-			waiters: []string{"a", "b", "b", "c"},
-			want:    []string{"a", "b", "c", "b"},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			source := &handTokens{tokens: make(chan struct{})}
-			l := newFairLimiter(source)
+			// One token a second; usages stay within half the burst, so no
+			// tenant has to leave tokens and each second grants one.
+			l, clk := newTestLimiter(1, 20)
 			defer l.Stop()
+			for tenant, count := range tc.usage {
+				l.usage[tenant] = usage{count: count, at: clk.Now()}
+			}
 			granted := enqueue(t, l, tc.waiters)
 			var got []string
 			for range tc.want {
-				source.tokens <- struct{}{}
+				if n := step(t, l, clk, time.Second); n != 1 {
+					t.Fatalf("one token granted %d waiters", n)
+				}
 				got = append(got, <-granted)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -121,10 +145,61 @@ func TestFairLimiterRoundRobin(t *testing.T) {
 	}
 }
 
+func TestFairLimiterBackloggedTenantAloneGetsTheFullRate(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const qps, burst = 10, 20
+	l, clk := newTestLimiter(qps, burst)
+	defer l.Stop()
+	enqueue(t, l, repeat("busy", 200))
+
+	var warmup, steady int
+	for range 100 {
+		warmup += step(t, l, clk, time.Second/qps)
+	}
+	for range 50 {
+		steady += step(t, l, clk, time.Second/qps)
+	}
+	// The reserve is built from the first refills and then held; every later
+	// token goes to the backlog.
+	got := map[string]int{"first 10s": warmup, "next 5s": steady}
+	want := map[string]int{"first 10s": 10*qps - burst/2, "next 5s": 5 * qps}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tokens granted to a backlogged tenant alone (-want +got):\n%s", diff)
+	}
+}
+
+func TestFairLimiterNewTenantGetsTheReserveNextToABacklog(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const qps, burst = 10, 20
+	l, clk := newTestLimiter(qps, burst)
+	defer l.Stop()
+	enqueue(t, l, repeat("busy", 200))
+	for range 100 {
+		step(t, l, clk, time.Second/qps)
+	}
+
+	// The clock stands still: these requests are served from the reserve.
+	for i := range burst / 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := l.Tenant("light").Wait(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("request %d of a newly active tenant waited for a refill: %v", i, err)
+		}
+	}
+	// Then it waits like everyone, but only for the next token.
+	granted := enqueue(t, l, []string{"light"})
+	if n := step(t, l, clk, time.Second/qps); n != 1 {
+		t.Fatalf("one token granted %d waiters", n)
+	}
+	if got := <-granted; got != "light" {
+		t.Errorf("the next token went to %q, want light", got)
+	}
+}
+
 func TestFairLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	source := &handTokens{tokens: make(chan struct{})}
-	l := newFairLimiter(source)
+	l, clk := newTestLimiter(1, 2)
 	defer l.Stop()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,16 +211,24 @@ func TestFairLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Wait returned %v, want context.Canceled", err)
 	}
-	source.tokens <- struct{}{}
+	step(t, l, clk, time.Second)
 	if got := <-granted; got != "patient" {
 		t.Errorf("token went to %q, want patient", got)
 	}
+
+	gaveUp2 := make(chan error, 1)
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { gaveUp2 <- l.Tenant("impatient").Wait(ctx) }()
+	waitFor(t, func() bool { return l.waiting() == 1 })
+	cancel()
+	<-gaveUp2
+	// Nobody waits any more: the dispatcher ends without a refill.
+	waitFor(t, func() bool { return !l.isDispatching() })
 }
 
 func TestFairLimiterStopFailsWaiters(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	source := &handTokens{tokens: make(chan struct{})}
-	l := newFairLimiter(source)
+	l, _ := newTestLimiter(1, 2)
 	granted := enqueue(t, l, []string{"a", "b"})
 	l.Stop()
 	for range 2 {
@@ -170,9 +253,11 @@ func TestFairLimiterTryAcceptNeverJumpsTheQueue(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			source := &handTokens{tokens: make(chan struct{}), free: true}
-			l := newFairLimiter(source)
+			l, clk := newTestLimiter(1, 2)
 			granted := enqueue(t, l, tc.waiters)
+			// A refill the dispatcher cannot hand out before TryAccept runs:
+			// its timer has not fired.
+			clk.SetTime(clk.Now().Add(time.Second))
 			if got := l.Tenant("me").TryAccept(); got != tc.want {
 				t.Errorf("TryAccept() = %v, want %v", got, tc.want)
 			}
