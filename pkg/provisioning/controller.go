@@ -268,8 +268,9 @@ type term struct {
 	pending sync.Map
 }
 
-// lead works for one term, until ctx ends.
-func (c *Controller) lead(ctx context.Context) {
+// lead starts the work of one term, which lasts until ctx ends; the returned
+// stop waits for it to end.
+func (c *Controller) lead(ctx context.Context) (stop func()) {
 	logger := klog.FromContext(ctx)
 	t := c.newTerm(ctx)
 	if err := c.claimEvents.start(c.claimHandler(t)); err != nil {
@@ -289,22 +290,22 @@ func (c *Controller) lead(ctx context.Context) {
 	resync := c.resyncEvery(t, c.config().ResyncPeriod)
 	logger.Info("Leading: provisioning")
 
-	<-ctx.Done()
-
-	c.mu.Lock()
-	c.term = nil
-	c.mu.Unlock()
-	// Events first, so nothing is queued after the queues shut down.
-	resync.stop()
-	for _, events := range []*subscription{c.claimEvents, c.volumeEvents} {
-		if err := events.stop(); err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching")
+	return func() {
+		c.mu.Lock()
+		c.term = nil
+		c.mu.Unlock()
+		// Events first, so nothing is queued after the queues shut down.
+		resync.stop()
+		for _, events := range []*subscription{c.claimEvents, c.volumeEvents} {
+			if err := events.stop(); err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching")
+			}
 		}
+		t.claims.queue.ShutDown()
+		t.volumes.queue.ShutDown()
+		t.saves.ShutDown()
+		logger.Info("Stopped leading")
 	}
-	t.claims.queue.ShutDown()
-	t.volumes.queue.ShutDown()
-	t.saves.ShutDown()
-	logger.Info("Stopped leading")
 }
 
 // resyncTimer queues everything of a term again every period, on a timer

@@ -22,11 +22,13 @@ import (
 
 // elector decides when a controller may work.
 type elector interface {
-	// Run campaigns until ctx ends. Each time it wins, it calls lead with a
-	// context that ends when leadership is lost or ctx ends, and it keeps the
-	// leadership until lead returned, so work never outlives the term.
-	Run(ctx context.Context, lead func(ctx context.Context))
-	// IsLeader reports whether lead is running.
+	// Run campaigns until ctx ends. Each time it wins, it calls lead, which
+	// starts the term's work under a context that ends when leadership is lost
+	// or ctx ends, and returns a stop that waits for that work to end. The
+	// elector keeps the leadership until stop returned, so work never outlives
+	// the term.
+	Run(ctx context.Context, lead leadFunc)
+	// IsLeader reports whether a term's work is running.
 	IsLeader() bool
 	// Healthy returns an error when this instance leads but its renewal is
 	// overdue.
@@ -36,11 +38,18 @@ type elector interface {
 	KeepLease()
 }
 
+// leadFunc starts the work of one term and returns what stops it.
+type leadFunc func(ctx context.Context) (stop func())
+
 // alwaysLeader is the elector when leader election is off: one term, as long
 // as Run.
 type alwaysLeader struct{}
 
-func (alwaysLeader) Run(ctx context.Context, lead func(context.Context)) { lead(ctx) }
+func (alwaysLeader) Run(ctx context.Context, lead leadFunc) {
+	stop := lead(ctx)
+	<-ctx.Done()
+	stop()
+}
 func (alwaysLeader) IsLeader() bool                                      { return true }
 func (alwaysLeader) Healthy() error                                      { return nil }
 func (alwaysLeader) KeepLease()                                          {}
@@ -122,7 +131,7 @@ func (e *leaseElector) renewInterval() time.Duration {
 	return max(e.cfg.RetryPeriod, e.cfg.RenewDeadline-2*e.cfg.RetryPeriod)
 }
 
-func (e *leaseElector) Run(ctx context.Context, lead func(context.Context)) {
+func (e *leaseElector) Run(ctx context.Context, lead leadFunc) {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "lease", klog.KRef(e.lease.Namespace, e.lease.Name))
 	ctx = klog.NewContext(ctx, logger)
 	leases := e.leases
@@ -174,7 +183,7 @@ func (e *leaseElector) leaseEvents() cache.ResourceEventHandler {
 }
 
 // elect runs terms until ctx ends.
-func (e *leaseElector) elect(ctx context.Context, informer cache.SharedIndexInformer, lead func(context.Context)) {
+func (e *leaseElector) elect(ctx context.Context, informer cache.SharedIndexInformer, lead leadFunc) {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, informer.HasSynced) {
 		return
 	}
@@ -336,19 +345,21 @@ func (e *leaseElector) refresh(ctx context.Context) (*coordinationv1.Lease, erro
 	return lease, nil
 }
 
-// term leads while renewing the Lease held, then releases it.
-func (e *leaseElector) term(ctx context.Context, held *coordinationv1.Lease, lead func(context.Context)) {
+// term leads while renewing the Lease held, then releases it. The renewals
+// run in the calling goroutine; the work is stopped in a goroutine of its own
+// only once the term ended, so a leading instance holds one goroutine here.
+func (e *leaseElector) term(ctx context.Context, held *coordinationv1.Lease, lead leadFunc) {
 	termCtx, endTerm := context.WithCancel(ctx)
 	defer endTerm()
-	stopRenewing := make(chan struct{})
-	renewed := make(chan *coordinationv1.Lease, 1)
-	go func() { renewed <- e.renew(ctx, held, endTerm, stopRenewing) }()
-
 	e.leading.Store(true)
 	e.report(e.identity)
-	lead(termCtx)
-	close(stopRenewing)
-	held = <-renewed
+	stopWork := lead(termCtx)
+	drained := make(chan struct{})
+	context.AfterFunc(termCtx, func() {
+		stopWork()
+		close(drained)
+	})
+	held = e.renew(ctx, held, endTerm, drained)
 	e.leading.Store(false)
 	if held != nil && !e.keep.Load() {
 		e.release(ctx, held)

@@ -188,12 +188,11 @@ func (l *leaders) stop(identity string) {
 	l.history = append(l.history, "-"+identity)
 }
 
-// lead is a term that lasts until its context ends.
-func (l *leaders) lead(identity string) func(context.Context) {
-	return func(ctx context.Context) {
+// lead starts a term that lasts until it is stopped.
+func (l *leaders) lead(identity string) leadFunc {
+	return func(context.Context) func() {
 		l.start(identity)
-		<-ctx.Done()
-		l.stop(identity)
+		return func() { l.stop(identity) }
 	}
 }
 
@@ -222,7 +221,7 @@ func (l *leaders) check(t *testing.T, want ...string) {
 }
 
 // runElector runs e until the returned stop is called or the test ends.
-func runElector(t *testing.T, e *leaseElector, lead func(context.Context)) (stop func()) {
+func runElector(t *testing.T, e *leaseElector, lead leadFunc) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -402,7 +401,7 @@ func TestLeaseElectorUnhealthyWhenTermOutlivesLease(t *testing.T) {
 	failing := failLeaseWrites(client, "a")
 	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", time.Second, 500*time.Millisecond, 100*time.Millisecond), nil, clock.RealClock{})
 	stuck := make(chan struct{})
-	runElector(t, e, func(context.Context) { <-stuck })
+	runElector(t, e, func(context.Context) func() { return func() { <-stuck } })
 	eventually(t, "a leading", e.IsLeader)
 	if err := e.Healthy(); err != nil {
 		t.Errorf("renewing leader unhealthy: %v", err)
@@ -509,7 +508,9 @@ func TestLeaseElectorAndClientGoExcludeEachOther(t *testing.T) {
 				OnStartedLeading: func(ctx context.Context) {
 					terms.Add(1)
 					defer terms.Done()
-					l.lead(identity)(ctx)
+					stopTerm := l.lead(identity)(ctx)
+					<-ctx.Done()
+					stopTerm()
 				},
 				OnStoppedLeading: func() {},
 			},
