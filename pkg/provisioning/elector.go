@@ -50,9 +50,10 @@ func (alwaysLeader) Run(ctx context.Context, lead leadFunc) {
 	<-ctx.Done()
 	stop()
 }
-func (alwaysLeader) IsLeader() bool                                      { return true }
-func (alwaysLeader) Healthy() error                                      { return nil }
-func (alwaysLeader) KeepLease()                                          {}
+
+func (alwaysLeader) IsLeader() bool { return true }
+func (alwaysLeader) Healthy() error { return nil }
+func (alwaysLeader) KeepLease()     {}
 
 // leaseElector elects the leader of one provisioner on a coordination.k8s.io
 // Lease, written in the record format of client-go's LeaseLock, so that it and

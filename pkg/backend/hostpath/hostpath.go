@@ -103,12 +103,12 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		return nil, err
 	}
 	p.store, err = dirvol.New(dirvol.Config{
-		Root:     root,
-		Base:     base,
-		Pattern:  cfg.PathPattern,
-		OnDelete: cfg.OnDelete,
-		Capacity: cfg.Capacity,
-		Options:  opts,
+		Root:      root,
+		Base:      base,
+		Pattern:   cfg.PathPattern,
+		OnDelete:  cfg.OnDelete,
+		Capacity:  cfg.Capacity,
+		Options:   opts,
 		VolumeDir: p.volumeDir,
 	})
 	if err != nil {

@@ -68,12 +68,12 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	}
 	var err error
 	p.store, err = dirvol.New(dirvol.Config{
-		Root:     cfg.MountPath,
-		Base:     ".",
-		Pattern:  cfg.PathPattern,
-		OnDelete: cfg.OnDelete,
-		Capacity: cfg.Capacity,
-		Options:  opts,
+		Root:      cfg.MountPath,
+		Base:      ".",
+		Pattern:   cfg.PathPattern,
+		OnDelete:  cfg.OnDelete,
+		Capacity:  cfg.Capacity,
+		Options:   opts,
 		VolumeDir: p.volumeDir,
 	})
 	if err != nil {
