@@ -244,20 +244,30 @@ func TestFairLimiterStopFailsWaiters(t *testing.T) {
 func TestFairLimiterTryAcceptNeverJumpsTheQueue(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tests := map[string]struct {
+		usage   map[string]float64
 		waiters []string
 		want    bool
 	}{
-		"nobody waits":     {want: true},
-		"someone waits":    {waiters: []string{"other"}, want: false},
-		"own tenant waits": {waiters: []string{"me"}, want: false},
+		"nobody waits": {want: true},
+		"someone waits": {
+			// Five tokens are left, but other must leave half the burst.
+			usage:   map[string]float64{"other": 20},
+			waiters: []string{"other"},
+			want:    false,
+		},
+		"nobody waits but the caller must leave the tokens": {
+			usage: map[string]float64{"me": 20},
+			want:  false,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			l, clk := newTestLimiter(1, 2)
+			l, clk := newTestLimiter(1, 20)
+			clk.Step(5 * time.Second)
+			for tenant, count := range tc.usage {
+				l.usage[tenant] = usage{count: count, at: clk.Now()}
+			}
 			granted := enqueue(t, l, tc.waiters)
-			// A refill the dispatcher cannot hand out before TryAccept runs:
-			// its timer has not fired.
-			clk.SetTime(clk.Now().Add(time.Second))
 			if got := l.Tenant("me").TryAccept(); got != tc.want {
 				t.Errorf("TryAccept() = %v, want %v", got, tc.want)
 			}
