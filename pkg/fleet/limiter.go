@@ -30,10 +30,10 @@ const forgetAfter = time.Minute
 //
 // Half the burst is a reserve for tenants that become active: a tenant whose
 // usage is above half the burst must leave tokens in the bucket, twice its
-// excess up to the whole reserve. A backlogged tenant alone still gets the full
-// refill rate, but the bucket stays at the reserve, so the next tenant to
-// become active gets half a burst at API latency instead of sharing the refill
-// rate with the backlog.
+// excess up to the whole reserve (reached at three quarters of a burst). A
+// backlogged tenant alone still gets the full refill rate, but the bucket
+// stays at the reserve, so the next tenant to become active gets half a burst
+// at API latency instead of sharing the refill rate with the backlog.
 type FairLimiter struct {
 	bucket *rate.Limiter
 	clock  clock.Clock
@@ -256,8 +256,8 @@ func (l *FairLimiter) dispatch() {
 			l.mu.Unlock()
 			continue
 		}
-		// The first waiter has the smallest share to leave, so nobody gets a
-		// token before it does.
+		// The least used waiter has the fewest tokens to leave, so nobody gets
+		// a token before it does.
 		missing := 1 + l.kept(tenant, now) - l.bucket.TokensAt(now)
 		l.mu.Unlock()
 
