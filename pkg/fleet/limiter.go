@@ -23,23 +23,23 @@ const forgetAfter = time.Minute
 // FairLimiter shares one API client budget (a token bucket) between tenants.
 //
 // Each tenant's recent usage is a count of its tokens that decays with a time
-// constant of burst/qps, so a tenant backlogged at the full rate approaches a
-// usage of one burst. Waiting tenants are served least recent usage first
-// (arrival order among equals), so a tenant that used little never waits
-// behind a busy one for more than one token.
+// constant of twice burst/qps, so a tenant backlogged at the full rate
+// approaches a usage of two bursts. Waiting tenants are served least recent
+// usage first (arrival order among equals), so a tenant that used little never
+// waits behind a busy one for more than one token.
 //
-// Half the burst is a reserve for tenants that become active: a tenant whose
-// usage is above half the burst must leave tokens in the bucket, twice its
-// excess up to the whole reserve (reached at three quarters of a burst). A
-// backlogged tenant alone still gets the full refill rate, but the bucket
-// stays at the reserve, so the next tenant to become active gets half a burst
-// at API latency instead of sharing the refill rate with the backlog.
+// The burst belongs to tenants that were quiet: a tenant may use up to one
+// burst's worth freely, and beyond that must leave one token in the bucket per
+// token of excess usage, up to all but one. A backlogged tenant alone still
+// gets the full refill rate, but the bucket stays full, so a tenant that
+// becomes active next to it gets its own burst at API latency, as it would
+// alone, instead of sharing the refill rate with the backlog.
 type FairLimiter struct {
 	bucket *rate.Limiter
 	clock  clock.Clock
 	// window is the decay time constant of usage, in seconds.
-	window  float64
-	reserve float64
+	window float64
+	burst  float64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -82,8 +82,8 @@ func newFairLimiter(qps float32, burst int, clk clock.Clock) *FairLimiter {
 	return &FairLimiter{
 		bucket:   rate.NewLimiter(rate.Limit(qps), burst),
 		clock:    clk,
-		window:   float64(burst) / float64(qps),
-		reserve:  float64(burst / 2),
+		window:   2 * float64(burst) / float64(qps),
+		burst:    float64(burst),
 		ctx:      ctx,
 		cancel:   cancel,
 		wake:     make(chan struct{}, 1),
@@ -204,7 +204,7 @@ func (l *FairLimiter) recent(tenant string, now time.Time) float64 {
 // kept returns how many tokens the tenant must leave in the bucket. Callers
 // hold l.mu.
 func (l *FairLimiter) kept(tenant string, now time.Time) float64 {
-	return min(max(2*(l.recent(tenant, now)-l.reserve), 0), l.reserve)
+	return min(max(l.recent(tenant, now)-l.burst, 0), max(l.burst-1, 0))
 }
 
 // take spends a token for the tenant if its share of the bucket has one.

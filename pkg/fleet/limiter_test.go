@@ -123,8 +123,8 @@ func TestFairLimiterLeastRecentUsageFirst(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			// One token a second; usages stay within half the burst, so no
-			// tenant has to leave tokens and each second grants one.
+			// One token a second; usages stay within the burst, so no tenant
+			// has to leave tokens and each second grants one.
 			l, clk := newTestLimiter(1, 20)
 			defer l.Stop()
 			for tenant, count := range tc.usage {
@@ -150,36 +150,37 @@ func TestFairLimiterBackloggedTenantAloneGetsTheFullRate(t *testing.T) {
 	const qps, burst = 10, 20
 	l, clk := newTestLimiter(qps, burst)
 	defer l.Stop()
-	enqueue(t, l, repeat("busy", 200))
+	enqueue(t, l, repeat("busy", 400))
 
 	var warmup, steady int
-	for range 100 {
+	for range 30 * qps {
 		warmup += step(t, l, clk, time.Second/qps)
 	}
-	for range 50 {
+	for range 5 * qps {
 		steady += step(t, l, clk, time.Second/qps)
 	}
-	// The reserve is built from the first refills and then held; every later
-	// token goes to the backlog.
-	got := map[string]int{"first 10s": warmup, "next 5s": steady}
-	want := map[string]int{"first 10s": 10*qps - burst/2, "next 5s": 5 * qps}
+	// While its usage grows past a burst the tenant leaves the bucket to fill
+	// up, all but one token; then every refill goes to the backlog.
+	got := map[string]int{"first 30s": warmup, "next 5s": steady, "left in the bucket": int(l.bucket.TokensAt(clk.Now()))}
+	want := map[string]int{"first 30s": 30*qps - (burst - 1), "next 5s": 5 * qps, "left in the bucket": burst - 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tokens granted to a backlogged tenant alone (-want +got):\n%s", diff)
 	}
 }
 
-func TestFairLimiterNewTenantGetsTheReserveNextToABacklog(t *testing.T) {
+func TestFairLimiterNewTenantGetsItsBurstNextToABacklog(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const qps, burst = 10, 20
 	l, clk := newTestLimiter(qps, burst)
 	defer l.Stop()
-	enqueue(t, l, repeat("busy", 200))
-	for range 100 {
+	enqueue(t, l, repeat("busy", 400))
+	for range 30 * qps {
 		step(t, l, clk, time.Second/qps)
 	}
 
-	// The clock stands still: these requests are served from the reserve.
-	for i := range burst / 2 {
+	// The clock stands still: these requests are served from the tokens the
+	// backlog left, all but one of the burst.
+	for i := range burst - 1 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := l.Tenant("light").Wait(ctx)
 		cancel()
@@ -250,13 +251,13 @@ func TestFairLimiterTryAcceptNeverJumpsTheQueue(t *testing.T) {
 	}{
 		"nobody waits": {want: true},
 		"someone waits": {
-			// Five tokens are left, but other must leave half the burst.
-			usage:   map[string]float64{"other": 20},
+			// Five tokens are left, but other must leave all but one.
+			usage:   map[string]float64{"other": 40},
 			waiters: []string{"other"},
 			want:    false,
 		},
 		"nobody waits but the caller must leave the tokens": {
-			usage: map[string]float64{"me": 20},
+			usage: map[string]float64{"me": 40},
 			want:  false,
 		},
 	}
