@@ -322,6 +322,13 @@ func (s *upstreamSystem) start(ctx context.Context, tenants []tenant, replicas i
 	}
 	// Led: every tenant's Lease was renewed since the processes started.
 	return s.b.poll(ctx, "every peer Lease held", func(ctx context.Context) (bool, error) {
+		for _, procs := range s.procs {
+			for _, p := range procs {
+				if p.exited() {
+					return false, fmt.Errorf("%s exited; its log is %s", p.name, p.logPath)
+				}
+			}
+		}
 		list, err := s.b.kube.CoordinationV1().Leases(upstreamNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil

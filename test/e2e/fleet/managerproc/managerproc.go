@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,14 +57,36 @@ func WriteKubeconfig(path string, config *rest.Config) error {
 	return nil
 }
 
-// FreeAddr returns a loopback address with a port nobody listens on.
+// Ports are handed out below the kernel's ephemeral range (32768 and up by
+// default), where no outgoing connection takes one, and never twice by one
+// process: a port that was free when picked can otherwise be taken before the
+// process it was picked for binds it. The random start keeps test binaries
+// that run at once apart.
+const firstPort, lastPort = 20000, 32000
+
+var ports = struct {
+	sync.Mutex
+	next int
+}{next: firstPort + rand.IntN((lastPort-firstPort)/2)}
+
+// FreeAddr returns a loopback address whose port is free now and was not
+// returned before by this process.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("cannot find a free port: %w", err)
+	ports.Lock()
+	defer ports.Unlock()
+	for ; ports.next < lastPort; ports.next++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports.next))
+		if err != nil {
+			continue
+		}
+		ports.next++
+		addr := l.Addr().String()
+		if err := l.Close(); err != nil {
+			return "", fmt.Errorf("cannot release port %s: %w", addr, err)
+		}
+		return addr, nil
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", errors.New("cannot find a free port: every port below the ephemeral range was handed out")
 }
 
 // Options start one manager process.
