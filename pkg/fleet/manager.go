@@ -469,18 +469,3 @@ func (m *Manager) stop(ctx context.Context, key string) {
 		klog.FromContext(ctx).Info("Stopped provisioner instance", "token", r.token)
 	}
 }
-
-// leaseBudget is the QPS and burst of the provisioners' Lease writes: a token
-// bucket of their own, apart from the FairLimiter, since a Lease that is not
-// renewed in time stops its provisioner whatever its backlog. Renewals are
-// bounded by the number of provisioners over the renew interval.
-func leaseBudget(settings Settings) (float32, int) {
-	qps, burst := settings.LeaseQPS, settings.LeaseBurst
-	if qps <= 0 {
-		qps = 200
-	}
-	if burst <= 0 {
-		burst = 400
-	}
-	return qps, burst
-}

@@ -345,26 +345,3 @@ func TestManagerNameConflictTieGoesToTheFirstName(t *testing.T) {
 		t.Fatalf("want zeta's instance stopped and alpha's running; got %d instances", len(instances))
 	}
 }
-
-func TestLeaseBudget(t *testing.T) {
-	type budget struct {
-		QPS   float32
-		Burst int
-	}
-	tests := map[string]struct {
-		settings Settings
-		want     budget
-	}{
-		"default, whatever the fleet budget": {settings: Settings{QPS: 5, Burst: 10}, want: budget{200, 400}},
-		"set":                                {settings: Settings{QPS: 5, Burst: 10, LeaseQPS: 30, LeaseBurst: 60}, want: budget{30, 60}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var got budget
-			got.QPS, got.Burst = leaseBudget(tc.settings)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("leaseBudget (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
