@@ -86,6 +86,23 @@ func (b *bench) tenants(system string, n int) []tenant {
 	return out
 }
 
+// begin makes a run's namespace, takes the API baseline its figures are
+// measured from and starts sys. The caller stops sys, also when begin fails.
+func (b *bench) begin(ctx context.Context, sys system, tenants []tenant, replicas int, lease LeaseTimes) (string, apiSnapshot, error) {
+	ns, err := b.namespace(ctx)
+	if err != nil {
+		return "", apiSnapshot{}, err
+	}
+	baseline, err := b.snapshot(ctx)
+	if err != nil {
+		return "", apiSnapshot{}, err
+	}
+	if err := sys.start(ctx, tenants, replicas, lease); err != nil {
+		return "", apiSnapshot{}, err
+	}
+	return ns, baseline, nil
+}
+
 func (b *bench) namespace(ctx context.Context) (string, error) {
 	name := fmt.Sprintf("bench-%d", b.nextSeq())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -324,16 +341,9 @@ func (b *bench) provisionScenario(ctx context.Context, provision, remove string,
 
 func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove string, n, perTenant int) (map[string]float64, error) {
 	tenants := b.tenants(sys.name(), n)
-	ns, err := b.namespace(ctx)
-	if err != nil {
-		return nil, err
-	}
-	baseline, err := b.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, tenants, 1, b.cfg.Lease); err != nil {
+	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
+	if err != nil {
 		return nil, err
 	}
 	time.Sleep(b.cfg.Settle)
@@ -572,16 +582,9 @@ func (b *bench) noisyRun(ctx context.Context, sys system, noisy bool) error {
 		tenants, scenario = tenants[1:], report.S4Alone
 	}
 	good := tenants[len(tenants)-1]
-	ns, err := b.namespace(ctx)
-	if err != nil {
-		return err
-	}
-	baseline, err := b.snapshot(ctx)
-	if err != nil {
-		return err
-	}
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, tenants, 1, b.cfg.Lease); err != nil {
+	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
+	if err != nil {
 		return err
 	}
 	time.Sleep(b.cfg.Settle)
@@ -768,16 +771,9 @@ func (b *bench) failoverScenario(ctx context.Context) error {
 
 func (b *bench) failoverRun(ctx context.Context, sys system) error {
 	tenants := b.tenants(sys.name(), 1)
-	ns, err := b.namespace(ctx)
-	if err != nil {
-		return err
-	}
-	baseline, err := b.snapshot(ctx)
-	if err != nil {
-		return err
-	}
 	defer sys.stop(ctx)
-	if err := sys.start(ctx, tenants, 2, b.cfg.S6Lease); err != nil {
+	ns, baseline, err := b.begin(ctx, sys, tenants, 2, b.cfg.S6Lease)
+	if err != nil {
 		return err
 	}
 	var all []claimRef
