@@ -14,9 +14,10 @@ import (
 // hundreds of idle provisioners.
 type workQueue[K comparable] struct {
 	process func(K)
-	// newMetrics creates the queue's series, on first use: a queue that never
-	// had work costs none.
-	newMetrics func() *queueMetrics
+	name    string
+	// allMetrics holds the queue's series, created on first use: a queue that
+	// never had work costs none.
+	allMetrics *Metrics
 
 	mu         sync.Mutex
 	order      []K
@@ -38,21 +39,21 @@ type delayedItem struct {
 // newWorkQueue returns a queue named name (see queueName) whose items are
 // handed to process by up to workers goroutines at a time.
 func newWorkQueue[K comparable](m *Metrics, name string, workers int, process func(K)) *workQueue[K] {
-	q := &workQueue[K]{
+	return &workQueue[K]{
 		process:    process,
+		name:       name,
+		allMetrics: m,
 		dirty:      map[K]time.Time{},
 		processing: map[K]time.Time{},
 		delayed:    map[K]*delayedItem{},
 		maxWorkers: workers,
 	}
-	q.newMetrics = func() *queueMetrics { return m.queueMetrics(name, q.inFlight) }
-	return q
 }
 
 // series returns the queue's metric series; callers hold q.mu.
 func (q *workQueue[K]) series() *queueMetrics {
 	if q.metrics == nil {
-		q.metrics = q.newMetrics()
+		q.metrics = q.allMetrics.queueMetrics(q.name, q.inFlight)
 	}
 	return q.metrics
 }
