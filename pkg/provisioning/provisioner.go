@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -55,6 +56,31 @@ type Provisioner interface {
 	// capacity, access and volume modes, the provisioned-by annotation) and the
 	// backend volume may not exist: Delete must then succeed.
 	Delete(ctx context.Context, volume *v1.PersistentVolume) error
+}
+
+// Reclaimer is implemented by backends that keep a record of every volume they
+// make, written before the volume can exist and kept until they learn that its
+// PersistentVolume exists. With it the controller writes nothing to a claim
+// before Provision, so a claim costs one API write: what a crash or a deleted
+// claim leaves without a PersistentVolume is found in the record and deleted.
+// Without it, an intent finalizer on the claim guards the same window (two
+// more writes per claim).
+type Reclaimer interface {
+	// Unsaved lists the volumes on record, each as Provision returned it:
+	// the PersistentVolume name and volume source at least, enough for
+	// Delete.
+	Unsaved(ctx context.Context) ([]UnsavedVolume, error)
+	// Saved drops the record of a volume whose PersistentVolume exists with
+	// this name and volume source. Delete drops the record of the volume it
+	// deletes.
+	Saved(ctx context.Context, volume *v1.PersistentVolume) error
+}
+
+// UnsavedVolume is a backend volume that may have no PersistentVolume yet.
+type UnsavedVolume struct {
+	Volume *v1.PersistentVolume
+	// Since is when the backend recorded the volume.
+	Since time.Time
 }
 
 // Qualifier is implemented by backends that can tell cheaply, before any work is
