@@ -43,11 +43,11 @@ const (
 	EventVolumeFailedDelete    = "VolumeFailedDelete"
 )
 
-// IntentFinalizer returns the claim finalizer with which a provisioner records,
-// before asking its backend for a volume, that a backend volume may exist for
-// the claim. It is removed once the PersistentVolume exists or the backend
-// volume was deleted, so a volume is never leaked even if the process dies in
-// between.
+// IntentFinalizer returns the claim finalizer with which a provisioner whose
+// backend is no Reclaimer records, before asking its backend for a volume,
+// that a backend volume may exist for the claim. It is removed once the
+// PersistentVolume exists or the backend volume was deleted, so a volume is
+// never leaked even if the process dies in between.
 func IntentFinalizer(provisionerName string) string {
 	const prefix = "provfleet.io/"
 	name := "provisioning-" + strings.Map(func(r rune) rune {
@@ -199,18 +199,25 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 		options.SelectedNode = obj.(*v1.Node)
 	}
 	if !gone {
-		// The intent is on record before any backend volume can exist. A
-		// retry finds it there and announces nothing new.
-		recorded := !hasFinalizer(claim, c.finalizer)
-		if claim, err = c.setClaimFinalizer(ctx, claim, true); err != nil {
-			return claim, ProvisioningNoChange, err
+		// Without a backend record, the intent is on the claim before any
+		// backend volume can exist. A retry announces nothing new.
+		retry := c.claimRetries.failing(keyOfClaim(claim))
+		if c.reclaimer == nil {
+			retry = hasFinalizer(claim, c.finalizer)
+			if claim, err = c.setClaimFinalizer(ctx, claim, true); err != nil {
+				return claim, ProvisioningNoChange, err
+			}
+			options.PVC = claim
 		}
-		options.PVC = claim
-		if recorded {
+		if !retry {
 			c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "External provisioner %s is provisioning a volume for claim %s/%s", c.name, claim.Namespace, claim.Name)
 		}
 	}
 
+	// Until the PersistentVolume is saved, reclaim must not take the backend
+	// volume for an orphan.
+	c.provisioning.Store(pvName, struct{}{})
+	defer c.provisioning.Delete(pvName)
 	var volume *v1.PersistentVolume
 	state := ProvisioningFinished
 	err = c.guard(ctx, "provision", func() error {
@@ -282,11 +289,16 @@ func (c *Controller) finishGone(ctx context.Context, claim *v1.PersistentVolumeC
 // unless a PersistentVolume took it over, and then removes the claim's intent
 // finalizer.
 func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume, live bool) error {
-	exists, err := c.volumeExists(ctx, volumeNameFor(claim))
+	saved, err := c.savedVolume(ctx, volumeNameFor(claim))
 	if err != nil {
 		return err
 	}
-	if !exists {
+	switch {
+	case saved != nil:
+	case volume == nil && c.reclaimer != nil:
+		// The backend's record knows what it made, if anything.
+		c.reclaimSoon()
+	default:
 		if volume == nil {
 			volume = c.recoveredVolume(claim)
 		}
@@ -379,20 +391,23 @@ func (c *Controller) classOf(claim *v1.PersistentVolumeClaim) (*storagev1.Storag
 	return class, nil
 }
 
-// volumeExists looks in the informer first and asks the API only when the
-// informer has not seen the volume, since it may lag behind.
-func (c *Controller) volumeExists(ctx context.Context, name string) (bool, error) {
-	if _, exists, err := c.informers.Volumes.GetStore().GetByKey(name); err == nil && exists {
-		return true, nil
+// savedVolume returns the PersistentVolume name, or nil if there is none. It
+// looks in the informer first and asks the API only when the informer has not
+// seen the volume, since it may lag behind.
+func (c *Controller) savedVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+	if obj, exists, err := c.informers.Volumes.GetStore().GetByKey(name); err == nil && exists {
+		if volume, ok := obj.(*v1.PersistentVolume); ok {
+			return volume, nil
+		}
 	}
-	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	volume, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		return true, nil
+		return volume, nil
 	case apierrors.IsNotFound(err):
-		return false, nil
+		return nil, nil
 	default:
-		return false, fmt.Errorf("cannot get PersistentVolume %q: %w", name, err)
+		return nil, fmt.Errorf("cannot get PersistentVolume %q: %w", name, err)
 	}
 }
 
@@ -476,6 +491,12 @@ func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolu
 func (c *Controller) volumeSaved(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
 	klog.FromContext(ctx).Info("Provisioned", "volume", volume.Name)
 	c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioningSucceeded, "Successfully provisioned volume %s", volume.Name)
+	if c.reclaimer != nil {
+		if err := c.guard(ctx, "saved", func() error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
+			// The next reclaim finds the PersistentVolume and tries again.
+			klog.FromContext(ctx).Info("Cannot tell the backend that the volume is saved", "volume", volume.Name, "err", err)
+		}
+	}
 	claim, err := c.setClaimFinalizer(ctx, claim, false)
 	return claim, ProvisioningFinished, err
 }

@@ -24,6 +24,9 @@ func newTestTerm(t *testing.T, c *Controller) *term {
 		tm.claims.queue.ShutDown()
 		tm.volumes.queue.ShutDown()
 		tm.saves.ShutDown()
+		if tm.reclaims != nil {
+			tm.reclaims.ShutDown()
+		}
 	})
 	return tm
 }

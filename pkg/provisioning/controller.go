@@ -78,8 +78,11 @@ type Controller struct {
 	recorder    record.EventRecorder
 	metrics     *Metrics
 	provisioner Provisioner
-	elector     elector
-	finalizer   string
+	// reclaimer is the provisioner when it keeps its own record of unsaved
+	// volumes; nil means the intent finalizer guards them.
+	reclaimer Reclaimer
+	elector   elector
+	finalizer string
 	clock       clock.WithDelayedExecution
 
 	// claimEvents and volumeEvents deliver the events of this provisioner's
@@ -91,6 +94,9 @@ type Controller struct {
 	// inProgress holds the claims (by UID) a backend still works on in the
 	// background, so that work continues even after the claim is gone.
 	inProgress sync.Map
+	// provisioning holds the names of the PersistentVolumes a worker is
+	// provisioning or saving right now, which reclaim leaves alone.
+	provisioning sync.Map
 
 	started atomic.Bool
 
@@ -138,6 +144,7 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		volumeRetries: newRetries[string](cfg.Retry),
 		cfg:           cfg,
 	}
+	c.reclaimer, _ = deps.Provisioner.(Reclaimer)
 	c.claimEvents = inf.Router.claims.subscription(func() []routeKey {
 		return append(c.nameKeys(), finalizerKey(c.finalizer))
 	})
@@ -264,6 +271,9 @@ type term struct {
 	volumes     loop[string]
 	saves       *workQueue[string]
 	saveLimiter *retryLimiter[string]
+	// reclaims runs reclaim, one at a time; nil without a Reclaimer.
+	reclaims       *workQueue[struct{}]
+	reclaimLimiter *retryLimiter[struct{}]
 	// pending holds the PersistentVolumes waiting in saves, by name.
 	pending sync.Map
 }
@@ -304,6 +314,9 @@ func (c *Controller) lead(ctx context.Context) (stop func()) {
 		t.claims.queue.ShutDown()
 		t.volumes.queue.ShutDown()
 		t.saves.ShutDown()
+		if t.reclaims != nil {
+			t.reclaims.ShutDown()
+		}
 		logger.Info("Stopped leading")
 	}
 }
@@ -363,7 +376,8 @@ func (c *Controller) newTerm(ctx context.Context) *term {
 			paused:    paused,
 			sync:      c.syncVolume,
 		},
-		saveLimiter: newRetryLimiter[string](saveRetry(cfg)),
+		saveLimiter:    newRetryLimiter[string](saveRetry(cfg)),
+		reclaimLimiter: newRetryLimiter[struct{}](cfg.Retry),
 	}
 	t.claims.sync = func(ctx context.Context, key claimKey) (string, error) { return c.syncClaim(ctx, t, key) }
 	t.claims.queue = newWorkQueue(c.metrics, queueName("claims", c.name), cfg.Workers,
@@ -372,6 +386,10 @@ func (c *Controller) newTerm(ctx context.Context) *term {
 		func(name string) { t.volumes.process(ctx, name) })
 	t.saves = newWorkQueue(c.metrics, queueName("volumesave", c.name), 1,
 		func(name string) { c.saveVolumeAgain(ctx, t, name) })
+	if c.reclaimer != nil {
+		t.reclaims = newWorkQueue(c.metrics, queueName("reclaim", c.name), 1,
+			func(struct{}) { c.reclaimAndRetry(ctx, t) })
+	}
 	return t
 }
 
@@ -380,6 +398,7 @@ func (t *term) resize(cfg Config) {
 	t.claims.queue.setWorkers(cfg.Workers)
 	t.volumes.queue.setWorkers(cfg.Workers)
 	t.saveLimiter.configure(saveRetry(cfg))
+	t.reclaimLimiter.configure(cfg.Retry)
 }
 
 // saveRetry paces the RetryForever volume store: from the save interval up to
@@ -393,7 +412,7 @@ func saveRetry(cfg Config) RetryConfig {
 }
 
 // enqueueAll queues every claim and volume this controller may have to act
-// on, and what enqueuePending queues.
+// on, what enqueuePending queues, and a reclaim.
 func (c *Controller) enqueueAll(t *term) {
 	for _, obj := range c.informers.Claims.GetStore().List() {
 		c.enqueueClaim(t, obj)
@@ -402,6 +421,9 @@ func (c *Controller) enqueueAll(t *term) {
 		c.enqueueVolume(t, obj)
 	}
 	c.enqueuePending(t)
+	if t.reclaims != nil {
+		t.reclaims.Add(struct{}{})
+	}
 }
 
 // enqueuePending queues the items still backing off and the claims

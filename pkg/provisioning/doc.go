@@ -4,4 +4,10 @@
 // concern: each controller has its own work queues, metric series and Lease, an
 // idle one holds no worker goroutine, and Run returns once its workers drained
 // and its subscriptions ended.
+//
+// No backend volume is leaked when a process dies between a backend's
+// Provision and the creation of the PersistentVolume: a backend that is a
+// Reclaimer keeps its own record, which the leader goes through when it starts
+// leading and at every resync; for other backends an intent finalizer on the
+// claim guards the window, at two more API writes per claim.
 package provisioning

@@ -93,6 +93,14 @@ func (r *retries[K]) revive(threshold int) {
 	}
 }
 
+// failing reports whether key failed since it last succeeded or changed.
+func (r *retries[K]) failing(key K) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.items[key]
+	return ok
+}
+
 // forget drops key, e.g. when its object was deleted.
 func (r *retries[K]) forget(key K) {
 	r.succeeded(key)

@@ -1,0 +1,137 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+)
+
+// reclaimAndRetry runs reclaim and, when it failed, runs it again after a
+// backoff: a backend that is unavailable now may not be later.
+func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
+	if ctx.Err() != nil || c.config().Paused {
+		return
+	}
+	if err := c.reclaim(ctx, t); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot reclaim unsaved backend volumes; will retry")
+		t.reclaims.AddAfter(struct{}{}, t.reclaimLimiter.When(struct{}{}))
+		return
+	}
+	t.reclaimLimiter.Forget(struct{}{})
+}
+
+// reclaim goes through the backend's record of volumes that may have no
+// PersistentVolume. A volume whose PersistentVolume exists leaves the record.
+// One that no claim wants any more, because the claim is gone or bound
+// elsewhere, or because the claim's PersistentVolume uses another backend
+// volume, is deleted: a crash between Provision and the PersistentVolume's
+// creation leaks nothing.
+func (c *Controller) reclaim(ctx context.Context, t *term) error {
+	var unsaved []UnsavedVolume
+	err := c.guard(ctx, "unsaved", func() error {
+		var err error
+		unsaved, err = c.reclaimer.Unsaved(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cannot list the backend's unsaved volumes: %w", err)
+	}
+	var errs []error
+	for _, u := range unsaved {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := c.reclaimVolume(ctx, t, u.Volume); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reclaimVolume settles one unsaved backend volume.
+func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.PersistentVolume) error {
+	logger := klog.FromContext(ctx).WithValues("volume", volume.Name)
+	if _, busy := c.provisioning.Load(volume.Name); busy {
+		return nil
+	}
+	if _, saving := t.pending.Load(volume.Name); saving {
+		return nil
+	}
+	saved, err := c.savedVolume(ctx, volume.Name)
+	if err != nil {
+		return err
+	}
+	reason := "its claim is gone or bound to another volume"
+	if saved != nil {
+		same, err := sameSource(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource)
+		if err != nil {
+			return err
+		}
+		if same {
+			if err := c.guard(ctx, "saved", func() error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
+				return fmt.Errorf("cannot tell the backend that volume %q is saved: %w", volume.Name, err)
+			}
+			return nil
+		}
+		reason = "its PersistentVolume uses another backend volume"
+	} else {
+		wanted, err := c.claimWants(ctx, volume)
+		if err != nil || wanted {
+			return err
+		}
+	}
+	err = c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) })
+	if err != nil && !IsIgnoredError(err) {
+		return fmt.Errorf("cannot delete the unsaved backend volume %q: %w", volume.Name, err)
+	}
+	logger.Info("Deleted a backend volume no claim wants", "reason", reason)
+	return nil
+}
+
+// claimWants reports whether the claim a backend volume was made for may
+// still get it: the claim exists, is not being deleted, and is bound to
+// nothing else. The API is asked when the informer does not show the claim,
+// since a claim created a moment ago may not be there yet.
+func (c *Controller) claimWants(ctx context.Context, volume *v1.PersistentVolume) (bool, error) {
+	ref := volume.Spec.ClaimRef
+	if ref == nil || ref.Namespace == "" || ref.Name == "" {
+		// Without its claim nobody can tell whether it is wanted; keep it.
+		klog.FromContext(ctx).Info("Unsaved backend volume names no claim, keeping it", "volume", volume.Name)
+		return true, nil
+	}
+	var claim *v1.PersistentVolumeClaim
+	obj, exists, err := c.informers.Claims.GetStore().GetByKey(ref.Namespace + "/" + ref.Name)
+	if err == nil && exists {
+		claim, _ = obj.(*v1.PersistentVolumeClaim)
+	}
+	if claim == nil || claim.UID != ref.UID {
+		claim, err = c.client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("cannot get claim %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+	}
+	return claim.UID == ref.UID && claim.DeletionTimestamp == nil &&
+		(claim.Spec.VolumeName == "" || claim.Spec.VolumeName == volume.Name), nil
+}
+
+// reclaimSoon queues a reclaim in the current term, if any.
+func (c *Controller) reclaimSoon() {
+	c.mu.Lock()
+	t := c.term
+	c.mu.Unlock()
+	if t != nil && t.reclaims != nil {
+		t.reclaims.Add(struct{}{})
+	}
+}

@@ -1,0 +1,270 @@
+package provisioning
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// recordingBackend is a fakeBackend that keeps a record of the volumes it
+// made until it is told they are saved or deletes them: a Reclaimer.
+type recordingBackend struct {
+	*fakeBackend
+	mu      sync.Mutex
+	records map[string]*v1.PersistentVolume
+}
+
+var _ Reclaimer = (*recordingBackend)(nil)
+
+func newRecordingBackend() *recordingBackend {
+	return &recordingBackend{fakeBackend: newFakeBackend(), records: map[string]*v1.PersistentVolume{}}
+}
+
+func (b *recordingBackend) Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error) {
+	volume, state, err := b.fakeBackend.Provision(ctx, options)
+	if volume != nil {
+		recorded := volume.DeepCopy()
+		recorded.Spec.ClaimRef = claimRef(options.PVC)
+		b.record(recorded)
+	}
+	return volume, state, err
+}
+
+func (b *recordingBackend) record(volume *v1.PersistentVolume) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.records[volume.Name] = volume
+}
+
+func (b *recordingBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
+	if err := b.fakeBackend.Delete(ctx, volume); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.records, volume.Name)
+	return nil
+}
+
+func (b *recordingBackend) Unsaved(context.Context) ([]UnsavedVolume, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var unsaved []UnsavedVolume
+	for _, volume := range b.records {
+		unsaved = append(unsaved, UnsavedVolume{Volume: volume.DeepCopy(), Since: time.Unix(0, 0)})
+	}
+	return unsaved, nil
+}
+
+func (b *recordingBackend) Saved(_ context.Context, volume *v1.PersistentVolume) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.records, volume.Name)
+	return nil
+}
+
+func (b *recordingBackend) recorded() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var names []string
+	for name := range b.records {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// unsavedVolume is the record of a backend volume made for claim at path.
+func unsavedVolume(claim *v1.PersistentVolumeClaim, path string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: volumeNameFor(claim)},
+		Spec: v1.PersistentVolumeSpec{
+			ClaimRef: claimRef(claim),
+			PersistentVolumeSource: v1.PersistentVolumeSource{
+				HostPath: &v1.HostPathVolumeSource{Path: path},
+			},
+		},
+	}
+}
+
+// With a backend that keeps its own record, a claim costs one write, the
+// PersistentVolume, and the record is dropped once it is saved.
+func TestRecordingBackendProvisionRequests(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	objects := []runtime.Object{claim, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := newRecordingBackend()
+	recorder := &testRecorder{}
+	c := f.newController(testConfig(testProvisioner), backend, recorder)
+	if _, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(claim)); err != nil {
+		t.Fatal(err)
+	}
+	var requests []string
+	for _, a := range f.client.Actions() {
+		requests = append(requests, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	if diff := cmp.Diff([]string{"create persistentvolumes"}, requests); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string(nil), backend.recorded()); diff != "" {
+		t.Errorf("records left (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{EventProvisioning, EventProvisioningSucceeded}, recorder.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got := f.getClaim("c").Finalizers; len(got) != 0 {
+		t.Errorf("claim finalizers written: %v", got)
+	}
+}
+
+// A failing claim announces its provisioning once, not on every retry.
+func TestRecordingBackendAnnouncesOnce(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	objects := []runtime.Object{claim, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := newRecordingBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		return ProvisioningFinished, errNotFound
+	}
+	recorder := &testRecorder{}
+	cfg := testConfig(testProvisioner)
+	// The queue's own retries wait; the test makes them.
+	cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
+	c := f.newController(cfg, backend, recorder)
+	tm := newTestTerm(t, c)
+	for range 3 {
+		tm.claims.process(context.Background(), keyOfClaim(claim))
+	}
+	want := []string{EventProvisioning, EventProvisioningFailed, EventProvisioningFailed, EventProvisioningFailed}
+	if diff := cmp.Diff(want, recorder.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestReclaim(t *testing.T) {
+	pending := newClaim("pending", "fast", testProvisioner)
+	deleting := pending.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	boundElsewhere := pending.DeepCopy()
+	boundElsewhere.Spec.VolumeName = "pv-by-hand"
+	recreated := pending.DeepCopy()
+	recreated.UID = "uid-pending-2"
+	saved := newVolume(volumeNameFor(pending), testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	saved.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/vols/pending"}
+	record := unsavedVolume(pending, "/vols/pending")
+	noClaimRef := record.DeepCopy()
+	noClaimRef.Spec.ClaimRef = nil
+
+	tests := map[string]struct {
+		record *v1.PersistentVolume
+		// informed is what the informers show; api holds objects too.
+		informed, api []runtime.Object
+		busy          bool
+		wantDeleted   []string
+		wantRecorded  []string
+	}{
+		"saved with this source": {
+			record:   record,
+			informed: []runtime.Object{pending, saved},
+		},
+		"saved, the informer has not seen it": {
+			record: record,
+			api:    []runtime.Object{pending, saved},
+		},
+		"saved with another source": {
+			record:      unsavedVolume(pending, "/vols/pending-2"),
+			informed:    []runtime.Object{pending, saved},
+			wantDeleted: []string{"pvc-uid-pending"},
+		},
+		"claim waits for it": {
+			record:       record,
+			informed:     []runtime.Object{pending},
+			wantRecorded: []string{"pvc-uid-pending"},
+		},
+		"claim the informer has not seen yet": {
+			record:       record,
+			api:          []runtime.Object{pending},
+			wantRecorded: []string{"pvc-uid-pending"},
+		},
+		"claim gone": {
+			record:      record,
+			wantDeleted: []string{"pvc-uid-pending"},
+		},
+		"claim being deleted": {
+			record:      record,
+			informed:    []runtime.Object{deleting},
+			wantDeleted: []string{"pvc-uid-pending"},
+		},
+		"claim bound to another volume": {
+			record:      record,
+			informed:    []runtime.Object{boundElsewhere},
+			wantDeleted: []string{"pvc-uid-pending"},
+		},
+		"claim of the same name created again": {
+			record:      record,
+			informed:    []runtime.Object{recreated},
+			wantDeleted: []string{"pvc-uid-pending"},
+		},
+		"being provisioned": {
+			record:       record,
+			busy:         true,
+			wantRecorded: []string{"pvc-uid-pending"},
+		},
+		"names no claim": {
+			record:       noClaimRef,
+			wantRecorded: []string{"pvc-uid-pending"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, append(slices.Clone(tc.informed), tc.api...)...)
+			f.fill(tc.informed...)
+			backend := newRecordingBackend()
+			backend.record(tc.record)
+			c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+			if tc.busy {
+				c.provisioning.Store(tc.record.Name, struct{}{})
+			}
+			if err := c.reclaim(context.Background(), newTestTerm(t, c)); err != nil {
+				t.Fatal(err)
+			}
+			_, _, deleted := backend.snapshot()
+			if diff := cmp.Diff(tc.wantDeleted, deleted); diff != "" {
+				t.Errorf("deleted (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantRecorded, backend.recorded()); diff != "" {
+				t.Errorf("still recorded (-want +got):\n%s", diff)
+			}
+			for _, a := range f.client.Actions() {
+				if _, ok := a.(k8stesting.GetAction); !ok {
+					t.Errorf("reclaim wrote to the API: %s %s", a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+		})
+	}
+}
+
+// A controller that starts leading reclaims at once: a backend volume left by
+// a crash for a claim deleted meanwhile is deleted.
+func TestLeadingReclaims(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	backend := newRecordingBackend()
+	backend.record(unsavedVolume(newClaim("gone", "fast", testProvisioner), "/vols/gone"))
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	run(t, c)
+	eventually(t, "the orphan to be deleted", func() bool {
+		_, _, deleted := backend.snapshot()
+		return slices.Equal(deleted, []string{"pvc-uid-gone"}) && len(backend.recorded()) == 0
+	})
+}
