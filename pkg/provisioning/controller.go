@@ -83,7 +83,7 @@ type Controller struct {
 	reclaimer Reclaimer
 	elector   elector
 	finalizer string
-	clock       clock.WithDelayedExecution
+	clock     clock.WithDelayedExecution
 
 	// claimEvents and volumeEvents deliver the events of this provisioner's
 	// objects while it leads.
