@@ -12,17 +12,21 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// reclaimAndRetry runs reclaim and, when it failed, runs it again after a
-// backoff: a backend that is unavailable now may not be later.
+// reclaimAndRetry runs reclaim and runs it again after a backoff while it
+// fails, since a backend that is unavailable now may not be later, or while
+// it keeps volumes whose claims may still take them or let them go.
 func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
 	if ctx.Err() != nil || c.config().Paused {
 		return
 	}
-	if err := c.reclaim(ctx, t); err != nil {
-		if ctx.Err() != nil {
-			return
-		}
+	kept, err := c.reclaim(ctx, t)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot reclaim unsaved backend volumes; will retry")
+	}
+	if err != nil || kept > 0 {
 		t.reclaims.AddAfter(struct{}{}, t.reclaimLimiter.When(struct{}{}))
 		return
 	}
@@ -35,66 +39,72 @@ func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
 // elsewhere, or because the claim's PersistentVolume uses another backend
 // volume, is deleted: a crash between Provision and the PersistentVolume's
 // creation leaks nothing.
-func (c *Controller) reclaim(ctx context.Context, t *term) error {
+// It returns how many volumes it left on the record.
+func (c *Controller) reclaim(ctx context.Context, t *term) (kept int, err error) {
 	var unsaved []UnsavedVolume
-	err := c.guard(ctx, "unsaved", func() error {
+	err = c.guard(ctx, "unsaved", func() error {
 		var err error
 		unsaved, err = c.reclaimer.Unsaved(ctx)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cannot list the backend's unsaved volumes: %w", err)
+		return 0, fmt.Errorf("cannot list the backend's unsaved volumes: %w", err)
 	}
 	var errs []error
 	for _, u := range unsaved {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return kept, ctx.Err()
 		}
-		if err := c.reclaimVolume(ctx, t, u.Volume); err != nil {
+		keep, err := c.reclaimVolume(ctx, t, u.Volume)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		if keep {
+			kept++
+		}
 	}
-	return errors.Join(errs...)
+	return kept, errors.Join(errs...)
 }
 
-// reclaimVolume settles one unsaved backend volume.
-func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.PersistentVolume) error {
+// reclaimVolume settles one unsaved backend volume, or reports that it keeps
+// it for a claim that may still take it.
+func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.PersistentVolume) (keep bool, err error) {
 	logger := klog.FromContext(ctx).WithValues("volume", volume.Name)
 	if _, busy := c.provisioning.Load(volume.Name); busy {
-		return nil
+		return true, nil
 	}
 	if _, saving := t.pending.Load(volume.Name); saving {
-		return nil
+		return true, nil
 	}
 	saved, err := c.savedVolume(ctx, volume.Name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	reason := "its claim is gone or bound to another volume"
 	if saved != nil {
 		same, err := sameSource(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if same {
 			if err := c.guard(ctx, "saved", func() error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
-				return fmt.Errorf("cannot tell the backend that volume %q is saved: %w", volume.Name, err)
+				return false, fmt.Errorf("cannot tell the backend that volume %q is saved: %w", volume.Name, err)
 			}
-			return nil
+			return false, nil
 		}
 		reason = "its PersistentVolume uses another backend volume"
 	} else {
 		wanted, err := c.claimWants(ctx, volume)
 		if err != nil || wanted {
-			return err
+			return wanted, err
 		}
 	}
 	err = c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) })
 	if err != nil && !IsIgnoredError(err) {
-		return fmt.Errorf("cannot delete the unsaved backend volume %q: %w", volume.Name, err)
+		return false, fmt.Errorf("cannot delete the unsaved backend volume %q: %w", volume.Name, err)
 	}
 	logger.Info("Deleted a backend volume no claim wants", "reason", reason)
-	return nil
+	return false, nil
 }
 
 // claimWants reports whether the claim a backend volume was made for may

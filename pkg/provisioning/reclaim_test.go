@@ -235,8 +235,12 @@ func TestReclaim(t *testing.T) {
 			if tc.busy {
 				c.provisioning.Store(tc.record.Name, struct{}{})
 			}
-			if err := c.reclaim(context.Background(), newTestTerm(t, c)); err != nil {
+			kept, err := c.reclaim(context.Background(), newTestTerm(t, c))
+			if err != nil {
 				t.Fatal(err)
+			}
+			if kept != len(tc.wantRecorded) {
+				t.Errorf("reclaim reports %d volumes kept, want %d", kept, len(tc.wantRecorded))
 			}
 			_, _, deleted := backend.snapshot()
 			if diff := cmp.Diff(tc.wantDeleted, deleted); diff != "" {
@@ -266,5 +270,24 @@ func TestLeadingReclaims(t *testing.T) {
 	eventually(t, "the orphan to be deleted", func() bool {
 		_, _, deleted := backend.snapshot()
 		return slices.Equal(deleted, []string{"pvc-uid-gone"}) && len(backend.recorded()) == 0
+	})
+}
+
+// A volume kept for a claim that may still take it is looked at again until
+// the claim lets it go.
+func TestReclaimLooksAgainAtKeptVolumes(t *testing.T) {
+	claim := newClaim("elsewhere", "other", "provfleet.io/other")
+	f := newFixture(t, claim)
+	f.start()
+	backend := newRecordingBackend()
+	backend.record(unsavedVolume(claim, "/vols/elsewhere"))
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	run(t, c)
+	if err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(context.Background(), claim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the volume of the deleted claim to be deleted", func() bool {
+		_, _, deleted := backend.snapshot()
+		return slices.Equal(deleted, []string{"pvc-uid-elsewhere"}) && len(backend.recorded()) == 0
 	})
 }
