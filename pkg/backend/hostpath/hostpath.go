@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
@@ -64,7 +65,8 @@ type Config struct {
 type Options = backend.Options
 
 // Provisioner provisions hostPath and local volumes. It implements
-// provisioning.Provisioner and is safe for concurrent use.
+// provisioning.Provisioner and provisioning.Reclaimer and is safe for
+// concurrent use.
 type Provisioner struct {
 	path       string
 	volumeType VolumeType
@@ -72,7 +74,10 @@ type Provisioner struct {
 	store      *dirvol.Store
 }
 
-var _ provisioning.Provisioner = (*Provisioner)(nil)
+var (
+	_ provisioning.Provisioner = (*Provisioner)(nil)
+	_ provisioning.Reclaimer   = (*Provisioner)(nil)
+)
 
 // New checks cfg and returns its Provisioner. Errors wrap
 // backend.ErrInvalidSpec or backend.ErrUnavailable.
@@ -193,20 +198,10 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
-	volumePath := filepath.Join(p.path, dir)
-	var source v1.PersistentVolumeSource
-	if p.volumeType == VolumeTypeLocal {
-		source.Local = &v1.LocalVolumeSource{Path: volumePath}
-	} else {
-		// Directory, not DirectoryOrCreate: a vanished directory must fail the
-		// mount, not come back empty.
-		directory := v1.HostPathDirectory
-		source.HostPath = &v1.HostPathVolumeSource{Path: volumePath, Type: &directory}
-	}
-	pv := dirvol.NewPV(opts, req, source)
+	pv := dirvol.NewPV(opts, req, p.source(dir))
+	pv.Annotations = p.annotations()
 	pv.Spec.MountOptions = mountOptions
 	if p.node != "" {
-		pv.Annotations = map[string]string{AnnNode: p.node}
 		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
 			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
 				Key:      hostnameLabel,
@@ -218,17 +213,67 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	return pv, provisioning.ProvisioningFinished, nil
 }
 
+// source is the volume source of the directory dir below Path.
+func (p *Provisioner) source(dir string) v1.PersistentVolumeSource {
+	volumePath := filepath.Join(p.path, dir)
+	if p.volumeType == VolumeTypeLocal {
+		return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: volumePath}}
+	}
+	// Directory, not DirectoryOrCreate: a vanished directory must fail the
+	// mount, not come back empty.
+	directory := v1.HostPathDirectory
+	return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: &directory}}
+}
+
+// annotations are those of every volume: the node, when there is one.
+func (p *Provisioner) annotations() map[string]string {
+	if p.node == "" {
+		return nil
+	}
+	return map[string]string{AnnNode: p.node}
+}
+
 // Delete applies the onDelete policy to the directory the PersistentVolume
 // names, which must lie below Path on this provisioner's node.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
-	dir, err := p.volumeDir(pv)
+	dir, err := p.ownDir(pv)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
-	if node, ok := pv.Annotations[AnnNode]; ok && node != p.node {
-		return fmt.Errorf("cannot delete volume %s: it lives on node %q, this provisioner reaches node %q", pv.Name, node, p.node)
-	}
 	return p.store.Remove(ctx, pv.Name, dir)
+}
+
+// Unsaved lists the directories made for PersistentVolumes this provisioner
+// was not told exist, each with the source and node Provision gave it.
+func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
+	unsaved, err := p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
+		return &v1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Annotations: p.annotations()},
+			Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)},
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
+	}
+	return unsaved, nil
+}
+
+// Saved drops the record of the directory a saved PersistentVolume names.
+func (p *Provisioner) Saved(ctx context.Context, pv *v1.PersistentVolume) error {
+	dir, err := p.ownDir(pv)
+	if err != nil {
+		return fmt.Errorf("cannot drop the record of volume %s: %w", pv.Name, err)
+	}
+	return p.store.Forget(ctx, pv.Name, dir)
+}
+
+// ownDir returns the directory of a PersistentVolume of this provisioner's
+// node.
+func (p *Provisioner) ownDir(pv *v1.PersistentVolume) (string, error) {
+	if node, ok := pv.Annotations[AnnNode]; ok && node != p.node {
+		return "", fmt.Errorf("it lives on node %q, this provisioner reaches node %q", node, p.node)
+	}
+	return p.volumeDir(pv)
 }
 
 // volumeDir returns the directory below Path that a PersistentVolume names.

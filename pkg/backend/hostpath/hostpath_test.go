@@ -14,6 +14,7 @@ import (
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -210,8 +211,8 @@ func TestProvision(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Provision() error = %v, want %q", err, tc.wantErr)
 				}
-				if got, _ := os.ReadDir(path); len(got) != 0 {
-					t.Errorf("a refused claim left %v in the base", got)
+				if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, path)); diff != "" {
+					t.Errorf("a refused claim left files in the base (-want +got):\n%s", diff)
 				}
 				return
 			}
@@ -299,8 +300,16 @@ func TestDelete(t *testing.T) {
 			for _, e := range entries {
 				left = append(left, e.Name())
 			}
-			if diff := cmp.Diff(tc.wantLeft, left); diff != "" {
+			if diff := cmp.Diff(append([]string{dirvol.JournalDir}, tc.wantLeft...), left); diff != "" {
 				t.Errorf("left in the base (-want +got):\n%s", diff)
+			}
+			// A refused Delete keeps the record, so the volume is not forgotten.
+			var wantUnsaved []string
+			if err != nil {
+				wantUnsaved = []string{pv.Name}
+			}
+			if diff := cmp.Diff(wantUnsaved, backendtest.UnsavedNames(t, p)); diff != "" {
+				t.Errorf("on record after Delete (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(before, backendtest.Snapshot(t, tmp, path)); diff != "" {
 				t.Errorf("Delete changed files outside the base (-before +after):\n%s", diff)
@@ -312,4 +321,74 @@ func TestDelete(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestReclaim(t *testing.T) {
+	tests := map[string]struct {
+		volumeType VolumeType
+		node       string
+		pattern    string
+		saved      bool
+	}{
+		"local, deleted":                 {node: "node-a", pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"},
+		"local, saved":                   {node: "node-a", saved: true},
+		"hostPath, deleted":              {volumeType: VolumeTypeHostPath, node: "node-a"},
+		"hostPath without a node, saved": {volumeType: VolumeTypeHostPath, saved: true},
+		"hostPath without a node, deleted": {
+			volumeType: VolumeTypeHostPath, pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			p, err := New(Config{
+				Path: filepath.Join(root, "vols"), HostPathRoot: root,
+				VolumeType: tc.volumeType, NodeName: tc.node, PathPattern: tc.pattern,
+			}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
+			backendtest.CheckReclaim(t, p, opts, localPath, tc.saved)
+		})
+	}
+}
+
+func TestSavedRefusesOthersVolumes(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(pv *v1.PersistentVolume)
+		wantErr string
+	}{
+		"another node":    {mutate: func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" }, wantErr: `lives on node "node-b"`},
+		"another base":    {mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, wantErr: "not below"},
+		"not a directory": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local = nil }, wantErr: "neither a local nor a hostPath volume"},
+		"the base itself": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, wantErr: "not below"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(pv)
+			if err := p.Saved(t.Context(), pv); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Saved() error = %v, want %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff([]string{"pvc-team-data"}, backendtest.UnsavedNames(t, p)); diff != "" {
+				t.Errorf("on record after a refused Saved (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func localPath(pv *v1.PersistentVolume) string {
+	if pv.Spec.Local != nil {
+		return pv.Spec.Local.Path
+	}
+	return pv.Spec.HostPath.Path
 }

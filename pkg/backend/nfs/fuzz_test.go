@@ -8,12 +8,11 @@ import (
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
-	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 func FuzzNFS(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
-		New: func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) provisioning.Provisioner {
+		New: func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) backendtest.Reclaiming {
 			p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: base, OnDelete: onDelete}, opts)
 			if err != nil {
 				t.Fatal(err)

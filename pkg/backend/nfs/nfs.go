@@ -40,7 +40,8 @@ type Config struct {
 type Options = backend.Options
 
 // Provisioner provisions NFS subdirectory volumes. It implements
-// provisioning.Provisioner and is safe for concurrent use.
+// provisioning.Provisioner and provisioning.Reclaimer and is safe for
+// concurrent use.
 type Provisioner struct {
 	server       string
 	path         string
@@ -48,7 +49,10 @@ type Provisioner struct {
 	store        *dirvol.Store
 }
 
-var _ provisioning.Provisioner = (*Provisioner)(nil)
+var (
+	_ provisioning.Provisioner = (*Provisioner)(nil)
+	_ provisioning.Reclaimer   = (*Provisioner)(nil)
+)
 
 // New checks cfg and returns its Provisioner. Errors wrap
 // backend.ErrInvalidSpec or backend.ErrUnavailable.
@@ -92,9 +96,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
-	pv := dirvol.NewPV(opts, req, v1.PersistentVolumeSource{
-		NFS: &v1.NFSVolumeSource{Server: p.server, Path: path.Join(p.path, dir)},
-	})
+	pv := dirvol.NewPV(opts, req, p.source(dir))
 	pv.Spec.MountOptions = slices.Clone(p.mountOptions)
 	if opts.StorageClass != nil && len(opts.StorageClass.MountOptions) > 0 {
 		pv.Spec.MountOptions = slices.Clone(opts.StorageClass.MountOptions)
@@ -110,6 +112,32 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
 	return p.store.Remove(ctx, pv.Name, dir)
+}
+
+// Unsaved lists the subdirectories made for PersistentVolumes this
+// provisioner was not told exist, each with the source Provision gave it.
+func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
+	unsaved, err := p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
+		return &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)}}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
+	}
+	return unsaved, nil
+}
+
+// Saved drops the record of the subdirectory a saved PersistentVolume names.
+func (p *Provisioner) Saved(ctx context.Context, pv *v1.PersistentVolume) error {
+	dir, err := p.volumeDir(pv)
+	if err != nil {
+		return fmt.Errorf("cannot drop the record of volume %s: %w", pv.Name, err)
+	}
+	return p.store.Forget(ctx, pv.Name, dir)
+}
+
+// source is the volume source of the subdirectory dir of the export.
+func (p *Provisioner) source(dir string) v1.PersistentVolumeSource {
+	return v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: p.server, Path: path.Join(p.path, dir)}}
 }
 
 // volumeDir returns the subdirectory of the export that a PersistentVolume

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 )
 
 func TestNew(t *testing.T) {
@@ -171,8 +173,75 @@ func TestDelete(t *testing.T) {
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("Delete() error = %v, want %q", err, tc.wantErr)
 			}
-			if diff := cmp.Diff(tc.wantLeft, backendtest.Tree(t, mount)); diff != "" {
+			// Records are checked below, by what they name.
+			records := dirvol.JournalDir + "/"
+			left := slices.DeleteFunc(backendtest.Tree(t, mount), func(p string) bool { return p != records && strings.HasPrefix(p, records) })
+			if diff := cmp.Diff(append([]string{records}, tc.wantLeft...), left); diff != "" {
 				t.Errorf("left on the export (-want +got):\n%s", diff)
+			}
+			// A refused Delete keeps the record, so the volume is not forgotten.
+			var wantUnsaved []string
+			if err != nil {
+				wantUnsaved = []string{pv.Name}
+			}
+			if diff := cmp.Diff(wantUnsaved, backendtest.UnsavedNames(t, p)); diff != "" {
+				t.Errorf("on record after Delete (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReclaim(t *testing.T) {
+	tests := map[string]struct {
+		pattern string
+		saved   bool
+	}{
+		"deleted":            {},
+		"saved":              {saved: true},
+		"subfolders deleted": {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}"},
+		"subfolders saved":   {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}", saved: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			mount := t.TempDir()
+			p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount, PathPattern: tc.pattern}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
+			localPath := func(pv *v1.PersistentVolume) string {
+				return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
+			}
+			backendtest.CheckReclaim(t, p, opts, localPath, tc.saved)
+		})
+	}
+}
+
+func TestSavedRefusesOthersVolumes(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(pv *v1.PersistentVolume)
+		wantErr string
+	}{
+		"another server": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" }, wantErr: `on server "other.example.com"`},
+		"another export": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/pvc-team-data" }, wantErr: "not below"},
+		"not nfs":        {mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil }, wantErr: "not an nfs volume"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: t.TempDir()}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(pv)
+			if err := p.Saved(t.Context(), pv); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Saved() error = %v, want %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff([]string{"pvc-team-data"}, backendtest.UnsavedNames(t, p)); diff != "" {
+				t.Errorf("on record after a refused Saved (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
 // Package backendtest holds test helpers shared by the directory backends:
-// claim builders and filesystem snapshots that prove nothing outside a base
-// directory changed.
+// claim builders, filesystem snapshots that prove nothing outside a base
+// directory changed, and checks of their record of unsaved volumes.
 package backendtest

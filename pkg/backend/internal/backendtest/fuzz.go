@@ -11,14 +11,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
-	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // FuzzBackend adapts one directory backend to FuzzConfinement.
 type FuzzBackend struct {
 	// New returns a provisioner confined to root whose volumes go below base,
 	// a folder of root.
-	New func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) provisioning.Provisioner
+	New func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) Reclaiming
 	// LocalPath returns where the directory of a PersistentVolume is on disk.
 	LocalPath func(pv *v1.PersistentVolume, base string) string
 }
@@ -28,7 +27,8 @@ var policies = []backend.OnDeletePolicy{backend.OnDeleteDelete, backend.OnDelete
 // FuzzConfinement provisions and deletes a volume with a fuzzed path pattern
 // and claim metadata next to symlinks planted in the base and another claim's
 // volume, and fails if anything outside the base, or the other volume,
-// changed, or if a volume directory resolves outside the base.
+// changed, if a volume directory resolves outside the base, or if anything
+// but the other volume is left on record.
 func FuzzConfinement(f *testing.F, b FuzzBackend) {
 	for _, seed := range [][5]string{
 		{"", "team", "data", "", ""},
@@ -92,6 +92,9 @@ func FuzzConfinement(f *testing.F, b FuzzBackend) {
 			if err := p.Delete(t.Context(), pv); err != nil {
 				t.Errorf("Delete of a volume just provisioned: %v", err)
 			}
+		}
+		if diff := cmp.Diff([]string{victim.Name}, UnsavedNames(t, p)); diff != "" {
+			t.Errorf("pattern %q: on record after Delete or a refused Provision (-want +got):\n%s", pattern, diff)
 		}
 		if diff := cmp.Diff(beforeOutside, Snapshot(t, tmp, base)); diff != "" {
 			t.Fatalf("pattern %q changed files outside the base (-before +after):\n%s", pattern, diff)

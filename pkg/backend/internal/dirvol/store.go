@@ -101,8 +101,13 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := base.Close(); err != nil {
-		return nil, fmt.Errorf("%w: cannot close %q: %w", backend.ErrUnavailable, cfg.Base, err)
+	defer base.Close()
+	journal, err := openDir(base, []string{JournalDir}, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot open the volume records in %q: %w", backend.ErrUnavailable, cfg.Base, err)
+	}
+	if err := journal.Close(); err != nil {
+		return nil, fmt.Errorf("%w: cannot close the volume records in %q: %w", backend.ErrUnavailable, cfg.Base, err)
 	}
 	return s, nil
 }
@@ -129,8 +134,8 @@ func (s *Store) openBase() (*os.Root, error) {
 }
 
 // Create renders the claim's directory, checks it against capacity and every
-// other volume, and creates it. Calling it again for the same PV returns the
-// same directory.
+// other volume, records it and creates it. Calling it again for the same PV
+// returns the same directory. The record is kept until Forget or Remove.
 func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("pv", req.PVName, "claim", klog.KObj(req.Claim))
 	s.mu.Lock()
@@ -157,7 +162,7 @@ func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 		res = &reservation{dir: dir, size: req.Size}
 		s.reservations[req.PVName] = res
 	}
-	if err := s.create(dir, req.PVName); err != nil {
+	if err := s.create(req, dir); err != nil {
 		if !res.done {
 			delete(s.reservations, req.PVName)
 		}
@@ -261,25 +266,48 @@ func (s *Store) checkRoom(pvs []*v1.PersistentVolume, pvName string, size resour
 	return nil
 }
 
-// create makes dir and its owner marker. The marker is created exclusively
-// first, so two processes sharing a base cannot both take one directory.
-func (s *Store) create(dir, pvName string) error {
+// errNotOurs refuses a directory that exists without being this volume's.
+var errNotOurs = errors.New("the directory is not this volume's")
+
+// create records dir for the request's PV, then makes dir and its owner
+// marker. A record of a directory that is not the volume's would let Delete
+// remove someone else's, so it is dropped when the marker was not taken.
+func (s *Store) create(req Request, dir string) error {
 	base, err := s.openBase()
 	if err != nil {
 		return err
 	}
 	defer base.Close()
+	written, err := writeRecord(base, req, dir)
+	if err != nil {
+		return fmt.Errorf("%w: cannot record the volume: %w", backend.ErrUnavailable, err)
+	}
+	claimed, err := s.makeVolume(base, dir, req.PVName)
+	// An earlier record may have a marker this call failed to read: keep it,
+	// unless the directory is certainly not the volume's.
+	if err != nil && !claimed && (written || errors.Is(err, errNotOurs)) {
+		if ferr := forgetRecord(base, req.PVName, dir); ferr != nil {
+			return errors.Join(err, fmt.Errorf("cannot drop the record: %w", ferr))
+		}
+	}
+	return err
+}
+
+// makeVolume makes dir and its owner marker, and reports whether the marker
+// is the PV's. The marker is created exclusively first, so two processes
+// sharing a base cannot both take one directory.
+func (s *Store) makeVolume(base *os.Root, dir, pvName string) (bool, error) {
 	components := strings.Split(dir, "/")
 	parents, leaf := components[:len(components)-1], components[len(components)-1]
 	parent, err := openDir(base, parents, true)
 	if err != nil {
 		s.removeEmptyParents(base, parents)
-		return err
+		return false, err
 	}
 	defer parent.Close()
 	if err := claimMarker(parent, leaf, pvName); err != nil {
 		s.removeEmptyParents(base, parents)
-		return err
+		return false, err
 	}
 	err = parent.Mkdir(leaf, volumeMode)
 	switch {
@@ -287,15 +315,15 @@ func (s *Store) create(dir, pvName string) error {
 		// The marker is ours, so an existing directory is ours too, from an
 		// earlier call; openDir below checks it is a real directory.
 	case err != nil:
-		return err
+		return true, err
 	}
 	volume, err := openDir(parent, []string{leaf}, false)
 	if err != nil {
-		return err
+		return true, err
 	}
 	defer volume.Close()
 	// Mkdir is subject to the umask; chmod through the opened directory.
-	return volume.Chmod(".", volumeMode)
+	return true, volume.Chmod(".", volumeMode)
 }
 
 // claimMarker records pvName as the owner of leaf in parent, or checks that
@@ -310,7 +338,7 @@ func claimMarker(parent *os.Root, leaf, pvName string) error {
 			return err
 		}
 		if owner != pvName {
-			return errors.New("directory belongs to another volume")
+			return fmt.Errorf("%w: it belongs to another volume", errNotOurs)
 		}
 		return nil
 	}
@@ -325,7 +353,7 @@ func claimMarker(parent *os.Root, leaf, pvName string) error {
 		if rmErr := parent.Remove(marker); rmErr != nil {
 			return fmt.Errorf("directory already exists and cannot remove owner marker: %w", rmErr)
 		}
-		return errors.New("directory already exists and was not created for this volume")
+		return fmt.Errorf("%w: it already exists", errNotOurs)
 	}
 	return nil
 }
@@ -395,9 +423,9 @@ func openChild(cur *os.Root, name string, create bool) (*os.Root, error) {
 }
 
 // Remove applies the onDelete policy to the directory of PV pvName, dir below
-// the base, as read from the PersistentVolume. A missing directory is removed
-// already. A directory another volume still uses, or whose owner marker names
-// another PV, is refused.
+// the base, as read from the PersistentVolume, then drops its record. A
+// missing directory is removed already. A directory another volume still
+// uses, or whose owner marker names another PV, is refused.
 func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
 	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
 	if err := CheckDir(dir); err != nil {
@@ -417,6 +445,9 @@ func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
 		return fmt.Errorf("cannot remove directory %q: %w", dir, err)
 	}
 	delete(s.reservations, pvName)
+	if err := s.forget(pvName, dir); err != nil {
+		return err
+	}
 	if !found {
 		// Success keeps Delete idempotent, but an unmounted export looks the
 		// same, so say so where operators look.

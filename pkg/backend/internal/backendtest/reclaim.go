@@ -1,0 +1,84 @@
+package backendtest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// Reclaiming is a backend that keeps a record of the volumes it makes.
+type Reclaiming interface {
+	provisioning.Provisioner
+	provisioning.Reclaimer
+}
+
+// UnsavedNames lists the names of r's unsaved volumes, or fails the test.
+func UnsavedNames(t testing.TB, r provisioning.Reclaimer) []string {
+	t.Helper()
+	unsaved, err := r.Unsaved(t.Context())
+	if err != nil {
+		t.Fatalf("Unsaved: %v", err)
+	}
+	var names []string
+	for _, u := range unsaved {
+		names = append(names, u.Volume.Name)
+	}
+	return names
+}
+
+// CheckReclaim provisions opts with p and checks that Unsaved returns the
+// volume with the name, source, annotations and claim of the provisioned
+// one; then that Saved drops the record and keeps the directory (saved), or
+// that Delete of the unsaved volume removes both. localPath returns where a
+// volume's directory is on disk.
+func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions, localPath func(*v1.PersistentVolume) string, saved bool) {
+	t.Helper()
+	ctx := t.Context()
+	pv, _, err := p.Provision(ctx, opts)
+	if err != nil {
+		t.Fatalf("Provision: %v", err)
+	}
+	unsaved, err := p.Unsaved(ctx)
+	if err != nil {
+		t.Fatalf("Unsaved: %v", err)
+	}
+	if len(unsaved) != 1 {
+		t.Fatalf("Unsaved() returned %d volumes, want 1", len(unsaved))
+	}
+	got := unsaved[0].Volume
+	if got.Name != pv.Name || unsaved[0].Since.IsZero() {
+		t.Errorf("Unsaved() = %s since %v, want %s since a time", got.Name, unsaved[0].Since, pv.Name)
+	}
+	if diff := cmp.Diff(pv.Spec.PersistentVolumeSource, got.Spec.PersistentVolumeSource); diff != "" {
+		t.Errorf("unsaved volume source (-provisioned +unsaved):\n%s", diff)
+	}
+	if diff := cmp.Diff(pv.Annotations, got.Annotations); diff != "" {
+		t.Errorf("unsaved volume annotations (-provisioned +unsaved):\n%s", diff)
+	}
+	claim := opts.PVC
+	if ref := got.Spec.ClaimRef; ref == nil || ref.Namespace != claim.Namespace || ref.Name != claim.Name || ref.UID != claim.UID {
+		t.Errorf("unsaved volume claimRef = %+v, want claim %s/%s %s", ref, claim.Namespace, claim.Name, claim.UID)
+	}
+	dir := localPath(pv)
+	if saved {
+		if err := p.Saved(ctx, pv); err != nil {
+			t.Fatalf("Saved: %v", err)
+		}
+	} else if err := p.Delete(ctx, got); err != nil {
+		t.Fatalf("Delete of the unsaved volume: %v", err)
+	}
+	if names := UnsavedNames(t, p); len(names) != 0 {
+		t.Errorf("still on record: %v", names)
+	}
+	_, err = os.Stat(dir)
+	switch {
+	case saved && err != nil:
+		t.Errorf("Saved touched the volume directory: %v", err)
+	case !saved && !os.IsNotExist(err):
+		t.Errorf("Delete left the volume directory: %v", err)
+	}
+}

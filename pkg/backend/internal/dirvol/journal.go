@@ -1,0 +1,265 @@
+package dirvol
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+const (
+	// JournalDir is the folder at the top of the base holding one record per
+	// volume directory whose PersistentVolume is not known to exist. CheckDir
+	// refuses hidden names, so no pattern or PersistentVolume can name it.
+	JournalDir = ".provfleet-unsaved"
+	// recordSuffix ends every record's file name.
+	recordSuffix = ".json"
+	// maxRecordSize bounds what is read of a record; real ones are far smaller.
+	maxRecordSize = 16 << 10
+)
+
+// Record is a volume directory made, or about to be made, for a
+// PersistentVolume the Store was not told exists.
+type Record struct {
+	PVName string
+	Dir    string
+	// Claim is the claim the volume was made for.
+	Claim types.NamespacedName
+	// ClaimUID tells the claim apart from a later one of the same name.
+	ClaimUID types.UID
+	// Since is when the record was written.
+	Since time.Time
+}
+
+// recordFile is a record's content.
+type recordFile struct {
+	PV             string    `json:"pv"`
+	Dir            string    `json:"dir"`
+	ClaimNamespace string    `json:"claimNamespace"`
+	ClaimName      string    `json:"claimName"`
+	ClaimUID       types.UID `json:"claimUID"`
+}
+
+// recordName names a record after both the PV and the directory, so a claim
+// rendered to another directory after a restart keeps both records, and no
+// name needs escaping.
+func recordName(pvName, dir string) string {
+	sum := sha256.Sum256([]byte(pvName + "\x00" + dir))
+	return hex.EncodeToString(sum[:]) + recordSuffix
+}
+
+// Records lists the volumes on record. A record that cannot be read is logged
+// and skipped: one damaged file must not hide the others.
+func (s *Store) Records(ctx context.Context) ([]Record, error) {
+	logger := klog.FromContext(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base, err := s.openBase()
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	journal, err := openDir(base, []string{JournalDir}, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot open the volume records: %w", err)
+	}
+	defer journal.Close()
+	dir, err := journal.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the volume records: %w", err)
+	}
+	entries, err := dir.ReadDir(-1)
+	if err := errors.Join(err, dir.Close()); err != nil {
+		return nil, fmt.Errorf("cannot list the volume records: %w", err)
+	}
+	var records []Record
+	for _, entry := range entries {
+		record, err := readRecord(journal, entry.Name())
+		if err != nil {
+			logger.Error(err, "Skipping an unreadable volume record", "record", path.Join(JournalDir, entry.Name()))
+			continue
+		}
+		records = append(records, record)
+	}
+	slices.SortFunc(records, func(a, b Record) int {
+		return cmp.Or(strings.Compare(a.PVName, b.PVName), strings.Compare(a.Dir, b.Dir))
+	})
+	return records, nil
+}
+
+// Unsaved returns the records as the volumes the controller reclaims: volume
+// gives the PersistentVolume of a directory, with its source; the record
+// gives its name, claim and time.
+func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *v1.PersistentVolume) ([]provisioning.UnsavedVolume, error) {
+	records, err := s.Records(ctx)
+	if err != nil {
+		return nil, err
+	}
+	unsaved := make([]provisioning.UnsavedVolume, 0, len(records))
+	for _, r := range records {
+		pv := volume(r.Dir)
+		pv.Name = r.PVName
+		pv.Spec.ClaimRef = &v1.ObjectReference{
+			Kind: "PersistentVolumeClaim", APIVersion: "v1",
+			Namespace: r.Claim.Namespace, Name: r.Claim.Name, UID: r.ClaimUID,
+		}
+		unsaved = append(unsaved, provisioning.UnsavedVolume{Volume: pv, Since: r.Since})
+	}
+	return unsaved, nil
+}
+
+// Forget drops the record of PV pvName's directory dir, if there is one.
+func (s *Store) Forget(ctx context.Context, pvName, dir string) error {
+	if err := CheckDir(dir); err != nil {
+		return fmt.Errorf("directory %q refused: %w", dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.forget(pvName, dir); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(4).Info("Volume record dropped", "pv", pvName, "dir", dir)
+	return nil
+}
+
+func (s *Store) forget(pvName, dir string) error {
+	base, err := s.openBase()
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	if err := forgetRecord(base, pvName, dir); err != nil {
+		return fmt.Errorf("cannot drop the record of directory %q: %w", dir, err)
+	}
+	return nil
+}
+
+func forgetRecord(base *os.Root, pvName, dir string) error {
+	journal, err := openDir(base, []string{JournalDir}, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	defer journal.Close()
+	return removeRecord(journal, recordName(pvName, dir))
+}
+
+// removeRecord unlinks a record; a symlink is removed, never followed.
+func removeRecord(journal *os.Root, name string) error {
+	if err := journal.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// writeRecord records the directory of the request's PV unless it is on
+// record already, and reports whether it wrote the record. It is not synced:
+// like the owner marker and the directory after it, it outlives a crash of
+// the process, which is what it guards against.
+func writeRecord(base *os.Root, req Request, dir string) (bool, error) {
+	journal, err := openDir(base, []string{JournalDir}, true)
+	if err != nil {
+		return false, err
+	}
+	defer journal.Close()
+	name := recordName(req.PVName, dir)
+	if _, err := readRecord(journal, name); err == nil {
+		// Keep the time of the first record: it says how long the volume
+		// has been waiting for its PersistentVolume.
+		return false, nil
+	}
+	// Missing, or left unreadable by a crash while it was written.
+	if err := removeRecord(journal, name); err != nil {
+		return false, err
+	}
+	data, err := json.Marshal(recordFile{
+		PV: req.PVName, Dir: dir,
+		ClaimNamespace: req.Claim.Namespace, ClaimName: req.Claim.Name, ClaimUID: req.Claim.UID,
+	})
+	if err != nil {
+		return false, err
+	}
+	// O_EXCL: a symlink planted after the removal fails the call rather than
+	// being followed.
+	f, err := journal.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, err
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return false, errors.Join(err, removeRecord(journal, name))
+	}
+	return true, nil
+}
+
+// readRecord reads and checks one record: a regular file whose content is
+// valid and whose name matches it.
+func readRecord(journal *os.Root, name string) (Record, error) {
+	checked, err := journal.Lstat(name)
+	if err != nil {
+		return Record{}, err
+	}
+	if !checked.Mode().IsRegular() {
+		return Record{}, fmt.Errorf("%q is not a regular file (%s)", name, checked.Mode().Type())
+	}
+	f, err := journal.Open(name)
+	if err != nil {
+		return Record{}, err
+	}
+	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return Record{}, err
+	}
+	if !os.SameFile(checked, opened) {
+		return Record{}, fmt.Errorf("%q changed while being opened", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
+	switch {
+	case err != nil:
+		return Record{}, fmt.Errorf("cannot read %q: %w", name, err)
+	case len(data) > maxRecordSize:
+		return Record{}, fmt.Errorf("%q is larger than %d bytes", name, maxRecordSize)
+	}
+	var content recordFile
+	if err := json.Unmarshal(data, &content); err != nil {
+		return Record{}, fmt.Errorf("cannot parse %q: %w", name, err)
+	}
+	if err := CheckDir(content.Dir); err != nil {
+		return Record{}, fmt.Errorf("%q names directory %q: %w", name, content.Dir, err)
+	}
+	if content.PV == "" {
+		return Record{}, fmt.Errorf("%q names no PersistentVolume", name)
+	}
+	if name != recordName(content.PV, content.Dir) {
+		return Record{}, fmt.Errorf("%q does not match its content", name)
+	}
+	return Record{
+		PVName:   content.PV,
+		Dir:      content.Dir,
+		Claim:    types.NamespacedName{Namespace: content.ClaimNamespace, Name: content.ClaimName},
+		ClaimUID: content.ClaimUID,
+		Since:    opened.ModTime(),
+	}, nil
+}

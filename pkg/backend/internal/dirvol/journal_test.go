@@ -1,0 +1,362 @@
+package dirvol
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// record is what Records returns for a claim of the test's request helper.
+func record(namespace, name, dir string) Record {
+	return Record{
+		PVName:   "pvc-" + namespace + "-" + name,
+		Dir:      dir,
+		Claim:    types.NamespacedName{Namespace: namespace, Name: name},
+		ClaimUID: types.UID(namespace + "-" + name),
+	}
+}
+
+func (f *fixture) create(t *testing.T, req Request) string {
+	t.Helper()
+	dir, err := f.store.Create(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return dir
+}
+
+// restart replaces the Store with a new one on the same base, as a new
+// process would have: only what is on disk is known.
+func (f *fixture) restart(t *testing.T) {
+	t.Helper()
+	var err error
+	if f.store, err = New(f.store.cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) journal() string { return filepath.Join(f.base, JournalDir) }
+
+func TestRecords(t *testing.T) {
+	tests := map[string]struct {
+		steps func(t *testing.T, f *fixture)
+		want  []Record
+	}{
+		"nothing made": {
+			steps: func(t *testing.T, f *fixture) {},
+		},
+		"create records the directory": {
+			steps: func(t *testing.T, f *fixture) { f.create(t, request(t, "team", "data", "1Gi", nsPattern)) },
+			want:  []Record{record("team", "data", "team/data")},
+		},
+		"create again keeps one record": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				f.restart(t)
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+			},
+			want: []Record{record("team", "data", "team/data")},
+		},
+		"a claim rendered to another directory after a restart has two records": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				f.restart(t)
+				f.create(t, request(t, "team", "data", "1Gi", "elsewhere/{{.PVC.Name}}"))
+			},
+			want: []Record{record("team", "data", "elsewhere/data"), record("team", "data", "team/data")},
+		},
+		"forget drops only that directory of that PV": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				f.restart(t)
+				f.create(t, request(t, "team", "data", "1Gi", "elsewhere/{{.PVC.Name}}"))
+				f.create(t, request(t, "team", "logs", "1Gi", nsPattern))
+				if err := f.store.Forget(t.Context(), "pvc-team-data", "team/data"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []Record{record("team", "data", "elsewhere/data"), record("team", "logs", "team/logs")},
+		},
+		"forget of what was never recorded": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				for _, pair := range [][2]string{{"pvc-team-data", "other"}, {"pvc-other", "team/data"}} {
+					if err := f.store.Forget(t.Context(), pair[0], pair[1]); err != nil {
+						t.Fatalf("Forget(%q, %q): %v", pair[0], pair[1], err)
+					}
+				}
+			},
+			want: []Record{record("team", "data", "team/data")},
+		},
+		"remove drops the record": {
+			steps: func(t *testing.T, f *fixture) {
+				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				if err := f.store.Remove(t.Context(), "pvc-team-data", dir); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		"remove of a vanished directory drops the record": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				if err := os.RemoveAll(filepath.Join(f.base, "team")); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.store.Remove(t.Context(), "pvc-team-data", "team/data"); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		"a refused remove keeps the record": {
+			steps: func(t *testing.T, f *fixture) {
+				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				f.pvs = []*v1.PersistentVolume{volume("pvc-static", "team/data/inner", "1Gi", "")}
+				checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", dir), "another volume")
+			},
+			want: []Record{record("team", "data", "team/data")},
+		},
+		"a directory made by hand is not recorded": {
+			steps: func(t *testing.T, f *fixture) {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/secret"), "x")
+				_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", nsPattern))
+				checkErr(t, err, "already exists")
+			},
+		},
+		"a directory of another volume is not recorded": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "x", "team", "1Gi", "{{.PVC.Name}}"))
+				f.restart(t)
+				_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", nsPattern))
+				checkErr(t, err, "another volume")
+			},
+			want: []Record{record("x", "team", "team")},
+		},
+		"damaged records are skipped": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				valid := `{"pv":"pvc-x","dir":"x","claimNamespace":"team","claimName":"x","claimUID":"u"}`
+				for name, content := range map[string]string{
+					"truncated" + recordSuffix:      `{"pv":"pvc-x",`,
+					"empty" + recordSuffix:          "",
+					"renamed" + recordSuffix:        valid,
+					recordName("pvc-x", "../x"):     `{"pv":"pvc-x","dir":"../x","claimName":"x","claimUID":"u"}`,
+					recordName("", "x"):             `{"pv":"","dir":"x","claimName":"x","claimUID":"u"}`,
+					recordName("pvc-big", "x"):      `{"pv":"pvc-big","dir":"x","pad":"` + string(make([]byte, maxRecordSize)) + `"}`,
+					recordName("pvc-x", "x") + ".d": "",
+				} {
+					backendtest.WriteFile(t, filepath.Join(f.journal(), name), content)
+				}
+				// A directory and a symlink with the name of a valid record.
+				if err := os.Mkdir(filepath.Join(f.journal(), recordName("pvc-dir", "x")), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				backendtest.WriteFile(t, filepath.Join(f.base, "elsewhere.json"), valid)
+				backendtest.Symlink(t, "../elsewhere.json", filepath.Join(f.journal(), recordName("pvc-x", "x")))
+			},
+			want: []Record{record("team", "data", "team/data")},
+		},
+		"a missing folder of records": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				if err := os.RemoveAll(f.journal()); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			start := time.Now()
+			tc.steps(t, f)
+			got, err := f.store.Records(t.Context())
+			if err != nil {
+				t.Fatalf("Records: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Record{}, "Since")); diff != "" {
+				t.Errorf("Records() mismatch (-want +got):\n%s", diff)
+			}
+			for _, r := range got {
+				// File times may lag the clock by a tick; a minute is plenty.
+				if r.Since.Before(start.Add(-time.Minute)) || r.Since.After(time.Now().Add(time.Minute)) {
+					t.Errorf("record %s %s: Since %v, want about %v", r.PVName, r.Dir, r.Since, start)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordSince: Since is the record's file time, and recording the same
+// directory again keeps it, so it says how long the volume has waited.
+func TestRecordSince(t *testing.T) {
+	f := newFixture(t, nil)
+	req := request(t, "team", "data", "1Gi", nsPattern)
+	dir := f.create(t, req)
+	written := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(f.journal(), recordName(req.PVName, dir)), written, written); err != nil {
+		t.Fatal(err)
+	}
+	f.create(t, req)
+	got, err := f.store.Records(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[0].Since.Equal(written) {
+		t.Errorf("Records() = %v, want one record since %v", got, written)
+	}
+}
+
+func TestUnsaved(t *testing.T) {
+	f := newFixture(t, nil)
+	f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+	written := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(f.journal(), recordName("pvc-team-data", "team/data")), written, written); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.store.Unsaved(t.Context(), func(dir string) *v1.PersistentVolume {
+		return volume("ignored", dir, "1Gi", testProvisioner)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := volume("pvc-team-data", "team/data", "1Gi", testProvisioner)
+	want.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "team", Name: "data", UID: "team-data"}
+	if diff := cmp.Diff([]provisioning.UnsavedVolume{{Volume: want, Since: written}}, got); diff != "" {
+		t.Errorf("Unsaved() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecordFirst: a volume that cannot be recorded is not made.
+func TestRecordFirst(t *testing.T) {
+	f := newFixture(t, nil)
+	req := request(t, "team", "data", "1Gi", nsPattern)
+	// A folder in the record's place cannot be replaced by a record.
+	backendtest.WriteFile(t, filepath.Join(f.journal(), recordName(req.PVName, "team/data"), "x"), "")
+	before := backendtest.Snapshot(t, f.tmp, "")
+	_, err := f.store.Create(t.Context(), req)
+	checkErr(t, err, "cannot record the volume")
+	if !errors.Is(err, backend.ErrUnavailable) {
+		t.Errorf("error %v is not %v", err, backend.ErrUnavailable)
+	}
+	if diff := cmp.Diff(before, backendtest.Snapshot(t, f.tmp, "")); diff != "" {
+		t.Errorf("a Create that could not record changed files (-before +after):\n%s", diff)
+	}
+}
+
+// TestJournalSymlinked replaces the folder of records with a symlink: every
+// operation on records refuses it and writes nothing through it.
+func TestJournalSymlinked(t *testing.T) {
+	tests := map[string]struct {
+		op func(t *testing.T, f *fixture) error
+		// releases: the operation handles the volume before its record.
+		releases bool
+		want     error
+		wantErr  string
+	}{
+		"new": {
+			op:   func(t *testing.T, f *fixture) error { _, err := New(f.store.cfg); return err },
+			want: backend.ErrUnavailable, wantErr: "not a directory",
+		},
+		"create": {
+			op: func(t *testing.T, f *fixture) error {
+				_, err := f.store.Create(t.Context(), request(t, "team", "logs", "1Gi", nsPattern))
+				return err
+			},
+			want: backend.ErrUnavailable, wantErr: "not a directory",
+		},
+		"records": {
+			op:      func(t *testing.T, f *fixture) error { _, err := f.store.Records(t.Context()); return err },
+			wantErr: "not a directory",
+		},
+		"forget": {
+			op:      func(t *testing.T, f *fixture) error { return f.store.Forget(t.Context(), "pvc-team-data", "team/data") },
+			wantErr: "not a directory",
+		},
+		"remove": {
+			op:       func(t *testing.T, f *fixture) error { return f.store.Remove(t.Context(), "pvc-team-data", "team/data") },
+			releases: true, wantErr: "not a directory",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.OnDelete = backend.OnDeleteRetain })
+			f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+			moved := filepath.Join(f.tmp, "outside", "records")
+			if err := os.Rename(f.journal(), moved); err != nil {
+				t.Fatal(err)
+			}
+			backendtest.Symlink(t, moved, f.journal())
+			unchanged := f.tmp
+			if tc.releases {
+				unchanged = moved
+			}
+			before := backendtest.Snapshot(t, unchanged, "")
+			err := tc.op(t, f)
+			checkErr(t, err, tc.wantErr)
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("error %v is not %v", err, tc.want)
+			}
+			if diff := cmp.Diff(before, backendtest.Snapshot(t, unchanged, "")); diff != "" {
+				t.Errorf("files changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJournalIsNoVolume: no pattern, PersistentVolume or removal reaches the
+// folder of records.
+func TestJournalIsNoVolume(t *testing.T) {
+	tests := map[string]struct {
+		op      func(t *testing.T, f *fixture) error
+		wantErr string
+	}{
+		"a pattern naming it": {
+			op: func(t *testing.T, f *fixture) error {
+				_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", JournalDir+"/{{.PVC.Name}}"))
+				return err
+			},
+			wantErr: "begins with a dot",
+		},
+		"removing it": {
+			op:      func(t *testing.T, f *fixture) error { return f.store.Remove(t.Context(), "pvc-team-data", JournalDir) },
+			wantErr: "begins with a dot",
+		},
+		"a listed volume naming it is no overlap": {
+			op: func(t *testing.T, f *fixture) error {
+				f.pvs = []*v1.PersistentVolume{volume("pvc-odd", JournalDir, "1Gi", testProvisioner)}
+				dir := f.create(t, request(t, "team", "data", "1Gi", ""))
+				return f.store.Remove(t.Context(), "pvc-team-data", dir)
+			},
+		},
+		"removing the last volume below the base": {
+			op: func(t *testing.T, f *fixture) error {
+				dir := f.create(t, request(t, "team", "data", "1Gi", ""))
+				return f.store.Remove(t.Context(), "pvc-team-data", dir)
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			backendtest.WriteFile(t, filepath.Join(f.journal(), recordName("pvc-kept", "kept")),
+				`{"pv":"pvc-kept","dir":"kept","claimNamespace":"team","claimName":"kept","claimUID":"team-kept"}`)
+			before := backendtest.Snapshot(t, f.journal(), "")
+			checkErr(t, tc.op(t, f), tc.wantErr)
+			if diff := cmp.Diff(before, backendtest.Snapshot(t, f.journal(), "")); diff != "" {
+				t.Errorf("the folder of records changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
