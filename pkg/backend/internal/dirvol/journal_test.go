@@ -134,6 +134,40 @@ func TestRecords(t *testing.T) {
 				checkErr(t, err, "already exists")
 			},
 		},
+		"a record left by a crash goes when the directory turns out to be someone else's": {
+			steps: func(t *testing.T, f *fixture) {
+				req := request(t, "team", "data", "1Gi", nsPattern)
+				base, err := os.OpenRoot(f.base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer base.Close()
+				if _, err := writeRecord(base, req, "team/data"); err != nil {
+					t.Fatal(err)
+				}
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/secret"), "x")
+				_, err = f.store.Create(t.Context(), req)
+				checkErr(t, err, "already exists")
+			},
+		},
+		"an earlier record survives a failure that proves nothing": {
+			steps: func(t *testing.T, f *fixture) {
+				req := request(t, "team", "data", "1Gi", nsPattern)
+				f.create(t, req)
+				f.restart(t)
+				// An owner marker that cannot be read.
+				marker := filepath.Join(f.base, "team", markerName("data"))
+				if err := os.Remove(marker); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(marker, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				_, err := f.store.Create(t.Context(), req)
+				checkErr(t, err, "cannot read owner marker")
+			},
+			want: []Record{record("team", "data", "team/data")},
+		},
 		"a directory of another volume is not recorded": {
 			steps: func(t *testing.T, f *fixture) {
 				f.create(t, request(t, "x", "team", "1Gi", "{{.PVC.Name}}"))
