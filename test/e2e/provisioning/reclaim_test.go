@@ -1,0 +1,148 @@
+package provisioning_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// hostPathOn is the hostPath backend, a provisioning.Reclaimer, with its
+// volumes below root/vols.
+func hostPathOn(t *testing.T, root string) *hostpath.Provisioner {
+	t.Helper()
+	p, err := hostpath.New(hostpath.Config{
+		Path:         filepath.Join(root, "vols"),
+		VolumeType:   hostpath.VolumeTypeHostPath,
+		HostPathRoot: root,
+	}, hostpath.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// dyingHostPath makes the volume, then hangs until its controller is stopped:
+// the process dies after the backend's Provision and before the
+// PersistentVolume exists. created is closed once the volume exists.
+type dyingHostPath struct {
+	*hostpath.Provisioner
+	created chan struct{}
+	once    sync.Once
+}
+
+func (b *dyingHostPath) Provision(ctx context.Context, options provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
+	volume, state, err := b.Provisioner.Provision(ctx, options)
+	b.once.Do(func() { close(b.created) })
+	<-ctx.Done()
+	return volume, state, err
+}
+
+// dirsIn lists the volume directories below root/vols, sorted.
+func dirsIn(t *testing.T, root string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(root, "vols"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, entry := range entries {
+		if entry.IsDir() && entry.Name()[0] != '.' {
+			dirs = append(dirs, entry.Name())
+		}
+	}
+	slices.Sort(dirs)
+	return dirs
+}
+
+func unsavedNames(t *testing.T, backend provisioning.Reclaimer) []string {
+	t.Helper()
+	unsaved, err := backend.Unsaved(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range unsaved {
+		names = append(names, u.Volume.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// crashAfterProvision runs a controller whose hostPath backend makes the
+// claim's directory and dies before the PersistentVolume is created. The
+// claim carries no finalizer of the controller meanwhile.
+func crashAfterProvision(t *testing.T, f *fixture, root, claimName string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	dying := &dyingHostPath{Provisioner: hostPathOn(t, root), created: make(chan struct{})}
+	first := f.start(f.config(), dying)
+	f.createClass(f.class, nil)
+	claim := f.createClaim(claimName, f.class, nil)
+	waitClosed(t, dying.created, "the backend to create the volume")
+	live, err := f.admin.CoreV1().PersistentVolumeClaims(f.namespace).Get(t.Context(), claim.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(live.Finalizers, provisioning.IntentFinalizer(f.provisioner)) {
+		t.Errorf("claim finalizers %v: a backend with its own record needs no intent finalizer", live.Finalizers)
+	}
+	first.stop(t)
+	if diff := cmp.Diff([]string{volumeName(claim)}, unsavedNames(t, dying)); diff != "" {
+		t.Fatalf("unsaved volumes after the crash (-want +got):\n%s", diff)
+	}
+	return claim
+}
+
+// The controller dies between the hostPath backend's Provision and the PV's
+// creation, and the claim is deleted meanwhile: it goes at once, and the next
+// leader finds the directory in the backend's record and deletes it.
+func TestRestartWithBackendRecordDeletesTheVolumeOfADeletedClaim(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	claim := crashAfterProvision(t, f, root, "orphan")
+	f.deleteClaim(claim.Name)
+	f.waitClaimGone(claim.Name)
+
+	second := hostPathOn(t, root)
+	f.start(f.config(), second)
+	f.eventually("the orphaned directory to be deleted", func(context.Context) (bool, error) {
+		return len(dirsIn(t, root)) == 0 && len(unsavedNames(t, second)) == 0, nil
+	})
+	if _, err := f.admin.CoreV1().PersistentVolumes().Get(t.Context(), volumeName(claim), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want no PV for the deleted claim, got %v", err)
+	}
+}
+
+// The controller dies at the same point and the claim stays: the next leader
+// binds it to the one directory already made and the record is dropped.
+func TestRestartWithBackendRecordFinishesTheClaim(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	claim := crashAfterProvision(t, f, root, "survivor")
+
+	second := hostPathOn(t, root)
+	f.start(f.config(), second)
+	bound := f.waitBound(claim.Name)
+	if diff := cmp.Diff(volumeName(claim), bound.Spec.VolumeName); diff != "" {
+		t.Errorf("claim bound to the wrong volume (-want +got):\n%s", diff)
+	}
+	if source := f.volume(volumeName(claim)).Spec.HostPath; source == nil || source.Path != filepath.Join(root, "vols", volumeName(claim)) {
+		t.Errorf("PV source %+v, want the hostPath of the directory made before the crash", source)
+	}
+	if diff := cmp.Diff([]string{volumeName(claim)}, dirsIn(t, root)); diff != "" {
+		t.Errorf("volume directories (-want +got):\n%s", diff)
+	}
+	f.eventually("the record of the saved volume to go", func(context.Context) (bool, error) {
+		return len(unsavedNames(t, second)) == 0, nil
+	})
+}
