@@ -54,7 +54,7 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
-	for _, scenario := range []string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL} {
+	for _, scenario := range []string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S4Settled, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL} {
 		for _, system := range []string{report.SystemProvfleet, report.SystemUpstream} {
 			if k := (key{scenario, system}); !got[k] {
 				missing = append(missing, k)

@@ -178,6 +178,19 @@ func (b *bench) waitProvisioned(ctx context.Context, refs []claimRef, since time
 	return st, err
 }
 
+// waitAnnotated waits until the control plane gave every claim the
+// storage-provisioner annotation, which hands it to its provisioner.
+func (b *bench) waitAnnotated(ctx context.Context, refs []claimRef) error {
+	return b.poll(ctx, fmt.Sprintf("%d claims handed to their provisioner", len(refs)), func(context.Context) (bool, error) {
+		for _, r := range refs {
+			if c, _, _ := b.tracker.claimVolume(r.namespace, r.name); c.annotated.IsZero() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 // deleteClaims deletes the claims and waits until their PVs are
 // gone; it returns when each went.
 func (b *bench) deleteClaims(ctx context.Context, refs []claimRef) ([]time.Time, error) {
@@ -555,76 +568,155 @@ func (b *bench) idleRun(ctx context.Context, sys system, n int, profile bool) er
 }
 
 // noisyScenario is scenario 4: a good tenant's claims alone, then next to a
-// tenant whose backend refuses every claim.
+// tenant whose backend refuses every claim, in rounds whose latencies are
+// pooled per system and case.
 func (b *bench) noisyScenario(ctx context.Context) error {
-	for _, noisy := range []bool{false, true} {
-		var runs []func() error
-		for _, sys := range b.systems() {
-			runs = append(runs, func() error {
-				if err := b.noisyRun(ctx, sys, noisy); err != nil {
-					return fmt.Errorf("%s, noisy neighbour %t: %w", sys.name(), noisy, err)
-				}
-				return nil
-			})
+	var mu sync.Mutex
+	pools := map[noisyCase]*noisyPool{}
+	cases := []string{report.S4Alone, report.S4Noisy, report.S4Settled}
+	for round := range b.cfg.S4Rounds {
+		for _, scenario := range cases {
+			var runs []func() error
+			for _, sys := range b.systems() {
+				runs = append(runs, func() error {
+					r, err := b.noisyRun(ctx, sys, scenario)
+					if err != nil {
+						return fmt.Errorf("%s, %s, round %d: %w", sys.name(), scenario, round+1, err)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					key := noisyCase{sys.name(), scenario}
+					if pools[key] == nil {
+						pools[key] = &noisyPool{}
+					}
+					pools[key].add(r)
+					return nil
+				})
+			}
+			if err := b.together(runs...); err != nil {
+				return err
+			}
 		}
-		if err := b.together(runs...); err != nil {
-			return err
+	}
+	for _, sys := range b.systems() {
+		for _, scenario := range cases {
+			if pool := pools[noisyCase{sys.name(), scenario}]; pool != nil {
+				b.record(pool.measurement(b.cfg.S4Bad))
+			}
 		}
 	}
 	return nil
 }
 
-func (b *bench) noisyRun(ctx context.Context, sys system, noisy bool) error {
+type noisyCase struct {
+	system, scenario string
+}
+
+// noisyResult is one run of scenario 4: its figures and the good tenant's
+// latencies.
+type noisyResult struct {
+	m             report.Measurement
+	toPV, toBound []time.Duration
+}
+
+// noisyPool gathers the rounds of one system and case.
+type noisyPool struct {
+	runs          []report.Measurement
+	toPV, toBound []time.Duration
+}
+
+func (p *noisyPool) add(r noisyResult) {
+	p.runs = append(p.runs, r.m)
+	p.toPV = append(p.toPV, r.toPV...)
+	p.toBound = append(p.toBound, r.toBound...)
+}
+
+// measurement is the pool as one: latencies over every claim of every
+// round, the mean time, CPU and request rate of a round, the highest RSS
+// and watch count.
+func (p *noisyPool) measurement(bad int) report.Measurement {
+	m := p.runs[0]
+	m.Claims = len(p.toPV)
+	m.Seconds, m.CPUS, m.APIRPS = 0, 0, 0
+	for _, r := range p.runs {
+		n := float64(len(p.runs))
+		m.Seconds += r.Seconds / n
+		m.CPUS += r.CPUS / n
+		m.APIRPS += r.APIRPS / n
+		m.RSSMiB = max(m.RSSMiB, r.RSSMiB)
+		m.Watches = max(m.Watches, r.Watches)
+	}
+	latencies(&m, p.toPV, p.toBound)
+	switch m.Scenario {
+	case report.S4Noisy:
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, created right after %d failing claims", len(p.runs), bad)
+	case report.S4Settled:
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d failing claims that each failed already", len(p.runs), bad)
+	default:
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds", len(p.runs))
+	}
+	m.Note += "; time, CPU and requests per round"
+	return m
+}
+
+// noisyRun is one run of scenario 4: the good tenant alone (S4Alone), its
+// claims created right after the failing tenant's (S4Noisy), or once the
+// control plane annotated every failing claim and the system had Settle to
+// fail each (S4Settled), so that only the failing tenant's retries remain.
+func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (noisyResult, error) {
 	tenants := b.tenants(sys.name(), 2)
 	tenants[0].failing = true
-	scenario := report.S4Noisy
+	noisy := scenario != report.S4Alone
 	if !noisy {
-		tenants, scenario = tenants[1:], report.S4Alone
+		tenants = tenants[1:]
 	}
 	good := tenants[len(tenants)-1]
 	defer sys.stop(ctx)
 	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
 	if err != nil {
-		return err
+		return noisyResult{}, err
 	}
 	time.Sleep(b.cfg.Settle)
 	w, err := b.open(ctx, sys.pids())
 	if err != nil {
-		return err
+		return noisyResult{}, err
 	}
 	var all []claimRef
 	if noisy {
 		bad, err := b.createClaims(ctx, ns, "bad", []string{tenants[0].name}, b.cfg.S4Bad)
 		if err != nil {
-			return err
+			return noisyResult{}, err
 		}
 		all = append(all, bad...)
+		if scenario == report.S4Settled {
+			if err := b.waitAnnotated(ctx, bad); err != nil {
+				return noisyResult{}, err
+			}
+			time.Sleep(b.cfg.Settle)
+		}
 	}
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "good", []string{good.name}, b.cfg.S4Good)
 	if err != nil {
-		return err
+		return noisyResult{}, err
 	}
 	all = append(all, refs...)
 	st, err := b.waitProvisioned(ctx, refs, time.Time{})
 	if err != nil {
-		return err
+		return noisyResult{}, err
 	}
-	m := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: len(tenants), Claims: len(refs), Replicas: 1,
+	r := noisyResult{toPV: st.toPV, toBound: st.toBound}
+	r.m = report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: len(tenants), Claims: len(refs), Replicas: 1,
 		Seconds: st.last.Sub(start).Seconds()}}
-	latencies(&m, st.toPV, st.toBound)
-	m.Goroutines = goroutines(ctx, sys.metricsURLs())
-	if noisy {
-		m.Note = fmt.Sprintf("good tenant's claims, next to %d failing claims", b.cfg.S4Bad)
+	r.m.Goroutines = goroutines(ctx, sys.metricsURLs())
+	if err := b.close(ctx, w, baseline, &r.m); err != nil {
+		return noisyResult{}, err
 	}
-	if err := b.close(ctx, w, baseline, &m); err != nil {
-		return err
-	}
-	b.record(m)
+	b.logf("%s %s round: %.2fs p99 %.0fms", scenario, sys.name(), r.m.Seconds, ms(measure.Percentile(st.toPV, 99)))
 	if _, err := b.deleteClaims(ctx, all); err != nil {
-		return err
+		return noisyResult{}, err
 	}
-	return b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return r, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
 
 // retuneScenario is scenario 5: spec edits of a running provisioner. The

@@ -17,6 +17,7 @@ const (
 	S3Idle      = "s3-idle"
 	S4Alone     = "s4-alone"
 	S4Noisy     = "s4-noisy"
+	S4Settled   = "s4-settled"
 	S5Retune    = "s5-retune"
 	S6SIGTERM   = "s6-sigterm"
 	S6SIGKILL   = "s6-sigkill"
@@ -197,6 +198,9 @@ func Ratios(run *Run) []Ratio {
 	alone, noisy := find(S4Alone, SystemProvfleet, -1, -1), find(S4Noisy, SystemProvfleet, -1, -1)
 	v = ratio(noisy, alone, func(m *Measurement) float64 { return m.P99MS })
 	add("s4 good tenant's p99: with noisy neighbour / alone (provfleet)", "≤ 1.1", v, "", alone != nil && noisy != nil && alone.P99MS > 0, v <= 1.1)
+	settled := find(S4Settled, SystemProvfleet, -1, -1)
+	v = ratio(settled, alone, func(m *Measurement) float64 { return m.P99MS })
+	add("s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)", "≤ 1.1", v, "", alone != nil && settled != nil && alone.P99MS > 0, v <= 1.1)
 
 	retune := find(S5Retune, SystemProvfleet, -1, -1)
 	v = 0
