@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -56,6 +57,22 @@ type recordFile struct {
 	ClaimUID       types.UID `json:"claimUID"`
 }
 
+// openJournal opens the record folder, which New made. Its absence means
+// that the base is not the directory the Store started on: most often an
+// export or disk that is no longer mounted, whose empty mount point must not
+// receive volumes nor let a missing directory pass for a deleted one.
+func (s *Store) openJournal(base *os.Root) (*os.Root, error) {
+	journal, err := openDir(base, []string{JournalDir}, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: %q holds no %s folder, which the backend made when it started: is the file system that holds it mounted? "+
+			"If the folder was removed, create it again", backend.ErrUnavailable, s.cfg.Base, JournalDir)
+	case err != nil:
+		return nil, fmt.Errorf("cannot open the volume records: %w", err)
+	}
+	return journal, nil
+}
+
 // recordName names a record after both the PV and the directory, so a claim
 // rendered to another directory after a restart keeps both records, and no
 // name needs escaping.
@@ -75,12 +92,9 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 		return nil, err
 	}
 	defer base.Close()
-	journal, err := openDir(base, []string{JournalDir}, false)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot open the volume records: %w", err)
+	journal, err := s.openJournal(base)
+	if err != nil {
+		return nil, err
 	}
 	defer journal.Close()
 	dir, err := journal.Open(".")
@@ -177,8 +191,8 @@ func removeRecord(journal *os.Root, name string) error {
 // record already, and reports whether it wrote the record. It is not synced:
 // like the owner marker and the directory after it, it outlives a crash of
 // the process, which is what it guards against.
-func writeRecord(base *os.Root, req Request, dir string) (bool, error) {
-	journal, err := openDir(base, []string{JournalDir}, true)
+func (s *Store) writeRecord(base *os.Root, req Request, dir string) (bool, error) {
+	journal, err := s.openJournal(base)
 	if err != nil {
 		return false, err
 	}

@@ -278,7 +278,10 @@ func (s *Store) create(req Request, dir string) error {
 		return err
 	}
 	defer base.Close()
-	written, err := writeRecord(base, req, dir)
+	written, err := s.writeRecord(base, req, dir)
+	if errors.Is(err, backend.ErrUnavailable) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w: cannot record the volume: %w", backend.ErrUnavailable, err)
 	}
@@ -449,13 +452,30 @@ func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
 		return err
 	}
 	if !found {
-		// Success keeps Delete idempotent, but an unmounted export looks the
-		// same, so say so where operators look.
+		// Success keeps Delete idempotent, unless the record folder is gone
+		// too: then the base itself is not what it was.
+		if err := s.checkJournal(); err != nil {
+			return err
+		}
 		logger.Info("Volume directory not found, nothing to remove")
 		return nil
 	}
 	logger.V(2).Info("Volume directory released")
 	return nil
+}
+
+// checkJournal reports an error when the record folder is missing.
+func (s *Store) checkJournal() error {
+	base, err := s.openBase()
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	journal, err := s.openJournal(base)
+	if err != nil {
+		return err
+	}
+	return journal.Close()
 }
 
 // remove applies the policy and reports whether the directory existed.
