@@ -387,7 +387,9 @@ func (c *Controller) newTerm(ctx context.Context) *term {
 	t.saves = newWorkQueue(c.metrics, queueName("volumesave", c.name), 1,
 		func(name string) { c.saveVolumeAgain(ctx, t, name) })
 	if c.reclaimer != nil {
-		t.reclaims = newWorkQueue(c.metrics, queueName("reclaim", c.name), 1,
+		// Every leading controller reclaims once; series for that would
+		// cost every idle one.
+		t.reclaims = newWorkQueue(nil, queueName("reclaim", c.name), 1,
 			func(struct{}) { c.reclaimAndRetry(ctx, t) })
 	}
 	return t

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -271,6 +272,11 @@ func TestLeadingReclaims(t *testing.T) {
 		_, _, deleted := backend.snapshot()
 		return slices.Equal(deleted, []string{"pvc-uid-gone"}) && len(backend.recorded()) == 0
 	})
+	// Every leading controller reclaims: that must not cost an idle one
+	// metric series.
+	if n, err := testutil.GatherAndCount(f.registry); err != nil || n != 0 {
+		t.Errorf("%d series after reclaiming (err %v), want 0", n, err)
+	}
 }
 
 // A volume kept for a claim that may still take it is looked at again until

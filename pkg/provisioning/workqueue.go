@@ -3,6 +3,8 @@ package provisioning
 import (
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // workQueue is one controller's queue of one kind of item, with its workers.
@@ -37,7 +39,8 @@ type delayedItem struct {
 }
 
 // newWorkQueue returns a queue named name (see queueName) whose items are
-// handed to process by up to workers goroutines at a time.
+// handed to process by up to workers goroutines at a time. Without m it keeps
+// no metric series.
 func newWorkQueue[K comparable](m *Metrics, name string, workers int, process func(K)) *workQueue[K] {
 	return &workQueue[K]{
 		process:    process,
@@ -52,10 +55,25 @@ func newWorkQueue[K comparable](m *Metrics, name string, workers int, process fu
 
 // series returns the queue's metric series; callers hold q.mu.
 func (q *workQueue[K]) series() *queueMetrics {
-	if q.metrics == nil {
+	switch {
+	case q.metrics != nil:
+	case q.allMetrics == nil:
+		q.metrics = discardQueueMetrics
+	default:
 		q.metrics = q.allMetrics.queueMetrics(q.name, q.inFlight)
 	}
 	return q.metrics
+}
+
+// discardQueueMetrics are the series of queues made without Metrics: they
+// are counted nowhere.
+var discardQueueMetrics = &queueMetrics{
+	depth:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"}),
+	adds:         prometheus.NewCounter(prometheus.CounterOpts{Name: "discarded"}),
+	retries:      prometheus.NewCounter(prometheus.CounterOpts{Name: "discarded"}),
+	latency:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "discarded"}),
+	workDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "discarded"}),
+	forget:       func() {},
 }
 
 // Add queues item unless it is queued already.
