@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -38,10 +37,11 @@ type Options struct {
 	// pv.kubernetes.io/provisioned-by annotation of the volumes it saves for
 	// this backend; volumes carrying one of them count towards Capacity.
 	ProvisionerNames []string
-	// ListVolumes lists every PersistentVolume, usually from a shared informer's
-	// lister. It is how capacity and directory collisions survive restarts; nil
-	// means only volumes provisioned since this process started are known.
-	ListVolumes func() ([]*v1.PersistentVolume, error)
+	// Volumes are the cluster's PersistentVolumes, usually from a shared
+	// informer indexed with VolumePathIndex. They are how capacity and
+	// directory collisions survive restarts; nil means only volumes
+	// provisioned since this process started are known.
+	Volumes Volumes
 	// Now stamps archived directories; nil means time.Now.
 	Now func() time.Time
 }

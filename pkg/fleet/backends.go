@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
@@ -22,8 +20,9 @@ type BackendRequest struct {
 	Spec *v1alpha1.BackendSpec
 	// ProvisionerNames are the names the instance answers to.
 	ProvisionerNames []string
-	// ListVolumes lists every PersistentVolume from the fleet's shared cache.
-	ListVolumes func() ([]*v1.PersistentVolume, error)
+	// Volumes are the PersistentVolumes of the fleet's shared cache, indexed
+	// with backend.VolumePathIndex.
+	Volumes backend.Volumes
 	// HostPathRoot is the manager's --host-path-root.
 	HostPathRoot string
 	// NodeName is the node the manager runs on (NODE_NAME).
@@ -78,7 +77,7 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 }
 
 func options(req BackendRequest) backend.Options {
-	return backend.Options{ProvisionerNames: req.ProvisionerNames, ListVolumes: req.ListVolumes}
+	return backend.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes}
 }
 
 func capacity(spec *v1alpha1.CapacitySpec) backend.Capacity {

@@ -19,7 +19,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
 	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
 	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
@@ -154,7 +154,7 @@ type Manager struct {
 	core      informers.SharedInformerFactory
 	leases    informers.SharedInformerFactory // the Leases namespace only; nil without leader election
 	shared    provisioning.SharedInformers
-	volumes   corelisters.PersistentVolumeLister
+	volumes   backend.Volumes
 	configs   externalversions.SharedInformerFactory
 	configInf cache.SharedIndexInformer
 	lister    listers.ProvisionerConfigLister
@@ -281,7 +281,12 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	}
 	// One event handler per informer for the whole fleet.
 	m.shared.Router = provisioning.NewRouter(m.shared.Claims, m.shared.Volumes, m.shared.Leases)
-	m.volumes = m.core.Core().V1().PersistentVolumes().Lister()
+	// Added once here, before the informer starts: an index added per
+	// instance would collide with the next instance's.
+	if err := m.shared.Volumes.AddIndexers(cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths}); err != nil {
+		return nil, fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
+	}
+	m.volumes = backend.NewIndexedVolumes(m.shared.Volumes.GetIndexer())
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
 	m.lister = pcfgs.Lister()

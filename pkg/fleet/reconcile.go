@@ -161,7 +161,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
 		Spec:             &pc.Spec.Backend,
 		ProvisionerNames: names,
-		ListVolumes:      func() ([]*v1.PersistentVolume, error) { return m.volumes.List(labels.Everything()) },
+		Volumes:          m.volumes,
 		HostPathRoot:     m.settings.HostPathRoot,
 		NodeName:         m.settings.NodeName,
 	})

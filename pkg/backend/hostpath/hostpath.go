@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,6 +116,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		Capacity:  cfg.Capacity,
 		Options:   opts,
 		VolumeDir: p.volumeDir,
+		Locate:    p.locate,
 	})
 	if err != nil {
 		return nil, err
@@ -274,6 +276,11 @@ func (p *Provisioner) ownDir(pv *v1.PersistentVolume) (string, error) {
 		return "", fmt.Errorf("it lives on node %q, this provisioner reaches node %q", node, p.node)
 	}
 	return p.volumeDir(pv)
+}
+
+// locate returns where the directory dir below Path is on the host.
+func (p *Provisioner) locate(dir string) (string, string) {
+	return "", path.Join(p.path, dir)
 }
 
 // volumeDir returns the directory below Path that a PersistentVolume names.

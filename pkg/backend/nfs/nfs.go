@@ -79,6 +79,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		Capacity:  cfg.Capacity,
 		Options:   opts,
 		VolumeDir: p.volumeDir,
+		Locate:    p.locate,
 	})
 	if err != nil {
 		return nil, err
@@ -138,6 +139,11 @@ func (p *Provisioner) Saved(ctx context.Context, pv *v1.PersistentVolume) error 
 // source is the volume source of the subdirectory dir of the export.
 func (p *Provisioner) source(dir string) v1.PersistentVolumeSource {
 	return v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: p.server, Path: path.Join(p.path, dir)}}
+}
+
+// locate returns where the subdirectory dir of the export is on the server.
+func (p *Provisioner) locate(dir string) (string, string) {
+	return p.server, path.Join(p.path, dir)
 }
 
 // volumeDir returns the subdirectory of the export that a PersistentVolume

@@ -67,7 +67,7 @@ func FuzzConfinement(f *testing.F, b FuzzBackend) {
 		var listed []*v1.PersistentVolume
 		opts := backend.Options{
 			ProvisionerNames: []string{"provfleet.io/fuzz"},
-			ListVolumes:      func() ([]*v1.PersistentVolume, error) { return listed, nil },
+			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return listed, nil }),
 			Now:              func() time.Time { return time.Unix(1e9, 0) },
 		}
 		p := b.New(t, root, base, policies[int(policy)%len(policies)], opts)

@@ -49,6 +49,10 @@ type Config struct {
 	// VolumeDir returns the directory below Base that a PersistentVolume
 	// points to, and an error for a volume elsewhere.
 	VolumeDir func(*v1.PersistentVolume) (string, error)
+	// Locate returns where the directory dir below Base is, as
+	// PersistentVolumes say it: the NFS server ("" for the host's file
+	// system) and the absolute path in slash form.
+	Locate func(dir string) (server, volumePath string)
 }
 
 // Store creates and removes volume directories below one base directory. It is
@@ -62,7 +66,7 @@ type Store struct {
 	// checks they depend on.
 	mu sync.Mutex
 	// reservations are the directories of volumes being provisioned, or
-	// provisioned but not yet seen in ListVolumes, by PV name.
+	// provisioned but whose PersistentVolume is not yet known, by PV name.
 	reservations map[string]*reservation
 }
 
@@ -86,7 +90,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Capacity.Storage.Sign() < 0 || cfg.Capacity.MaxVolumes < 0 {
 		return nil, fmt.Errorf("%w: capacity may not be negative", backend.ErrInvalidSpec)
 	}
-	if cfg.VolumeDir == nil {
+	if cfg.VolumeDir == nil || cfg.Locate == nil {
 		return nil, fmt.Errorf("%w: no volume directory mapping", backend.ErrInvalidSpec)
 	}
 	pattern, err := ParsePattern(cfg.Pattern)
@@ -146,15 +150,13 @@ func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 		return "", err
 	}
 	logger = logger.WithValues("dir", dir)
-	pvs, err := s.listVolumes()
-	if err != nil {
+	if err := s.prune(); err != nil {
 		return "", err
 	}
-	s.prune(pvs)
-	if err := s.checkOverlap(ctx, pvs, req.PVName, dir); err != nil {
+	if err := s.checkOverlap(ctx, req.PVName, dir); err != nil {
 		return "", err
 	}
-	if err := s.checkRoom(pvs, req.PVName, req.Size); err != nil {
+	if err := s.checkRoom(req.PVName, req.Size); err != nil {
 		return "", err
 	}
 	res := s.reservations[req.PVName]
@@ -186,38 +188,49 @@ func (s *Store) dirFor(req Request) (string, error) {
 	return pattern.Render(req.PVName, req.Claim)
 }
 
-func (s *Store) listVolumes() ([]*v1.PersistentVolume, error) {
-	if s.cfg.Options.ListVolumes == nil {
-		return nil, nil
+// prune forgets finished reservations whose PersistentVolume now exists:
+// from then on the volume is what counts. It looks up each reservation, not
+// every volume, so its cost does not grow with the cluster.
+func (s *Store) prune() error {
+	if s.cfg.Options.Volumes == nil {
+		return nil
 	}
-	pvs, err := s.cfg.Options.ListVolumes()
-	if err != nil {
-		return nil, fmt.Errorf("cannot list PersistentVolumes: %w", err)
-	}
-	return pvs, nil
-}
-
-// prune forgets finished reservations whose PersistentVolume is now listed:
-// from then on the listed volume is what counts.
-func (s *Store) prune(pvs []*v1.PersistentVolume) {
-	for _, pv := range pvs {
-		if res, ok := s.reservations[pv.Name]; ok && res.done {
-			delete(s.reservations, pv.Name)
+	for name, res := range s.reservations {
+		if !res.done {
+			continue
+		}
+		exists, err := s.cfg.Options.Volumes.Exists(name)
+		if err != nil {
+			return fmt.Errorf("cannot check whether a provisioned volume was saved: %w", err)
+		}
+		if exists {
+			delete(s.reservations, name)
 		}
 	}
+	return nil
 }
 
 // checkOverlap refuses a directory that is, contains or lies inside the
-// directory of another volume, listed or being provisioned. The Event this
+// directory of another volume, known or being provisioned. The Event this
 // error becomes is read by the claim's owner, so it names no other volume.
-func (s *Store) checkOverlap(ctx context.Context, pvs []*v1.PersistentVolume, pvName, dir string) error {
-	for _, pv := range pvs {
-		if pv.Name == pvName {
-			continue
+func (s *Store) checkOverlap(ctx context.Context, pvName, dir string) error {
+	if volumes := s.cfg.Options.Volumes; volumes != nil {
+		server, volumePath := s.cfg.Locate(dir)
+		pvs, err := volumes.Overlapping(server, volumePath)
+		if err != nil {
+			return fmt.Errorf("cannot check directory %q against other volumes: %w", dir, err)
 		}
-		if other, err := s.cfg.VolumeDir(pv); err == nil && overlaps(dir, other) {
-			klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
-			return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
+		for _, pv := range pvs {
+			if pv.Name == pvName {
+				continue
+			}
+			// VolumeDir confirms the candidate: a volume of another base,
+			// such as the base itself or one of its parents, is not ours to
+			// refuse.
+			if other, err := s.cfg.VolumeDir(pv); err == nil && overlaps(dir, other) {
+				klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
+				return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
+			}
 		}
 	}
 	for name, res := range s.reservations {
@@ -230,10 +243,17 @@ func (s *Store) checkOverlap(ctx context.Context, pvs []*v1.PersistentVolume, pv
 
 // checkRoom refuses a volume that does not fit the capacity budget, counting
 // this provisioner's listed volumes and the reservations not yet listed.
-func (s *Store) checkRoom(pvs []*v1.PersistentVolume, pvName string, size resource.Quantity) error {
+func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 	limits := s.cfg.Capacity
 	if limits.Storage.IsZero() && limits.MaxVolumes == 0 {
 		return nil
+	}
+	var pvs []*v1.PersistentVolume
+	if s.cfg.Options.Volumes != nil {
+		var err error
+		if pvs, err = s.cfg.Options.Volumes.List(); err != nil {
+			return fmt.Errorf("cannot count the volumes in use: %w", err)
+		}
 	}
 	var used resource.Quantity
 	count := 0
@@ -436,11 +456,7 @@ func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pvs, err := s.listVolumes()
-	if err != nil {
-		return err
-	}
-	if err := s.checkOverlap(ctx, pvs, pvName, dir); err != nil {
+	if err := s.checkOverlap(ctx, pvName, dir); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
 	found, err := s.remove(dir, pvName)

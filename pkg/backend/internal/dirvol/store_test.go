@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -50,9 +51,10 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 		Root:      filepath.Join(f.tmp, "root"),
 		Base:      "vols",
 		VolumeDir: hostPathDir,
+		Locate:    hostPathLocation,
 		Options: backend.Options{
 			ProvisionerNames: []string{testProvisioner},
-			ListVolumes:      func() ([]*v1.PersistentVolume, error) { return f.pvs, nil },
+			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return f.pvs, nil }),
 			Now:              func() time.Time { return archiveTime },
 		},
 	}
@@ -72,6 +74,10 @@ func hostPathDir(pv *v1.PersistentVolume) (string, error) {
 		return "", errors.New("not a hostPath volume")
 	}
 	return RelDir(volumesPath, pv.Spec.HostPath.Path)
+}
+
+func hostPathLocation(dir string) (string, string) {
+	return "", path.Join(volumesPath, dir)
 }
 
 func volume(name, dir, size, provisioner string) *v1.PersistentVolume {
@@ -557,6 +563,9 @@ func TestNewRefusals(t *testing.T) {
 		"no volume mapping": {
 			mutate: func(t *testing.T, c *Config) { c.VolumeDir = nil }, want: backend.ErrInvalidSpec, wantErr: "mapping",
 		},
+		"no location mapping": {
+			mutate: func(t *testing.T, c *Config) { c.Locate = nil }, want: backend.ErrInvalidSpec, wantErr: "mapping",
+		},
 		"relative root": {
 			mutate: func(t *testing.T, c *Config) { c.Root = "root" }, want: backend.ErrInvalidSpec, wantErr: "not absolute",
 		},
@@ -580,7 +589,7 @@ func TestNewRefusals(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(root, "vols"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cfg := Config{Root: root, Base: "vols", VolumeDir: hostPathDir}
+			cfg := Config{Root: root, Base: "vols", VolumeDir: hostPathDir, Locate: hostPathLocation}
 			tc.mutate(t, &cfg)
 			_, err := New(cfg)
 			checkErr(t, err, tc.wantErr)
@@ -593,7 +602,7 @@ func TestNewRefusals(t *testing.T) {
 
 func TestListVolumesError(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
-		c.Options.ListVolumes = func() ([]*v1.PersistentVolume, error) { return nil, errors.New("cache gone") }
+		c.Options.Volumes = backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return nil, errors.New("cache gone") })
 	})
 	_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", ""))
 	checkErr(t, err, "cache gone")

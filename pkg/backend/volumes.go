@@ -1,0 +1,230 @@
+package backend
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// VolumePathIndex names the index of IndexVolumePaths. The process that owns
+// the PersistentVolume informer adds it once, before the informer starts.
+const VolumePathIndex = "provfleet.io/volume-path"
+
+// Key spaces of VolumePathIndex: hostPath and local volumes share the host's
+// file system, each NFS server has its own.
+const (
+	hostKey      = "host="
+	hostUnderKey = "host-under="
+	nfsKey       = "nfs="
+	nfsUnderKey  = "nfs-under="
+)
+
+// Volumes is what a backend knows of the cluster's PersistentVolumes.
+type Volumes interface {
+	// List returns every PersistentVolume.
+	List() ([]*v1.PersistentVolume, error)
+	// Exists reports whether the PersistentVolume name exists.
+	Exists(name string) (bool, error)
+	// Overlapping returns the hostPath, local or NFS PersistentVolumes whose
+	// path is volumePath, lies inside it or contains it: on NFS server
+	// server, or on the host's file system when server is "". volumePath is
+	// absolute, in slash form.
+	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
+}
+
+// place is the file system a volume's path belongs to.
+type place struct {
+	nfs    bool
+	server string
+}
+
+func (p place) keys() (is, under string) {
+	if p.nfs {
+		// A server name holds no "/", so the path after it keeps keys apart.
+		return nfsKey + p.server + ":", nfsUnderKey + p.server + ":"
+	}
+	return hostKey, hostUnderKey
+}
+
+// location returns where a PersistentVolume's directory is, its path
+// cleaned; ok is false for other sources and for relative paths, which no
+// backend accepts.
+func location(pv *v1.PersistentVolume) (p place, volumePath string, ok bool) {
+	switch {
+	case pv.Spec.Local != nil:
+		volumePath = pv.Spec.Local.Path
+	case pv.Spec.HostPath != nil:
+		volumePath = pv.Spec.HostPath.Path
+	case pv.Spec.NFS != nil:
+		p = place{nfs: true, server: pv.Spec.NFS.Server}
+		volumePath = pv.Spec.NFS.Path
+	default:
+		return place{}, "", false
+	}
+	if !path.IsAbs(volumePath) {
+		return place{}, "", false
+	}
+	return p, path.Clean(volumePath), true
+}
+
+// ancestors returns the proper ancestors of a clean absolute path, deepest
+// first.
+func ancestors(volumePath string) []string {
+	var dirs []string
+	for dir := volumePath; dir != "/"; {
+		dir = path.Dir(dir)
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// IndexVolumePaths is the cache.IndexFunc of VolumePathIndex: a hostPath,
+// local or NFS PersistentVolume gets a key for its path and one for each
+// proper ancestor of it, so Overlapping costs one lookup per path component.
+func IndexVolumePaths(obj any) ([]string, error) {
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		return nil, nil
+	}
+	p, volumePath, ok := location(pv)
+	if !ok {
+		return nil, nil
+	}
+	is, under := p.keys()
+	keys := []string{is + volumePath}
+	for _, dir := range ancestors(volumePath) {
+		keys = append(keys, under+dir)
+	}
+	return keys, nil
+}
+
+// target returns the place and clean path of an Overlapping call.
+func target(server, volumePath string) (place, string, error) {
+	if !path.IsAbs(volumePath) {
+		return place{}, "", fmt.Errorf("cannot look for volumes overlapping %q: the path is not absolute", volumePath)
+	}
+	return place{nfs: server != "", server: server}, path.Clean(volumePath), nil
+}
+
+// overlapKeys are the keys of VolumePathIndex that find the volumes
+// overlapping volumePath: the path itself, what lies inside it, and each of
+// its ancestors.
+func (p place) overlapKeys(volumePath string) []string {
+	is, under := p.keys()
+	keys := []string{is + volumePath, under + volumePath}
+	for _, dir := range ancestors(volumePath) {
+		keys = append(keys, is+dir)
+	}
+	return keys
+}
+
+// NewIndexedVolumes returns the Volumes of a PersistentVolume informer's
+// indexer, which must have VolumePathIndex.
+func NewIndexedVolumes(indexer cache.Indexer) Volumes {
+	return indexedVolumes{indexer: indexer}
+}
+
+type indexedVolumes struct {
+	indexer cache.Indexer
+}
+
+func (v indexedVolumes) List() ([]*v1.PersistentVolume, error) {
+	return volumesOf(v.indexer.List()), nil
+}
+
+func (v indexedVolumes) Exists(name string) (bool, error) {
+	// PersistentVolumes are cluster-scoped: the name is the key.
+	_, exists, err := v.indexer.GetByKey(name)
+	if err != nil {
+		return false, fmt.Errorf("cannot get PersistentVolume %s: %w", name, err)
+	}
+	return exists, nil
+}
+
+func (v indexedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
+	p, volumePath, err := target(server, volumePath)
+	if err != nil {
+		return nil, err
+	}
+	// A volume has one path, so no two keys find the same volume.
+	var pvs []*v1.PersistentVolume
+	for _, key := range p.overlapKeys(volumePath) {
+		objs, err := v.indexer.ByIndex(VolumePathIndex, key)
+		if err != nil {
+			return nil, fmt.Errorf("cannot look up PersistentVolumes by path: %w", err)
+		}
+		pvs = append(pvs, volumesOf(objs)...)
+	}
+	return pvs, nil
+}
+
+func volumesOf(objs []any) []*v1.PersistentVolume {
+	pvs := make([]*v1.PersistentVolume, 0, len(objs))
+	for _, obj := range objs {
+		if pv, ok := obj.(*v1.PersistentVolume); ok {
+			pvs = append(pvs, pv)
+		}
+	}
+	return pvs
+}
+
+// NewListedVolumes returns the Volumes of a function that lists every
+// PersistentVolume. Each call scans the whole list: it is for tests and for
+// callers without an informer.
+func NewListedVolumes(list func() ([]*v1.PersistentVolume, error)) Volumes {
+	return listedVolumes(list)
+}
+
+type listedVolumes func() ([]*v1.PersistentVolume, error)
+
+func (v listedVolumes) List() ([]*v1.PersistentVolume, error) {
+	pvs, err := v()
+	if err != nil {
+		return nil, fmt.Errorf("cannot list PersistentVolumes: %w", err)
+	}
+	return pvs, nil
+}
+
+func (v listedVolumes) Exists(name string) (bool, error) {
+	pvs, err := v.List()
+	if err != nil {
+		return false, err
+	}
+	for _, pv := range pvs {
+		if pv.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (v listedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
+	want, volumePath, err := target(server, volumePath)
+	if err != nil {
+		return nil, err
+	}
+	pvs, err := v.List()
+	if err != nil {
+		return nil, err
+	}
+	var found []*v1.PersistentVolume
+	for _, pv := range pvs {
+		if p, other, ok := location(pv); ok && p == want && overlaps(volumePath, other) {
+			found = append(found, pv)
+		}
+	}
+	return found, nil
+}
+
+// overlaps reports whether one clean absolute path is the other or lies
+// inside it.
+func overlaps(a, b string) bool {
+	return a == b || inside(a, b) || inside(b, a)
+}
+
+func inside(a, b string) bool {
+	return b == "/" || strings.HasPrefix(a, b+"/")
+}
