@@ -1,0 +1,227 @@
+package backend
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+func hostPathPV(name, p string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p}}},
+	}
+}
+
+func localPV(name, p string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}},
+	}
+}
+
+func nfsPV(name, server, p string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: server, Path: p}}},
+	}
+}
+
+func csiPV(name string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}},
+	}
+}
+
+func TestIndexVolumePaths(t *testing.T) {
+	tests := map[string]struct {
+		obj  any
+		want []string
+	}{
+		"hostPath": {
+			obj:  hostPathPV("a", "/srv/vols/a"),
+			want: []string{"host=/srv/vols/a", "host-under=/srv/vols", "host-under=/srv", "host-under=/"},
+		},
+		"local, cleaned": {
+			obj:  localPV("a", "/srv//vols/./a/"),
+			want: []string{"host=/srv/vols/a", "host-under=/srv/vols", "host-under=/srv", "host-under=/"},
+		},
+		"the root": {
+			obj:  hostPathPV("a", "/"),
+			want: []string{"host=/"},
+		},
+		"nfs": {
+			obj:  nfsPV("a", "nfs.example", "/export/a"),
+			want: []string{"nfs=nfs.example:/export/a", "nfs-under=nfs.example:/export", "nfs-under=nfs.example:/"},
+		},
+		"relative path":       {obj: hostPathPV("a", "srv/a")},
+		"another source":      {obj: csiPV("a")},
+		"not a volume at all": {obj: &v1.PersistentVolumeClaim{}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := IndexVolumePaths(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// implementations returns both Volumes over the same PersistentVolumes.
+func implementations(t *testing.T, pvs []*v1.PersistentVolume) map[string]Volumes {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{VolumePathIndex: IndexVolumePaths})
+	for _, pv := range pvs {
+		if err := indexer.Add(pv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return map[string]Volumes{
+		"indexed": NewIndexedVolumes(indexer),
+		"listed":  NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil }),
+	}
+}
+
+func names(pvs []*v1.PersistentVolume) []string {
+	var out []string
+	for _, pv := range pvs {
+		out = append(out, pv.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestOverlapping(t *testing.T) {
+	pvs := []*v1.PersistentVolume{
+		hostPathPV("host-a-b", "/a/b"),
+		localPV("local-a-bc", "/a/bc/"),
+		hostPathPV("host-a-b-c-d", "/a/b/c/d"),
+		hostPathPV("host-x", "/x"),
+		hostPathPV("host-relative", "a/b"),
+		nfsPV("nfs1-a-b", "nfs1", "/a/b"),
+		nfsPV("nfs1-a-b-c", "nfs1", "/a/b/c/"),
+		nfsPV("nfs2-a", "nfs2", "/a"),
+		nfsPV("nfs-no-server-a-b", "", "/a/b"),
+		csiPV("csi"),
+	}
+	tests := map[string]struct {
+		pvs        []*v1.PersistentVolume
+		server     string
+		volumePath string
+		want       []string
+		wantErr    string
+	}{
+		"the path itself, the volumes inside and none of the siblings": {
+			volumePath: "/a/b", want: []string{"host-a-b", "host-a-b-c-d"},
+		},
+		"a trailing slash": {
+			volumePath: "/a/b/", want: []string{"host-a-b", "host-a-b-c-d"},
+		},
+		"a sibling with a common name prefix": {
+			volumePath: "/a/bc/d", want: []string{"local-a-bc"},
+		},
+		"between two volumes": {
+			volumePath: "/a/b/c", want: []string{"host-a-b", "host-a-b-c-d"},
+		},
+		"a parent of every volume of a file system": {
+			volumePath: "/a", want: []string{"host-a-b", "host-a-b-c-d", "local-a-bc"},
+		},
+		"the root": {
+			volumePath: "/", want: []string{"host-a-b", "host-a-b-c-d", "host-x", "local-a-bc"},
+		},
+		"a volume at the root contains everything": {
+			pvs: []*v1.PersistentVolume{hostPathPV("root", "/"), nfsPV("nfs-root", "nfs1", "/")}, volumePath: "/y/z", want: []string{"root"},
+		},
+		"nowhere near a volume": {
+			volumePath: "/y/z",
+		},
+		"one NFS server": {
+			server: "nfs1", volumePath: "/a/b", want: []string{"nfs1-a-b", "nfs1-a-b-c"},
+		},
+		"inside a volume of another NFS server": {
+			server: "nfs2", volumePath: "/a/b/c", want: []string{"nfs2-a"},
+		},
+		"an NFS server without volumes": {
+			server: "nfs3", volumePath: "/",
+		},
+		"a relative path": {
+			volumePath: "a/b", wantErr: "not absolute",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			set := pvs
+			if tc.pvs != nil {
+				set = tc.pvs
+			}
+			for impl, volumes := range implementations(t, set) {
+				got, err := volumes.Overlapping(tc.server, tc.volumePath)
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Errorf("%s: error %v, want one containing %q", impl, err, tc.wantErr)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", impl, err)
+				}
+				if diff := cmp.Diff(tc.want, names(got)); diff != "" {
+					t.Errorf("%s: Overlapping(%q, %q) (-want +got):\n%s", impl, tc.server, tc.volumePath, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestListAndExists(t *testing.T) {
+	pvs := []*v1.PersistentVolume{hostPathPV("a", "/a"), csiPV("csi")}
+	for impl, volumes := range implementations(t, pvs) {
+		t.Run(impl, func(t *testing.T) {
+			listed, err := volumes.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"a", "csi"}, names(listed)); diff != "" {
+				t.Errorf("List (-want +got):\n%s", diff)
+			}
+			for name, want := range map[string]bool{"a": true, "csi": true, "b": false} {
+				got, err := volumes.Exists(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("Exists(%q) = %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestListedVolumesError(t *testing.T) {
+	volumes := NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return nil, errors.New("cache gone") })
+	_, err := volumes.Overlapping("", "/a")
+	if err == nil || !strings.Contains(err.Error(), "cache gone") {
+		t.Errorf("Overlapping: error %v, want the list's", err)
+	}
+	if _, err := volumes.Exists("a"); err == nil || !strings.Contains(err.Error(), "cache gone") {
+		t.Errorf("Exists: error %v, want the list's", err)
+	}
+}
+
+func TestIndexedVolumesWithoutIndex(t *testing.T) {
+	volumes := NewIndexedVolumes(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	if _, err := volumes.Overlapping("", "/a"); err == nil {
+		t.Error("Overlapping on an indexer without VolumePathIndex did not fail")
+	}
+}
