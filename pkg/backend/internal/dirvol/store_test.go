@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
@@ -600,11 +602,92 @@ func TestNewRefusals(t *testing.T) {
 	}
 }
 
-func TestListVolumesError(t *testing.T) {
+func TestVolumesError(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		c.Options.Volumes = backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return nil, errors.New("cache gone") })
 	})
 	_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", ""))
 	checkErr(t, err, "cache gone")
 	checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", "pvc-team-data"), "cache gone")
+}
+
+// indexedFixture is a fixture whose volumes come from a cache.Indexer with
+// the fleet's path index, as in the manager.
+func indexedFixture(t *testing.T) (*fixture, cache.Indexer) {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths})
+	f := newFixture(t, func(c *Config) { c.Options.Volumes = backend.NewIndexedVolumes(indexer) })
+	return f, indexer
+}
+
+func TestOverlapThroughIndexer(t *testing.T) {
+	elsewhere := volume("pvc-elsewhere", "team/data", "1Gi", testProvisioner)
+	elsewhere.Spec.HostPath.Path = "/elsewhere/team/data"
+	base := volume("pvc-base", "team", "1Gi", testProvisioner)
+	base.Spec.HostPath.Path = volumesPath
+	tests := map[string]struct {
+		pv      *v1.PersistentVolume
+		remove  bool
+		wantErr string
+	}{
+		"create at an indexed volume's directory": {
+			pv: volume("pvc-old", "team/data", "1Gi", testProvisioner), wantErr: "another volume",
+		},
+		"create inside an indexed volume": {
+			pv: volume("pvc-old", "team", "1Gi", "someone/else"), wantErr: "another volume",
+		},
+		"create around an indexed volume": {
+			pv: volume("pvc-old", "team/data/deeper", "1Gi", testProvisioner), wantErr: "another volume",
+		},
+		"create beside a volume with a common name prefix": {
+			pv: volume("pvc-old", "team/data2", "1Gi", testProvisioner),
+		},
+		"create at the path of a volume below another base":                  {pv: elsewhere},
+		"create inside a volume at the base, which is no volume of the base": {pv: base},
+		"remove with an indexed volume inside": {
+			pv: volume("pvc-static", "team/data/inner", "1Gi", ""), remove: true, wantErr: "another volume",
+		},
+		"remove beside a volume with a common name prefix": {
+			pv: volume("pvc-static", "team/data2", "1Gi", ""), remove: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f, indexer := indexedFixture(t)
+			if err := indexer.Add(tc.pv); err != nil {
+				t.Fatal(err)
+			}
+			if tc.remove {
+				checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", "team/data"), tc.wantErr)
+				return
+			}
+			_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", nsPattern))
+			checkErr(t, err, tc.wantErr)
+		})
+	}
+}
+
+// TestReservationDroppedOnceSaved: once a volume's PersistentVolume exists,
+// the volume, not the reservation, keeps its directory from others, so
+// reservations do not pile up.
+func TestReservationDroppedOnceSaved(t *testing.T) {
+	f, indexer := indexedFixture(t)
+	ctx := t.Context()
+	first := request(t, "team", "a", "1Gi", "team/a")
+	dir, err := f.store.Create(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := indexer.Add(volume(first.PVName, dir, "1Gi", testProvisioner)); err != nil {
+		t.Fatal(err)
+	}
+	second := request(t, "team", "b", "1Gi", "")
+	if _, err := f.store.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{second.PVName}, slices.Sorted(maps.Keys(f.store.reservations))); diff != "" {
+		t.Errorf("reservations (-want +got):\n%s", diff)
+	}
+	_, err = f.store.Create(ctx, request(t, "team", "c", "1Gi", "team"))
+	checkErr(t, err, "contains or lies inside the directory of another volume")
 }
