@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned/fake"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -343,5 +344,47 @@ func TestManagerNameConflictTieGoesToTheFirstName(t *testing.T) {
 	instances := f.started("x.io/shared")
 	if len(instances) != 2 || !isStopped(instances[0]) || isStopped(instances[1]) {
 		t.Fatalf("want zeta's instance stopped and alpha's running; got %d instances", len(instances))
+	}
+}
+
+// TestManagerBackendsShareTheVolumePathIndex: every backend finds the
+// volumes of the shared informer through one path index the fleet adds.
+func TestManagerBackendsShareTheVolumePathIndex(t *testing.T) {
+	var mu sync.Mutex
+	volumes := map[string]backend.Volumes{}
+	f := newFixture(t, WithBackend("records", func(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		volumes[req.ProvisionerNames[0]] = req.Volumes
+		return newFakeBackend(), nil
+	}))
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
+		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv/vols/a"}}},
+	}
+	if _, err := f.kube.CoreV1().PersistentVolumes().Create(f.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two"} {
+		pc := hostPathConfig(name, "x.io/"+name, 1)
+		pc.Spec.Backend = v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: "records"}}
+		f.create(pc)
+	}
+	f.eventually("both run", func() bool {
+		return f.readyReason("one", 1) == v1alpha1.ReasonRunning && f.readyReason("two", 1) == v1alpha1.ReasonRunning
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for name, v := range volumes {
+		f.eventually(name+" finds the volume inside a directory", func() bool {
+			found, err := v.Overlapping("", "/srv/vols")
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return len(found) == 1 && found[0].Name == pv.Name
+		})
+	}
+	if len(volumes) != 2 {
+		t.Errorf("backends built: %d, want 2", len(volumes))
 	}
 }
