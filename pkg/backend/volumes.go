@@ -50,8 +50,8 @@ func (p place) keys() (is, under string) {
 }
 
 // location returns where a PersistentVolume's directory is, its path
-// cleaned; ok is false for other sources and for relative paths, which no
-// backend accepts.
+// cleaned; ok is false for other sources, for relative paths and for NFS
+// servers with a "/", which no backend accepts.
 func location(pv *v1.PersistentVolume) (p place, volumePath string, ok bool) {
 	switch {
 	case pv.Spec.Local != nil:
@@ -59,6 +59,9 @@ func location(pv *v1.PersistentVolume) (p place, volumePath string, ok bool) {
 	case pv.Spec.HostPath != nil:
 		volumePath = pv.Spec.HostPath.Path
 	case pv.Spec.NFS != nil:
+		if strings.Contains(pv.Spec.NFS.Server, "/") {
+			return place{}, "", false
+		}
 		p = place{nfs: true, server: pv.Spec.NFS.Server}
 		volumePath = pv.Spec.NFS.Path
 	default:
@@ -105,6 +108,9 @@ func IndexVolumePaths(obj any) ([]string, error) {
 func target(server, volumePath string) (place, string, error) {
 	if !path.IsAbs(volumePath) {
 		return place{}, "", fmt.Errorf("cannot look for volumes overlapping %q: the path is not absolute", volumePath)
+	}
+	if strings.Contains(server, "/") {
+		return place{}, "", fmt.Errorf("cannot look for volumes on server %q: a server name holds no \"/\"", server)
 	}
 	return place{nfs: server != "", server: server}, path.Clean(volumePath), nil
 }

@@ -61,7 +61,10 @@ func TestIndexVolumePaths(t *testing.T) {
 			obj:  nfsPV("a", "nfs.example", "/export/a"),
 			want: []string{"nfs=nfs.example:/export/a", "nfs-under=nfs.example:/export", "nfs-under=nfs.example:/"},
 		},
-		"relative path":       {obj: hostPathPV("a", "srv/a")},
+		"relative path": {obj: hostPathPV("a", "srv/a")},
+		"nfs server with a slash, which would reach another server's keys": {
+			obj: nfsPV("a", "nfs.example:/export", "/a"),
+		},
 		"another source":      {obj: csiPV("a")},
 		"not a volume at all": {obj: &v1.PersistentVolumeClaim{}},
 	}
@@ -158,6 +161,9 @@ func TestOverlapping(t *testing.T) {
 		"a relative path": {
 			volumePath: "a/b", wantErr: "not absolute",
 		},
+		"a server name with a slash": {
+			server: "nfs1:/a", volumePath: "/b", wantErr: "holds no",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -224,4 +230,35 @@ func TestIndexedVolumesWithoutIndex(t *testing.T) {
 	if _, err := volumes.Overlapping("", "/a"); err == nil {
 		t.Error("Overlapping on an indexer without VolumePathIndex did not fail")
 	}
+}
+
+// FuzzOverlapping checks that the indexed and the listed Volumes agree on
+// fuzzed paths and servers.
+func FuzzOverlapping(f *testing.F) {
+	for _, seed := range [][5]string{
+		{"/a/b", "/a/bc", "/a/b", "", ""},
+		{"/", "/x/", "/x/y/", "s", "s"},
+		{"a/b", "//a//b/", "/a/./b/..", "", "s"},
+		{"/a:/b", "/b", "/a:/b", "s", "s:/a"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4])
+	}
+	f.Fuzz(func(t *testing.T, first, second, query, pvServer, server string) {
+		pvs := []*v1.PersistentVolume{
+			hostPathPV("host-first", first), localPV("local-second", second),
+			nfsPV("nfs-first", pvServer, first), nfsPV("nfs-second", pvServer+"x", second),
+		}
+		answers := map[string][]string{}
+		failed := map[string]bool{}
+		for impl, volumes := range implementations(t, pvs) {
+			found, err := volumes.Overlapping(server, query)
+			answers[impl], failed[impl] = names(found), err != nil
+		}
+		if diff := cmp.Diff(answers["listed"], answers["indexed"]); diff != "" {
+			t.Errorf("Overlapping(%q, %q) (-listed +indexed):\n%s", server, query, diff)
+		}
+		if failed["listed"] != failed["indexed"] {
+			t.Errorf("Overlapping(%q, %q) failed: listed %v, indexed %v", server, query, failed["listed"], failed["indexed"])
+		}
+	})
 }
