@@ -148,8 +148,11 @@ func (b *bench) createClaims(ctx context.Context, namespace, prefix string, clas
 // claimStats are the latencies of claims from the harness's watches.
 type claimStats struct {
 	// last is when the last PV appeared.
-	last          time.Time
-	toPV, toBound []time.Duration
+	last time.Time
+	// firstAnnotated and lastAnnotated bound when the binder handed the
+	// claims to their provisioner: none can have a PV before.
+	firstAnnotated, lastAnnotated time.Time
+	toPV, toBound                 []time.Duration
 }
 
 // waitProvisioned waits until every claim has its PV and is Bound. Latency
@@ -171,6 +174,12 @@ func (b *bench) waitProvisioned(ctx context.Context, refs []claimRef, since time
 			st.toBound = append(st.toBound, c.bound.Sub(start))
 			if v.created.After(st.last) {
 				st.last = v.created
+			}
+			if st.firstAnnotated.IsZero() || c.annotated.Before(st.firstAnnotated) {
+				st.firstAnnotated = c.annotated
+			}
+			if c.annotated.After(st.lastAnnotated) {
+				st.lastAnnotated = c.annotated
 			}
 		}
 		return true, nil
@@ -384,6 +393,7 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 	m := report.Measurement{Result: report.Result{Scenario: provision, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1,
 		Seconds: st.last.Sub(start).Seconds()}}
 	latencies(&m, st.toPV, st.toBound)
+	m.Note = fmt.Sprintf("claims handed to the provisioner from +%.2f s to +%.2f s", st.firstAnnotated.Sub(start).Seconds(), st.lastAnnotated.Sub(start).Seconds())
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
 	end, err := b.closeSnapshot(ctx, w, baseline, &m)
 	if err != nil {
