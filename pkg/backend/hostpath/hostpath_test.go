@@ -371,17 +371,7 @@ func TestSavedRefusesOthersVolumes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.mutate(pv)
-			if err := p.Saved(t.Context(), pv); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Saved() error = %v, want %q", err, tc.wantErr)
-			}
-			if diff := cmp.Diff([]string{"pvc-team-data"}, backendtest.UnsavedNames(t, p)); diff != "" {
-				t.Errorf("on record after a refused Saved (-want +got):\n%s", diff)
-			}
+			backendtest.CheckSavedRefuses(t, p, tc.mutate, tc.wantErr)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -80,5 +81,23 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 		t.Errorf("Saved touched the volume directory: %v", err)
 	case !saved && !os.IsNotExist(err):
 		t.Errorf("Delete left the volume directory: %v", err)
+	}
+}
+
+// CheckSavedRefuses provisions a claim with p, changes its PersistentVolume
+// with mutate, and checks that Saved refuses it with an error containing
+// wantErr and keeps the record.
+func CheckSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVolume), wantErr string) {
+	t.Helper()
+	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate(pv)
+	if err := p.Saved(t.Context(), pv); err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("Saved() error = %v, want %q", err, wantErr)
+	}
+	if diff := cmp.Diff([]string{"pvc-team-data"}, UnsavedNames(t, p)); diff != "" {
+		t.Errorf("on record after a refused Saved (-want +got):\n%s", diff)
 	}
 }
