@@ -201,8 +201,10 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 	if !gone {
 		// Without a backend record, the intent is on the claim before any
 		// backend volume can exist. A retry announces nothing new.
-		retry := c.claimRetries.failing(keyOfClaim(claim))
-		if c.reclaimer == nil {
+		var retry bool
+		if c.reclaimer != nil {
+			retry = c.claimRetries.failing(keyOfClaim(claim))
+		} else {
 			retry = hasFinalizer(claim, c.finalizer)
 			if claim, err = c.setClaimFinalizer(ctx, claim, true); err != nil {
 				return claim, ProvisioningNoChange, err
