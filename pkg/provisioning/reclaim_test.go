@@ -297,3 +297,36 @@ func TestReclaimLooksAgainAtKeptVolumes(t *testing.T) {
 		return slices.Equal(deleted, []string{"pvc-uid-elsewhere"}) && len(backend.recorded()) == 0
 	})
 }
+
+// A claim deleted while its backend works in the background, and whose
+// backend then gives up without returning a volume, has the volume the
+// backend recorded reclaimed at once, not at the next resync.
+func TestGoneClaimWithoutVolumeIsReclaimed(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	f := newFixture(t, claim, newClass("fast", testProvisioner))
+	f.start()
+	backend := newRecordingBackend()
+	backend.provision = func(_ context.Context, call int, options ProvisionOptions) (ProvisioningState, error) {
+		if call == 1 {
+			backend.record(unsavedVolume(options.PVC, "/vols/c"))
+			return ProvisioningInBackground, errBackend
+		}
+		return ProvisioningFinished, errBackend
+	}
+	cfg := testConfig(testProvisioner)
+	// Only the claim's deletion brings it back, and no resync comes.
+	cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
+	c := f.newController(cfg, backend, &testRecorder{})
+	run(t, c)
+	eventually(t, "the claim in progress", func() bool {
+		_, in := c.inProgress.Load(claim.UID)
+		return in
+	})
+	if err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(context.Background(), claim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the recorded volume to be deleted", func() bool {
+		_, _, deleted := backend.snapshot()
+		return slices.Equal(deleted, []string{"pvc-uid-c"}) && len(backend.recorded()) == 0
+	})
+}
