@@ -198,15 +198,6 @@ func (s *Store) writeRecord(base *os.Root, req Request, dir string) (bool, error
 	}
 	defer journal.Close()
 	name := recordName(req.PVName, dir)
-	if _, err := readRecord(journal, name); err == nil {
-		// Keep the time of the first record: it says how long the volume
-		// has been waiting for its PersistentVolume.
-		return false, nil
-	}
-	// Missing, or left unreadable by a crash while it was written.
-	if err := removeRecord(journal, name); err != nil {
-		return false, err
-	}
 	data, err := json.Marshal(recordFile{
 		PV: req.PVName, Dir: dir,
 		ClaimNamespace: req.Claim.Namespace, ClaimName: req.Claim.Name, ClaimUID: req.Claim.UID,
@@ -214,17 +205,38 @@ func (s *Store) writeRecord(base *os.Root, req Request, dir string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	// O_EXCL: a symlink planted after the removal fails the call rather than
-	// being followed.
+	// Creating first costs a new volume, the common case, one call.
+	err = createRecord(journal, name, data)
+	if !errors.Is(err, fs.ErrExist) {
+		return err == nil, err
+	}
+	if _, err := readRecord(journal, name); err == nil {
+		// Keep the time of the first record: it says how long the volume
+		// has been waiting for its PersistentVolume.
+		return false, nil
+	}
+	// Left unreadable by a crash while it was written, or not a file.
+	if err := removeRecord(journal, name); err != nil {
+		return false, err
+	}
+	if err := createRecord(journal, name, data); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// createRecord writes a record that does not exist yet. O_EXCL also fails on
+// a symlink rather than follow it.
+func createRecord(journal *os.Root, name string, data []byte) error {
 	f, err := journal.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return false, err
+		return err
 	}
 	_, werr := f.Write(data)
 	if err := errors.Join(werr, f.Close()); err != nil {
-		return false, errors.Join(err, removeRecord(journal, name))
+		return errors.Join(err, removeRecord(journal, name))
 	}
-	return true, nil
+	return nil
 }
 
 // readRecord reads and checks one record: a regular file whose content is

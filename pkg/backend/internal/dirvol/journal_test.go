@@ -70,6 +70,17 @@ func TestRecords(t *testing.T) {
 			},
 			want: []Record{record("team", "data", "team/data")},
 		},
+		"a record a crash left empty is written again": {
+			steps: func(t *testing.T, f *fixture) {
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				if err := os.WriteFile(filepath.Join(f.journal(), recordName("pvc-team-data", "team/data")), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				f.restart(t)
+				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+			},
+			want: []Record{record("team", "data", "team/data")},
+		},
 		"a claim rendered to another directory after a restart has two records": {
 			steps: func(t *testing.T, f *fixture) {
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
