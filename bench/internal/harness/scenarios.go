@@ -648,8 +648,8 @@ func (p *noisyPool) measurement(bad int) report.Measurement {
 	m := p.runs[0]
 	m.Claims = len(p.toPV)
 	m.Seconds, m.CPUS, m.APIRPS = 0, 0, 0
+	n := float64(len(p.runs))
 	for _, r := range p.runs {
-		n := float64(len(p.runs))
 		m.Seconds += r.Seconds / n
 		m.CPUS += r.CPUS / n
 		m.APIRPS += r.APIRPS / n
