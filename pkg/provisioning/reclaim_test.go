@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -306,12 +307,15 @@ func TestGoneClaimWithoutVolumeIsReclaimed(t *testing.T) {
 	f := newFixture(t, claim, newClass("fast", testProvisioner))
 	f.start()
 	backend := newRecordingBackend()
-	backend.provision = func(_ context.Context, call int, options ProvisionOptions) (ProvisioningState, error) {
-		if call == 1 {
-			backend.record(unsavedVolume(options.PVC, "/vols/c"))
-			return ProvisioningInBackground, errBackend
+	// The backend works in the background while the claim exists, and gives
+	// up without a volume once it is gone.
+	backend.provision = func(ctx context.Context, _ int, options ProvisionOptions) (ProvisioningState, error) {
+		_, err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ProvisioningFinished, errBackend
 		}
-		return ProvisioningFinished, errBackend
+		backend.record(unsavedVolume(options.PVC, "/vols/c"))
+		return ProvisioningInBackground, errBackend
 	}
 	cfg := testConfig(testProvisioner)
 	// Only the claim's deletion brings it back, and no resync comes.
