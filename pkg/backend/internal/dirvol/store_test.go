@@ -707,3 +707,109 @@ func TestReservationDroppedOnceSaved(t *testing.T) {
 	_, err = f.store.Create(ctx, request(t, "team", "c", "1Gi", "team"))
 	checkErr(t, err, "contains or lies inside the directory of another volume")
 }
+
+// removeVolume releases a PersistentVolume's directory as a backend's Delete
+// does.
+func removeVolume(t *testing.T, f *fixture, pv *v1.PersistentVolume, dir string) error {
+	t.Helper()
+	return f.store.Remove(t.Context(), pv.Name, dir)
+}
+
+// TestRemoveUnmarked: a directory without an owner marker, such as one a
+// PersistentVolume made by hand points to, or one retained or holding
+// archives, is deleted only when its PersistentVolume opts in.
+func TestRemoveUnmarked(t *testing.T) {
+	const annDeleteUnmarked = "provfleet.io/delete-unmarked"
+	const archived = "team/data/archived-old-20260102T020405Z/file"
+	tests := map[string]struct {
+		setup       func(t *testing.T, f *fixture) string
+		annotations map[string]string
+		wantErr     string
+		wantTree    []string
+	}{
+		"marked by its volume": {
+			setup: func(t *testing.T, f *fixture) string {
+				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+				backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "x")
+				return dir
+			},
+		},
+		"unmarked": {
+			setup: func(t *testing.T, f *fixture) string {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
+				return "team/data"
+			},
+			wantErr:  "no owner marker",
+			wantTree: []string{"team/", "team/data/", "team/data/file"},
+		},
+		"unmarked, holding archived volumes": {
+			setup: func(t *testing.T, f *fixture) string {
+				backendtest.WriteFile(t, filepath.Join(f.base, archived), "x")
+				return "team/data"
+			},
+			wantErr:  "no owner marker",
+			wantTree: []string{"team/", "team/data/", "team/data/archived-old-20260102T020405Z/", archived},
+		},
+		"retained by an earlier release": {
+			setup: func(t *testing.T, f *fixture) string {
+				req := request(t, "team", "data", "1Gi", nsPattern)
+				dir := f.create(t, req)
+				backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "x")
+				cfg := f.store.cfg
+				cfg.OnDelete = backend.OnDeleteRetain
+				retain, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := retain.Remove(t.Context(), req.PVName, dir); err != nil {
+					t.Fatal(err)
+				}
+				return dir
+			},
+			wantErr:  "no owner marker",
+			wantTree: []string{"team/", "team/data/", "team/data/file"},
+		},
+		"unmarked, opted in": {
+			setup: func(t *testing.T, f *fixture) string {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
+				return "team/data"
+			},
+			annotations: map[string]string{annDeleteUnmarked: "true"},
+		},
+		"unmarked, opted in with another value": {
+			setup: func(t *testing.T, f *fixture) string {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
+				return "team/data"
+			},
+			annotations: map[string]string{annDeleteUnmarked: "yes"},
+			wantErr:     "no owner marker",
+			wantTree:    []string{"team/", "team/data/", "team/data/file"},
+		},
+		"opted in, marked by another volume": {
+			setup: func(t *testing.T, f *fixture) string {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
+				backendtest.WriteFile(t, filepath.Join(f.base, "team", markerName("data")), "pvc-other")
+				return "team/data"
+			},
+			annotations: map[string]string{annDeleteUnmarked: "true"},
+			wantErr:     "belongs to another volume",
+			wantTree:    []string{"team/", "team/.data.provfleet-volume", "team/data/", "team/data/file"},
+		},
+		"unmarked and missing": {
+			setup: func(t *testing.T, f *fixture) string { return "team/data" },
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			dir := tc.setup(t, f)
+			pv := volume("pvc-team-data", dir, "1Gi", testProvisioner)
+			pv.Annotations = tc.annotations
+			checkErr(t, removeVolume(t, f, pv, dir), tc.wantErr)
+			want := append([]string{JournalDir + "/"}, tc.wantTree...)
+			if diff := cmp.Diff(want, backendtest.Tree(t, f.base)); diff != "" {
+				t.Errorf("tree after Remove (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
