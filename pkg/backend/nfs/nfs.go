@@ -128,7 +128,7 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
-	return p.store.Remove(ctx, pv.Name, dir)
+	return p.store.RemoveVolume(ctx, pv, dir)
 }
 
 // Unsaved lists the subdirectories made for PersistentVolumes this

@@ -461,11 +461,34 @@ func openChild(cur *os.Root, name string, create bool) (*os.Root, error) {
 	return next, nil
 }
 
+// AnnDeleteUnmarked, set to "true" on a PersistentVolume, lets its release
+// delete or archive a directory that has no owner marker: one made before
+// markers existed, or by another provisioner whose volumes were handed over.
+// Without it such a directory is refused, since it may hold what a retained
+// or archived volume left behind, or data a hand-made PersistentVolume names.
+const AnnDeleteUnmarked = "provfleet.io/delete-unmarked"
+
+// errUnmarked refuses to release a directory without an owner marker.
+var errUnmarked = errors.New("the directory has no owner marker")
+
+// RemoveVolume is Remove for the directory dir of a PersistentVolume, which
+// may opt in to the release of an unmarked directory with AnnDeleteUnmarked.
+func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir string) error {
+	return s.removeDir(ctx, pv.Name, dir, pv.Annotations[AnnDeleteUnmarked] == "true")
+}
+
 // Remove applies the onDelete policy to the directory of PV pvName, dir below
 // the base, as read from the PersistentVolume, then drops its record. A
 // missing directory is removed already. A directory another volume still
-// uses, or whose owner marker names another PV, is refused.
+// uses, or whose owner marker names another PV, is refused, and so is one
+// without an owner marker unless the policy is Retain.
 func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
+	return s.removeDir(ctx, pvName, dir, false)
+}
+
+// removeDir is Remove; unmarked allows the release of a directory without an
+// owner marker.
+func (s *Store) removeDir(ctx context.Context, pvName, dir string, unmarked bool) error {
 	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
 	if err := CheckDir(dir); err != nil {
 		return fmt.Errorf("directory %q refused: %w", dir, err)
@@ -475,7 +498,12 @@ func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
 	if err := s.checkOverlap(ctx, pvName, dir); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
-	found, err := s.remove(dir, pvName)
+	found, err := s.remove(dir, pvName, unmarked)
+	if errors.Is(err, errUnmarked) {
+		return fmt.Errorf("refusing to remove directory %q: %w; it may hold retained or archived data, "+
+			"or data of a volume made by hand: set the annotation %s: \"true\" on the PersistentVolume to release it anyway",
+			dir, err, AnnDeleteUnmarked)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot remove directory %q: %w", dir, err)
 	}
@@ -511,7 +539,7 @@ func (s *Store) checkJournal() error {
 }
 
 // remove applies the policy and reports whether the directory existed.
-func (s *Store) remove(dir, pvName string) (bool, error) {
+func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
 	base, err := s.openBase()
 	if err != nil {
 		return false, err
@@ -528,9 +556,10 @@ func (s *Store) remove(dir, pvName string) (bool, error) {
 	}
 	defer parent.Close()
 	owner, err := readMarker(parent, leaf)
+	marked := true
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		// Directories made before markers, or by hand, have none.
+		marked = false
 	case err != nil:
 		return false, err
 	case owner != pvName:
@@ -544,6 +573,8 @@ func (s *Store) remove(dir, pvName string) (bool, error) {
 		return false, err
 	case !info.IsDir():
 		return false, fmt.Errorf("%q is not a directory (%s)", leaf, info.Mode().Type())
+	case !marked && !unmarked && s.cfg.OnDelete != backend.OnDeleteRetain:
+		return false, errUnmarked
 	default:
 		if err := s.release(parent, leaf); err != nil {
 			return false, err

@@ -712,7 +712,7 @@ func TestReservationDroppedOnceSaved(t *testing.T) {
 // does.
 func removeVolume(t *testing.T, f *fixture, pv *v1.PersistentVolume, dir string) error {
 	t.Helper()
-	return f.store.Remove(t.Context(), pv.Name, dir)
+	return f.store.RemoveVolume(t.Context(), pv, dir)
 }
 
 // TestRemoveUnmarked: a directory without an owner marker, such as one a
