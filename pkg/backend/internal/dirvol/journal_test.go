@@ -450,3 +450,41 @@ func TestLostRecordFolder(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsavedOfOneProvisioner: two provisioners whose bases are one
+// directory each reclaim only the volumes they made; a record of the version
+// that wrote no provisioner is taken for the reader's.
+func TestUnsavedOfOneProvisioner(t *testing.T) {
+	f := newFixture(t, nil)
+	otherCfg := f.store.cfg
+	otherCfg.Options.ProvisionerNames = []string{"provfleet.io/other"}
+	other, err := New(otherCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.create(t, request(t, "team", "mine", "1Gi", nsPattern))
+	if _, err := other.Create(t.Context(), request(t, "team", "theirs", "1Gi", nsPattern)); err != nil {
+		t.Fatal(err)
+	}
+	backendtest.WriteFile(t, filepath.Join(f.journal(), recordName("pvc-team-old", "team/old")),
+		`{"pv":"pvc-team-old","dir":"team/old","claimNamespace":"team","claimName":"old","claimUID":"team-old"}`)
+	names := func(s *Store) []string {
+		unsaved, err := s.Unsaved(t.Context(), func(dir string) *v1.PersistentVolume {
+			return volume("ignored", dir, "1Gi", "")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, u := range unsaved {
+			names = append(names, u.Volume.Name)
+		}
+		return names
+	}
+	if diff := cmp.Diff([]string{"pvc-team-mine", "pvc-team-old"}, names(f.store)); diff != "" {
+		t.Errorf("Unsaved() of %s (-want +got):\n%s", testProvisioner, diff)
+	}
+	if diff := cmp.Diff([]string{"pvc-team-old", "pvc-team-theirs"}, names(other)); diff != "" {
+		t.Errorf("Unsaved() of provfleet.io/other (-want +got):\n%s", diff)
+	}
+}
