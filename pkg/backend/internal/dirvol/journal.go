@@ -56,6 +56,9 @@ const (
 type Record struct {
 	PVName string
 	Dir    string
+	// Provisioner is the provisioner that made the directory; empty for a
+	// record of a version that did not write it.
+	Provisioner string
 	// Claim is the claim the volume was made for.
 	Claim types.NamespacedName
 	// ClaimUID tells the claim apart from a later one of the same name.
@@ -71,6 +74,7 @@ type recordFile struct {
 	ClaimNamespace string    `json:"claimNamespace"`
 	ClaimName      string    `json:"claimName"`
 	ClaimUID       types.UID `json:"claimUID"`
+	Provisioner    string    `json:"provisioner,omitempty"`
 }
 
 // openJournal opens the record folder, which New made. Its absence means
@@ -97,8 +101,13 @@ func recordName(pvName, dir string) string {
 	return hex.EncodeToString(sum[:]) + recordSuffix
 }
 
-// Records lists the volumes on record. A record that cannot be read is logged
-// and skipped: one damaged file must not hide the others.
+// Records lists the volumes on record of this provisioner: those tagged with
+// one of its names, and those tagged with none. Other provisioners may share
+// the base; a record without a tag was written by a version that did not
+// tag records, for the one provisioner it ran on the base, and since two
+// provisioners on overlapping bases are refused, that is the one reading it.
+// A record that cannot be read is logged and skipped: one damaged file must
+// not hide the others.
 func (s *Store) Records(ctx context.Context) ([]Record, error) {
 	logger := klog.FromContext(ctx)
 	s.mu.Lock()
@@ -126,6 +135,9 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 		record, err := readRecord(journal, entry.Name())
 		if err != nil {
 			logger.Error(err, "Skipping an unreadable volume record", "record", path.Join(JournalDir, entry.Name()))
+			continue
+		}
+		if record.Provisioner != "" && !slices.Contains(s.cfg.Options.ProvisionerNames, record.Provisioner) {
 			continue
 		}
 		records = append(records, record)
@@ -217,6 +229,7 @@ func (s *Store) writeRecord(base *os.Root, req Request, dir string) (bool, error
 	data, err := json.Marshal(recordFile{
 		PV: req.PVName, Dir: dir,
 		ClaimNamespace: req.Claim.Namespace, ClaimName: req.Claim.Name, ClaimUID: req.Claim.UID,
+		Provisioner: s.provisioner(),
 	})
 	if err != nil {
 		return false, err
@@ -298,10 +311,20 @@ func readRecord(journal *os.Root, name string) (Record, error) {
 		return Record{}, fmt.Errorf("%q does not match its content", name)
 	}
 	return Record{
-		PVName:   content.PV,
-		Dir:      content.Dir,
-		Claim:    types.NamespacedName{Namespace: content.ClaimNamespace, Name: content.ClaimName},
-		ClaimUID: content.ClaimUID,
-		Since:    opened.ModTime(),
+		PVName:      content.PV,
+		Dir:         content.Dir,
+		Claim:       types.NamespacedName{Namespace: content.ClaimNamespace, Name: content.ClaimName},
+		ClaimUID:    content.ClaimUID,
+		Provisioner: content.Provisioner,
+		Since:       opened.ModTime(),
 	}, nil
+}
+
+// provisioner is the name records are tagged with: the provisioner's own,
+// which comes first and never changes.
+func (s *Store) provisioner() string {
+	if len(s.cfg.Options.ProvisionerNames) == 0 {
+		return ""
+	}
+	return s.cfg.Options.ProvisionerNames[0]
 }

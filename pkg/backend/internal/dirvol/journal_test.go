@@ -37,10 +37,11 @@ import (
 // record is what Records returns for a claim of the test's request helper.
 func record(namespace, name, dir string) Record {
 	return Record{
-		PVName:   "pvc-" + namespace + "-" + name,
-		Dir:      dir,
-		Claim:    types.NamespacedName{Namespace: namespace, Name: name},
-		ClaimUID: types.UID(namespace + "-" + name),
+		PVName:      "pvc-" + namespace + "-" + name,
+		Dir:         dir,
+		Claim:       types.NamespacedName{Namespace: namespace, Name: name},
+		ClaimUID:    types.UID(namespace + "-" + name),
+		Provisioner: testProvisioner,
 	}
 }
 
