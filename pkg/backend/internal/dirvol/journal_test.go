@@ -489,3 +489,53 @@ func TestUnsavedOfOneProvisioner(t *testing.T) {
 		t.Errorf("Unsaved() of provfleet.io/other (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecordSyncedBeforeVolume: a record and its folder reach the disk before
+// the volume directory exists, so a power cut cannot leave a directory whose
+// record is empty.
+func TestRecordSyncedBeforeVolume(t *testing.T) {
+	f := newFixture(t, nil)
+	var steps []string
+	f.store.step = func(name string) error {
+		steps = append(steps, name)
+		return nil
+	}
+	f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+	if diff := cmp.Diff([]string{stepRecordSynced, stepJournalSynced, stepVolumeMade}, steps); diff != "" {
+		t.Errorf("steps of Create (-want +got):\n%s", diff)
+	}
+}
+
+// TestDamagedRecordDropped: a record left empty or truncated by a power cut
+// was never followed by its directory, since records are synced first: it is
+// dropped, the other records are listed, and its claim can still get the
+// volume.
+func TestDamagedRecordDropped(t *testing.T) {
+	for name, content := range map[string]string{"empty": "", "truncated": `{"pv":"pvc-team-data","dir":"te`} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.create(t, request(t, "team", "logs", "1Gi", nsPattern))
+			damaged := recordName("pvc-team-data", "team/data")
+			backendtest.WriteFile(t, filepath.Join(f.journal(), damaged), content)
+			got, err := f.store.Records(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]Record{record("team", "logs", "team/logs")}, got, cmpopts.IgnoreFields(Record{}, "Since")); diff != "" {
+				t.Errorf("Records() (-want +got):\n%s", diff)
+			}
+			if _, err := os.Lstat(filepath.Join(f.journal(), damaged)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("damaged record still there: %v", err)
+			}
+			f.create(t, request(t, "team", "data", "1Gi", nsPattern))
+			got, err = f.store.Records(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Record{record("team", "data", "team/data"), record("team", "logs", "team/logs")}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Record{}, "Since")); diff != "" {
+				t.Errorf("Records() after the claim's retry (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -84,6 +84,27 @@ type Store struct {
 	// reservations are the directories of volumes being provisioned, or
 	// provisioned but whose PersistentVolume is not yet known, by PV name.
 	reservations map[string]*reservation
+
+	// step, set by tests, is told of each step below as it is taken, to
+	// order or pause operations; an error stops the operation there, as a
+	// crash would.
+	step func(name string) error
+}
+
+// The steps a Store tells its step hook of.
+const (
+	stepRecordSynced  = "record synced"
+	stepJournalSynced = "record folder synced"
+	stepVolumeMade    = "volume made"
+	stepDelete        = "delete"
+)
+
+// did tells the step hook, if any, that step name is reached.
+func (s *Store) did(name string) error {
+	if s.step == nil {
+		return nil
+	}
+	return s.step(name)
 }
 
 type reservation struct {
@@ -356,6 +377,9 @@ func (s *Store) makeVolume(base *os.Root, dir, pvName string) (bool, error) {
 	case err != nil:
 		return true, err
 	}
+	if err := s.did(stepVolumeMade); err != nil {
+		return true, err
+	}
 	volume, err := openDir(parent, []string{leaf}, false)
 	if err != nil {
 		return true, err
@@ -600,6 +624,9 @@ func (s *Store) release(parent *os.Root, leaf string) error {
 		}
 		return parent.Rename(leaf, archived)
 	default:
+		if err := s.did(stepDelete); err != nil {
+			return err
+		}
 		return parent.RemoveAll(leaf)
 	}
 }
