@@ -25,6 +25,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -811,5 +812,72 @@ func TestRemoveUnmarked(t *testing.T) {
 				t.Errorf("tree after Remove (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDeleteOutsideLock: while one volume's files are being deleted, other
+// claims of the provisioner get their volumes.
+func TestDeleteOutsideLock(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	doomed := request(t, "team", "doomed", "1Gi", nsPattern)
+	dir := f.create(t, doomed)
+	backendtest.WriteFile(t, filepath.Join(f.base, dir, "precious-doomed"), "x")
+	other := request(t, "team", "other", "1Gi", nsPattern)
+	created := ""
+	f.store.step = func(name string) error {
+		if name != stepDelete {
+			return nil
+		}
+		if !f.store.mu.TryLock() {
+			t.Error("the store's lock is held while a volume's files are deleted")
+			return nil
+		}
+		f.store.mu.Unlock()
+		var err error
+		if created, err = f.store.Create(ctx, other); err != nil {
+			t.Errorf("Create during a delete: %v", err)
+		}
+		return nil
+	}
+	if err := f.store.Remove(ctx, doomed.PVName, dir); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if created != "team/other" {
+		t.Errorf("Create during a delete = %q, want %q", created, "team/other")
+	}
+	for _, entry := range backendtest.Tree(t, f.base) {
+		if strings.HasSuffix(entry, "precious-doomed") || strings.Contains(entry, "doomed/") {
+			t.Errorf("%s left after Remove", entry)
+		}
+	}
+}
+
+// TestDeleteLeftoversRemoved: a delete interrupted after its volume left its
+// place, as by a crash, leaves nothing once the next delete ran.
+func TestDeleteLeftoversRemoved(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	var dirs []string
+	for _, name := range []string{"a", "b"} {
+		dir := f.create(t, request(t, "team", name, "1Gi", nsPattern))
+		backendtest.WriteFile(t, filepath.Join(f.base, dir, "precious-"+name), "x")
+		dirs = append(dirs, dir)
+	}
+	f.store.step = func(name string) error {
+		if name == stepDelete {
+			return errors.New("crashed")
+		}
+		return nil
+	}
+	checkErr(t, f.store.Remove(ctx, "pvc-team-a", dirs[0]), "crashed")
+	f.restart(t)
+	if err := f.store.Remove(ctx, "pvc-team-b", dirs[1]); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	for _, entry := range backendtest.Tree(t, f.base) {
+		if strings.Contains(entry, "precious-") {
+			t.Errorf("%s left after the next Remove", entry)
+		}
 	}
 }
