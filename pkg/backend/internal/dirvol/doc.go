@@ -19,9 +19,11 @@ limitations under the License.
 // and creates, archives and removes volume directories through os.Root so no
 // operation can leave the base directory, symlinks included. Beside each
 // directory a hidden owner marker names its PersistentVolume; before making a
-// directory it writes a record of it, tagged with its provisioner and synced to
-// disk, in the hidden folder .provfleet-unsaved at the top of the base, kept
-// until it is told that the PersistentVolume
-// exists or the directory is removed, so a directory whose PersistentVolume
-// was never created can be found and deleted.
+// directory it writes a record of it, tagged with its provisioner and synced
+// to disk, in the hidden folder .provfleet-unsaved at the top of the base,
+// kept until it is told that the PersistentVolume exists or the directory is
+// removed, so a directory whose PersistentVolume was never created can be
+// found and deleted. A deleted directory is moved into the hidden folder
+// .provfleet-deleting, and its files deleted from there without holding up
+// other claims.
 package dirvol

@@ -78,6 +78,7 @@ func TestRenderRefusesHostileMetadata(t *testing.T) {
 		"current directory":      {value: ".", wantErr: "begins with a dot"},
 		"current in the middle":  {value: "a/./b", wantErr: "begins with a dot"},
 		"hidden":                 {value: ".ssh", wantErr: "begins with a dot"},
+		"deleted volumes":        {value: trashDir + "/x", wantErr: "begins with a dot"},
 		"snapshot folder":        {value: ".snapshot/x", wantErr: "begins with a dot"},
 		"empty component":        {value: "a//b", wantErr: "empty component"},
 		"trailing slash":         {value: "a/", wantErr: "empty component"},

@@ -18,14 +18,17 @@ package dirvol
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,6 +52,11 @@ const (
 	// archiveTimeFormat is a UTC timestamp without characters some file
 	// servers refuse.
 	archiveTimeFormat = "20060102T150405Z"
+	// trashDir is the folder at the top of the base that deleted volume
+	// directories are moved into, under the lock, before their files are
+	// deleted outside it. CheckDir refuses hidden names, so no pattern or
+	// PersistentVolume can name it or what it holds.
+	trashDir = ".provfleet-deleting"
 )
 
 // Config configures a Store.
@@ -84,6 +92,9 @@ type Store struct {
 	// reservations are the directories of volumes being provisioned, or
 	// provisioned but whose PersistentVolume is not yet known, by PV name.
 	reservations map[string]*reservation
+	// purging are the directories in trashDir whose files a Remove is
+	// deleting, so no other deletes them too.
+	purging map[string]bool
 
 	// step, set by tests, is told of each step below as it is taken, to
 	// order or pause operations; an error stops the operation there, as a
@@ -134,7 +145,7 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidSpec, err)
 	}
-	s := &Store{cfg: cfg, pattern: pattern, now: cfg.Options.Now, reservations: map[string]*reservation{}}
+	s := &Store{cfg: cfg, pattern: pattern, now: cfg.Options.Now, reservations: map[string]*reservation{}, purging: map[string]bool{}}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -511,8 +522,24 @@ func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
 }
 
 // removeDir is Remove; unmarked allows the release of a directory without an
-// owner marker.
+// owner marker. A deleted directory leaves its place under the lock and its
+// files are deleted after, so a large volume does not hold up other claims.
 func (s *Store) removeDir(ctx context.Context, pvName, dir string, unmarked bool) error {
+	if err := s.releaseDir(ctx, pvName, dir, unmarked); err != nil {
+		return err
+	}
+	if s.cfg.OnDelete != backend.OnDeleteDelete {
+		return nil
+	}
+	if err := s.purge(); err != nil {
+		return fmt.Errorf("cannot delete the files of directory %q, moved to %s: %w", dir, trashDir, err)
+	}
+	return nil
+}
+
+// releaseDir applies the onDelete policy under the lock; a deleted
+// directory is only moved into trashDir.
+func (s *Store) releaseDir(ctx context.Context, pvName, dir string, unmarked bool) error {
 	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
 	if err := CheckDir(dir); err != nil {
 		return fmt.Errorf("directory %q refused: %w", dir, err)
@@ -600,7 +627,7 @@ func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
 	case !marked && !unmarked && s.cfg.OnDelete != backend.OnDeleteRetain:
 		return false, errUnmarked
 	default:
-		if err := s.release(parent, leaf); err != nil {
+		if err := s.release(base, parent, dir, info); err != nil {
 			return false, err
 		}
 	}
@@ -611,8 +638,10 @@ func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
 	return found, nil
 }
 
-// release applies the onDelete policy to an existing directory.
-func (s *Store) release(parent *os.Root, leaf string) error {
+// release applies the onDelete policy to an existing directory, dir below
+// base, which is info in parent.
+func (s *Store) release(base, parent *os.Root, dir string, info fs.FileInfo) error {
+	leaf := info.Name()
 	switch s.cfg.OnDelete {
 	case backend.OnDeleteRetain:
 		return nil
@@ -624,11 +653,117 @@ func (s *Store) release(parent *os.Root, leaf string) error {
 		}
 		return parent.Rename(leaf, archived)
 	default:
+		return moveAside(base, parent, dir, info)
+	}
+}
+
+// moveAside moves the directory dir below base, which is info in parent,
+// into trashDir under a random name, so it collides with nothing. One on
+// another file system than the base cannot be moved there and is deleted in
+// place.
+func moveAside(base, parent *os.Root, dir string, info fs.FileInfo) error {
+	trash, err := openDir(base, []string{trashDir}, true)
+	if err != nil {
+		return fmt.Errorf("cannot open %s: %w", trashDir, err)
+	}
+	defer trash.Close()
+	name := rand.Text()
+	moved := path.Join(trashDir, name)
+	err = base.Rename(dir, moved)
+	if errors.Is(err, syscall.EXDEV) {
+		return parent.RemoveAll(info.Name())
+	}
+	if err != nil {
+		return fmt.Errorf("cannot move the directory to %s: %w", trashDir, err)
+	}
+	// The rename went by path: check it moved the directory parent holds,
+	// and put back anything else.
+	got, err := trash.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(info, got) {
+		return errors.Join(fmt.Errorf("%q changed while being moved to %s", dir, trashDir), base.Rename(moved, dir))
+	}
+	return nil
+}
+
+// purge deletes the directories in trashDir: the one Remove just moved
+// there, and any a process that stopped before deleting them left. It runs
+// outside the lock; each directory is deleted by one purge only.
+func (s *Store) purge() error {
+	trash, names, err := s.takeTrash()
+	if err != nil || trash == nil {
+		return err
+	}
+	defer trash.Close()
+	defer s.dropTrash(names)
+	for _, name := range names {
 		if err := s.did(stepDelete); err != nil {
 			return err
 		}
-		return parent.RemoveAll(leaf)
+		if err := trash.RemoveAll(name); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// takeTrash opens trashDir, if there is one, and takes the directories in it
+// that no other purge has taken.
+func (s *Store) takeTrash() (*os.Root, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base, err := s.openBase()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer base.Close()
+	trash, err := openDir(base, []string{trashDir}, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("cannot open %s: %w", trashDir, err)
+	}
+	dir, err := trash.Open(".")
+	if err != nil {
+		trash.Close()
+		return nil, nil, fmt.Errorf("cannot open %s: %w", trashDir, err)
+	}
+	entries, err := dir.Readdirnames(-1)
+	if err := errors.Join(err, dir.Close()); err != nil {
+		trash.Close()
+		return nil, nil, fmt.Errorf("cannot list %s: %w", trashDir, err)
+	}
+	var names []string
+	for _, name := range entries {
+		if !s.purging[name] {
+			s.purging[name] = true
+			names = append(names, name)
+		}
+	}
+	return trash, names, nil
+}
+
+// dropTrash gives back the directories a purge took, and removes trashDir
+// once no purge is under way: a move into it holds the lock too.
+func (s *Store) dropTrash(names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range names {
+		delete(s.purging, name)
+	}
+	if len(s.purging) > 0 {
+		return
+	}
+	base, err := s.openBase()
+	if err != nil {
+		return
+	}
+	defer base.Close()
+	// Fails while a directory is left in it, which the next purge retries.
+	_ = base.Remove(trashDir)
 }
 
 // removeEmptyParents removes the folders of parents that are now empty,
