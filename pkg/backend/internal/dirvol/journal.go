@@ -136,8 +136,10 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 		if errors.Is(err, errIncomplete) {
 			// Records reach the disk before their directory is made, so
 			// this one's directory never was: the record guards nothing.
+			// Failing to drop it must not hide the others either.
 			if err := removeRecord(journal, entry.Name()); err != nil {
-				return nil, fmt.Errorf("cannot drop the incomplete volume record %q: %w", entry.Name(), err)
+				logger.Error(err, "Cannot drop an incomplete volume record", "record", path.Join(JournalDir, entry.Name()))
+				continue
 			}
 			logger.Info("Dropped a volume record a crash left incomplete", "record", path.Join(JournalDir, entry.Name()))
 			continue
