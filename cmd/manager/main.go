@@ -75,6 +75,11 @@ func run(ctx context.Context, args []string, env environment) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	requests, err := newRequestCounter(registry)
+	if err != nil {
+		return fmt.Errorf("cannot register the API request counter: %w", err)
+	}
+	config.Wrap(requests.wrap)
 	manager, err := fleet.New(config, fleet.Settings{
 		Namespace:      o.namespace,
 		Identity:       o.identity,
