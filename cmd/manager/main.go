@@ -38,6 +38,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
+	"github.com/provfleet/provfleet/internal/apirequests"
 	"github.com/provfleet/provfleet/pkg/fleet"
 )
 
@@ -75,11 +76,11 @@ func run(ctx context.Context, args []string, env environment) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	requests, err := newRequestCounter(registry)
+	requests, err := apirequests.NewCounter(registry)
 	if err != nil {
-		return fmt.Errorf("cannot register the API request counter: %w", err)
+		return err
 	}
-	config.Wrap(requests.wrap)
+	config.Wrap(requests.Wrap)
 	manager, err := fleet.New(config, fleet.Settings{
 		Namespace:      o.namespace,
 		Identity:       o.identity,

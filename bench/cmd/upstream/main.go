@@ -36,6 +36,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
+	"github.com/provfleet/provfleet/internal/apirequests"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 )
@@ -91,6 +92,15 @@ func run(ctx context.Context, o options) error {
 	}
 	config.QPS, config.Burst = float32(o.qps), o.burst
 	config.UserAgent = "upstream-provisioner"
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector())
+	// The manager's request counter, so that both systems' own requests
+	// are counted alike.
+	requests, err := apirequests.NewCounter(registry)
+	if err != nil {
+		return err
+	}
+	config.Wrap(requests.Wrap)
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("cannot build the client: %w", err)
@@ -105,7 +115,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("cannot start the directory backend: %w", err)
 	}
 	if o.metricsAddress != "" {
-		if err := serveMetrics(ctx, o.metricsAddress); err != nil {
+		if err := serveMetrics(ctx, o.metricsAddress, registry); err != nil {
 			return err
 		}
 	}
@@ -124,11 +134,9 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// serveMetrics exposes the Go runtime metrics (goroutines, memory) on their
-// own registry.
-func serveMetrics(ctx context.Context, addr string) error {
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector())
+// serveMetrics exposes registry: the Go runtime metrics (goroutines, memory)
+// and the API request counter.
+func serveMetrics(ctx context.Context, addr string, registry *prometheus.Registry) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	l, err := net.Listen("tcp", addr)

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,7 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/bench/internal/measure"
 	"github.com/provfleet/provfleet/bench/internal/report"
+	"github.com/provfleet/provfleet/internal/apirequests"
 )
 
 func (b *bench) scenarios(ctx context.Context) error {
@@ -292,37 +294,92 @@ func (b *bench) closeSnapshot(ctx context.Context, w window, baseline apiSnapsho
 // requestMix is the requests per claim by verb and resource between two
 // snapshots, every client included.
 func requestMix(from, to apiSnapshot, claims int) map[string]float64 {
+	return perClaim(from.all, to.all, claims)
+}
+
+// perClaim is the growth of each count from from to to, per claim; growths
+// below 0.05 a claim are left out.
+func perClaim(from, to map[string]float64, claims int) map[string]float64 {
 	out := map[string]float64{}
-	for k, v := range to.all {
-		if d := (v - from.all[k]) / float64(claims); d >= 0.05 {
+	for k, v := range to {
+		if d := (v - from[k]) / float64(claims); d >= 0.05 {
 			out[k] = d
 		}
 	}
 	return out
 }
 
+// ownRequests adds up the API request counters of a system's processes by
+// verb and resource, watches left out: the requests the system itself sent,
+// whatever else the apiserver served meanwhile.
+func ownRequests(ctx context.Context, urls []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, url := range urls {
+		m, err := scrape(ctx, http.DefaultClient, url, apirequests.MetricName)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the request counter of %s: %w", url, err)
+		}
+		sums := m.SumBy(apirequests.MetricName, func(l map[string]string) string {
+			if l["verb"] == "watch" || l["resource"] == "" {
+				return ""
+			}
+			return l["verb"] + " " + l["resource"]
+		})
+		for k, v := range sums {
+			out[k] += v
+		}
+	}
+	return out, nil
+}
+
 // mixSection tabulates the request mixes of one scenario's systems.
 func mixSection(scenario string, mixes map[string]map[string]float64) report.Section {
-	systems := []string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit}
+	intro := "Every client's requests (provisioner, PV binder, harness) per claim, by verb and resource, from the apiserver's " +
+		"apiserver_request_total; the binder and the harness do the same work for both provisioners, so a difference between the columns is the provisioners'."
+	return report.Section{
+		Title: "Requests per claim, " + scenario,
+		Body:  mixTable(intro, []string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit}, mixes),
+	}
+}
+
+// ownMixSection tabulates the requests that each provisioner sent itself,
+// per claim of one phase.
+func ownMixSection(scenario string, mixes map[string]map[string]float64) report.Section {
+	intro := "The requests each provisioner sent itself per claim, Events and Leases included, by verb and resource, from the " +
+		"provfleet_api_requests_total counter of its processes (the same counter in the manager and the peer). " +
+		"The limit sends one request per volume."
+	return report.Section{
+		Title: "Provisioners' own requests per claim, " + scenario,
+		Body:  mixTable(intro, []string{report.SystemProvfleet, report.SystemUpstream}, mixes),
+	}
+}
+
+// mixTable is a Markdown table of mixes, one column per system, with a total.
+func mixTable(intro string, systems []string, mixes map[string]map[string]float64) string {
 	keys := map[string]bool{}
 	for _, mix := range mixes {
 		for k := range mix {
 			keys[k] = true
 		}
 	}
-	sorted := slices.Sorted(maps.Keys(keys))
 	var body strings.Builder
-	body.WriteString("Every client's requests (provisioner, PV binder, harness) per claim, by verb and resource, from the apiserver's " +
-		"apiserver_request_total; the binder and the harness do the same work for both provisioners, so a difference between the columns is the provisioners'.\n\n")
-	body.WriteString("| verb resource | " + strings.Join(systems, " | ") + " |\n|---|--:|--:|--:|\n")
-	for _, k := range sorted {
+	body.WriteString(intro + "\n\n")
+	body.WriteString("| verb resource | " + strings.Join(systems, " | ") + " |\n|---|" + strings.Repeat("--:|", len(systems)) + "\n")
+	totals := make([]float64, len(systems))
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		body.WriteString("| " + k)
-		for _, sys := range systems {
+		for i, sys := range systems {
 			fmt.Fprintf(&body, " | %.2f", mixes[sys][k])
+			totals[i] += mixes[sys][k]
 		}
 		body.WriteString(" |\n")
 	}
-	return report.Section{Title: "Requests per claim, " + scenario, Body: body.String()}
+	body.WriteString("| **total**")
+	for _, t := range totals {
+		fmt.Fprintf(&body, " | **%.2f**", t)
+	}
+	body.WriteString(" |\n")
+	return body.String()
 }
 
 func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
@@ -347,6 +404,7 @@ func (b *bench) record(m report.Measurement) {
 func (b *bench) provisionScenario(ctx context.Context, provision, remove string, tenants, perTenant int) error {
 	var mu sync.Mutex
 	mixes := map[string]map[string]float64{}
+	own := map[string]map[string]map[string]float64{provision: {}, remove: {}}
 	var runs []func() error
 	for _, sys := range b.systems() {
 		runs = append(runs, func() error {
@@ -356,7 +414,9 @@ func (b *bench) provisionScenario(ctx context.Context, provision, remove string,
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			mixes[sys.name()] = mix
+			mixes[sys.name()] = mix.all
+			own[provision][sys.name()] = mix.ownProvision
+			own[remove][sys.name()] = mix.ownRemove
 			return nil
 		})
 	}
@@ -374,20 +434,32 @@ func (b *bench) provisionScenario(ctx context.Context, provision, remove string,
 		return err
 	}
 	b.addSection(mixSection(provision, mixes))
+	b.addSection(ownMixSection(provision, own[provision]))
+	b.addSection(ownMixSection(remove, own[remove]))
 	return nil
 }
 
-func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove string, n, perTenant int) (map[string]float64, error) {
+// runMixes are the request mixes of one system's run of scenario 1 or 2.
+type runMixes struct {
+	// all is every client's requests per claim while provisioning.
+	all map[string]float64
+	// ownProvision and ownRemove are the system's own requests per claim
+	// while provisioning and while deleting.
+	ownProvision, ownRemove map[string]float64
+}
+
+func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove string, n, perTenant int) (runMixes, error) {
+	var mixes runMixes
 	tenants := b.tenants(sys.name(), n)
 	defer sys.stop(ctx)
 	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
 	if err != nil {
-		return nil, err
+		return mixes, err
 	}
 	time.Sleep(b.cfg.Settle)
 	w, err := b.open(ctx, sys.pids())
 	if err != nil {
-		return nil, err
+		return mixes, err
 	}
 	var profile <-chan string
 	if b.cfg.Profile && provision == report.S2Provision && sys.name() == report.SystemProvfleet {
@@ -397,14 +469,18 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 	for i, t := range tenants {
 		classes[i] = t.name
 	}
+	ownBefore, err := ownRequests(ctx, sys.metricsURLs())
+	if err != nil {
+		return mixes, err
+	}
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "c", classes, perTenant)
 	if err != nil {
-		return nil, err
+		return mixes, err
 	}
 	st, err := b.waitProvisioned(ctx, refs, time.Time{})
 	if err != nil {
-		return nil, err
+		return mixes, err
 	}
 	m := report.Measurement{Result: report.Result{Scenario: provision, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1,
 		Seconds: st.last.Sub(start).Seconds()}}
@@ -413,29 +489,43 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
 	end, err := b.closeSnapshot(ctx, w, baseline, &m)
 	if err != nil {
-		return nil, err
+		return mixes, err
 	}
-	mix := requestMix(w.api, end, len(refs))
+	mixes.all = requestMix(w.api, end, len(refs))
+	ownProvisioned, err := ownRequests(ctx, sys.metricsURLs())
+	if err != nil {
+		return mixes, err
+	}
+	mixes.ownProvision = perClaim(ownBefore, ownProvisioned, len(refs))
 	b.record(m)
 	b.addProfile(profile, "provfleet CPU profile, s2 provisioning")
 
 	w, err = b.open(ctx, sys.pids())
 	if err != nil {
-		return nil, err
+		return mixes, err
+	}
+	ownBefore, err = ownRequests(ctx, sys.metricsURLs())
+	if err != nil {
+		return mixes, err
 	}
 	start = time.Now()
 	gone, err := b.deleteClaims(ctx, refs)
 	if err != nil {
-		return nil, err
+		return mixes, err
 	}
 	d := report.Measurement{Result: report.Result{Scenario: remove, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1}}
 	d.Seconds, d.P50MS, d.P99MS = since(start, gone)
 	d.Goroutines = goroutines(ctx, sys.metricsURLs())
 	if err := b.close(ctx, w, baseline, &d); err != nil {
-		return nil, err
+		return mixes, err
 	}
 	b.record(d)
-	return mix, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	ownRemoved, err := ownRequests(ctx, sys.metricsURLs())
+	if err != nil {
+		return mixes, err
+	}
+	mixes.ownRemove = perClaim(ownBefore, ownRemoved, len(refs))
+	return mixes, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
 
 // since returns the span from start to the last of times, and the p50 and

@@ -14,9 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package apirequests
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -25,20 +26,22 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
-// requestCounter counts the API requests the manager sends, labelled the way
-// the apiserver labels apiserver_request_total, so that an operator (and the
-// benchmark) can tell where the fleet's API budget goes without access to the
-// apiserver's metrics.
-type requestCounter struct {
+// Counter counts the API requests a process sends, labelled the way the
+// apiserver labels apiserver_request_total.
+type Counter struct {
 	total *prometheus.CounterVec
 	infos *apirequest.RequestInfoFactory
 }
 
-func newRequestCounter(reg prometheus.Registerer) (*requestCounter, error) {
-	c := &requestCounter{
+// MetricName is the counter's name.
+const MetricName = "provfleet_api_requests_total"
+
+// NewCounter registers the counter on reg.
+func NewCounter(reg prometheus.Registerer) (*Counter, error) {
+	c := &Counter{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "provfleet_api_requests_total",
-			Help: "API requests sent by this manager, by verb, resource (with /subresource) and response code; code is empty when no response came.",
+			Name: MetricName,
+			Help: "API requests sent by this process, by verb, resource (with /subresource) and response code; code is empty when no response came.",
 		}, []string{"verb", "resource", "code"}),
 		infos: &apirequest.RequestInfoFactory{
 			APIPrefixes:          sets.NewString("api", "apis"),
@@ -46,19 +49,20 @@ func newRequestCounter(reg prometheus.Registerer) (*requestCounter, error) {
 		},
 	}
 	if err := reg.Register(c.total); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot register %s: %w", MetricName, err)
 	}
 	return c, nil
 }
 
-// wrap returns a RoundTripper that counts every request rt sends.
-func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+// Wrap returns a RoundTripper that counts every request rt sends; it fits
+// rest.Config.Wrap.
+func (c *Counter) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return countingTransport{next: rt, counter: c}
 }
 
 type countingTransport struct {
 	next    http.RoundTripper
-	counter *requestCounter
+	counter *Counter
 }
 
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -73,7 +77,7 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 // describe names a request's verb and resource as the apiserver would.
-func (c *requestCounter) describe(req *http.Request) (verb, resource string) {
+func (c *Counter) describe(req *http.Request) (verb, resource string) {
 	info, err := c.infos.NewRequestInfo(req)
 	if err != nil || !info.IsResourceRequest {
 		return req.Method, ""

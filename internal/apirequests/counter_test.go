@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package apirequests
 
 import (
 	"net/http"
@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func TestRequestCounterDescribe(t *testing.T) {
+func TestDescribe(t *testing.T) {
 	tests := map[string]struct {
 		method, url            string
 		wantVerb, wantResource string
@@ -69,7 +69,7 @@ func TestRequestCounterDescribe(t *testing.T) {
 			wantVerb: http.MethodGet, wantResource: "",
 		},
 	}
-	counter, err := newRequestCounter(prometheus.NewRegistry())
+	counter, err := NewCounter(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestRequestCounterDescribe(t *testing.T) {
 	}
 }
 
-func TestRequestCounterCountsResponses(t *testing.T) {
+func TestCountsResponses(t *testing.T) {
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
 			w.WriteHeader(http.StatusConflict)
@@ -94,11 +94,11 @@ func TestRequestCounterCountsResponses(t *testing.T) {
 	}))
 	defer server.Close()
 	reg := prometheus.NewRegistry()
-	counter, err := newRequestCounter(reg)
+	counter, err := NewCounter(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: counter.wrap(http.DefaultTransport)}
+	client := &http.Client{Transport: counter.Wrap(http.DefaultTransport)}
 	for _, method := range []string{http.MethodGet, http.MethodGet, http.MethodDelete} {
 		req, err := http.NewRequest(method, server.URL+"/api/v1/persistentvolumes/pvc-1", nil)
 		if err != nil {
@@ -111,7 +111,7 @@ func TestRequestCounterCountsResponses(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	want := `
-# HELP provfleet_api_requests_total API requests sent by this manager, by verb, resource (with /subresource) and response code; code is empty when no response came.
+# HELP provfleet_api_requests_total API requests sent by this process, by verb, resource (with /subresource) and response code; code is empty when no response came.
 # TYPE provfleet_api_requests_total counter
 provfleet_api_requests_total{code="200",resource="persistentvolumes",verb="get"} 2
 provfleet_api_requests_total{code="409",resource="persistentvolumes",verb="delete"} 1
