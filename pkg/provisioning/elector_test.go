@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -728,6 +729,121 @@ func TestLeaseElectorHandsOverToSameIdentity(t *testing.T) {
 	eventually(t, "the successor leading", successor.IsLeader)
 	if other.IsLeader() {
 		t.Error("the other replica took a handed-over Lease")
+	}
+	l.check(t, "+a", "-a", "+a")
+}
+
+// seesCurrent reports whether e has seen the Lease as the API has it now.
+func seesCurrent(client *fake.Clientset, e *leaseElector) bool {
+	var want string
+	current, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), e.lease.Namespace, e.lease.Name)
+	if err == nil {
+		want = current.(*coordinationv1.Lease).ResourceVersion
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var seen string
+	if e.seen != nil {
+		seen = e.seen.ResourceVersion
+	}
+	return seen == want
+}
+
+// A holder stops its work as soon as it sees its Lease deleted or held by
+// another elector, not at its next renewal: the clock does not move here.
+func TestLeaseElectorStopsWhenLeaseLost(t *testing.T) {
+	tests := map[string]struct {
+		lose func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error
+	}{
+		"Lease deleted": {
+			lose: func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error {
+				return leases.Delete(ctx, lease.Name, metav1.DeleteOptions{})
+			},
+		},
+		"another holder": {
+			lose: func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error {
+				now := metav1.Now()
+				_, err := leases.Update(ctx, withRecord(lease, resourcelock.LeaderElectionRecord{
+					HolderIdentity: "other", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now, LeaderTransitions: 1,
+				}), metav1.UpdateOptions{})
+				return err
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fakeClock := testingclock.NewFakeClock(time.Now())
+			client := newLeaseClient()
+			e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second), nil, fakeClock)
+			l := newLeaders()
+			runElector(t, e, l.lead("a"))
+			eventually(t, "a leading", func() bool {
+				// The jitter before the first write waits on the clock.
+				if fakeClock.Waiters() == 1 && !e.IsLeader() {
+					fakeClock.Step(time.Second)
+				}
+				return e.IsLeader() && fakeClock.Waiters() == 1 && seesCurrent(client, e)
+			})
+
+			if err := tc.lose(t.Context(), client.CoordinationV1().Leases("default"), getLease(t, client)); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "a stopped", func() bool {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return len(l.history) >= 2
+			})
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if diff := cmp.Diff([]string{"+a", "-a"}, l.history[:2]); diff != "" {
+				t.Errorf("terms (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// When the Lease of a holder is deleted, another elector does not take it as
+// free: the holder may still work (a client-go holder even goes on leading
+// and creates the Lease again), so the record deleted counts until it
+// expires. The holder, which stops its term when it sees the deletion, takes
+// the Lease again at once.
+func TestLeaseElectorFollowerWaitsOutDeletedLease(t *testing.T) {
+	fakeClock := testingclock.NewFakeClock(time.Now())
+	client := newLeaseClient()
+	cfg := func(id string) LeaderElectionConfig {
+		return electorConfig(id, 15*time.Second, 10*time.Second, 2*time.Second)
+	}
+	l := newLeaders()
+	a := newLeaseElector(client, nil, testProvisioner, cfg("a"), nil, fakeClock)
+	runElector(t, a, l.lead("a"))
+	eventually(t, "a leading", func() bool {
+		if fakeClock.Waiters() == 1 && !a.IsLeader() {
+			fakeClock.Step(time.Second)
+		}
+		return a.IsLeader() && fakeClock.Waiters() == 1 && seesCurrent(client, a)
+	})
+	b := newLeaseElector(client, nil, testProvisioner, cfg("b"), nil, fakeClock)
+	runElector(t, b, l.lead("b"))
+	// Both wait on a timer, a to renew, b for the Lease to expire or a to
+	// take it again, and have seen the Lease as it is.
+	settle := func() {
+		eventually(t, "electors waiting", func() bool {
+			return fakeClock.Waiters() == 2 && seesCurrent(client, a) && seesCurrent(client, b)
+		})
+	}
+	settle()
+
+	if err := client.CoordinationV1().Leases("default").Delete(t.Context(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Less than a lease duration.
+	for range 10 {
+		settle()
+		fakeClock.Step(time.Second)
+	}
+	settle()
+	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 15}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("Lease after the deletion (-want +got):\n%s", diff)
 	}
 	l.check(t, "+a", "-a", "+a")
 }
