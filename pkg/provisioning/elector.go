@@ -82,6 +82,12 @@ func (alwaysLeader) KeepLease()     {}
 // released. The holder writes once per renew interval instead of once per
 // retry period, and steps down when no renewal succeeded within the renew
 // deadline, always before another elector may take over.
+//
+// The holder also stops its work as soon as the informer shows the Lease
+// deleted or held by another elector, after one read confirms it. A record
+// that was deleted still counts for the followers until it expires: its
+// holder may be working until it sees the deletion, and a client-go holder
+// goes on leading and creates the Lease again.
 type leaseElector struct {
 	client   Client
 	leases   *route            // nil: a private informer of this one Lease
@@ -101,7 +107,10 @@ type leaseElector struct {
 	// seen is the newest copy of the Lease this elector knows of; nil when
 	// there is none.
 	seen *coordinationv1.Lease
-	// seenAt is when the record of seen last changed, by the local clock.
+	// record is the record of seen, kept after the Lease was deleted until
+	// another one is seen.
+	record resourcelock.LeaderElectionRecord
+	// seenAt is when record last changed, by the local clock.
 	seenAt time.Time
 	// renewedAt is when the last successful write of this holder started,
 	// with the clock's monotonic reading.
@@ -226,7 +235,8 @@ func (e *leaseElector) observe(lease *coordinationv1.Lease) {
 		lease != nil && !equality.Semantic.DeepEqual(lease.Spec, e.seen.Spec)
 	// The newest resource version even when only metadata changed.
 	e.seen = lease
-	if changed {
+	if changed && lease != nil {
+		e.record = leaseRecord(lease)
 		e.seenAt = e.clock.Now()
 	}
 	e.mu.Unlock()
@@ -251,11 +261,11 @@ func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
 	var notBefore time.Time // after a failed attempt
 	for {
 		e.mu.Lock()
-		lease, seenAt := e.seen, e.seenAt
+		lease, record, seenAt := e.seen, e.record, e.seenAt
 		e.mu.Unlock()
 		now := e.clock.Now()
 		at := now
-		for _, t := range []time.Time{e.freeAt(lease, seenAt), notBefore} {
+		for _, t := range []time.Time{e.freeAt(record, seenAt), notBefore} {
 			if t.After(at) {
 				at = t
 			}
@@ -292,12 +302,11 @@ func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
 	}
 }
 
-// freeAt is when lease, seen with this record since seenAt, may be taken: at
-// once when there is none, it was released or it is this elector's own;
-// otherwise once it expired.
-func (e *leaseElector) freeAt(lease *coordinationv1.Lease, seenAt time.Time) time.Time {
-	record := leaseRecord(lease)
-	if lease == nil || record.HolderIdentity == "" || record.HolderIdentity == e.identity {
+// freeAt is when the Lease, seen with record since seenAt, may be taken: at
+// once when no record was seen, it was released or it is this elector's own;
+// otherwise once it expired, also when the Lease was deleted meanwhile.
+func (e *leaseElector) freeAt(record resourcelock.LeaderElectionRecord, seenAt time.Time) time.Time {
+	if record.HolderIdentity == "" || record.HolderIdentity == e.identity {
 		return time.Time{}
 	}
 	return seenAt.Add(time.Duration(record.LeaseDurationSeconds) * time.Second)
@@ -391,9 +400,9 @@ func (e *leaseElector) KeepLease() { e.keep.Store(true) }
 
 // renew keeps the Lease held until stop is closed, also after ctx ended, so
 // that lead drains under a valid lease. When no renewal succeeded within the
-// renew deadline, or another holder shows up, it ends the term and waits for
-// stop. It returns the Lease as last written, or nil when it is not this
-// elector's any more.
+// renew deadline, or the Lease is deleted or another holder shows up, it ends
+// the term and waits for stop. It returns the Lease as last written, or nil
+// when it is not this elector's any more.
 func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, endTerm func(), stop <-chan struct{}) *coordinationv1.Lease {
 	logger := klog.FromContext(ctx)
 	ctx = context.WithoutCancel(ctx)
@@ -402,8 +411,15 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 	e.mu.Unlock()
 	wait := e.renewInterval()
 	for {
-		if !e.sleepUntil(stop, wait) {
+		lost, stopped := e.awaitRenewal(ctx, stop, wait)
+		if stopped {
 			return held
+		}
+		if lost {
+			logger.Info("Lost the lease: deleted or held by another elector")
+			endTerm()
+			<-stop
+			return nil
 		}
 		start := e.clock.Now()
 		left := deadline.Sub(start)
@@ -436,6 +452,47 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 		}
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot renew the lease")
 		wait = min(e.cfg.RetryPeriod, deadline.Sub(e.clock.Now()))
+	}
+}
+
+// awaitRenewal waits d for the next renewal. It reports stopped once stop is
+// closed, and lost as soon as the Lease is seen deleted or held by another
+// elector and a read confirms it: the informer may still deliver an event
+// older than this elector's own last write.
+func (e *leaseElector) awaitRenewal(ctx context.Context, stop <-chan struct{}, d time.Duration) (lost, stopped bool) {
+	if d <= 0 {
+		return false, !e.sleepUntil(stop, 0)
+	}
+	timer := e.clock.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return false, true
+		case <-timer.C():
+			return false, false
+		case <-e.wake:
+		}
+		e.mu.Lock()
+		holder := e.record.HolderIdentity
+		if e.seen == nil {
+			holder = ""
+		}
+		e.mu.Unlock()
+		if holder == e.identity {
+			continue
+		}
+		readCtx, cancel := context.WithTimeout(ctx, e.cfg.RetryPeriod)
+		current, err := e.refresh(readCtx)
+		cancel()
+		if err != nil {
+			// The next renewal tells.
+			klog.FromContext(ctx).V(2).Info("Cannot confirm a change of the lease", "err", err)
+			continue
+		}
+		if current == nil || leaseRecord(current).HolderIdentity != e.identity {
+			return true, false
+		}
 	}
 }
 
