@@ -99,6 +99,12 @@ type LeaderElectionConfig struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// LegacyLockNamespace, if set, is the namespace where a provisioner of an
+	// older upstream version (the seed, sig-storage-lib-external-provisioner
+	// v5 to v8) locks an Endpoints object named like the Lease: this instance
+	// does not lead while that lock holds a live record of another holder.
+	// Empty: no such check.
+	LegacyLockNamespace string
 }
 
 // DefaultConfig returns the defaults of a ProvisionerConfig for one provisioner

@@ -18,6 +18,7 @@ package provisioning_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -253,5 +255,62 @@ func TestReplicasLeaseDeletedNeverTwoLeaders(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{leader: 1}, byReplica); diff != "" {
 		t.Errorf("Provision calls by replica (-want +got):\n%s", diff)
+	}
+}
+
+// While a provisioner of an older upstream version holds its Endpoints lock
+// (a live record of another holder, in the namespace the option names), the
+// provisioner does not lead and provisions nothing; once the lock is removed
+// it leads and provisions.
+func TestLegacyEndpointsLockBlocksLeading(t *testing.T) {
+	f := newFixture(t)
+	now := metav1.Now()
+	record, err := json.Marshal(resourcelock.LeaderElectionRecord{
+		HolderIdentity: "old-provisioner_0f3c", LeaseDurationSeconds: 3600, AcquireTime: now, RenewTime: now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{
+		Namespace:   managerNamespace,
+		Name:        provisioning.LeaseName(f.provisioner),
+		Annotations: map[string]string{resourcelock.LeaderElectionRecordAnnotationKey: string(record)},
+	}}
+	endpoints := f.admin.CoreV1().Endpoints(managerNamespace)
+	if _, err := endpoints.Create(t.Context(), lock, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = endpoints.Delete(context.Background(), lock.Name, metav1.DeleteOptions{}) })
+
+	cfg := f.replicaConfig("replica-a")
+	cfg.LeaderElection.LegacyLockNamespace = managerNamespace
+	backend := &dirBackend{root: t.TempDir()}
+	in := f.start(cfg, backend)
+	f.createClass(f.class, nil)
+	claim := f.createClaim("while-locked", f.class, nil)
+	// Longer than the elector waits between two looks at the lock, so that
+	// it looked at least twice.
+	le := cfg.LeaderElection
+	for until := time.Now().Add(le.LeaseDuration + 2*le.RetryPeriod); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+		if in.controller.IsLeader() {
+			t.Fatal("the provisioner leads while the older provisioner's Endpoints lock is held")
+		}
+	}
+	if got := backend.allAttempts(); len(got) != 0 {
+		t.Errorf("provisioned while the older provisioner's Endpoints lock is held: %+v", got)
+	}
+	if holder, err := f.leaseHolder(t.Context()); err != nil || holder != "" {
+		t.Errorf("Lease holder %q (%v) while the older provisioner's Endpoints lock is held, want none", holder, err)
+	}
+
+	if err := endpoints.Delete(t.Context(), lock.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitBound(claim.Name)
+	if !in.controller.IsLeader() {
+		t.Error("the provisioner does not lead after the Endpoints lock was removed")
+	}
+	if diff := cmp.Diff(1, len(backend.attemptsFor(volumeName(claim)))); diff != "" {
+		t.Errorf("Provision calls (-want +got):\n%s", diff)
 	}
 }
