@@ -88,6 +88,16 @@ func (alwaysLeader) KeepLease()     {}
 // that was deleted still counts for the followers until it expires: its
 // holder may be working until it sees the deletion, and a client-go holder
 // goes on leading and creates the Lease again.
+//
+// With LegacyLockNamespace set, it also respects the Endpoints lock of an
+// older upstream version, which client-go no longer offers: it reads that
+// lock, never writes it, before each attempt to take the Lease and after
+// each renewal, does not lead while it holds a live record of another
+// holder, and ends a term when one shows up. Reading only needs no write
+// access to a deprecated API and no second write per renewal; an older
+// replica that starts while this one leads can take the expired lock, and
+// leads next to it until this one's next renewal, so a migration scales the
+// older version to zero rather than back up.
 type leaseElector struct {
 	client   Client
 	leases   *route            // nil: a private informer of this one Lease
@@ -118,6 +128,10 @@ type leaseElector struct {
 
 	reportMu sync.Mutex
 	reported string
+
+	// legacyHolder is the holder of the older provisioner's lock last
+	// logged, so that each is logged once; used by Run's goroutine only.
+	legacyHolder string
 }
 
 func newLeaseElector(client Client, leases *route, provisionerName string,
@@ -288,6 +302,10 @@ func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if until := e.legacyLockHeld(ctx); !until.IsZero() {
+			notBefore = until
+			continue
+		}
 		held, err := e.acquire(ctx, lease)
 		if err == nil {
 			logger.Info("Acquired the lease", "identity", e.identity)
@@ -410,6 +428,7 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 	deadline := e.renewedAt.Add(e.cfg.RenewDeadline)
 	e.mu.Unlock()
 	wait := e.renewInterval()
+	legacyHeld := false
 	for {
 		lost, stopped := e.awaitRenewal(ctx, stop, wait)
 		if stopped {
@@ -441,6 +460,11 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 			e.mu.Lock()
 			e.renewedAt = start
 			e.mu.Unlock()
+			// Renewing goes on until the work drained, under the Lease.
+			if !legacyHeld && e.legacyLockTaken(ctx) {
+				legacyHeld = true
+				endTerm()
+			}
 			continue
 		case errors.Is(err, errLeaseTaken):
 			logger.Info("Lost the lease: another elector holds it")
@@ -494,6 +518,64 @@ func (e *leaseElector) awaitRenewal(ctx context.Context, stop <-chan struct{}, d
 			return true, false
 		}
 	}
+}
+
+// legacyLock reads the Endpoints lock of an older provisioner, within a
+// retry period; see legacyLockUntil.
+func (e *leaseElector) legacyLock(ctx context.Context) (string, time.Time, error) {
+	if e.cfg.LegacyLockNamespace == "" {
+		return "", time.Time{}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.RetryPeriod)
+	defer cancel()
+	return legacyLockUntil(ctx, e.client, e.cfg.LegacyLockNamespace, e.lease.Name, e.identity)
+}
+
+// legacyLockHeld returns, while the Endpoints lock of an older provisioner
+// holds a live record of another holder or cannot be read, when to look
+// again; the zero time when this elector may lead. It looks again at least
+// once per lease duration, to notice a removed lock at a read per duration.
+func (e *leaseElector) legacyLockHeld(ctx context.Context) time.Time {
+	holder, until, err := e.legacyLock(ctx)
+	now := e.clock.Now()
+	again := now.Add(e.cfg.LeaseDuration)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Not leading until the Endpoints lock of an older provisioner can be read")
+		return again
+	case !until.After(now):
+		e.legacyHolder = ""
+		return time.Time{}
+	}
+	logger := klog.FromContext(ctx)
+	if holder != e.legacyHolder {
+		e.legacyHolder = holder
+		logger.Info("Not leading: an older provisioner holds its Endpoints lock",
+			"endpoints", klog.KRef(e.cfg.LegacyLockNamespace, e.lease.Name), "holder", holder, "until", until)
+	}
+	if until.Before(again) {
+		return until
+	}
+	return again
+}
+
+// legacyLockTaken reports whether an older provisioner now holds its
+// Endpoints lock with a live record. A lock that cannot be read does not end
+// a term: the next renewal looks again.
+func (e *leaseElector) legacyLockTaken(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	holder, until, err := e.legacyLock(ctx)
+	if err != nil {
+		logger.V(2).Info("Cannot read the Endpoints lock of an older provisioner", "err", err)
+		return false
+	}
+	if !until.After(e.clock.Now()) {
+		return false
+	}
+	e.legacyHolder = holder
+	logger.Info("Stopping: an older provisioner took its Endpoints lock",
+		"endpoints", klog.KRef(e.cfg.LegacyLockNamespace, e.lease.Name), "holder", holder, "until", until)
+	return true
 }
 
 var (
