@@ -103,7 +103,8 @@ type LeaderElectionConfig struct {
 	// older upstream version (the seed, sig-storage-lib-external-provisioner
 	// v5 to v8) locks an Endpoints object named like the Lease: this instance
 	// does not lead while that lock holds a live record of another holder.
-	// Empty: no such check.
+	// Endpoints are deprecated since v1.33: give the client a warning handler
+	// that logs each warning once, as the manager does. Empty: no such check.
 	LegacyLockNamespace string
 }
 
