@@ -74,6 +74,8 @@ func run(ctx context.Context, args []string, env environment) error {
 		return fmt.Errorf("cannot load the client configuration: %w", err)
 	}
 
+	config.WarningHandlerWithContext = newOnceWarnings()
+
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	requests, err := apirequests.NewCounter(registry)
@@ -82,14 +84,15 @@ func run(ctx context.Context, args []string, env environment) error {
 	}
 	config.Wrap(requests.Wrap)
 	manager, err := fleet.New(config, fleet.Settings{
-		Namespace:      o.namespace,
-		Identity:       o.identity,
-		LeaderElection: o.leaderElect,
-		HostPathRoot:   o.hostPathRoot,
-		NodeName:       o.nodeName,
-		QPS:            o.kubeAPIQPS,
-		Burst:          o.kubeAPIBurst,
-		Registerer:     registry,
+		Namespace:           o.namespace,
+		Identity:            o.identity,
+		LeaderElection:      o.leaderElect,
+		LegacyLockNamespace: o.legacyLockNamespace,
+		HostPathRoot:        o.hostPathRoot,
+		NodeName:            o.nodeName,
+		QPS:                 o.kubeAPIQPS,
+		Burst:               o.kubeAPIBurst,
+		Registerer:          registry,
 	})
 	if err != nil {
 		return err
@@ -102,7 +105,7 @@ func run(ctx context.Context, args []string, env environment) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("Starting", "identity", o.identity, "namespace", o.namespace, "leaderElect", o.leaderElect,
+	logger.Info("Starting", "identity", o.identity, "namespace", o.namespace, "leaderElect", o.leaderElect, "legacyLockNamespace", o.legacyLockNamespace,
 		"metrics", o.metricsBindAddress, "health", o.healthProbeBindAddress)
 
 	g, gctx := errgroup.WithContext(ctx)

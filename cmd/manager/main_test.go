@@ -46,6 +46,7 @@ func TestParseOptions(t *testing.T) {
 		QPS                                            float32
 		Burst                                          int
 		LeaderElect                                    bool
+		LegacyLockNamespace                            string
 	}
 	tests := map[string]struct {
 		args          []string
@@ -63,9 +64,9 @@ func TestParseOptions(t *testing.T) {
 			want:          result{Namespace: "from-file", Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true},
 		},
 		"flags win": {
-			args: []string{"--namespace=ns", "--identity=me", "--metrics-bind-address=0", "--health-probe-bind-address=:9", "--kube-api-qps=5", "--kube-api-burst=7", "--leader-elect=false"},
+			args: []string{"--namespace=ns", "--identity=me", "--metrics-bind-address=0", "--health-probe-bind-address=:9", "--kube-api-qps=5", "--kube-api-burst=7", "--leader-elect=false", "--legacy-lock-namespace=kube-system"},
 			vars: map[string]string{"POD_NAMESPACE": "from-env"},
-			want: result{Namespace: "ns", Identity: "me", Metrics: "0", Health: ":9", QPS: 5, Burst: 7},
+			want: result{Namespace: "ns", Identity: "me", Metrics: "0", Health: ":9", QPS: 5, Burst: 7, LegacyLockNamespace: "kube-system"},
 		},
 		"no namespace for the Leases": {
 			wantErr: true,
@@ -92,7 +93,7 @@ func TestParseOptions(t *testing.T) {
 			if err != nil {
 				return
 			}
-			got := result{o.namespace, o.identity, o.nodeName, o.metricsBindAddress, o.healthProbeBindAddress, o.kubeAPIQPS, o.kubeAPIBurst, o.leaderElect}
+			got := result{o.namespace, o.identity, o.nodeName, o.metricsBindAddress, o.healthProbeBindAddress, o.kubeAPIQPS, o.kubeAPIBurst, o.leaderElect, o.legacyLockNamespace}
 			if strings.HasPrefix(tc.want.Identity, "host-a_") {
 				if !strings.HasPrefix(got.Identity, "host-a_") || len(got.Identity) <= len("host-a_") {
 					t.Errorf("identity %q is not the host name plus a suffix", got.Identity)

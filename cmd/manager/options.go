@@ -41,6 +41,7 @@ type options struct {
 	kubeAPIQPS             float32
 	kubeAPIBurst           int
 	leaderElect            bool
+	legacyLockNamespace    string
 	nodeName               string
 	logging                *logsapi.LoggingConfiguration
 }
@@ -67,6 +68,7 @@ func parseOptions(args []string, env environment) (*options, error) {
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 50, "API requests a second for the whole fleet, shared fairly between provisioners.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "API request burst for the whole fleet.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader per provisioner through its own Lease, so several replicas can run.")
+	fs.StringVar(&o.legacyLockNamespace, "legacy-lock-namespace", "", "Namespace where an older provisioner (sig-storage-lib-external-provisioner v8 or older) locks an Endpoints object named like the Lease; no provisioner leads while its lock there is held by another. Empty: not checked.")
 	logsapi.AddFlags(o.logging, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err

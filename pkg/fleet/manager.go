@@ -78,6 +78,11 @@ type Settings struct {
 	// LeaderElection runs every instance under its own Lease; without it every
 	// instance works at once (a single replica).
 	LeaderElection bool
+	// LegacyLockNamespace, if set, is where an older upstream version of a
+	// provisioner locks an Endpoints object: no instance leads while its
+	// provisioner's lock there holds a live record of another holder (see
+	// provisioning.LeaderElectionConfig). Empty: no such check.
+	LegacyLockNamespace string
 	// HostPathRoot confines hostPath backends.
 	HostPathRoot string
 	// NodeName is the node this replica runs on.

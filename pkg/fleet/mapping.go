@@ -29,9 +29,10 @@ import (
 
 // leaseSettings are the manager-wide parts of every instance's leader election.
 type leaseSettings struct {
-	enabled   bool
-	namespace string
-	identity  string
+	enabled             bool
+	namespace           string
+	identity            string
+	legacyLockNamespace string
 }
 
 // provisioningConfig maps the spec of a ProvisionerConfig to the Config of its
@@ -72,6 +73,7 @@ func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, lease leaseSetting
 	le.Enabled = lease.enabled
 	le.Namespace = lease.namespace
 	le.Identity = lease.identity
+	le.LegacyLockNamespace = lease.legacyLockNamespace
 	setDuration(&le.LeaseDuration, spec.LeaderElection.LeaseDuration)
 	setDuration(&le.RenewDeadline, spec.LeaderElection.RenewDeadline)
 	setDuration(&le.RetryPeriod, spec.LeaderElection.RetryPeriod)

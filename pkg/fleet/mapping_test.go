@@ -31,9 +31,10 @@ import (
 func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
 func TestProvisioningConfig(t *testing.T) {
-	lease := leaseSettings{enabled: true, namespace: "provfleet-system", identity: "replica-1"}
+	lease := leaseSettings{enabled: true, namespace: "provfleet-system", identity: "replica-1", legacyLockNamespace: "kube-system"}
 	withLease := func(cfg provisioning.Config) provisioning.Config {
 		cfg.LeaderElection.Namespace, cfg.LeaderElection.Identity = lease.namespace, lease.identity
+		cfg.LeaderElection.LegacyLockNamespace = lease.legacyLockNamespace
 		return cfg
 	}
 	tests := map[string]struct {
@@ -92,6 +93,7 @@ func TestProvisioningConfig(t *testing.T) {
 				LeaderElection: provisioning.LeaderElectionConfig{
 					Enabled: true, Namespace: "provfleet-system", Identity: "replica-1",
 					LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
+					LegacyLockNamespace: "kube-system",
 				},
 			},
 		},

@@ -81,9 +81,10 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 // converge starts, re-tunes, restarts or stops the instance of pc.
 func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
 	cfg, err := provisioningConfig(&pc.Spec, leaseSettings{
-		enabled:   m.settings.LeaderElection,
-		namespace: m.settings.Namespace,
-		identity:  m.settings.Identity,
+		enabled:             m.settings.LeaderElection,
+		namespace:           m.settings.Namespace,
+		identity:            m.settings.Identity,
+		legacyLockNamespace: m.settings.LegacyLockNamespace,
 	})
 	if err != nil {
 		m.stop(ctx, pc.Name)

@@ -99,6 +99,13 @@ type LeaderElectionConfig struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// LegacyLockNamespace, if set, is the namespace where a provisioner of an
+	// older upstream version (the seed, sig-storage-lib-external-provisioner
+	// v5 to v8) locks an Endpoints object named like the Lease: this instance
+	// does not lead while that lock holds a live record of another holder.
+	// Endpoints are deprecated since v1.33: give the client a warning handler
+	// that logs each warning once, as the manager does. Empty: no such check.
+	LegacyLockNamespace string
 }
 
 // DefaultConfig returns the defaults of a ProvisionerConfig for one provisioner

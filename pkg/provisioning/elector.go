@@ -82,6 +82,22 @@ func (alwaysLeader) KeepLease()     {}
 // released. The holder writes once per renew interval instead of once per
 // retry period, and steps down when no renewal succeeded within the renew
 // deadline, always before another elector may take over.
+//
+// The holder also stops its work as soon as the informer shows the Lease
+// deleted or held by another elector, after one read confirms it. A record
+// that was deleted still counts for the followers until it expires: its
+// holder may be working until it sees the deletion, and a client-go holder
+// goes on leading and creates the Lease again.
+//
+// With LegacyLockNamespace set, it also respects the Endpoints lock of an
+// older upstream version, which client-go no longer offers: it reads that
+// lock, never writes it, before each attempt to take the Lease and after
+// each renewal, does not lead while it holds a live record of another
+// holder, and ends a term when one shows up. Reading only needs no write
+// access to a deprecated API and no second write per renewal; an older
+// replica that starts while this one leads can take the expired lock, and
+// leads next to it until this one's next renewal, so a migration scales the
+// older version to zero rather than back up.
 type leaseElector struct {
 	client   Client
 	leases   *route            // nil: a private informer of this one Lease
@@ -101,7 +117,10 @@ type leaseElector struct {
 	// seen is the newest copy of the Lease this elector knows of; nil when
 	// there is none.
 	seen *coordinationv1.Lease
-	// seenAt is when the record of seen last changed, by the local clock.
+	// record is the record of seen, kept after the Lease was deleted until
+	// another one is seen.
+	record resourcelock.LeaderElectionRecord
+	// seenAt is when record last changed, by the local clock.
 	seenAt time.Time
 	// renewedAt is when the last successful write of this holder started,
 	// with the clock's monotonic reading.
@@ -109,6 +128,10 @@ type leaseElector struct {
 
 	reportMu sync.Mutex
 	reported string
+
+	// legacyHolder is the holder of the older provisioner's lock last
+	// logged, so that each is logged once; used by Run's goroutine only.
+	legacyHolder string
 }
 
 func newLeaseElector(client Client, leases *route, provisionerName string,
@@ -226,7 +249,8 @@ func (e *leaseElector) observe(lease *coordinationv1.Lease) {
 		lease != nil && !equality.Semantic.DeepEqual(lease.Spec, e.seen.Spec)
 	// The newest resource version even when only metadata changed.
 	e.seen = lease
-	if changed {
+	if changed && lease != nil {
+		e.record = leaseRecord(lease)
 		e.seenAt = e.clock.Now()
 	}
 	e.mu.Unlock()
@@ -251,11 +275,11 @@ func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
 	var notBefore time.Time // after a failed attempt
 	for {
 		e.mu.Lock()
-		lease, seenAt := e.seen, e.seenAt
+		lease, record, seenAt := e.seen, e.record, e.seenAt
 		e.mu.Unlock()
 		now := e.clock.Now()
 		at := now
-		for _, t := range []time.Time{e.freeAt(lease, seenAt), notBefore} {
+		for _, t := range []time.Time{e.freeAt(record, seenAt), notBefore} {
 			if t.After(at) {
 				at = t
 			}
@@ -278,6 +302,10 @@ func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if until := e.legacyLockHeld(ctx); !until.IsZero() {
+			notBefore = until
+			continue
+		}
 		held, err := e.acquire(ctx, lease)
 		if err == nil {
 			logger.Info("Acquired the lease", "identity", e.identity)
@@ -292,12 +320,11 @@ func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
 	}
 }
 
-// freeAt is when lease, seen with this record since seenAt, may be taken: at
-// once when there is none, it was released or it is this elector's own;
-// otherwise once it expired.
-func (e *leaseElector) freeAt(lease *coordinationv1.Lease, seenAt time.Time) time.Time {
-	record := leaseRecord(lease)
-	if lease == nil || record.HolderIdentity == "" || record.HolderIdentity == e.identity {
+// freeAt is when the Lease, seen with record since seenAt, may be taken: at
+// once when no record was seen, it was released or it is this elector's own;
+// otherwise once it expired, also when the Lease was deleted meanwhile.
+func (e *leaseElector) freeAt(record resourcelock.LeaderElectionRecord, seenAt time.Time) time.Time {
+	if record.HolderIdentity == "" || record.HolderIdentity == e.identity {
 		return time.Time{}
 	}
 	return seenAt.Add(time.Duration(record.LeaseDurationSeconds) * time.Second)
@@ -391,9 +418,9 @@ func (e *leaseElector) KeepLease() { e.keep.Store(true) }
 
 // renew keeps the Lease held until stop is closed, also after ctx ended, so
 // that lead drains under a valid lease. When no renewal succeeded within the
-// renew deadline, or another holder shows up, it ends the term and waits for
-// stop. It returns the Lease as last written, or nil when it is not this
-// elector's any more.
+// renew deadline, or the Lease is deleted or another holder shows up, it ends
+// the term and waits for stop. It returns the Lease as last written, or nil
+// when it is not this elector's any more.
 func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, endTerm func(), stop <-chan struct{}) *coordinationv1.Lease {
 	logger := klog.FromContext(ctx)
 	ctx = context.WithoutCancel(ctx)
@@ -401,9 +428,17 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 	deadline := e.renewedAt.Add(e.cfg.RenewDeadline)
 	e.mu.Unlock()
 	wait := e.renewInterval()
+	legacyHeld := false
 	for {
-		if !e.sleepUntil(stop, wait) {
+		lost, stopped := e.awaitRenewal(ctx, stop, wait)
+		if stopped {
 			return held
+		}
+		if lost {
+			logger.Info("Lost the lease: deleted or held by another elector")
+			endTerm()
+			<-stop
+			return nil
 		}
 		start := e.clock.Now()
 		left := deadline.Sub(start)
@@ -425,6 +460,11 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 			e.mu.Lock()
 			e.renewedAt = start
 			e.mu.Unlock()
+			// Renewing goes on until the work drained, under the Lease.
+			if !legacyHeld && e.legacyLockTaken(ctx) {
+				legacyHeld = true
+				endTerm()
+			}
 			continue
 		case errors.Is(err, errLeaseTaken):
 			logger.Info("Lost the lease: another elector holds it")
@@ -437,6 +477,105 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot renew the lease")
 		wait = min(e.cfg.RetryPeriod, deadline.Sub(e.clock.Now()))
 	}
+}
+
+// awaitRenewal waits d for the next renewal. It reports stopped once stop is
+// closed, and lost as soon as the Lease is seen deleted or held by another
+// elector and a read confirms it: the informer may still deliver an event
+// older than this elector's own last write.
+func (e *leaseElector) awaitRenewal(ctx context.Context, stop <-chan struct{}, d time.Duration) (lost, stopped bool) {
+	if d <= 0 {
+		return false, !e.sleepUntil(stop, 0)
+	}
+	timer := e.clock.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return false, true
+		case <-timer.C():
+			return false, false
+		case <-e.wake:
+		}
+		e.mu.Lock()
+		holder := e.record.HolderIdentity
+		if e.seen == nil {
+			holder = ""
+		}
+		e.mu.Unlock()
+		if holder == e.identity {
+			continue
+		}
+		readCtx, cancel := context.WithTimeout(ctx, e.cfg.RetryPeriod)
+		current, err := e.refresh(readCtx)
+		cancel()
+		if err != nil {
+			// The next renewal tells.
+			klog.FromContext(ctx).V(2).Info("Cannot confirm a change of the lease", "err", err)
+			continue
+		}
+		if current == nil || leaseRecord(current).HolderIdentity != e.identity {
+			return true, false
+		}
+	}
+}
+
+// legacyLock reads the Endpoints lock of an older provisioner, within a
+// retry period; see legacyLockUntil.
+func (e *leaseElector) legacyLock(ctx context.Context) (string, time.Time, error) {
+	if e.cfg.LegacyLockNamespace == "" {
+		return "", time.Time{}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.RetryPeriod)
+	defer cancel()
+	return legacyLockUntil(ctx, e.client, e.cfg.LegacyLockNamespace, e.lease.Name, e.identity)
+}
+
+// legacyLockHeld returns, while the Endpoints lock of an older provisioner
+// holds a live record of another holder or cannot be read, when to look
+// again; the zero time when this elector may lead. It looks again at least
+// once per lease duration, to notice a removed lock at a read per duration.
+func (e *leaseElector) legacyLockHeld(ctx context.Context) time.Time {
+	holder, until, err := e.legacyLock(ctx)
+	now := e.clock.Now()
+	again := now.Add(e.cfg.LeaseDuration)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Not leading until the Endpoints lock of an older provisioner can be read")
+		return again
+	case !until.After(now):
+		e.legacyHolder = ""
+		return time.Time{}
+	}
+	logger := klog.FromContext(ctx)
+	if holder != e.legacyHolder {
+		e.legacyHolder = holder
+		logger.Info("Not leading: an older provisioner holds its Endpoints lock",
+			"endpoints", klog.KRef(e.cfg.LegacyLockNamespace, e.lease.Name), "holder", holder, "until", until)
+	}
+	if until.Before(again) {
+		return until
+	}
+	return again
+}
+
+// legacyLockTaken reports whether an older provisioner now holds its
+// Endpoints lock with a live record. A lock that cannot be read does not end
+// a term: the next renewal looks again.
+func (e *leaseElector) legacyLockTaken(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	holder, until, err := e.legacyLock(ctx)
+	if err != nil {
+		logger.V(2).Info("Cannot read the Endpoints lock of an older provisioner", "err", err)
+		return false
+	}
+	if !until.After(e.clock.Now()) {
+		return false
+	}
+	e.legacyHolder = holder
+	logger.Info("Stopping: an older provisioner took its Endpoints lock",
+		"endpoints", klog.KRef(e.cfg.LegacyLockNamespace, e.lease.Name), "holder", holder, "until", until)
+	return true
 }
 
 var (

@@ -18,6 +18,7 @@ package provisioning
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,11 +29,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -730,4 +733,250 @@ func TestLeaseElectorHandsOverToSameIdentity(t *testing.T) {
 		t.Error("the other replica took a handed-over Lease")
 	}
 	l.check(t, "+a", "-a", "+a")
+}
+
+// seesCurrent reports whether e has seen the Lease as the API has it now.
+func seesCurrent(client *fake.Clientset, e *leaseElector) bool {
+	var want string
+	current, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), e.lease.Namespace, e.lease.Name)
+	if err == nil {
+		want = current.(*coordinationv1.Lease).ResourceVersion
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var seen string
+	if e.seen != nil {
+		seen = e.seen.ResourceVersion
+	}
+	return seen == want
+}
+
+// A holder stops its work as soon as it sees its Lease deleted or held by
+// another elector, not at its next renewal: the clock does not move here.
+func TestLeaseElectorStopsWhenLeaseLost(t *testing.T) {
+	tests := map[string]struct {
+		lose func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error
+	}{
+		"Lease deleted": {
+			lose: func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error {
+				return leases.Delete(ctx, lease.Name, metav1.DeleteOptions{})
+			},
+		},
+		"another holder": {
+			lose: func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error {
+				now := metav1.Now()
+				_, err := leases.Update(ctx, withRecord(lease, resourcelock.LeaderElectionRecord{
+					HolderIdentity: "other", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now, LeaderTransitions: 1,
+				}), metav1.UpdateOptions{})
+				return err
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fakeClock := testingclock.NewFakeClock(time.Now())
+			client := newLeaseClient()
+			e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second), nil, fakeClock)
+			l := newLeaders()
+			runElector(t, e, l.lead("a"))
+			eventually(t, "a leading", func() bool {
+				// The jitter before the first write waits on the clock.
+				if fakeClock.Waiters() == 1 && !e.IsLeader() {
+					fakeClock.Step(time.Second)
+				}
+				return e.IsLeader() && fakeClock.Waiters() == 1 && seesCurrent(client, e)
+			})
+
+			if err := tc.lose(t.Context(), client.CoordinationV1().Leases("default"), getLease(t, client)); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "a stopped", func() bool {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return len(l.history) >= 2
+			})
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if diff := cmp.Diff([]string{"+a", "-a"}, l.history[:2]); diff != "" {
+				t.Errorf("terms (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// When the Lease of a holder is deleted, another elector does not take it as
+// free: the holder may still work (a client-go holder even goes on leading
+// and creates the Lease again), so the record deleted counts until it
+// expires. The holder, which stops its term when it sees the deletion, takes
+// the Lease again at once.
+func TestLeaseElectorFollowerWaitsOutDeletedLease(t *testing.T) {
+	fakeClock := testingclock.NewFakeClock(time.Now())
+	client := newLeaseClient()
+	cfg := func(id string) LeaderElectionConfig {
+		return electorConfig(id, 15*time.Second, 10*time.Second, 2*time.Second)
+	}
+	l := newLeaders()
+	a := newLeaseElector(client, nil, testProvisioner, cfg("a"), nil, fakeClock)
+	runElector(t, a, l.lead("a"))
+	eventually(t, "a leading", func() bool {
+		if fakeClock.Waiters() == 1 && !a.IsLeader() {
+			fakeClock.Step(time.Second)
+		}
+		return a.IsLeader() && fakeClock.Waiters() == 1 && seesCurrent(client, a)
+	})
+	b := newLeaseElector(client, nil, testProvisioner, cfg("b"), nil, fakeClock)
+	runElector(t, b, l.lead("b"))
+	// Both wait on a timer, a to renew, b for the Lease to expire or a to
+	// take it again, and have seen the Lease as it is.
+	settle := func() {
+		eventually(t, "electors waiting", func() bool {
+			return fakeClock.Waiters() == 2 && seesCurrent(client, a) && seesCurrent(client, b)
+		})
+	}
+	settle()
+
+	if err := client.CoordinationV1().Leases("default").Delete(t.Context(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Less than a lease duration.
+	for range 10 {
+		settle()
+		fakeClock.Step(time.Second)
+	}
+	settle()
+	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 15}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("Lease after the deletion (-want +got):\n%s", diff)
+	}
+	l.check(t, "+a", "-a", "+a")
+}
+
+// legacyLock is the Endpoints lock of an older provisioner in namespace
+// "legacy", with record in the annotation client-go's Endpoints lock used.
+func legacyLock(t *testing.T, record resourcelock.LeaderElectionRecord) *corev1.Endpoints {
+	t.Helper()
+	data, err := json.Marshal(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{
+		Namespace:   "legacy",
+		Name:        LeaseName(testProvisioner),
+		Annotations: map[string]string{resourcelock.LeaderElectionRecordAnnotationKey: string(data)},
+	}}
+}
+
+// While an older provisioner's Endpoints lock holds a live record of another
+// holder, the elector does not lead: not until twice the record's lease
+// duration after its renew time, when a follower of the older version would
+// have taken it, or until it is removed.
+func TestLeaseElectorWaitsForLegacyLock(t *testing.T) {
+	tests := map[string]struct {
+		// record is that of the Endpoints lock, with times relative to the
+		// start; nil: no lock.
+		record *resourcelock.LeaderElectionRecord
+		// removeAt, if set, is when the lock is deleted.
+		removeAt time.Duration
+		// The elector must not lead before notBefore and must lead by by.
+		notBefore, by time.Duration
+	}{
+		"no lock": {by: 2 * time.Second},
+		"released": {
+			record: &resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 10},
+			by:     2 * time.Second,
+		},
+		"held by the same identity": {
+			record: &resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaseDurationSeconds: 10},
+			by:     2 * time.Second,
+		},
+		"expired long ago": {
+			record: &resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 10, RenewTime: metav1.NewTime(time.Unix(-3600, 0))},
+			by:     2 * time.Second,
+		},
+		"live until it expires": {
+			record:    &resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 10},
+			notBefore: 20 * time.Second,
+			by:        24 * time.Second,
+		},
+		"live until it is removed": {
+			record:    &resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 3600},
+			removeAt:  5 * time.Second,
+			notBefore: 5 * time.Second,
+			by:        19 * time.Second,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fakeClock := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
+			start := fakeClock.Now()
+			client := newLeaseClient()
+			if tc.record != nil {
+				record := *tc.record
+				if record.RenewTime.IsZero() {
+					record.RenewTime = metav1.NewTime(start)
+				}
+				record.AcquireTime = record.RenewTime
+				if _, err := client.CoreV1().Endpoints("legacy").Create(t.Context(), legacyLock(t, record), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second)
+			cfg.LegacyLockNamespace = "legacy"
+			e := newLeaseElector(client, nil, testProvisioner, cfg, nil, fakeClock)
+			runElector(t, e, newLeaders().lead("a"))
+			var ledAt time.Duration
+			for elapsed := time.Duration(0); elapsed <= tc.by; elapsed += time.Second {
+				eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
+				if e.IsLeader() {
+					ledAt = elapsed
+					break
+				}
+				if tc.removeAt != 0 && elapsed+time.Second == tc.removeAt {
+					if err := client.CoreV1().Endpoints("legacy").Delete(t.Context(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fakeClock.Step(time.Second)
+			}
+			if !e.IsLeader() {
+				t.Fatalf("a does not lead %v after the start", tc.by)
+			}
+			if ledAt < tc.notBefore {
+				t.Errorf("a led %v after the start, before %v", ledAt, tc.notBefore)
+			}
+		})
+	}
+}
+
+// A leader that sees a live record of another holder in the older
+// provisioner's Endpoints lock at a renewal stops leading and releases its
+// Lease.
+func TestLeaseElectorStopsForLegacyLock(t *testing.T) {
+	fakeClock := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
+	client := newLeaseClient()
+	cfg := electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second)
+	cfg.LegacyLockNamespace = "legacy"
+	e := newLeaseElector(client, nil, testProvisioner, cfg, nil, fakeClock)
+	l := newLeaders()
+	runElector(t, e, l.lead("a"))
+	eventually(t, "a leading", func() bool {
+		if fakeClock.Waiters() == 1 && !e.IsLeader() {
+			fakeClock.Step(time.Second)
+		}
+		return e.IsLeader() && fakeClock.Waiters() == 1
+	})
+	now := metav1.NewTime(fakeClock.Now())
+	record := resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now}
+	if _, err := client.CoreV1().Endpoints("legacy").Create(t.Context(), legacyLock(t, record), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Past the next renewal.
+	for range 8 {
+		eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
+		fakeClock.Step(time.Second)
+	}
+	eventually(t, "a stopped", func() bool { return !e.IsLeader() })
+	l.check(t, "+a", "-a")
+	if diff := cmp.Diff(recordSummary{LeaseDurationSeconds: 1}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("Lease (-want +got):\n%s", diff)
+	}
 }

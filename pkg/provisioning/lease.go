@@ -18,10 +18,13 @@ package provisioning
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -68,4 +71,37 @@ func withRecord(lease *coordinationv1.Lease, record resourcelock.LeaderElectionR
 // that no reader expires it earlier than the holder steps down.
 func leaseSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
+}
+
+// legacyLockUntil reads the Endpoints lock namespace/name of an older
+// provisioner: the seed and the upstream library v5 to v8 ran client-go's
+// Endpoints lock, which keeps the record in an annotation. It returns the
+// holder and until when its record counts; the zero time when there is no
+// lock, it was released or identity holds it.
+//
+// A record counts until twice its lease duration after its renew time, by
+// the holder's clock: an older follower takes an expired record within its
+// retry period, shorter than the duration, and is left the time to, rather
+// than raced for the lock it cannot see this elector take.
+func legacyLockUntil(ctx context.Context, client Client, namespace, name, identity string) (string, time.Time, error) {
+	//nolint:staticcheck // The older versions lock an Endpoints object, deprecated since v1.33.
+	endpoints, err := client.CoreV1().Endpoints(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("cannot read the Endpoints lock %s/%s: %w", namespace, name, err)
+	}
+	data, ok := endpoints.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]
+	if !ok {
+		return "", time.Time{}, nil
+	}
+	var record resourcelock.LeaderElectionRecord
+	if err := json.Unmarshal([]byte(data), &record); err != nil {
+		return "", time.Time{}, fmt.Errorf("cannot parse the record of the Endpoints lock %s/%s: %w", namespace, name, err)
+	}
+	if record.HolderIdentity == "" || record.HolderIdentity == identity {
+		return "", time.Time{}, nil
+	}
+	return record.HolderIdentity, record.RenewTime.Add(2 * time.Duration(record.LeaseDurationSeconds) * time.Second), nil
 }

@@ -83,7 +83,7 @@ func controllerConfig(t *testing.T) *rest.Config {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		managerConfig, managerConfigErr = env.ServiceAccountConfig(ctx, managerNamespace, managerServiceAccount,
-			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"))
+			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"), filepath.Join(deploy, "legacy-lock-rbac.yaml"))
 	})
 	if managerConfigErr != nil {
 		t.Fatal(managerConfigErr)

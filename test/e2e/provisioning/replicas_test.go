@@ -18,6 +18,7 @@ package provisioning_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -148,5 +150,167 @@ func TestReplicasTakeOverWithoutDoubleProvisioning(t *testing.T) {
 	slices.Sort(want)
 	if diff := cmp.Diff(want, mustVolumes(t, replicas[leader])); diff != "" {
 		t.Errorf("backend volumes (-want +got):\n%s", diff)
+	}
+}
+
+// leaderSampler reads which replicas lead, as often as it can, and keeps the
+// moments when more than one did.
+type leaderSampler struct {
+	stopped chan struct{}
+	done    chan struct{}
+	// overlaps is written by the sampling goroutine until done is closed.
+	overlaps []string
+}
+
+func sampleLeaders(running map[string]*instance) *leaderSampler {
+	s := &leaderSampler{stopped: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for {
+			select {
+			case <-s.stopped:
+				return
+			default:
+			}
+			var leaders []string
+			for identity, in := range running {
+				if in.controller.IsLeader() {
+					leaders = append(leaders, identity)
+				}
+			}
+			if len(leaders) > 1 && len(s.overlaps) < 10 {
+				slices.Sort(leaders)
+				s.overlaps = append(s.overlaps, fmt.Sprintf("%s: %q", time.Now().Format(time.StampMilli), leaders))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns when several replicas led.
+func (s *leaderSampler) stop() []string {
+	close(s.stopped)
+	<-s.done
+	return s.overlaps
+}
+
+// When the Lease of the leading replica is deleted, at no moment do both
+// replicas lead: the leader stops its term as soon as it sees the deletion,
+// and the other replica does not take the deleted Lease as free. One replica
+// leads again and provisions.
+func TestReplicasLeaseDeletedNeverTwoLeaders(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	replicas := map[string]*dirBackend{
+		"replica-a": {root: root},
+		"replica-b": {root: root},
+	}
+	running := map[string]*instance{}
+	for identity, backend := range replicas {
+		running[identity] = f.start(f.replicaConfig(identity), backend)
+	}
+	f.createClass(f.class, nil)
+	f.eventually("one replica to lead", func(ctx context.Context) (bool, error) {
+		holder, err := f.leaseHolder(ctx)
+		return holder != "" && running[holder] != nil && running[holder].controller.IsLeader(), err
+	})
+
+	sampler := sampleLeaders(running)
+	deleted := time.Now()
+	if err := f.admin.CoordinationV1().Leases(managerNamespace).Delete(t.Context(), provisioning.LeaseName(f.provisioner), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Until the Lease is renewed more than a lease duration after the
+	// deletion: long enough for the other replica to have taken it, had it
+	// judged it free.
+	leaseDuration := f.replicaConfig("").LeaderElection.LeaseDuration
+	var leader string
+	f.eventually("a renewal a lease duration after the deletion", func(ctx context.Context) (bool, error) {
+		lease, err := f.admin.CoordinationV1().Leases(managerNamespace).Get(ctx, provisioning.LeaseName(f.provisioner), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		if lease.Spec.HolderIdentity != nil {
+			leader = *lease.Spec.HolderIdentity
+		}
+		return lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(deleted.Add(leaseDuration)), nil
+	})
+	claim := f.createClaim("after-delete", f.class, nil)
+	f.waitBound(claim.Name)
+	if overlaps := sampler.stop(); len(overlaps) > 0 {
+		t.Errorf("both replicas led after the Lease was deleted: %s", overlaps)
+	}
+
+	if running[leader] == nil || !running[leader].controller.IsLeader() {
+		t.Fatalf("Lease holder %q does not lead", leader)
+	}
+	byReplica := map[string]int{}
+	for identity, backend := range replicas {
+		if n := len(backend.attemptsFor(volumeName(claim))); n > 0 {
+			byReplica[identity] = n
+		}
+	}
+	if diff := cmp.Diff(map[string]int{leader: 1}, byReplica); diff != "" {
+		t.Errorf("Provision calls by replica (-want +got):\n%s", diff)
+	}
+}
+
+// While a provisioner of an older upstream version holds its Endpoints lock
+// (a live record of another holder, in the namespace the option names), the
+// provisioner does not lead and provisions nothing; once the lock is removed
+// it leads and provisions.
+func TestLegacyEndpointsLockBlocksLeading(t *testing.T) {
+	f := newFixture(t)
+	now := metav1.Now()
+	record, err := json.Marshal(resourcelock.LeaderElectionRecord{
+		HolderIdentity: "old-provisioner_0f3c", LeaseDurationSeconds: 3600, AcquireTime: now, RenewTime: now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{
+		Namespace:   managerNamespace,
+		Name:        provisioning.LeaseName(f.provisioner),
+		Annotations: map[string]string{resourcelock.LeaderElectionRecordAnnotationKey: string(record)},
+	}}
+	endpoints := f.admin.CoreV1().Endpoints(managerNamespace)
+	if _, err := endpoints.Create(t.Context(), lock, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = endpoints.Delete(context.Background(), lock.Name, metav1.DeleteOptions{}) })
+
+	cfg := f.replicaConfig("replica-a")
+	cfg.LeaderElection.LegacyLockNamespace = managerNamespace
+	backend := &dirBackend{root: t.TempDir()}
+	in := f.start(cfg, backend)
+	f.createClass(f.class, nil)
+	claim := f.createClaim("while-locked", f.class, nil)
+	// Longer than the elector waits between two looks at the lock, so that
+	// it looked at least twice.
+	le := cfg.LeaderElection
+	for until := time.Now().Add(le.LeaseDuration + 2*le.RetryPeriod); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+		if in.controller.IsLeader() {
+			t.Fatal("the provisioner leads while the older provisioner's Endpoints lock is held")
+		}
+	}
+	if got := backend.allAttempts(); len(got) != 0 {
+		t.Errorf("provisioned while the older provisioner's Endpoints lock is held: %+v", got)
+	}
+	if holder, err := f.leaseHolder(t.Context()); err != nil || holder != "" {
+		t.Errorf("Lease holder %q (%v) while the older provisioner's Endpoints lock is held, want none", holder, err)
+	}
+
+	if err := endpoints.Delete(t.Context(), lock.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitBound(claim.Name)
+	if !in.controller.IsLeader() {
+		t.Error("the provisioner does not lead after the Endpoints lock was removed")
+	}
+	if diff := cmp.Diff(1, len(backend.attemptsFor(volumeName(claim)))); diff != "" {
+		t.Errorf("Provision calls (-want +got):\n%s", diff)
 	}
 }
