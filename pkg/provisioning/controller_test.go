@@ -396,3 +396,70 @@ func TestNewRejectsMissingDependencies(t *testing.T) {
 		t.Error("New with an invalid config succeeded")
 	}
 }
+
+// failingDeletes is a backend whose Delete always fails, and counts its calls.
+type failingDeletes struct {
+	*fakeBackend
+	calls atomic.Int32
+}
+
+func (b *failingDeletes) Delete(context.Context, *v1.PersistentVolume) error {
+	b.calls.Add(1)
+	return errBackend
+}
+
+// A failure threshold counts retries, as the seed's does: with a threshold of
+// N an item is tried N+1 times before it is given up.
+func TestFailureThresholdCountsRetries(t *testing.T) {
+	tests := map[string]struct {
+		deletion  bool
+		threshold int
+		wantCalls int32
+	}{
+		"provision, threshold 1": {threshold: 1, wantCalls: 2},
+		"provision, threshold 3": {threshold: 3, wantCalls: 4},
+		"delete, threshold 1":    {deletion: true, threshold: 1, wantCalls: 2},
+		"delete, threshold 3":    {deletion: true, threshold: 3, wantCalls: 4},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.start()
+			f.createClass("fast", testProvisioner)
+			backend := &failingDeletes{fakeBackend: newFakeBackend()}
+			var provisions atomic.Int32
+			backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				provisions.Add(1)
+				return ProvisioningFinished, errBackend
+			}
+			cfg := testConfig(testProvisioner)
+			cfg.Retry.ProvisionFailureThreshold = tc.threshold
+			cfg.Retry.DeleteFailureThreshold = tc.threshold
+			c := f.newController(cfg, backend, &testRecorder{})
+			run(t, c)
+
+			calls, gaveUp := &provisions, func() bool {
+				c.claimRetries.mu.Lock()
+				defer c.claimRetries.mu.Unlock()
+				return c.claimRetries.items[claimKey{Namespace: "default", Name: "c", UID: "uid-c"}].gaveUp
+			}
+			if tc.deletion {
+				calls, gaveUp = &backend.calls, func() bool {
+					c.volumeRetries.mu.Lock()
+					defer c.volumeRetries.mu.Unlock()
+					return c.volumeRetries.items["pvc-uid-c"].gaveUp
+				}
+				volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+				if _, err := f.client.CoreV1().PersistentVolumes().Create(context.Background(), volume, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				f.createClaim(newClaim("c", "fast", testProvisioner))
+			}
+			eventually(t, "giving up", gaveUp)
+			if got := calls.Load(); got != tc.wantCalls {
+				t.Errorf("backend calls = %d, want %d", got, tc.wantCalls)
+			}
+		})
+	}
+}
