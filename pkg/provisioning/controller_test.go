@@ -82,9 +82,9 @@ func TestFailureThreshold(t *testing.T) {
 		threshold int
 		wantCalls int // the calls after which the claim is given up; 0: never
 	}{
-		"gives up at 3":     {threshold: 3, wantCalls: 3},
-		"gives up at 1":     {threshold: 1, wantCalls: 1},
-		"retries forever 0": {threshold: 0},
+		"gives up after 3 retries": {threshold: 3, wantCalls: 4},
+		"gives up after 1 retry":   {threshold: 1, wantCalls: 2},
+		"retries forever 0":        {threshold: 0},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
