@@ -165,7 +165,11 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 func (c *Controller) provisionClaim(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim, live bool) (string, error) {
 	start := time.Now()
 	latest, state, err := c.provisionOperation(ctx, t, claim, live)
-	c.metrics.observeProvision(c.name, claimClassName(claim), start, err)
+	var source string
+	if claim.Spec.DataSource != nil {
+		source = claim.Spec.DataSource.Kind
+	}
+	c.metrics.observeProvision(c.name, claimClassName(claim), source, start, err)
 	switch {
 	case err == nil || state == ProvisioningFinished:
 		c.inProgress.Delete(claim.UID)

@@ -420,7 +420,7 @@ func TestProvisionedVolume(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PersistentVolume (-want +got):\n%s", diff)
 	}
-	if got := testutil.ToFloat64(f.metrics.provisionTotal.WithLabelValues(testProvisioner, "fast")); got != 1 {
+	if got := testutil.ToFloat64(f.metrics.provisionTotal.WithLabelValues(testProvisioner, "fast", "")); got != 1 {
 		t.Errorf("provision total = %v, want 1", got)
 	}
 }
@@ -439,7 +439,7 @@ func TestProvisionPanicCounted(t *testing.T) {
 	if got := testutil.ToFloat64(f.metrics.panics.WithLabelValues(testProvisioner, "provision")); got != 1 {
 		t.Errorf("panics = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(f.metrics.provisionFailed.WithLabelValues(testProvisioner, "fast")); got != 1 {
+	if got := testutil.ToFloat64(f.metrics.provisionFailed.WithLabelValues(testProvisioner, "fast", "")); got != 1 {
 		t.Errorf("provision failures = %v, want 1", got)
 	}
 }
