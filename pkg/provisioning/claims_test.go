@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,18 +75,26 @@ func TestShouldProvision(t *testing.T) {
 	bound.Spec.VolumeName = "pv"
 	beta := newClaim("c", "fast", "")
 	beta.Annotations[annBetaStorageProvisioner] = testProvisioner
+	chosen := newClaim("c", "wffc", testProvisioner)
+	chosen.Annotations[annSelectedNode] = "node-1"
+	unchosen := newClaim("c", "wffc", testProvisioner)
+	unchosen.Annotations[annSelectedNode] = ""
 	tests := map[string]struct {
 		claim   *v1.PersistentVolumeClaim
 		backend func(*fakeBackend) Provisioner
 		want    bool
 		wantErr bool
 	}{
-		"annotated with our name":        {claim: newClaim("c", "fast", testProvisioner), want: true},
-		"annotated with beta annotation": {claim: beta, want: true},
-		"annotated with additional name": {claim: newClaim("c", "fast", "provfleet.io/alias"), want: true},
-		"annotated with another name":    {claim: newClaim("c", "fast", "other.io/x")},
-		"not annotated":                  {claim: newClaim("c", "fast", "")},
-		"bound":                          {claim: bound},
+		"annotated with our name":                    {claim: newClaim("c", "fast", testProvisioner), want: true},
+		"annotated with beta annotation":             {claim: beta, want: true},
+		"annotated with additional name":             {claim: newClaim("c", "fast", "provfleet.io/alias"), want: true},
+		"annotated with another name":                {claim: newClaim("c", "fast", "other.io/x")},
+		"not annotated":                              {claim: newClaim("c", "fast", "")},
+		"bound":                                      {claim: bound},
+		"wait for first consumer, node selected":     {claim: chosen, want: true},
+		"wait for first consumer, no node selected":  {claim: newClaim("c", "wffc", testProvisioner)},
+		"wait for first consumer, empty node":        {claim: unchosen},
+		"wait for first consumer, class unknown yet": {claim: newClaim("c", "missing", testProvisioner), want: true},
 		"qualifier agrees": {
 			claim:   newClaim("c", "fast", testProvisioner),
 			backend: func(b *fakeBackend) Provisioner { return qualifyingBackend{b, true} },
@@ -104,6 +113,7 @@ func TestShouldProvision(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
+			f.fill(newClass("fast", testProvisioner), newWaitingClass("wffc", testProvisioner))
 			var backend Provisioner = newFakeBackend()
 			if tc.backend != nil {
 				backend = tc.backend(newFakeBackend())
@@ -119,6 +129,57 @@ func TestShouldProvision(t *testing.T) {
 				t.Errorf("shouldProvision = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func newWaitingClass(name, provisioner string) *storagev1.StorageClass {
+	class := newClass(name, provisioner)
+	mode := storagev1.VolumeBindingWaitForFirstConsumer
+	class.VolumeBindingMode = &mode
+	return class
+}
+
+// A claim of a WaitForFirstConsumer class that the backend sent back to the
+// scheduler is not provisioned again until the scheduler chose a node: the
+// retry of the failed attempt and the update that removed the node provision
+// nothing.
+func TestRescheduledClaimWaitsForNode(t *testing.T) {
+	claim := newClaim("c", "wffc", testProvisioner)
+	claim.Annotations[annSelectedNode] = "node-1"
+	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		return ProvisioningReschedule, errBackend
+	}
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	tm := newTestTerm(t, c)
+	if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(claim)); err == nil {
+		t.Fatal("want the rescheduled attempt to fail")
+	}
+	rescheduled := f.getClaim("c")
+	if node, ok := rescheduled.Annotations[annSelectedNode]; ok {
+		t.Fatalf("selected node %q kept after a reschedule", node)
+	}
+	f.fill(rescheduled)
+	for range 2 {
+		if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(claim)); err != nil {
+			t.Errorf("sync without a selected node: %v", err)
+		}
+	}
+	var nodes []string
+	backend.mu.Lock()
+	for _, options := range backend.options {
+		node := "<none>"
+		if options.SelectedNode != nil {
+			node = options.SelectedNode.Name
+		}
+		nodes = append(nodes, node)
+	}
+	backend.mu.Unlock()
+	if diff := cmp.Diff([]string{"node-1"}, nodes); diff != "" {
+		t.Errorf("selected node of each Provision call (-want +got):\n%s", diff)
 	}
 }
 
