@@ -148,6 +148,13 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 	if claim.Spec.VolumeName != "" || !c.knownName(storageProvisioner(claim)) {
 		return false, nil
 	}
+	// The scheduler chooses where a WaitForFirstConsumer volume goes, and
+	// chooses again once a backend asked to reschedule: until then there is
+	// nothing to provision. A class not seen yet fails the provisioning.
+	if class, err := c.classOf(claim); err == nil && claim.Annotations[annSelectedNode] == "" &&
+		class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+		return false, nil
+	}
 	qualifier, ok := c.provisioner.(Qualifier)
 	if !ok {
 		return true, nil
