@@ -19,6 +19,7 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	k8stesting "k8s.io/client-go/testing"
@@ -668,6 +670,86 @@ func TestProvisionSkipsUnchangedFinalizer(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// sourceBackend fills volumes from the data source kinds it lists.
+type sourceBackend struct {
+	*fakeBackend
+	kinds []schema.GroupKind
+}
+
+func (b sourceBackend) SupportsDataSource(_ context.Context, kind schema.GroupKind) bool {
+	return slices.Contains(b.kinds, kind)
+}
+
+// A claim that asks for its volume to be filled from a data source is
+// provisioned only by a backend that supports that kind; other backends
+// refuse it for good, with an Event, rather than make an empty volume. A
+// volume populator's kind is left to the populator.
+func TestProvisionDataSource(t *testing.T) {
+	snapshots := "snapshot.storage.k8s.io"
+	other := "other"
+	populators := "populators.example.com"
+	withSource := func(kind string, group *string) *v1.PersistentVolumeClaim {
+		c := newClaim("c", "fast", testProvisioner)
+		c.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "origin"}
+		return c
+	}
+	withSourceRef := func(kind string, group, namespace *string) *v1.PersistentVolumeClaim {
+		c := newClaim("c", "fast", testProvisioner)
+		c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "origin", Namespace: namespace}
+		return c
+	}
+	clones := []schema.GroupKind{{Kind: "PersistentVolumeClaim"}}
+	type want struct {
+		Err    bool
+		Calls  int
+		Events []string
+		Volume bool
+		Intent bool
+	}
+	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true}
+	refused := want{Events: []string{EventProvisioningFailed}}
+	tests := map[string]struct {
+		claim *v1.PersistentVolumeClaim
+		kinds []schema.GroupKind
+		want  want
+	}{
+		"no data source":                       {claim: newClaim("c", "fast", testProvisioner), want: provisioned},
+		"claim, unsupported":                   {claim: withSource("PersistentVolumeClaim", nil), want: refused},
+		"snapshot, unsupported":                {claim: withSource("VolumeSnapshot", &snapshots), want: refused},
+		"claim by reference, unsupported":      {claim: withSourceRef("PersistentVolumeClaim", nil, nil), want: refused},
+		"snapshot by reference, unsupported":   {claim: withSourceRef("VolumeSnapshot", &snapshots, nil), want: refused},
+		"claim of another namespace":           {claim: withSourceRef("PersistentVolumeClaim", nil, &other), want: refused},
+		"snapshot of another group":            {claim: withSource("VolumeSnapshot", &other), kinds: []schema.GroupKind{{Group: snapshots, Kind: "VolumeSnapshot"}}, want: refused},
+		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisioned},
+		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisioned},
+		"snapshot, clones supported":           {claim: withSource("VolumeSnapshot", &snapshots), kinds: clones, want: refused},
+		"populator kind":                       {claim: withSourceRef("Sample", &populators, nil), want: want{Events: []string{EventProvisioning}}},
+		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisioned},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects := []runtime.Object{tc.claim, newClass("fast", testProvisioner)}
+			f := newFixture(t, objects...)
+			f.fill(objects...)
+			backend := newFakeBackend()
+			recorder := &testRecorder{}
+			c := f.newController(testConfig(testProvisioner), sourceBackend{backend, tc.kinds}, recorder)
+			_, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(tc.claim))
+			calls, _, _ := backend.snapshot()
+			got := want{
+				Err:    err != nil,
+				Calls:  calls,
+				Events: recorder.events(),
+				Volume: f.volumeExists("pvc-uid-c"),
+				Intent: hasFinalizer(f.getClaim("c"), c.finalizer),
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("after sync (-want +got):\n%s\nerror: %v", diff, err)
 			}
 		})
 	}

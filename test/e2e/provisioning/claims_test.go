@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,5 +125,45 @@ func TestRescheduledClaimWaitsForTheScheduler(t *testing.T) {
 	f.waitBound(claim.Name)
 	if diff := cmp.Diff([]string{full, roomy}, backend.calls()); diff != "" {
 		t.Errorf("selected node of each Provision call (-want +got):\n%s", diff)
+	}
+}
+
+// A claim that clones another claim is refused by a backend that cannot fill a
+// volume from one: it stays Pending with a Warning Event that says why, and
+// no empty volume is made for it.
+func TestCloneClaimRefused(t *testing.T) {
+	f := newFixture(t)
+	backend := &dirBackend{root: t.TempDir()}
+	f.start(f.config(), backend)
+	f.createClass(f.class, nil)
+	origin := f.createClaim("origin", f.class, nil)
+	f.waitBound(origin.Name)
+	clone := f.createClaim("clone", f.class, func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: origin.Name}
+	})
+
+	var warnings []corev1.Event
+	f.eventually("a ProvisioningFailed Event", func(context.Context) (bool, error) {
+		warnings = ours(f.events(clone, provisioning.EventProvisioningFailed))
+		return len(warnings) > 0, nil
+	})
+	if diff := cmp.Diff(corev1.EventTypeWarning, warnings[0].Type); diff != "" {
+		t.Errorf("Event type (-want +got):\n%s", diff)
+	}
+	if msg := warnings[0].Message; !strings.Contains(msg, "PersistentVolumeClaim") || !strings.Contains(msg, origin.Name) {
+		t.Errorf("Event message does not name the data source: %q", msg)
+	}
+	if got := backend.attemptsFor(volumeName(clone)); len(got) != 0 {
+		t.Errorf("backend was asked to provision a clone: %+v", got)
+	}
+	if _, err := f.admin.CoreV1().PersistentVolumes().Get(t.Context(), volumeName(clone), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want no PV for a refused clone, got %v", err)
+	}
+	current, err := f.admin.CoreV1().PersistentVolumeClaims(f.namespace).Get(t.Context(), clone.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(corev1.ClaimPending, current.Status.Phase); diff != "" {
+		t.Errorf("claim phase (-want +got):\n%s", diff)
 	}
 }
