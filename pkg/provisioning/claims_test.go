@@ -710,8 +710,15 @@ func TestProvisionDataSource(t *testing.T) {
 		Events []string
 		Volume bool
 		Intent bool
+		// Source is the data source the backend was given.
+		Source string
 	}
 	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true}
+	provisionedFrom := func(source string) want {
+		w := provisioned
+		w.Source = source
+		return w
+	}
 	refused := want{Events: []string{EventProvisioningFailed}}
 	tests := map[string]struct {
 		claim *v1.PersistentVolumeClaim
@@ -725,11 +732,11 @@ func TestProvisionDataSource(t *testing.T) {
 		"snapshot by reference, unsupported":   {claim: withSourceRef("VolumeSnapshot", &snapshots, nil), want: refused},
 		"claim of another namespace":           {claim: withSourceRef("PersistentVolumeClaim", nil, &other), want: refused},
 		"snapshot of another group":            {claim: withSource("VolumeSnapshot", &other), kinds: []schema.GroupKind{{Group: snapshots, Kind: "VolumeSnapshot"}}, want: refused},
-		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisioned},
-		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisioned},
+		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
+		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
 		"snapshot, clones supported":           {claim: withSource("VolumeSnapshot", &snapshots), kinds: clones, want: refused},
 		"populator kind":                       {claim: withSourceRef("Sample", &populators, nil), want: want{Events: []string{EventProvisioning}}},
-		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisioned},
+		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisionedFrom("Sample.populators.example.com default/origin")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -747,6 +754,9 @@ func TestProvisionDataSource(t *testing.T) {
 				Events: recorder.events(),
 				Volume: f.volumeExists("pvc-uid-c"),
 				Intent: hasFinalizer(f.getClaim("c"), c.finalizer),
+			}
+			if calls > 0 && backend.options[0].DataSource != nil {
+				got.Source = describeSource(backend.options[0].DataSource)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("after sync (-want +got):\n%s\nerror: %v", diff, err)
