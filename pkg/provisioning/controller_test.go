@@ -463,3 +463,36 @@ func TestFailureThresholdCountsRetries(t *testing.T) {
 		})
 	}
 }
+
+// Raising a failure threshold gives a given-up claim the retries the new
+// threshold has left: with 1 raised to 3, it is tried 4 times in all, as with
+// a threshold of 3 from the start.
+func TestRaisedThresholdGivesTheRemainingRetries(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		return ProvisioningFinished, errBackend
+	}
+	cfg := testConfig(testProvisioner)
+	cfg.Retry.ProvisionFailureThreshold = 1
+	c := f.newController(cfg, backend, &testRecorder{})
+	run(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	gaveUp := func() bool {
+		c.claimRetries.mu.Lock()
+		defer c.claimRetries.mu.Unlock()
+		return c.claimRetries.items[claimKey{Namespace: "default", Name: "c", UID: "uid-c"}].gaveUp
+	}
+	eventually(t, "giving up", gaveUp)
+
+	cfg.Retry.ProvisionFailureThreshold = 3
+	if err := c.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "giving up again", gaveUp)
+	if calls, _, _ := backend.snapshot(); calls != 4 {
+		t.Errorf("backend calls = %d, want 4", calls)
+	}
+}
