@@ -106,6 +106,8 @@ func (r *retries[K]) revive(threshold int) {
 	defer r.mu.Unlock()
 	for key, entry := range r.items {
 		if entry.gaveUp && (threshold == 0 || r.limiter.NumRequeues(key) < threshold) {
+			// The revived try is a retry: it counts, though it is due now.
+			r.limiter.When(key)
 			r.items[key] = retryEntry{version: entry.version, retryAt: time.Now()}
 		}
 	}
