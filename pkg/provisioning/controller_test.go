@@ -143,7 +143,10 @@ func TestVolumeSaveRetryDeletesBackendVolume(t *testing.T) {
 	recorder := &testRecorder{}
 	cfg := testConfig(testProvisioner)
 	cfg.VolumeSave = VolumeSaveConfig{Mode: VolumeSaveRetry, Retries: 3, Interval: time.Millisecond}
+	// A threshold of 1 allows one retry of the claim: it is due after the
+	// test, which looks at the first try alone.
 	cfg.Retry.ProvisionFailureThreshold = 1
+	cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
 	c := f.newController(cfg, backend, recorder)
 	run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
