@@ -190,16 +190,21 @@ type ProvisionerName string
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.initialDelay) || !has(self.maxDelay) || duration(self.initialDelay) <= duration(self.maxDelay)",message="initialDelay must not exceed maxDelay"
 type RetrySpec struct {
-	// provisionFailureThreshold is how many times a claim is tried before the
-	// provisioner gives up on it until the claim changes; 0 retries forever.
+	// provisionFailureThreshold is how many times a claim whose provisioning
+	// failed is retried before the provisioner gives up on it until the claim
+	// changes: a claim is tried at most provisionFailureThreshold+1 times, as
+	// with FailedProvisionThreshold of sig-storage-lib-external-provisioner.
+	// 0 retries forever.
 	// +kubebuilder:default=15
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	ProvisionFailureThreshold *int32 `json:"provisionFailureThreshold,omitempty"`
 
-	// deleteFailureThreshold is how many times a volume deletion is tried before
-	// the provisioner gives up on it until the volume changes; 0 retries
+	// deleteFailureThreshold is how many times a failed volume deletion is
+	// retried before the provisioner gives up on it until the volume changes:
+	// a deletion is tried at most deleteFailureThreshold+1 times, as with
+	// FailedDeleteThreshold of sig-storage-lib-external-provisioner. 0 retries
 	// forever.
 	// +kubebuilder:default=15
 	// +kubebuilder:validation:Minimum=0

@@ -31,6 +31,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -148,6 +149,13 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 	if claim.Spec.VolumeName != "" || !c.knownName(storageProvisioner(claim)) {
 		return false, nil
 	}
+	// The scheduler chooses where a WaitForFirstConsumer volume goes, and
+	// chooses again once a backend asked to reschedule: until then there is
+	// nothing to provision. A class not seen yet fails the provisioning.
+	if class, err := c.classOf(claim); err == nil && claim.Annotations[annSelectedNode] == "" &&
+		class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+		return false, nil
+	}
 	qualifier, ok := c.provisioner.(Qualifier)
 	if !ok {
 		return true, nil
@@ -165,7 +173,11 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 func (c *Controller) provisionClaim(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim, live bool) (string, error) {
 	start := time.Now()
 	latest, state, err := c.provisionOperation(ctx, t, claim, live)
-	c.metrics.observeProvision(c.name, claimClassName(claim), start, err)
+	var source string
+	if claim.Spec.DataSource != nil {
+		source = claim.Spec.DataSource.Kind
+	}
+	c.metrics.observeProvision(c.name, claimClassName(claim), source, start, err)
 	switch {
 	case err == nil || state == ProvisioningFinished:
 		c.inProgress.Delete(claim.UID)
@@ -179,6 +191,7 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 	logger := klog.FromContext(ctx)
 	gone := !live || claim.DeletionTimestamp != nil
 	pvName := volumeNameFor(claim)
+	source := dataSourceOf(claim)
 	if !gone {
 		// Only the informer is asked: a PersistentVolume it has not seen yet
 		// is found when its creation meets AlreadyExists (createVolume).
@@ -195,6 +208,17 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 			logger.Info("Cannot provision", "reason", err)
 			return claim, ProvisioningFinished, nil
 		}
+		populated, err := c.checkDataSource(ctx, source)
+		if err != nil {
+			c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+			logger.Info("Cannot provision", "reason", err)
+			return claim, ProvisioningFinished, nil
+		}
+		if populated {
+			c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "Leaving the volume to the populator of %s", describeSource(source))
+			logger.V(2).Info("Leaving the claim to a volume populator", "dataSource", describeSource(source))
+			return claim, ProvisioningFinished, nil
+		}
 	}
 	class, err := c.classOf(claim)
 	if err != nil {
@@ -204,7 +228,7 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 		logger.Info("StorageClass names another provisioner", "class", class.Name, "classProvisioner", class.Provisioner)
 		return claim, ProvisioningFinished, nil
 	}
-	options := ProvisionOptions{StorageClass: class, PVName: pvName, PVC: claim}
+	options := ProvisionOptions{StorageClass: class, PVName: pvName, PVC: claim, DataSource: source}
 	if nodeName := claim.Annotations[annSelectedNode]; nodeName != "" {
 		obj, exists, err := c.informers.Nodes.GetStore().GetByKey(nodeName)
 		if err != nil || !exists {
@@ -391,6 +415,67 @@ func (c *Controller) checkBlock(ctx context.Context, claim *v1.PersistentVolumeC
 		return fmt.Errorf("%s does not support block volume provisioning", c.name)
 	}
 	return nil
+}
+
+// dataSourceOf returns what a claim's volume is to be filled from, with its
+// namespace set, or nil. The apiserver copies spec.dataSource into
+// spec.dataSourceRef, which alone can name another namespace.
+func dataSourceOf(claim *v1.PersistentVolumeClaim) *v1.TypedObjectReference {
+	var source *v1.TypedObjectReference
+	switch {
+	case claim.Spec.DataSourceRef != nil:
+		source = claim.Spec.DataSourceRef.DeepCopy()
+	case claim.Spec.DataSource != nil:
+		ref := claim.Spec.DataSource.DeepCopy()
+		source = &v1.TypedObjectReference{APIGroup: ref.APIGroup, Kind: ref.Kind, Name: ref.Name}
+	default:
+		return nil
+	}
+	if source.Namespace == nil || *source.Namespace == "" {
+		namespace := claim.Namespace
+		source.Namespace = &namespace
+	}
+	return source
+}
+
+func sourceKind(source *v1.TypedObjectReference) schema.GroupKind {
+	kind := schema.GroupKind{Kind: source.Kind}
+	if source.APIGroup != nil {
+		kind.Group = *source.APIGroup
+	}
+	return kind
+}
+
+func describeSource(source *v1.TypedObjectReference) string {
+	return fmt.Sprintf("%s %s/%s", sourceKind(source), *source.Namespace, source.Name)
+}
+
+// checkDataSource refuses a data source the backend cannot fill a volume
+// from. A kind that is neither a claim nor a VolumeSnapshot is a volume
+// populator's, which provisions through a claim of its own: populated says
+// so, and the claim is left to it, as external-provisioner does.
+func (c *Controller) checkDataSource(ctx context.Context, source *v1.TypedObjectReference) (populated bool, err error) {
+	if source == nil {
+		return false, nil
+	}
+	kind := sourceKind(source)
+	supports := false
+	if p, ok := c.provisioner.(DataSourceProvisioner); ok {
+		if err := c.guard(ctx, "supportsDataSource", func() error {
+			supports = p.SupportsDataSource(ctx, kind)
+			return nil
+		}); err != nil {
+			return false, err
+		}
+	}
+	switch {
+	case supports:
+		return false, nil
+	case kind.Kind == "PersistentVolumeClaim" || kind.Kind == "VolumeSnapshot":
+		return false, fmt.Errorf("%s cannot fill a volume from data source %s", c.name, describeSource(source))
+	default:
+		return true, nil
+	}
 }
 
 func (c *Controller) classOf(claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {

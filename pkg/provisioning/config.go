@@ -64,8 +64,10 @@ type Config struct {
 
 // RetryConfig tunes failure thresholds and the work queues' rate limiters.
 type RetryConfig struct {
-	// ProvisionFailureThreshold is how many times a claim is tried before the
-	// controller gives up until the claim changes; 0 retries forever.
+	// ProvisionFailureThreshold is how many times a failed claim is retried
+	// before the controller gives up until the claim changes (as
+	// FailedProvisionThreshold of sig-storage-lib-external-provisioner): a
+	// claim is tried at most threshold+1 times. 0 retries forever.
 	ProvisionFailureThreshold int
 	// DeleteFailureThreshold is the same for volume deletion; 0 retries forever.
 	DeleteFailureThreshold int

@@ -82,9 +82,9 @@ func TestFailureThreshold(t *testing.T) {
 		threshold int
 		wantCalls int // the calls after which the claim is given up; 0: never
 	}{
-		"gives up at 3":     {threshold: 3, wantCalls: 3},
-		"gives up at 1":     {threshold: 1, wantCalls: 1},
-		"retries forever 0": {threshold: 0},
+		"gives up after 3 retries": {threshold: 3, wantCalls: 4},
+		"gives up after 1 retry":   {threshold: 1, wantCalls: 2},
+		"retries forever 0":        {threshold: 0},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -143,7 +143,10 @@ func TestVolumeSaveRetryDeletesBackendVolume(t *testing.T) {
 	recorder := &testRecorder{}
 	cfg := testConfig(testProvisioner)
 	cfg.VolumeSave = VolumeSaveConfig{Mode: VolumeSaveRetry, Retries: 3, Interval: time.Millisecond}
+	// A threshold of 1 allows one retry of the claim: it is due after the
+	// test, which looks at the first try alone.
 	cfg.Retry.ProvisionFailureThreshold = 1
+	cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
 	c := f.newController(cfg, backend, recorder)
 	run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
@@ -394,5 +397,105 @@ func TestNewRejectsMissingDependencies(t *testing.T) {
 	}
 	if _, err := New(Config{}, Dependencies{}); err == nil {
 		t.Error("New with an invalid config succeeded")
+	}
+}
+
+// failingDeletes is a backend whose Delete always fails, and counts its calls.
+type failingDeletes struct {
+	*fakeBackend
+	calls atomic.Int32
+}
+
+func (b *failingDeletes) Delete(context.Context, *v1.PersistentVolume) error {
+	b.calls.Add(1)
+	return errBackend
+}
+
+// A failure threshold counts retries, as the seed's does: with a threshold of
+// N an item is tried N+1 times before it is given up.
+func TestFailureThresholdCountsRetries(t *testing.T) {
+	tests := map[string]struct {
+		deletion  bool
+		threshold int
+		wantCalls int32
+	}{
+		"provision, threshold 1": {threshold: 1, wantCalls: 2},
+		"provision, threshold 3": {threshold: 3, wantCalls: 4},
+		"delete, threshold 1":    {deletion: true, threshold: 1, wantCalls: 2},
+		"delete, threshold 3":    {deletion: true, threshold: 3, wantCalls: 4},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.start()
+			f.createClass("fast", testProvisioner)
+			backend := &failingDeletes{fakeBackend: newFakeBackend()}
+			var provisions atomic.Int32
+			backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+				provisions.Add(1)
+				return ProvisioningFinished, errBackend
+			}
+			cfg := testConfig(testProvisioner)
+			cfg.Retry.ProvisionFailureThreshold = tc.threshold
+			cfg.Retry.DeleteFailureThreshold = tc.threshold
+			c := f.newController(cfg, backend, &testRecorder{})
+			run(t, c)
+
+			calls, gaveUp := &provisions, func() bool {
+				c.claimRetries.mu.Lock()
+				defer c.claimRetries.mu.Unlock()
+				return c.claimRetries.items[claimKey{Namespace: "default", Name: "c", UID: "uid-c"}].gaveUp
+			}
+			if tc.deletion {
+				calls, gaveUp = &backend.calls, func() bool {
+					c.volumeRetries.mu.Lock()
+					defer c.volumeRetries.mu.Unlock()
+					return c.volumeRetries.items["pvc-uid-c"].gaveUp
+				}
+				volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+				if _, err := f.client.CoreV1().PersistentVolumes().Create(context.Background(), volume, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				f.createClaim(newClaim("c", "fast", testProvisioner))
+			}
+			eventually(t, "giving up", gaveUp)
+			if got := calls.Load(); got != tc.wantCalls {
+				t.Errorf("backend calls = %d, want %d", got, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// Raising a failure threshold gives a given-up claim the retries the new
+// threshold has left: with 1 raised to 3, it is tried 4 times in all, as with
+// a threshold of 3 from the start.
+func TestRaisedThresholdGivesTheRemainingRetries(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		return ProvisioningFinished, errBackend
+	}
+	cfg := testConfig(testProvisioner)
+	cfg.Retry.ProvisionFailureThreshold = 1
+	c := f.newController(cfg, backend, &testRecorder{})
+	run(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	gaveUp := func() bool {
+		c.claimRetries.mu.Lock()
+		defer c.claimRetries.mu.Unlock()
+		return c.claimRetries.items[claimKey{Namespace: "default", Name: "c", UID: "uid-c"}].gaveUp
+	}
+	eventually(t, "giving up", gaveUp)
+
+	cfg.Retry.ProvisionFailureThreshold = 3
+	if err := c.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "giving up again", gaveUp)
+	if calls, _, _ := backend.snapshot(); calls != 4 {
+		t.Errorf("backend calls = %d, want 4", calls)
 	}
 }

@@ -31,6 +31,12 @@ const (
 	labelClass       = "class"
 	labelQueue       = "name"
 	labelOperation   = "operation"
+	labelSource      = "source"
+
+	// provisionSubsystem prefixes the provision and delete series as
+	// sig-storage-lib-external-provisioner's controller does, so dashboards
+	// and alerts made for it keep matching.
+	provisionSubsystem = "controller"
 )
 
 // Metrics holds the metric vectors of every controller sharing one registry.
@@ -57,35 +63,35 @@ type Metrics struct {
 // NewMetrics creates the metric vectors and registers them with reg. Call it
 // once per registry and share the result between controllers.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	byClassAndSource := []string{labelProvisioner, labelClass, labelSource}
 	byClass := []string{labelProvisioner, labelClass}
 	byQueue := []string{labelProvisioner, labelQueue}
-	durations := prometheus.ExponentialBuckets(0.1, 2, 14)
 	m := &Metrics{
 		provisionTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "persistentvolumeclaim_provision_total",
-			Help: "Total number of persistent volumes provisioned successfully.",
-		}, byClass),
+			Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_total",
+			Help: "Total number of persistent volumes provisioned successfully, by storage class and data source kind of the claim.",
+		}, byClassAndSource),
 		provisionFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "persistentvolumeclaim_provision_failed_total",
-			Help: "Total number of persistent volume provision failures.",
-		}, byClass),
+			Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_failed_total",
+			Help: "Total number of failed provision attempts, by storage class and data source kind of the claim.",
+		}, byClassAndSource),
 		provisionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "persistentvolumeclaim_provision_duration_seconds",
-			Help:    "Latency in seconds to provision persistent volumes.",
-			Buckets: durations,
-		}, byClass),
+			Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_duration_seconds",
+			Help:    "Latency in seconds of successful provision attempts, by storage class and data source kind of the claim.",
+			Buckets: prometheus.DefBuckets,
+		}, byClassAndSource),
 		deleteTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "persistentvolume_delete_total",
-			Help: "Total number of persistent volumes deleted successfully.",
+			Subsystem: provisionSubsystem, Name: "persistentvolume_delete_total",
+			Help: "Total number of persistent volumes deleted successfully, by storage class.",
 		}, byClass),
 		deleteFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "persistentvolume_delete_failed_total",
-			Help: "Total number of persistent volume delete failures.",
+			Subsystem: provisionSubsystem, Name: "persistentvolume_delete_failed_total",
+			Help: "Total number of failed delete attempts, by storage class.",
 		}, byClass),
 		deleteDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "persistentvolume_delete_duration_seconds",
-			Help:    "Latency in seconds to delete persistent volumes.",
-			Buckets: durations,
+			Subsystem: provisionSubsystem, Name: "persistentvolume_delete_duration_seconds",
+			Help:    "Latency in seconds of successful delete attempts, by storage class.",
+			Buckets: prometheus.DefBuckets,
 		}, byClass),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "provisioner_backend_panics_total",
@@ -147,13 +153,15 @@ func (m *Metrics) deleteSeries(provisionerName string) {
 	}
 }
 
-func (m *Metrics) observeProvision(provisionerName, class string, start time.Time, err error) {
+// observeProvision records one provision attempt; source is the kind of the
+// claim's spec.dataSource, empty for none.
+func (m *Metrics) observeProvision(provisionerName, class, source string, start time.Time, err error) {
 	if err != nil {
-		m.provisionFailed.WithLabelValues(provisionerName, class).Inc()
+		m.provisionFailed.WithLabelValues(provisionerName, class, source).Inc()
 		return
 	}
-	m.provisionDuration.WithLabelValues(provisionerName, class).Observe(time.Since(start).Seconds())
-	m.provisionTotal.WithLabelValues(provisionerName, class).Inc()
+	m.provisionDuration.WithLabelValues(provisionerName, class, source).Observe(time.Since(start).Seconds())
+	m.provisionTotal.WithLabelValues(provisionerName, class, source).Inc()
 }
 
 func (m *Metrics) observeDelete(provisionerName, class string, start time.Time, err error) {

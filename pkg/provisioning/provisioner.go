@@ -23,6 +23,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ProvisioningState says what a backend did with a Provision call and so whether
@@ -57,6 +58,11 @@ type ProvisionOptions struct {
 	// SelectedNode is the node chosen by the scheduler for WaitForFirstConsumer
 	// classes, read from the shared node informer; nil otherwise.
 	SelectedNode *v1.Node
+	// DataSource is what the volume is to be filled from: the claim's
+	// spec.dataSourceRef, else its spec.dataSource, with the namespace always
+	// set; nil for an empty volume. It is set only for kinds the backend
+	// supports (DataSourceProvisioner).
+	DataSource *v1.TypedObjectReference
 }
 
 // Provisioner creates and deletes backend volumes. Implementations must be safe
@@ -116,6 +122,16 @@ type DeletionGuard interface {
 type BlockProvisioner interface {
 	Provisioner
 	SupportsBlock(ctx context.Context) bool
+}
+
+// DataSourceProvisioner is implemented by backends that can fill a new volume
+// from a data source. A claim with a data source (a claim to clone or a
+// VolumeSnapshot) whose kind the backend does not support is refused with an
+// Event and left Pending, never provisioned as an empty volume. Other kinds,
+// unless supported, belong to volume populators and are left to them.
+type DataSourceProvisioner interface {
+	Provisioner
+	SupportsDataSource(ctx context.Context, kind schema.GroupKind) bool
 }
 
 // IgnoredError is returned by a backend that decides a claim or volume is not

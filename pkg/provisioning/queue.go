@@ -71,11 +71,13 @@ func (r *retries[K]) succeeded(key K) {
 }
 
 // failed records one more failure of key at version and either queues it
-// again after its backoff or, at the threshold (0: never), gives up.
+// again after its backoff or, once it was retried threshold times (0: never),
+// gives up. The threshold counts retries, as the seed's does, so an item is
+// tried threshold+1 times.
 func (r *retries[K]) failed(q *workQueue[K], key K, version string, threshold int) (gaveUp bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if threshold > 0 && r.limiter.NumRequeues(key)+1 >= threshold {
+	if threshold > 0 && r.limiter.NumRequeues(key) >= threshold {
 		r.items[key] = retryEntry{version: version, gaveUp: true}
 		return true
 	}
@@ -103,7 +105,9 @@ func (r *retries[K]) revive(threshold int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for key, entry := range r.items {
-		if entry.gaveUp && (threshold == 0 || r.limiter.NumRequeues(key)+1 < threshold) {
+		if entry.gaveUp && (threshold == 0 || r.limiter.NumRequeues(key) < threshold) {
+			// The revived try is a retry: it counts, though it is due now.
+			r.limiter.When(key)
 			r.items[key] = retryEntry{version: entry.version, retryAt: time.Now()}
 		}
 	}

@@ -272,10 +272,10 @@ func TestBackendFailuresAreRetriedWithBackoff(t *testing.T) {
 	})
 }
 
-// At the failure threshold the controller gives up on the claim until it
-// changes: exactly threshold attempts, then none.
+// After threshold retries the controller gives up on the claim until it
+// changes: exactly threshold+1 attempts, then none.
 func TestFailureThresholdStopsRetries(t *testing.T) {
-	const threshold = 3
+	const threshold, tries = 3, 4
 	f := newFixture(t)
 	backend := &dirBackend{
 		root: t.TempDir(),
@@ -289,13 +289,13 @@ func TestFailureThresholdStopsRetries(t *testing.T) {
 	f.createClass(f.class, nil)
 	claim := f.createClaim("doomed", f.class, nil)
 
-	f.eventually(fmt.Sprintf("%d Provision calls", threshold), func(context.Context) (bool, error) {
-		return len(backend.attemptsFor(volumeName(claim))) >= threshold, nil
+	f.eventually(fmt.Sprintf("%d Provision calls", tries), func(context.Context) (bool, error) {
+		return len(backend.attemptsFor(volumeName(claim))) >= tries, nil
 	})
 	// Ten times the longest backoff: a retry past the threshold would show up.
 	time.Sleep(10 * cfg.Retry.MaxDelay)
-	if got := len(backend.attemptsFor(volumeName(claim))); got != threshold {
-		t.Errorf("want exactly %d Provision calls, got %d", threshold, got)
+	if got := len(backend.attemptsFor(volumeName(claim))); got != tries {
+		t.Errorf("want exactly %d Provision calls, got %d", tries, got)
 	}
 
 	// A change of the claim is a new chance.
