@@ -18,10 +18,14 @@ package provisioning
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -167,5 +171,115 @@ func TestStopGivesUpOnAHungBackendCall(t *testing.T) {
 	hung.release()
 	if err := goleak.Find(before); err != nil {
 		t.Errorf("goroutines left once the hung call returned: %v", err)
+	}
+}
+
+// A call that honours its deadline fails with it and is retried; nothing is
+// reported stuck.
+func TestBackendCallDeadlineFires(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	backend.provision = func(ctx context.Context, call int, _ ProvisionOptions) (ProvisioningState, error) {
+		if call == 1 {
+			<-ctx.Done()
+			return ProvisioningFinished, ctx.Err()
+		}
+		return ProvisioningFinished, nil
+	}
+	cfg := testConfig(testProvisioner)
+	cfg.Timeouts.Provision = 50 * time.Millisecond
+	recorder := &testRecorder{}
+	c := f.newController(cfg, backend, recorder)
+	run(t, c)
+
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
+	eventually(t, "three events", func() bool { return len(recorder.events()) >= 3 })
+	if diff := cmp.Diff([]string{EventProvisioning, EventProvisioningFailed, EventProvisioningSucceeded}, recorder.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if err := c.Stuck(); err != nil {
+		t.Errorf("Stuck() = %v", err)
+	}
+}
+
+// stuckCalls returns the provisioner_backend_calls_stuck series, by
+// provisioner and operation.
+func stuckCalls(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]float64{}
+	for _, family := range families {
+		if family.GetName() != "provisioner_backend_calls_stuck" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			series[strings.Join(labels, ",")] = m.GetGauge().GetValue()
+		}
+	}
+	return series
+}
+
+// A call that ignores its deadline is reported by Stuck, OnStuck and the
+// metric until it returns, also after its controller stopped.
+func TestHungCallIsReportedUntilItReturns(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	hung := newHungCall()
+	t.Cleanup(hung.release)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		hung.block()
+		return ProvisioningFinished, nil
+	}
+	cfg := testConfig(testProvisioner)
+	cfg.Timeouts.Provision = 50 * time.Millisecond
+	cfg.Timeouts.Drain = 50 * time.Millisecond
+	var notified atomic.Int32
+	c, err := New(cfg, Dependencies{
+		Client:        f.client,
+		Informers:     f.informers,
+		EventRecorder: &testRecorder{},
+		Metrics:       f.metrics,
+		Provisioner:   backend,
+		OnStuck:       func() { notified.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the call to hang", hung.hasEntered)
+	eventually(t, "the call reported stuck", func() bool { return c.Stuck() != nil })
+	if notified.Load() == 0 {
+		t.Error("OnStuck was not called")
+	}
+	want := map[string]float64{"operation=provision,provisioner=" + testProvisioner: 1}
+	if diff := cmp.Diff(want, stuckCalls(t, f.registry)); diff != "" {
+		t.Errorf("stuck calls (-want +got):\n%s", diff)
+	}
+
+	stop()
+	if err := c.Stuck(); err == nil || !strings.Contains(err.Error(), "past their deadline") || !strings.Contains(err.Error(), "has not ended yet") {
+		t.Errorf("Stuck() after the stop gave up = %v, want the overdue call and the abandoned work", err)
+	}
+	if diff := cmp.Diff(want, stuckCalls(t, f.registry)); diff != "" {
+		t.Errorf("stuck calls after the stop (-want +got):\n%s", diff)
+	}
+
+	hung.release()
+	eventually(t, "the call no longer stuck", func() bool { return c.Stuck() == nil })
+	if diff := cmp.Diff(map[string]float64{}, stuckCalls(t, f.registry)); diff != "" {
+		t.Errorf("stuck calls once the call returned (-want +got):\n%s", diff)
 	}
 }
