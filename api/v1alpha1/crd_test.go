@@ -249,6 +249,12 @@ func documentedDefaults() v1alpha1.ProvisionerConfigSpec {
 			Retries:  5,
 			Interval: duration(10 * time.Second),
 		},
+		// Not in DESIGN.md: added later.
+		Timeouts: v1alpha1.TimeoutsSpec{
+			Provision: duration(2 * time.Minute),
+			Delete:    duration(2 * time.Minute),
+			Drain:     duration(10 * time.Second),
+		},
 		LeaderElection: v1alpha1.LeaderElectionSpec{
 			LeaseDuration: duration(15 * time.Second),
 			RenewDeadline: duration(10 * time.Second),
@@ -336,6 +342,7 @@ func TestValidation(t *testing.T) {
   workers: 256, resyncPeriod: 1h30m, finalizer: false,
   retry: {provisionFailureThreshold: 0, deleteFailureThreshold: 0, exponentialBackoff: false, initialDelay: 1s, maxDelay: 1s, qps: 1, burst: 1},
   volumeSave: {mode: RetryForever, retries: 100, interval: 500ms},
+  timeouts: {provision: 1h, delete: 1s, drain: 10m},
   leaderElection: {leaseDuration: 3s, renewDeadline: 2500ms, retryPeriod: 2s},
   backend: {nfs: {server: "fd00::1", path: /export/k8s, mountPath: /mnt/nfs, pathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}",
     onDelete: Archive, mountOptions: [nfsvers=4.1, hard], capacity: {storage: 1Ti, maxVolumes: 1000}}}}`,
@@ -421,6 +428,14 @@ func TestValidation(t *testing.T) {
 			want: []string{
 				`spec.resyncPeriod: Invalid value: "15 minutes": spec.resyncPeriod in body should match '^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'`,
 				`spec.resyncPeriod: Invalid value: "string": type conversion error from 'string' to 'google.protobuf.Duration' evaluating rule: resyncPeriod must be between 1s and 24h`,
+			},
+		},
+		"timeouts out of bounds": {
+			spec: `{provisionerName: x, timeouts: {provision: 500ms, delete: 2h, drain: 11m}, ` + hostPath + `}`,
+			want: []string{
+				`spec.timeouts.delete: Invalid value: "2h": delete must be between 1s and 1h`,
+				`spec.timeouts.drain: Invalid value: "11m": drain must be between 1s and 10m`,
+				`spec.timeouts.provision: Invalid value: "500ms": provision must be between 1s and 1h`,
 			},
 		},
 		"initialDelay above maxDelay": {

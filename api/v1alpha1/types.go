@@ -52,6 +52,10 @@ const (
 	// ReasonBackendUnavailable: the backend could not be started, or the custom
 	// driver is not compiled into this manager.
 	ReasonBackendUnavailable = "BackendUnavailable"
+	// ReasonBackendStuck: a backend call runs past its deadline (see
+	// spec.timeouts), or a stopped instance gave up waiting for one and its
+	// replacement waits for the old instance's Lease to expire.
+	ReasonBackendStuck = "BackendStuck"
 )
 
 // Values of ProvisionerConfigStatus.Backend for the built-in backends; a custom
@@ -162,6 +166,11 @@ type ProvisionerConfigSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	VolumeSave VolumeSaveSpec `json:"volumeSave,omitempty"`
+
+	// timeouts bound the backend's calls and the stop of this provisioner.
+	// +kubebuilder:default={}
+	// +optional
+	Timeouts TimeoutsSpec `json:"timeouts,omitempty"`
 
 	// leaderElection tunes this provisioner's Lease.
 	// +kubebuilder:default={}
@@ -289,6 +298,50 @@ type VolumeSaveSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('10m')",message="interval must be between 1ms and 10m"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// TimeoutsSpec bounds backend calls, which may hang (a hard NFS mount, a stuck
+// remote API), and the stop of the provisioner. Changes apply without a
+// restart.
+type TimeoutsSpec struct {
+	// provision is the deadline of the context of each Provision call, and of
+	// the backend's other calls about a claim, from 1s to 1h. A call that ends
+	// with its deadline fails and is retried. A call that ignores its deadline
+	// and goes on is reported, until it returns, by the Ready reason
+	// BackendStuck, the metric provisioner_backend_calls_stuck and the
+	// manager's /readyz.
+	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="provision must be between 1s and 1h"
+	// +optional
+	Provision *metav1.Duration `json:"provision,omitempty"`
+
+	// delete is the same as provision for each Delete call and the backend's
+	// other calls about a volume, from 1s to 1h.
+	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="delete must be between 1s and 1h"
+	// +optional
+	Delete *metav1.Duration `json:"delete,omitempty"`
+
+	// drain is how long a stopping provisioner (a spec change that needs a
+	// restart, a deleted ProvisionerConfig, a manager shutdown) waits for its
+	// backend calls, which were cancelled, to return, from 1s to 10m. It then
+	// stops anyway, and leaves its Lease to expire rather than release it, so
+	// that no replica works on the claims of a call that may still finish
+	// before the Lease expired; its replacement in the same manager starts
+	// only then. Keep it below the pod's terminationGracePeriodSeconds.
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="drain must be between 1s and 10m"
+	// +optional
+	Drain *metav1.Duration `json:"drain,omitempty"`
 }
 
 // LeaderElectionSpec tunes the provisioner's Lease. client-go's elector needs

@@ -177,6 +177,9 @@ func metricsHandler(registry *prometheus.Registry) http.Handler {
 type checker interface {
 	Ready() error
 	LeaseHealthy() error
+	// Stuck reports hung backend calls; not /healthz: a liveness restart
+	// would stop every healthy provisioner too.
+	Stuck() error
 }
 
 func healthHandler(c checker) http.Handler {
@@ -185,7 +188,7 @@ func healthHandler(c checker) http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := errors.Join(c.Ready(), c.LeaseHealthy()); err != nil {
+		if err := errors.Join(c.Ready(), c.LeaseHealthy(), c.Stuck()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

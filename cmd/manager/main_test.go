@@ -119,10 +119,11 @@ func TestDefaultIdentitiesDiffer(t *testing.T) {
 	}
 }
 
-type fakeChecker struct{ ready, lease error }
+type fakeChecker struct{ ready, lease, stuck error }
 
 func (f fakeChecker) Ready() error        { return f.ready }
 func (f fakeChecker) LeaseHealthy() error { return f.lease }
+func (f fakeChecker) Stuck() error        { return f.stuck }
 
 func TestHealthHandler(t *testing.T) {
 	tests := map[string]struct {
@@ -135,6 +136,8 @@ func TestHealthHandler(t *testing.T) {
 		"ready":                    {path: "/readyz", wantCode: http.StatusOK},
 		"caches not synced":        {checker: fakeChecker{ready: errors.New("syncing")}, path: "/readyz", wantCode: http.StatusServiceUnavailable, wantInBody: "syncing"},
 		"an overdue lease renewal": {checker: fakeChecker{lease: errors.New("lease of x.io/a overdue")}, path: "/readyz", wantCode: http.StatusServiceUnavailable, wantInBody: "x.io/a"},
+		"a stuck backend call":     {checker: fakeChecker{stuck: errors.New("ProvisionerConfig slow: 1 backend call(s) running past their deadline")}, path: "/readyz", wantCode: http.StatusServiceUnavailable, wantInBody: "slow"},
+		"live while stuck":         {checker: fakeChecker{stuck: errors.New("stuck")}, path: "/healthz", wantCode: http.StatusOK},
 		"nothing on other paths":   {path: "/metrics", wantCode: http.StatusNotFound},
 	}
 	for name, tc := range tests {

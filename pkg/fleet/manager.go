@@ -427,6 +427,26 @@ func (m *Manager) LeaseHealthy() error {
 	return errors.Join(errs...)
 }
 
+// Stuck is nil unless a backend call of some instance runs past its
+// deadline, or a stopped instance gave up on one and it has not ended or its
+// Lease has not expired yet.
+func (m *Manager) Stuck() error {
+	var errs []error
+	m.instances.Each(func(key string, r *running) {
+		if err := r.instance.Stuck(); err != nil {
+			errs = append(errs, fmt.Errorf("ProvisionerConfig %s: %w", key, err))
+		}
+	})
+	m.instances.EachStuck(func(key string, r *running) {
+		err := r.instance.Stuck()
+		if err == nil {
+			err = fmt.Errorf("its Lease is left to expire until %s", r.leaseFreeAt.UTC().Format(time.RFC3339))
+		}
+		errs = append(errs, fmt.Errorf("stopped instance of ProvisionerConfig %s: %w", key, err))
+	})
+	return errors.Join(errs...)
+}
+
 func (m *Manager) enqueue(obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {

@@ -69,6 +69,10 @@ func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, lease leaseSetting
 	setInt(&cfg.VolumeSave.Retries, spec.VolumeSave.Retries)
 	setDuration(&cfg.VolumeSave.Interval, spec.VolumeSave.Interval)
 
+	setDuration(&cfg.Timeouts.Provision, spec.Timeouts.Provision)
+	setDuration(&cfg.Timeouts.Delete, spec.Timeouts.Delete)
+	setDuration(&cfg.Timeouts.Drain, spec.Timeouts.Drain)
+
 	le := &cfg.LeaderElection
 	le.Enabled = lease.enabled
 	le.Namespace = lease.namespace

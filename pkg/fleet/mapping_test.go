@@ -66,6 +66,7 @@ func TestProvisioningConfig(t *testing.T) {
 					Burst:                     8,
 				},
 				VolumeSave: v1alpha1.VolumeSaveSpec{Mode: v1alpha1.VolumeSaveRetryForever, Retries: 2, Interval: duration(time.Second)},
+				Timeouts:   v1alpha1.TimeoutsSpec{Provision: duration(3 * time.Second), Delete: duration(4 * time.Second), Drain: duration(5 * time.Second)},
 				LeaderElection: v1alpha1.LeaderElectionSpec{
 					LeaseDuration: duration(30 * time.Second),
 					RenewDeadline: duration(20 * time.Second),
@@ -90,6 +91,7 @@ func TestProvisioningConfig(t *testing.T) {
 					Burst:                     8,
 				},
 				VolumeSave: provisioning.VolumeSaveConfig{Mode: provisioning.VolumeSaveRetryForever, Retries: 2, Interval: time.Second},
+				Timeouts:   provisioning.TimeoutConfig{Provision: 3 * time.Second, Delete: 4 * time.Second, Drain: 5 * time.Second},
 				LeaderElection: provisioning.LeaderElectionConfig{
 					Enabled: true, Namespace: "provfleet-system", Identity: "replica-1",
 					LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,

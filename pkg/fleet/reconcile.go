@@ -24,6 +24,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,13 +110,17 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 	}
 	r, err := m.ensureInstance(ctx, pc, cfg)
 	switch {
+	case errors.Is(err, errLeaseStillHeld):
+		return refusal(v1alpha1.ReasonBackendStuck, err)
 	case errors.Is(err, backend.ErrInvalidSpec), errors.Is(err, errInvalidInstance):
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	case err != nil:
 		return refusal(v1alpha1.ReasonBackendUnavailable, err)
 	}
 	obs := observation{leader: r.currentLeader()}
-	switch {
+	switch stuck := r.instance.Stuck(); {
+	case stuck != nil:
+		obs.reason, obs.message = v1alpha1.ReasonBackendStuck, stuck.Error()
 	case cfg.Paused:
 		obs.reason, obs.message = v1alpha1.ReasonPaused, "spec.paused is true: nothing is provisioned or deleted"
 	case r.instance.IsLeader():
@@ -138,6 +143,10 @@ func (m *Manager) replace(key string, r *running, cfg provisioning.Config) {
 
 // errInvalidInstance means the provision controller refused its Config.
 var errInvalidInstance = errors.New("invalid provision controller configuration")
+
+// errLeaseStillHeld means that a stopped instance gave up on hung backend
+// work and its Lease has not expired yet.
+var errLeaseStillHeld = errors.New("the stopped instance gave up on backend work that ignores cancellation")
 
 // ensureInstance makes the instance of pc run with cfg: a live Reconfigure when
 // possible, otherwise a restart. Only the reconcile of pc touches its entry.
@@ -173,6 +182,10 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 			m.replace(key, r, cfg)
 		}
 	}
+	if until := m.instances.LeaseHeldUntil(key); time.Now().Before(until) {
+		m.queue.AddAfter(key, time.Until(until))
+		return nil, fmt.Errorf("%w: its replacement starts once its Lease expired, at %s", errLeaseStillHeld, until.UTC().Format(time.RFC3339))
+	}
 
 	names := provisionerNames(&pc.Spec)
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
@@ -203,6 +216,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 			entry.setLeader(holder)
 			m.queue.Add(key)
 		},
+		OnStuck: func() { m.queue.Add(key) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)

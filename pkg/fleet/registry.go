@@ -19,6 +19,7 @@ package fleet
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -31,6 +32,7 @@ type instance interface {
 	IsLeader() bool
 	LeaseHealthy() error
 	HandOverLease()
+	Stuck() error
 }
 
 // running is one started instance. Its token is unique for the life of the
@@ -50,6 +52,9 @@ type running struct {
 
 	mu     sync.Mutex
 	leader string
+	// leaseFreeAt is when the Lease of a stopped instance that gave up on
+	// hung work has expired.
+	leaseFreeAt time.Time
 }
 
 // exited reports whether Run returned, and its error.
@@ -82,12 +87,15 @@ type registry struct {
 
 	mu        sync.Mutex
 	instances map[string]*running
+	// stuck holds the stopped instances whose hung work has not ended or
+	// whose Lease has not expired yet, by key.
+	stuck     map[string]*running
 	lastToken uint64
 	wg        sync.WaitGroup
 }
 
 func newRegistry(onExit func(key string)) *registry {
-	return &registry{onExit: onExit, instances: map[string]*running{}}
+	return &registry{onExit: onExit, instances: map[string]*running{}, stuck: map[string]*running{}}
 }
 
 // Get returns the instance running under key, or nil.
@@ -135,7 +143,51 @@ func (g *registry) Stop(key string, token uint64) bool {
 	g.mu.Unlock()
 	r.cancel()
 	<-r.done
+	if r.instance.Stuck() != nil {
+		// It gave up on hung work and left its Lease held: a replacement with
+		// the same identity would take the Lease over at once.
+		r.leaseFreeAt = time.Now()
+		if r.cfg.LeaderElection.Enabled {
+			r.leaseFreeAt = r.leaseFreeAt.Add(r.cfg.LeaderElection.LeaseDuration)
+		}
+		g.mu.Lock()
+		g.stuck[key] = r
+		g.mu.Unlock()
+	}
 	return true
+}
+
+// LeaseHeldUntil returns when the Lease of the stopped instance of key that
+// gave up on hung work expires; zero when there is none.
+func (g *registry) LeaseHeldUntil(key string) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.forgetUnstuck()
+	if r := g.stuck[key]; r != nil {
+		return r.leaseFreeAt
+	}
+	return time.Time{}
+}
+
+// EachStuck calls fn for every stopped instance whose hung work has not ended
+// or whose Lease has not expired.
+func (g *registry) EachStuck(fn func(key string, r *running)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.forgetUnstuck()
+	for key, r := range g.stuck {
+		fn(key, r)
+	}
+}
+
+// forgetUnstuck drops the stopped instances whose work ended and whose Lease
+// expired; callers hold g.mu.
+func (g *registry) forgetUnstuck() {
+	for key, r := range g.stuck {
+		if time.Now().After(r.leaseFreeAt) && r.instance.Stuck() == nil {
+			delete(g.stuck, key)
+		}
+	}
 }
 
 // StopAll stops every instance at once and waits for all of them.

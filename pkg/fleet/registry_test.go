@@ -37,6 +37,8 @@ type fakeInstance struct {
 	restartOn    func(old, new provisioning.Config) bool
 	leader       bool
 	handedOver   bool
+	stuck        error
+	onStuck      func()
 	started      chan struct{}
 	stopped      chan struct{}
 	fail         chan error
@@ -80,6 +82,22 @@ func (f *fakeInstance) HandOverLease() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handedOver = true
+}
+
+func (f *fakeInstance) Stuck() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stuck
+}
+
+// setStuck changes what Stuck reports and tells the manager, as a controller
+// does.
+func (f *fakeInstance) setStuck(err error) {
+	f.mu.Lock()
+	f.stuck = err
+	onStuck := f.onStuck
+	f.mu.Unlock()
+	onStuck()
 }
 
 func isStopped(f *fakeInstance) bool {

@@ -161,7 +161,7 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 		return true, nil
 	}
 	var should bool
-	err := c.guard(ctx, "qualify", func() error {
+	err := c.guard(ctx, "qualify", func(ctx context.Context) error {
 		should = qualifier.ShouldProvision(ctx, claim)
 		return nil
 	})
@@ -262,7 +262,7 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 	defer c.provisioning.Delete(pvName)
 	var volume *v1.PersistentVolume
 	state := ProvisioningFinished
-	err = c.guard(ctx, "provision", func() error {
+	err = c.guard(ctx, "provision", func(ctx context.Context) error {
 		var err error
 		volume, state, err = c.provisioner.Provision(ctx, options)
 		return err
@@ -344,7 +344,7 @@ func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolum
 		if volume == nil {
 			volume = c.recoveredVolume(claim)
 		}
-		err := c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) })
+		err := c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 		if err != nil && !IsIgnoredError(err) {
 			err = fmt.Errorf("cannot delete the backend volume %q of a deleted claim: %w", volume.Name, err)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
@@ -404,7 +404,7 @@ func (c *Controller) checkBlock(ctx context.Context, claim *v1.PersistentVolumeC
 	}
 	supports := false
 	if block, ok := c.provisioner.(BlockProvisioner); ok {
-		if err := c.guard(ctx, "supportsBlock", func() error {
+		if err := c.guard(ctx, "supportsBlock", func(ctx context.Context) error {
 			supports = block.SupportsBlock(ctx)
 			return nil
 		}); err != nil {
@@ -461,7 +461,7 @@ func (c *Controller) checkDataSource(ctx context.Context, source *v1.TypedObject
 	kind := sourceKind(source)
 	supports := false
 	if p, ok := c.provisioner.(DataSourceProvisioner); ok {
-		if err := c.guard(ctx, "supportsDataSource", func() error {
+		if err := c.guard(ctx, "supportsDataSource", func(ctx context.Context) error {
 			supports = p.SupportsDataSource(ctx, kind)
 			return nil
 		}); err != nil {
@@ -545,7 +545,7 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 	if err != nil {
 		err = fmt.Errorf("cannot save PersistentVolume %q after %d tries: %w", volume.Name, cfg.Retries, lastErr)
 		c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "%v; deleting the backend volume", err)
-		if derr := c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) }); derr != nil && !IsIgnoredError(derr) {
+		if derr := c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) }); derr != nil && !IsIgnoredError(derr) {
 			derr = fmt.Errorf("cannot delete backend volume %q: %w", volume.Name, derr)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventCleanupFailed, derr.Error())
 			err = errors.Join(err, derr)
@@ -585,7 +585,7 @@ func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolu
 		return err
 	}
 	klog.FromContext(ctx).Info("Deleting a second backend volume of a saved PersistentVolume", "volume", volume.Name)
-	if err := c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) }); err != nil && !IsIgnoredError(err) {
+	if err := c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) }); err != nil && !IsIgnoredError(err) {
 		return fmt.Errorf("cannot delete the second backend volume of PersistentVolume %q: %w", volume.Name, err)
 	}
 	return nil
@@ -595,7 +595,7 @@ func (c *Controller) volumeSaved(ctx context.Context, claim *v1.PersistentVolume
 	klog.FromContext(ctx).Info("Provisioned", "volume", volume.Name)
 	c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioningSucceeded, "Successfully provisioned volume %s", volume.Name)
 	if c.reclaimer != nil {
-		if err := c.guard(ctx, "saved", func() error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
+		if err := c.guard(ctx, "saved", func(ctx context.Context) error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
 			// The next reclaim finds the PersistentVolume and tries again.
 			klog.FromContext(ctx).Info("Cannot tell the backend that the volume is saved", "volume", volume.Name, "err", err)
 		}

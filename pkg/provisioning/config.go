@@ -59,6 +59,7 @@ type Config struct {
 	Finalizer      bool
 	Retry          RetryConfig
 	VolumeSave     VolumeSaveConfig
+	Timeouts       TimeoutConfig
 	LeaderElection LeaderElectionConfig
 }
 
@@ -86,6 +87,21 @@ type VolumeSaveConfig struct {
 	Mode     VolumeSaveMode
 	Retries  int
 	Interval time.Duration
+}
+
+// TimeoutConfig bounds backend calls and the stop of a controller.
+type TimeoutConfig struct {
+	// Provision is the deadline of the context of each Provision call and of
+	// the other calls about a claim (Qualifier, BlockProvisioner).
+	Provision time.Duration
+	// Delete is the deadline of each Delete call and of the other calls about
+	// a volume (DeletionGuard, Reclaimer).
+	Delete time.Duration
+	// Drain is how long a stopping controller waits for its workers, whose
+	// backend calls were cancelled, before it gives up on calls that ignore
+	// their context: it then returns without releasing its Lease, which
+	// expires, so that no other replica works on the same objects sooner.
+	Drain time.Duration
 }
 
 // LeaderElectionConfig tunes the per-instance Lease.
@@ -132,6 +148,11 @@ func DefaultConfig(provisionerName string) Config {
 			Retries:  5,
 			Interval: 10 * time.Second,
 		},
+		Timeouts: TimeoutConfig{
+			Provision: 2 * time.Minute,
+			Delete:    2 * time.Minute,
+			Drain:     10 * time.Second,
+		},
 		LeaderElection: LeaderElectionConfig{
 			Enabled:       true,
 			LeaseDuration: 15 * time.Second,
@@ -174,6 +195,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Retry.validate(field.NewPath("retry"))...)
 	errs = append(errs, c.VolumeSave.validate(field.NewPath("volumeSave"))...)
+	errs = append(errs, c.Timeouts.validate(field.NewPath("timeouts"))...)
 	errs = append(errs, c.LeaderElection.validate(field.NewPath("leaderElection"))...)
 	return errs.ToAggregate()
 }
@@ -226,6 +248,19 @@ func (v VolumeSaveConfig) validate(path *field.Path) field.ErrorList {
 	}
 	if v.Interval <= 0 {
 		errs = append(errs, field.Invalid(path.Child("interval"), v.Interval.String(), "must be positive"))
+	}
+	return errs
+}
+
+func (t TimeoutConfig) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, timeout := range []struct {
+		name string
+		d    time.Duration
+	}{{"provision", t.Provision}, {"delete", t.Delete}, {"drain", t.Drain}} {
+		if timeout.d <= 0 {
+			errs = append(errs, field.Invalid(path.Child(timeout.name), timeout.d.String(), "must be positive"))
+		}
 	}
 	return errs
 }

@@ -69,6 +69,10 @@ func TestValidate(t *testing.T) {
 			change: func(c *Config) { c.VolumeSave.Retries = 0 },
 			want:   []string{"volumeSave.retries"},
 		},
+		"timeouts must be positive": {
+			change: func(c *Config) { c.Timeouts = TimeoutConfig{Provision: -time.Second} },
+			want:   []string{"timeouts.provision", "timeouts.delete", "timeouts.drain"},
+		},
 		"lease shorter than renewal": {
 			change: func(c *Config) { c.LeaderElection.LeaseDuration = c.LeaderElection.RenewDeadline },
 			want:   []string{"leaderElection.leaseDuration"},

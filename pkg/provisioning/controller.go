@@ -75,6 +75,8 @@ type Dependencies struct {
 	// OnLeaderChange, if set, is called with the Lease holder's identity whenever
 	// it changes (also when this instance gains or loses it).
 	OnLeaderChange func(holderIdentity string)
+	// OnStuck, if set, is called when what Stuck reports may have changed.
+	OnStuck func()
 }
 
 // claimKey identifies a claim in the claim queue; the UID tells a claim from a
@@ -115,10 +117,17 @@ type Controller struct {
 	provisioning sync.Map
 
 	started atomic.Bool
+	onStuck func()
+
+	// overdue holds the backend calls running past their deadline.
+	overdueMu sync.Mutex
+	overdue   map[*backendCall]struct{}
 
 	mu   sync.Mutex
 	cfg  Config
 	term *term // nil unless leading
+	// abandoned are closed once the work a stop gave up on has ended.
+	abandoned []<-chan struct{}
 }
 
 // New returns a Controller for cfg; it starts nothing until Run.
@@ -158,6 +167,8 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		clock:         clock.RealClock{},
 		claimRetries:  newRetries[claimKey](cfg.Retry),
 		volumeRetries: newRetries[string](cfg.Retry),
+		onStuck:       deps.OnStuck,
+		overdue:       map[*backendCall]struct{}{},
 		cfg:           cfg,
 	}
 	c.reclaimer, _ = deps.Provisioner.(Reclaimer)
@@ -201,6 +212,38 @@ func (c *Controller) IsLeader() bool { return c.elector.IsLeader() }
 // LeaseHealthy is nil unless this instance leads and its lease renewal is
 // overdue.
 func (c *Controller) LeaseHealthy() error { return c.elector.Healthy() }
+
+// Stuck is nil unless a backend call has outlived its deadline and not
+// returned yet, or a stop gave up waiting for work that has not ended yet.
+func (c *Controller) Stuck() error {
+	var errs []error
+	c.overdueMu.Lock()
+	var oldest *backendCall
+	for call := range c.overdue {
+		if oldest == nil || call.deadline.Before(oldest.deadline) {
+			oldest = call
+		}
+	}
+	if oldest != nil {
+		errs = append(errs, fmt.Errorf("%d backend call(s) running past their deadline, the oldest a %s call overdue since %s",
+			len(c.overdue), oldest.operation, oldest.deadline.UTC().Format(time.RFC3339)))
+	}
+	c.overdueMu.Unlock()
+	c.mu.Lock()
+	abandoned := 0
+	for _, idle := range c.abandoned {
+		select {
+		case <-idle:
+		default:
+			abandoned++
+		}
+	}
+	c.mu.Unlock()
+	if abandoned > 0 {
+		errs = append(errs, errors.New("stopped without waiting for work that ignores cancellation; it has not ended yet"))
+	}
+	return errors.Join(errs...)
+}
 
 // HandOverLease makes the coming stop keep this instance's Lease held rather
 // than release it. A replacement started right after Run returned, with the
@@ -262,7 +305,9 @@ func (c *Controller) Reconfigure(cfg Config) error {
 // Run works until ctx ends, as the leader of its provisioner when leader
 // election is on. It returns once its workers stopped, its queues shut down,
 // its event handlers were removed, its lease was released and its metric series
-// were deleted.
+// were deleted. A worker whose backend call ignores its cancellation is waited
+// for at most Timeouts.Drain: Run then returns without releasing the lease,
+// and the worker ends when the call returns.
 func (c *Controller) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("cannot run provision controller %q twice", c.name)
@@ -327,11 +372,25 @@ func (c *Controller) lead(ctx context.Context) (stop func()) {
 				utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching")
 			}
 		}
-		t.claims.queue.ShutDown()
-		t.volumes.queue.ShutDown()
-		t.saves.ShutDown()
+		drain := c.config().Timeouts.Drain
+		giveUp, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+		defer cancel()
+		queues := []stopper{t.claims.queue, t.volumes.queue, t.saves}
 		if t.reclaims != nil {
-			t.reclaims.ShutDown()
+			queues = append(queues, t.reclaims)
+		}
+		if busy := shutDown(giveUp.Done(), queues...); len(busy) > 0 {
+			// A call that ignores its cancelled context may still finish.
+			// Releasing the Lease would let another replica work on the same
+			// objects meanwhile: it is left to expire instead, once the
+			// elector stops renewing it when this returns.
+			c.elector.KeepLease()
+			c.mu.Lock()
+			c.abandoned = append(c.abandoned, busy...)
+			c.mu.Unlock()
+			logger.Info("Stopped leading without waiting longer for work that ignores cancellation: the Lease is left to expire", "drain", drain)
+			c.notifyStuck()
+			return
 		}
 		logger.Info("Stopped leading")
 	}
@@ -595,9 +654,14 @@ func hasFinalizer(obj interface{ GetFinalizers() []string }, finalizer string) b
 	return slices.Contains(obj.GetFinalizers(), finalizer)
 }
 
-// guard runs one backend call, turning a panic into an error of that call
-// alone.
-func (c *Controller) guard(ctx context.Context, operation string, call func() error) (err error) {
+// guard runs one backend call under its deadline, turning a panic into an
+// error of that call alone. A call that ignores its deadline is reported by
+// Stuck until it returns.
+func (c *Controller) guard(ctx context.Context, operation string, call func(ctx context.Context) error) (err error) {
+	timeout := callTimeout(c.config().Timeouts, operation)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer c.watchDeadline(ctx, operation, timeout)()
 	defer func() {
 		if r := recover(); r != nil {
 			c.metrics.countPanic(c.name, operation)
@@ -605,5 +669,77 @@ func (c *Controller) guard(ctx context.Context, operation string, call func() er
 			utilruntime.HandleErrorWithContext(ctx, err, "Recovered from a backend panic", "operation", operation)
 		}
 	}()
-	return call()
+	err = call(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("backend did not finish %s within %v: %w", operation, timeout, err)
+	}
+	return err
+}
+
+// callTimeout is the deadline of a backend call: the provision timeout for
+// the calls about a claim, the delete timeout for the calls about a volume.
+func callTimeout(t TimeoutConfig, operation string) time.Duration {
+	switch operation {
+	case "provision", "qualify", "supportsBlock", "supportsDataSource":
+		return t.Provision
+	}
+	return t.Delete
+}
+
+// backendCall is a backend call that outlived its deadline.
+type backendCall struct {
+	operation string
+	deadline  time.Time
+}
+
+// overdueGrace is how long after its deadline a call counts as overdue: one
+// that honours its deadline has returned by then.
+const overdueGrace = time.Second
+
+// watchDeadline counts a backend call as overdue once timeout passed, until
+// the returned function tells that it returned.
+func (c *Controller) watchDeadline(ctx context.Context, operation string, timeout time.Duration) (returned func()) {
+	logger := klog.FromContext(ctx)
+	call := &backendCall{operation: operation, deadline: time.Now().Add(timeout)}
+	// mu orders the timer's report before the return's, whichever runs first.
+	var mu sync.Mutex
+	done, late := false, false
+	timer := time.AfterFunc(timeout+overdueGrace, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		late = true
+		logger.Info("Backend call outlived its deadline and has not returned", "operation", operation, "timeout", timeout)
+		c.setOverdue(call, true)
+	})
+	return func() {
+		timer.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		done = true
+		if late {
+			logger.Info("Overdue backend call returned", "operation", operation, "overdue", time.Since(call.deadline).Round(time.Millisecond))
+			c.setOverdue(call, false)
+		}
+	}
+}
+
+func (c *Controller) setOverdue(call *backendCall, overdue bool) {
+	c.overdueMu.Lock()
+	if overdue {
+		c.overdue[call] = struct{}{}
+	} else {
+		delete(c.overdue, call)
+	}
+	c.overdueMu.Unlock()
+	c.metrics.countOverdue(c.name, call.operation, overdue)
+	c.notifyStuck()
+}
+
+func (c *Controller) notifyStuck() {
+	if c.onStuck != nil {
+		c.onStuck()
+	}
 }

@@ -21,6 +21,11 @@ limitations under the License.
 // idle one holds no worker goroutine, and Run returns once its workers drained
 // and its subscriptions ended.
 //
+// Backend calls get a deadline (Config.Timeouts). A call that ignores it
+// cannot be cancelled: Run waits for it at most Timeouts.Drain, then returns
+// without releasing the Lease, which expires, and leaves only that call's
+// worker behind until the call returns; Stuck reports it meanwhile.
+//
 // No backend volume is leaked when a process dies between a backend's
 // Provision and the creation of the PersistentVolume: a backend that is a
 // Reclaimer keeps its own record, which the leader goes through when it starts

@@ -58,6 +58,12 @@ type Metrics struct {
 	queueWorkDuration *prometheus.HistogramVec
 	queueRetries      *prometheus.CounterVec
 	inFlight          *inFlightCollector
+
+	// overdueCalls counts the backend calls past their deadline, also those
+	// of stopped controllers; a series exists while its count is positive.
+	overdueCalls *prometheus.GaugeVec
+	overdueMu    sync.Mutex
+	overdue      map[[2]string]int
 }
 
 // NewMetrics creates the metric vectors and registers them with reg. Call it
@@ -120,8 +126,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Total number of retries handled by a provisioner's work queue.",
 		}, byQueue),
 		inFlight: newInFlightCollector(byQueue),
+		overdueCalls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "provisioner_backend_calls_stuck",
+			Help: "Number of backend calls running past their deadline, which ignore its cancellation.",
+		}, []string{labelProvisioner, labelOperation}),
+		overdue: map[[2]string]int{},
 	}
-	collectors := []prometheus.Collector{m.inFlight}
+	collectors := []prometheus.Collector{m.inFlight, m.overdueCalls}
 	for _, c := range m.collectors() {
 		collectors = append(collectors, c)
 	}
@@ -175,6 +186,25 @@ func (m *Metrics) observeDelete(provisionerName, class string, start time.Time, 
 
 func (m *Metrics) countPanic(provisionerName, operation string) {
 	m.panics.WithLabelValues(provisionerName, operation).Inc()
+}
+
+// countOverdue counts a backend call that outlived its deadline, or that
+// returned after it did.
+func (m *Metrics) countOverdue(provisionerName, operation string, overdue bool) {
+	m.overdueMu.Lock()
+	defer m.overdueMu.Unlock()
+	key := [2]string{provisionerName, operation}
+	if overdue {
+		m.overdue[key]++
+	} else {
+		m.overdue[key]--
+	}
+	if m.overdue[key] > 0 {
+		m.overdueCalls.WithLabelValues(key[:]...).Set(float64(m.overdue[key]))
+		return
+	}
+	delete(m.overdue, key)
+	m.overdueCalls.DeleteLabelValues(key[:]...)
 }
 
 // queueName names one work queue of a provisioner.

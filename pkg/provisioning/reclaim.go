@@ -58,7 +58,7 @@ func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
 // It returns how many volumes it left on the record.
 func (c *Controller) reclaim(ctx context.Context, t *term) (kept int, err error) {
 	var unsaved []UnsavedVolume
-	err = c.guard(ctx, "unsaved", func() error {
+	err = c.guard(ctx, "unsaved", func(ctx context.Context) error {
 		var err error
 		unsaved, err = c.reclaimer.Unsaved(ctx)
 		return err
@@ -103,7 +103,7 @@ func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.Pers
 			return false, err
 		}
 		if same {
-			if err := c.guard(ctx, "saved", func() error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
+			if err := c.guard(ctx, "saved", func(ctx context.Context) error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
 				return false, fmt.Errorf("cannot tell the backend that volume %q is saved: %w", volume.Name, err)
 			}
 			return false, nil
@@ -115,7 +115,7 @@ func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.Pers
 			return wanted, err
 		}
 	}
-	err = c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) })
+	err = c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 	if err != nil && !IsIgnoredError(err) {
 		return false, fmt.Errorf("cannot delete the unsaved backend volume %q: %w", volume.Name, err)
 	}

@@ -89,7 +89,7 @@ func (c *Controller) shouldDelete(ctx context.Context, volume *v1.PersistentVolu
 		return true, nil
 	}
 	var should bool
-	err := c.guard(ctx, "shouldDelete", func() error {
+	err := c.guard(ctx, "shouldDelete", func(ctx context.Context) error {
 		should = guard.ShouldDelete(ctx, volume)
 		return nil
 	})
@@ -112,7 +112,7 @@ func (c *Controller) deleteVolume(ctx context.Context, volume *v1.PersistentVolu
 	if should, err := c.shouldDelete(ctx, fresh); err != nil || !should {
 		return err
 	}
-	err = c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, fresh) })
+	err = c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, fresh) })
 	if IsIgnoredError(err) {
 		logger.V(2).Info("Backend ignored the volume", "reason", err)
 		return nil

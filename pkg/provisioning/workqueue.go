@@ -46,7 +46,8 @@ type workQueue[K comparable] struct {
 	maxWorkers int
 	workers    int
 	shutDown   bool
-	wg         sync.WaitGroup
+	// stopped is closed once the queue is shut down and no worker is left.
+	stopped chan struct{}
 }
 
 type delayedItem struct {
@@ -66,6 +67,7 @@ func newWorkQueue[K comparable](m *Metrics, name string, workers int, process fu
 		processing: map[K]time.Time{},
 		delayed:    map[K]*delayedItem{},
 		maxWorkers: workers,
+		stopped:    make(chan struct{}),
 	}
 }
 
@@ -171,7 +173,7 @@ func (q *workQueue[K]) startWorkers() {
 	}
 	for q.workers < q.maxWorkers && q.workers < len(q.order)+len(q.processing) {
 		q.workers++
-		q.wg.Go(q.work)
+		go q.work()
 	}
 }
 
@@ -181,6 +183,9 @@ func (q *workQueue[K]) work() {
 		q.mu.Lock()
 		if q.shutDown || len(q.order) == 0 || q.workers > q.maxWorkers {
 			q.workers--
+			if q.shutDown && q.workers == 0 {
+				close(q.stopped)
+			}
 			q.mu.Unlock()
 			return
 		}
@@ -229,8 +234,26 @@ func (q *workQueue[K]) inFlight(now time.Time) (unfinished, longest float64) {
 // finish their current item and deletes the queue's metric series. Adds
 // after it are ignored, so no series is created after it.
 func (q *workQueue[K]) ShutDown() {
+	shutDown(nil, q)
+}
+
+// stopper is a work queue of any item type, for shutDown.
+type stopper interface {
+	stop() (idle <-chan struct{}, forget func())
+}
+
+// stop drops the queued and delayed items and starts no worker any more; it
+// returns what is closed once the workers finished, and what deletes the
+// queue's metric series.
+func (q *workQueue[K]) stop() (<-chan struct{}, func()) {
 	q.mu.Lock()
-	q.shutDown = true
+	defer q.mu.Unlock()
+	if !q.shutDown {
+		q.shutDown = true
+		if q.workers == 0 {
+			close(q.stopped)
+		}
+	}
 	for _, entry := range q.delayed {
 		entry.timer.Stop()
 	}
@@ -238,9 +261,40 @@ func (q *workQueue[K]) ShutDown() {
 	clear(q.dirty)
 	q.order = nil
 	metrics := q.metrics
-	q.mu.Unlock()
-	q.wg.Wait()
-	if metrics != nil {
-		metrics.forget()
+	return q.stopped, func() {
+		if metrics != nil {
+			metrics.forget()
+		}
 	}
+}
+
+// shutDown shuts every queue down at once and waits for their workers to
+// finish their current item, or until giveUp is closed. It deletes the
+// queues' metric series either way. It returns what is closed once the
+// workers of each queue it gave up on finished: they finish their item later
+// and then end.
+func shutDown(giveUp <-chan struct{}, queues ...stopper) (busy []<-chan struct{}) {
+	idle := make([]<-chan struct{}, len(queues))
+	forget := make([]func(), len(queues))
+	for i, q := range queues {
+		idle[i], forget[i] = q.stop()
+	}
+	defer func() {
+		for _, f := range forget {
+			f()
+		}
+	}()
+	for _, ch := range idle {
+		select {
+		case <-ch:
+		case <-giveUp:
+			// Workers that finished just now count as finished.
+			select {
+			case <-ch:
+			default:
+				busy = append(busy, ch)
+			}
+		}
+	}
+	return busy
 }

@@ -1,0 +1,285 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package provisioning
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// deadlineBackend records, per operation, whether its calls had a deadline.
+type deadlineBackend struct {
+	*fakeBackend
+
+	mu        sync.Mutex
+	deadlines map[string]bool
+}
+
+func newDeadlineBackend() *deadlineBackend {
+	b := &deadlineBackend{fakeBackend: newFakeBackend(), deadlines: map[string]bool{}}
+	b.provision = func(ctx context.Context, _ int, _ ProvisionOptions) (ProvisioningState, error) {
+		b.record("provision", ctx)
+		return ProvisioningFinished, nil
+	}
+	return b
+}
+
+func (b *deadlineBackend) record(operation string, ctx context.Context) {
+	_, ok := ctx.Deadline()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.deadlines[operation] = ok
+}
+
+func (b *deadlineBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
+	b.record("delete", ctx)
+	return b.fakeBackend.Delete(ctx, volume)
+}
+
+func (b *deadlineBackend) seen() map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return map[string]bool{"provision": b.deadlines["provision"], "delete": b.deadlines["delete"]}
+}
+
+func TestBackendCallsHaveADeadline(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newDeadlineBackend()
+	run(t, f.newController(testConfig(testProvisioner), backend, &testRecorder{}))
+
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
+	pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pvc-uid-c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.Status.Phase = v1.VolumeReleased
+	pv.ResourceVersion = "2"
+	if _, err := f.client.CoreV1().PersistentVolumes().UpdateStatus(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the volume deleted", func() bool { return !f.volumeExists("pvc-uid-c") })
+
+	if diff := cmp.Diff(map[string]bool{"provision": true, "delete": true}, backend.seen()); diff != "" {
+		t.Errorf("backend calls with a deadline (-want +got):\n%s", diff)
+	}
+}
+
+// hungCall blocks the backend calls that enter it, ignoring their context as
+// a call on a hard NFS mount does, until it is released.
+type hungCall struct {
+	entered, released chan struct{}
+	enterOnce         sync.Once
+	releaseOnce       sync.Once
+}
+
+func newHungCall() *hungCall {
+	return &hungCall{entered: make(chan struct{}), released: make(chan struct{})}
+}
+
+func (h *hungCall) block() {
+	h.enterOnce.Do(func() { close(h.entered) })
+	<-h.released
+}
+
+func (h *hungCall) release() { h.releaseOnce.Do(func() { close(h.released) }) }
+
+func (h *hungCall) hasEntered() bool {
+	select {
+	case <-h.entered:
+		return true
+	default:
+		return false
+	}
+}
+
+// hungCallFunction is where goleak finds the goroutine of a hung call.
+const hungCallFunction = "github.com/provfleet/provfleet/pkg/provisioning.(*hungCall).block"
+
+// A stopping leader whose backend call hangs gives up on it after a bound:
+// Run returns, the Lease is left to expire rather than released, and nothing
+// but the hung call outlives Run.
+func TestStopGivesUpOnAHungBackendCall(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	before := goleak.IgnoreCurrent()
+	hung := newHungCall()
+	// Registered after the fixture's cleanups, so it runs before them.
+	t.Cleanup(hung.release)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		hung.block()
+		return ProvisioningFinished, nil
+	}
+	c := f.newController(leaderConfig("a"), backend, &testRecorder{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	eventually(t, "a leading", c.IsLeader)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the backend call to hang", hung.hasEntered)
+
+	cancel()
+	var runErr error
+	eventually(t, "Run to return", func() bool {
+		select {
+		case runErr = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if runErr != nil {
+		t.Errorf("Run: %v", runErr)
+	}
+	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 2, Transitions: 0}, summary(getLease(t, f.client))); diff != "" {
+		t.Errorf("Lease after the stop (-want +got):\n%s", diff)
+	}
+	// No elector goroutine renews any more, and no worker but the hung one
+	// is left.
+	if err := goleak.Find(before, goleak.IgnoreAnyFunction(hungCallFunction)); err != nil {
+		t.Errorf("goroutines left besides the hung call: %v", err)
+	}
+	hung.release()
+	if err := goleak.Find(before); err != nil {
+		t.Errorf("goroutines left once the hung call returned: %v", err)
+	}
+}
+
+// A call that honours its deadline fails with it and is retried; nothing is
+// reported stuck.
+func TestBackendCallDeadlineFires(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	backend.provision = func(ctx context.Context, call int, _ ProvisionOptions) (ProvisioningState, error) {
+		if call == 1 {
+			<-ctx.Done()
+			return ProvisioningFinished, ctx.Err()
+		}
+		return ProvisioningFinished, nil
+	}
+	cfg := testConfig(testProvisioner)
+	cfg.Timeouts.Provision = 50 * time.Millisecond
+	recorder := &testRecorder{}
+	c := f.newController(cfg, backend, recorder)
+	run(t, c)
+
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
+	eventually(t, "three events", func() bool { return len(recorder.events()) >= 3 })
+	if diff := cmp.Diff([]string{EventProvisioning, EventProvisioningFailed, EventProvisioningSucceeded}, recorder.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if err := c.Stuck(); err != nil {
+		t.Errorf("Stuck() = %v", err)
+	}
+}
+
+// stuckCalls returns the provisioner_backend_calls_stuck series, by
+// provisioner and operation.
+func stuckCalls(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]float64{}
+	for _, family := range families {
+		if family.GetName() != "provisioner_backend_calls_stuck" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			series[strings.Join(labels, ",")] = m.GetGauge().GetValue()
+		}
+	}
+	return series
+}
+
+// A call that ignores its deadline is reported by Stuck, OnStuck and the
+// metric until it returns, also after its controller stopped.
+func TestHungCallIsReportedUntilItReturns(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	hung := newHungCall()
+	t.Cleanup(hung.release)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		hung.block()
+		return ProvisioningFinished, nil
+	}
+	cfg := testConfig(testProvisioner)
+	cfg.Timeouts.Provision = 50 * time.Millisecond
+	cfg.Timeouts.Drain = 50 * time.Millisecond
+	var notified atomic.Int32
+	c, err := New(cfg, Dependencies{
+		Client:        f.client,
+		Informers:     f.informers,
+		EventRecorder: &testRecorder{},
+		Metrics:       f.metrics,
+		Provisioner:   backend,
+		OnStuck:       func() { notified.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	eventually(t, "the call to hang", hung.hasEntered)
+	eventually(t, "the call reported stuck", func() bool { return c.Stuck() != nil })
+	if notified.Load() == 0 {
+		t.Error("OnStuck was not called")
+	}
+	want := map[string]float64{"operation=provision,provisioner=" + testProvisioner: 1}
+	if diff := cmp.Diff(want, stuckCalls(t, f.registry)); diff != "" {
+		t.Errorf("stuck calls (-want +got):\n%s", diff)
+	}
+
+	stop()
+	if err := c.Stuck(); err == nil || !strings.Contains(err.Error(), "past their deadline") || !strings.Contains(err.Error(), "has not ended yet") {
+		t.Errorf("Stuck() after the stop gave up = %v, want the overdue call and the abandoned work", err)
+	}
+	if diff := cmp.Diff(want, stuckCalls(t, f.registry)); diff != "" {
+		t.Errorf("stuck calls after the stop (-want +got):\n%s", diff)
+	}
+
+	hung.release()
+	eventually(t, "the call no longer stuck", func() bool { return c.Stuck() == nil })
+	if diff := cmp.Diff(map[string]float64{}, stuckCalls(t, f.registry)); diff != "" {
+		t.Errorf("stuck calls once the call returned (-want +got):\n%s", diff)
+	}
+}
