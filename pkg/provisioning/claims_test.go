@@ -283,6 +283,23 @@ func TestProvision(t *testing.T) {
 			}(),
 			want: want{},
 		},
+		"claim bound to another volume loses its intent and backend volume": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := withIntent(newClaim("c", "fast", testProvisioner))
+				c.Spec.VolumeName = "pv-by-hand"
+				return c
+			}(),
+			want: want{DeletedBack: []string{"pvc-uid-c"}},
+		},
+		"claim bound to another volume, its own saved": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := withIntent(newClaim("c", "fast", testProvisioner))
+				c.Spec.VolumeName = "pv-by-hand"
+				return c
+			}(),
+			objects: []runtime.Object{existing},
+			want:    want{Volume: true},
+		},
 		"deleted claim with intent and no volume": {
 			claim: func() *v1.PersistentVolumeClaim {
 				c := withIntent(newClaim("c", "fast", testProvisioner))
