@@ -122,7 +122,7 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "claim", klog.KObj(claim)))
 	_, inProgress := c.inProgress.Load(claim.UID)
-	gone := !live || claim.DeletionTimestamp != nil
+	gone := abandoned(claim, live)
 	switch {
 	case gone && inProgress:
 		return c.provisionClaim(ctx, t, claim, live)
@@ -140,6 +140,13 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 		return claim.ResourceVersion, err
 	}
 	return c.provisionClaim(ctx, t, claim, true)
+}
+
+// abandoned reports whether a claim no longer wants the volume made for it:
+// it is gone, being deleted, or bound to another PersistentVolume.
+func abandoned(claim *v1.PersistentVolumeClaim, live bool) bool {
+	return !live || claim.DeletionTimestamp != nil ||
+		(claim.Spec.VolumeName != "" && claim.Spec.VolumeName != volumeNameFor(claim))
 }
 
 // shouldProvision reports whether a volume is wanted for claim from this
@@ -177,7 +184,7 @@ func (c *Controller) provisionClaim(ctx context.Context, t *term, claim *v1.Pers
 
 func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim, live bool) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
 	logger := klog.FromContext(ctx)
-	gone := !live || claim.DeletionTimestamp != nil
+	gone := abandoned(claim, live)
 	pvName := volumeNameFor(claim)
 	if !gone {
 		// Only the informer is asked: a PersistentVolume it has not seen yet
@@ -291,8 +298,9 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVo
 	return claim, state, err
 }
 
-// finishGone continues a background provisioning of a claim that is gone or
-// being deleted: once the backend is done, whatever it made is deleted.
+// finishGone continues a background provisioning of a claim that is gone,
+// being deleted or bound elsewhere: once the backend is done, whatever it made
+// is deleted.
 func (c *Controller) finishGone(ctx context.Context, claim *v1.PersistentVolumeClaim, live bool, volume *v1.PersistentVolume, state ProvisioningState, err error) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
 	if err != nil && (state == ProvisioningInBackground || state == ProvisioningNoChange) {
 		return claim, state, err
@@ -303,9 +311,9 @@ func (c *Controller) finishGone(ctx context.Context, claim *v1.PersistentVolumeC
 	return claim, ProvisioningFinished, c.abandonClaim(ctx, claim, volume, live)
 }
 
-// abandonClaim deletes the backend volume a claim that is going away may have,
-// unless a PersistentVolume took it over, and then removes the claim's intent
-// finalizer.
+// abandonClaim deletes the backend volume a claim that no longer wants it may
+// have, unless a PersistentVolume took it over, and then removes the claim's
+// intent finalizer.
 func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume, live bool) error {
 	saved, err := c.savedVolume(ctx, volumeNameFor(claim))
 	if err != nil {
@@ -322,11 +330,11 @@ func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolum
 		}
 		err := c.guard(ctx, "delete", func() error { return c.provisioner.Delete(ctx, volume) })
 		if err != nil && !IsIgnoredError(err) {
-			err = fmt.Errorf("cannot delete the backend volume %q of a deleted claim: %w", volume.Name, err)
+			err = fmt.Errorf("cannot delete the backend volume %q of an abandoned claim: %w", volume.Name, err)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
 			return err
 		}
-		klog.FromContext(ctx).Info("Deleted the backend volume of a deleted claim", "volume", volume.Name)
+		klog.FromContext(ctx).Info("Deleted the backend volume of an abandoned claim", "volume", volume.Name)
 	}
 	if !live {
 		return nil
