@@ -27,7 +27,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -160,5 +163,70 @@ func TestRestartWithBackendRecordFinishesTheClaim(t *testing.T) {
 	}
 	f.eventually("the record of the saved volume to go", func(context.Context) (bool, error) {
 		return len(unsavedNames(t, second)) == 0, nil
+	})
+}
+
+// claimWithUID is a claim that exists only in memory, for a backend called
+// directly.
+func claimWithUID(namespace, name string, uid types.UID) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			},
+		},
+	}
+}
+
+// Two provisioners share one base, one making hostPath volumes and the other
+// local ones, so no source of the one is byte for byte what the other would
+// build. A record of the first one's volume is left while its PV exists and
+// is bound: the second one, leading, leaves that directory alone, since the
+// PV is not its own, and still deletes its own orphan.
+func TestReclaimLeavesAnotherProvisionersVolume(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	other := hostPathOn(t, root)
+	local, err := hostpath.New(hostpath.Config{
+		Path:         filepath.Join(root, "vols"),
+		VolumeType:   hostpath.VolumeTypeLocal,
+		NodeName:     "node-" + f.namespace,
+		HostPathRoot: root,
+	}, hostpath.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := f.createClass(f.class, nil)
+	// Records are gone through in the order of their PV names: the orphan's
+	// comes last, so once it is deleted the other one's was looked at.
+	id := string(uuid.NewUUID())
+	theirs := claimWithUID(f.namespace, "theirs", types.UID("0"+id[1:]))
+	orphan := claimWithUID(f.namespace, "orphan", types.UID("f"+id[1:]))
+
+	saved, _, err := other.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(theirs), PVC: theirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "e2e.provfleet.io/other-" + f.namespace}
+	saved.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	saved.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: theirs.Namespace, Name: theirs.Name, UID: theirs.UID}
+	if _, err := f.admin.CoreV1().PersistentVolumes().Create(t.Context(), saved, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.admin.CoreV1().PersistentVolumes().Delete(context.Background(), saved.Name, metav1.DeleteOptions{})
+	})
+	if _, _, err := local.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(orphan), PVC: orphan}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{volumeName(theirs), volumeName(orphan)}, dirsIn(t, root)); diff != "" {
+		t.Fatalf("volume directories (-want +got):\n%s", diff)
+	}
+
+	f.start(f.config(), local)
+	f.eventually("the orphan alone to be deleted", func(context.Context) (bool, error) {
+		return slices.Equal([]string{volumeName(theirs)}, dirsIn(t, root)), nil
 	})
 }
