@@ -184,7 +184,7 @@ func TestProvision(t *testing.T) {
 		"volume saved with another backend volume, not yet seen": {
 			claim:  withIntent(newClaim("c", "fast", testProvisioner)),
 			unseen: []runtime.Object{saved("uid-c", "/elsewhere")},
-			want:   want{Calls: 1, Events: []string{EventProvisioningSucceeded}, Volume: true, DeletedBack: []string{"pvc-uid-c"}},
+			want:   want{Calls: 1, Events: []string{EventProvisioningSucceeded}, Volume: true},
 		},
 		"volume name taken by another claim": {
 			claim:  newClaim("c", "fast", testProvisioner),
