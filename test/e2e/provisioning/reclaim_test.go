@@ -180,53 +180,76 @@ func claimWithUID(namespace, name string, uid types.UID) *corev1.PersistentVolum
 	}
 }
 
-// Two provisioners share one base, one making hostPath volumes and the other
-// local ones, so no source of the one is byte for byte what the other would
-// build. A record of the first one's volume is left while its PV exists and
-// is bound: the second one, leading, leaves that directory alone, since the
-// PV is not its own, and still deletes its own orphan.
-func TestReclaimLeavesAnotherProvisionersVolume(t *testing.T) {
-	f := newFixture(t)
-	root := t.TempDir()
-	other := hostPathOn(t, root)
-	local, err := hostpath.New(hostpath.Config{
-		Path:         filepath.Join(root, "vols"),
-		VolumeType:   hostpath.VolumeTypeLocal,
-		NodeName:     "node-" + f.namespace,
-		HostPathRoot: root,
-	}, hostpath.Options{})
-	if err != nil {
-		t.Fatal(err)
+// A record is left of a hostPath volume whose PV exists, when the base is
+// shared with another provisioner or the provisioner was edited since, and
+// the leader now makes local volumes there: no source of the one is byte for
+// byte what the other would build. The leader deletes its own orphan and
+// leaves the PV's directory alone; it drops the record only when the PV is
+// its own, which it compares by the directory both sources name.
+func TestReclaimSparesTheDirectoryOfASavedVolume(t *testing.T) {
+	tests := map[string]struct {
+		// provisionedBy names who made the PV, given the leader's name.
+		provisionedBy func(own string) string
+		// kept: the record of the PV's directory stays.
+		kept bool
+	}{
+		"another provisioner's PV":        {provisionedBy: func(own string) string { return own + "-other" }, kept: true},
+		"its own PV, from before an edit": {provisionedBy: func(own string) string { return own }},
 	}
-	class := f.createClass(f.class, nil)
-	// Records are gone through in the order of their PV names: the orphan's
-	// comes last, so once it is deleted the other one's was looked at.
-	id := string(uuid.NewUUID())
-	theirs := claimWithUID(f.namespace, "theirs", types.UID("0"+id[1:]))
-	orphan := claimWithUID(f.namespace, "orphan", types.UID("f"+id[1:]))
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			root := t.TempDir()
+			before := hostPathOn(t, root)
+			local, err := hostpath.New(hostpath.Config{
+				Path:         filepath.Join(root, "vols"),
+				VolumeType:   hostpath.VolumeTypeLocal,
+				NodeName:     "node-" + f.namespace,
+				HostPathRoot: root,
+			}, hostpath.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			class := f.createClass(f.class, nil)
+			// Records are gone through in the order of their PV names: the
+			// orphan's comes last, so once it is deleted the other was looked at.
+			id := string(uuid.NewUUID())
+			theirs := claimWithUID(f.namespace, "theirs", types.UID("0"+id[1:]))
+			orphan := claimWithUID(f.namespace, "orphan", types.UID("f"+id[1:]))
 
-	saved, _, err := other.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(theirs), PVC: theirs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "e2e.provfleet.io/other-" + f.namespace}
-	saved.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-	saved.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: theirs.Namespace, Name: theirs.Name, UID: theirs.UID}
-	if _, err := f.admin.CoreV1().PersistentVolumes().Create(t.Context(), saved, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = f.admin.CoreV1().PersistentVolumes().Delete(context.Background(), saved.Name, metav1.DeleteOptions{})
-	})
-	if _, _, err := local.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(orphan), PVC: orphan}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{volumeName(theirs), volumeName(orphan)}, dirsIn(t, root)); diff != "" {
-		t.Fatalf("volume directories (-want +got):\n%s", diff)
-	}
+			saved, _, err := before.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(theirs), PVC: theirs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": tc.provisionedBy(f.provisioner)}
+			// Retain: the leader must not delete its own PV, released since
+			// its claim exists only in memory.
+			saved.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+			saved.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: theirs.Namespace, Name: theirs.Name, UID: theirs.UID}
+			if _, err := f.admin.CoreV1().PersistentVolumes().Create(t.Context(), saved, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = f.admin.CoreV1().PersistentVolumes().Delete(context.Background(), saved.Name, metav1.DeleteOptions{})
+			})
+			if _, _, err := local.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(orphan), PVC: orphan}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{volumeName(theirs), volumeName(orphan)}, dirsIn(t, root)); diff != "" {
+				t.Fatalf("volume directories (-want +got):\n%s", diff)
+			}
 
-	f.start(f.config(), local)
-	f.eventually("the orphan alone to be deleted", func(context.Context) (bool, error) {
-		return slices.Equal([]string{volumeName(theirs)}, dirsIn(t, root)), nil
-	})
+			f.start(f.config(), local)
+			f.eventually("the orphan alone to be deleted", func(context.Context) (bool, error) {
+				return slices.Equal([]string{volumeName(theirs)}, dirsIn(t, root)), nil
+			})
+			var want []string
+			if tc.kept {
+				want = []string{volumeName(theirs)}
+			}
+			if diff := cmp.Diff(want, unsavedNames(t, local)); diff != "" {
+				t.Errorf("on record (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
