@@ -151,7 +151,9 @@ type ProvisionerConfigSpec struct {
 
 	// finalizer puts a finalizer on provisioned PersistentVolumes, so a
 	// PersistentVolume object never goes away before its backend volume is
-	// deleted.
+	// deleted. false takes it off this provisioner's PersistentVolumes that
+	// carry it (one being deleted keeps it until its backend volume is), so
+	// none hangs in Terminating once the provisioner is gone.
 	// +kubebuilder:default=true
 	// +optional
 	Finalizer *bool `json:"finalizer,omitempty"`

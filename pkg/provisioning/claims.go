@@ -123,7 +123,7 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "claim", klog.KObj(claim)))
 	_, inProgress := c.inProgress.Load(claim.UID)
-	gone := !live || claim.DeletionTimestamp != nil
+	gone := abandoned(claim, live)
 	switch {
 	case gone && inProgress:
 		return c.provisionClaim(ctx, t, claim, live)
@@ -141,6 +141,13 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 		return claim.ResourceVersion, err
 	}
 	return c.provisionClaim(ctx, t, claim, true)
+}
+
+// abandoned reports whether a claim no longer wants the volume made for it:
+// it is gone, being deleted, or bound to another PersistentVolume.
+func abandoned(claim *v1.PersistentVolumeClaim, live bool) bool {
+	return !live || claim.DeletionTimestamp != nil ||
+		(claim.Spec.VolumeName != "" && claim.Spec.VolumeName != volumeNameFor(claim))
 }
 
 // shouldProvision reports whether a volume is wanted for claim from this
@@ -189,7 +196,7 @@ func (c *Controller) provisionClaim(ctx context.Context, t *term, claim *v1.Pers
 
 func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim, live bool) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
 	logger := klog.FromContext(ctx)
-	gone := !live || claim.DeletionTimestamp != nil
+	gone := abandoned(claim, live)
 	pvName := volumeNameFor(claim)
 	source := dataSourceOf(claim)
 	if !gone {
@@ -315,8 +322,9 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVo
 	return claim, state, err
 }
 
-// finishGone continues a background provisioning of a claim that is gone or
-// being deleted: once the backend is done, whatever it made is deleted.
+// finishGone continues a background provisioning of a claim that is gone,
+// being deleted or bound elsewhere: once the backend is done, whatever it made
+// is deleted.
 func (c *Controller) finishGone(ctx context.Context, claim *v1.PersistentVolumeClaim, live bool, volume *v1.PersistentVolume, state ProvisioningState, err error) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
 	if err != nil && (state == ProvisioningInBackground || state == ProvisioningNoChange) {
 		return claim, state, err
@@ -327,9 +335,9 @@ func (c *Controller) finishGone(ctx context.Context, claim *v1.PersistentVolumeC
 	return claim, ProvisioningFinished, c.abandonClaim(ctx, claim, volume, live)
 }
 
-// abandonClaim deletes the backend volume a claim that is going away may have,
-// unless a PersistentVolume took it over, and then removes the claim's intent
-// finalizer.
+// abandonClaim deletes the backend volume a claim that no longer wants it may
+// have, unless a PersistentVolume took it over, and then removes the claim's
+// intent finalizer.
 func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume, live bool) error {
 	saved, err := c.savedVolume(ctx, volumeNameFor(claim))
 	if err != nil {
@@ -346,11 +354,11 @@ func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolum
 		}
 		err := c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 		if err != nil && !IsIgnoredError(err) {
-			err = fmt.Errorf("cannot delete the backend volume %q of a deleted claim: %w", volume.Name, err)
+			err = fmt.Errorf("cannot delete the backend volume %q of an abandoned claim: %w", volume.Name, err)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
 			return err
 		}
-		klog.FromContext(ctx).Info("Deleted the backend volume of a deleted claim", "volume", volume.Name)
+		klog.FromContext(ctx).Info("Deleted the backend volume of an abandoned claim", "volume", volume.Name)
 	}
 	if !live {
 		return nil
@@ -523,10 +531,11 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 		t.saves.Add(volume.Name)
 		return claim, ProvisioningFinished, nil
 	}
+	var saved *v1.PersistentVolume
 	var lastErr error
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: cfg.Interval, Factor: 1, Steps: cfg.Retries},
 		func(ctx context.Context) (bool, error) {
-			lastErr = c.createVolume(ctx, volume)
+			saved, lastErr = c.createVolume(ctx, volume)
 			if errors.Is(lastErr, errVolumeTaken) {
 				return false, lastErr
 			}
@@ -552,50 +561,54 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 		}
 		return claim, ProvisioningFinished, err
 	}
-	return c.volumeSaved(ctx, claim, volume)
+	return c.volumeSaved(ctx, claim, volume, saved)
 }
 
 // errVolumeTaken means that the PersistentVolume name of a claim is taken by a
 // volume of another claim.
 var errVolumeTaken = errors.New("the name is taken by a PersistentVolume of another claim")
 
-// createVolume creates the PersistentVolume of a provisioned backend volume.
-// One that exists already and is bound to the same claim was saved by an
-// earlier attempt that the informer had not shown yet; a backend volume other
-// than the one it uses is a second one for the claim, and is deleted.
-func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolume) error {
+// createVolume creates the PersistentVolume of a provisioned backend volume
+// and returns it as saved. One that exists already and is bound to the same
+// claim was saved by an earlier attempt that the informer had not shown yet.
+// If its source differs, the backend volume may be a second one for the
+// claim or the same one described otherwise: only a Reclaimer can tell
+// (volumeSaved), and Delete is never handed a volume whose name a
+// PersistentVolume uses, so other backends keep it.
+func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	api := c.client.CoreV1().PersistentVolumes()
-	_, err := api.Create(ctx, volume, metav1.CreateOptions{})
+	created, err := api.Create(ctx, volume, metav1.CreateOptions{})
 	if err == nil {
-		return nil
+		return created, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		klog.FromContext(ctx).Info("Cannot save PersistentVolume", "volume", volume.Name, "err", err)
-		return err
+		return nil, err
 	}
 	saved, err := api.Get(ctx, volume.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("cannot get the existing PersistentVolume %q: %w", volume.Name, err)
+		return nil, fmt.Errorf("cannot get the existing PersistentVolume %q: %w", volume.Name, err)
 	}
 	if saved.Spec.ClaimRef == nil || saved.Spec.ClaimRef.UID != volume.Spec.ClaimRef.UID {
-		return fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, errVolumeTaken)
+		return nil, fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, errVolumeTaken)
 	}
 	same, err := sameSource(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource)
-	if err != nil || same {
-		return err
+	if err != nil {
+		return nil, err
 	}
-	klog.FromContext(ctx).Info("Deleting a second backend volume of a saved PersistentVolume", "volume", volume.Name)
-	if err := c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) }); err != nil && !IsIgnoredError(err) {
-		return fmt.Errorf("cannot delete the second backend volume of PersistentVolume %q: %w", volume.Name, err)
+	if !same && c.reclaimer == nil {
+		klog.FromContext(ctx).Info("Keeping a backend volume whose source differs from its saved PersistentVolume's: the backend cannot tell whether it is a second one", "volume", volume.Name)
 	}
-	return nil
+	return saved, nil
 }
 
-func (c *Controller) volumeSaved(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+// volumeSaved finishes a claim whose PersistentVolume, saved, exists for the
+// backend volume that Provision returned as volume.
+func (c *Controller) volumeSaved(ctx context.Context, claim *v1.PersistentVolumeClaim, volume, saved *v1.PersistentVolume) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
 	klog.FromContext(ctx).Info("Provisioned", "volume", volume.Name)
 	c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioningSucceeded, "Successfully provisioned volume %s", volume.Name)
 	if c.reclaimer != nil {
-		if err := c.guard(ctx, "saved", func(ctx context.Context) error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
+		if _, err := c.savedVolumeOf(ctx, volume, saved); err != nil {
 			// The next reclaim finds the PersistentVolume and tries again.
 			klog.FromContext(ctx).Info("Cannot tell the backend that the volume is saved", "volume", volume.Name, "err", err)
 		}
@@ -618,13 +631,14 @@ func (c *Controller) saveVolumeAgain(ctx context.Context, t *term, name string) 
 		return
 	}
 	p := obj.(pendingSave)
-	if err := c.createVolume(ctx, p.volume); err != nil {
+	saved, err := c.createVolume(ctx, p.volume)
+	if err != nil {
 		t.saves.AddAfter(name, t.saveLimiter.When(name))
 		return
 	}
 	t.saveLimiter.Forget(name)
 	t.pending.Delete(name)
-	if _, _, err := c.volumeSaved(ctx, p.claim, p.volume); err != nil {
+	if _, _, err := c.volumeSaved(ctx, p.claim, p.volume, saved); err != nil {
 		// The claim is looked at again and finds its volume.
 		klog.FromContext(ctx).Info("Cannot update claim after saving its volume", "claim", klog.KObj(p.claim), "err", err)
 		t.claims.queue.Add(keyOfClaim(p.claim))

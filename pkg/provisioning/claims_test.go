@@ -247,7 +247,7 @@ func TestProvision(t *testing.T) {
 		"volume saved with another backend volume, not yet seen": {
 			claim:  withIntent(newClaim("c", "fast", testProvisioner)),
 			unseen: []runtime.Object{saved("uid-c", "/elsewhere")},
-			want:   want{Calls: 1, Events: []string{EventProvisioningSucceeded}, Volume: true, DeletedBack: []string{"pvc-uid-c"}},
+			want:   want{Calls: 1, Events: []string{EventProvisioningSucceeded}, Volume: true},
 		},
 		"volume name taken by another claim": {
 			claim:  newClaim("c", "fast", testProvisioner),
@@ -345,6 +345,23 @@ func TestProvision(t *testing.T) {
 				return c
 			}(),
 			want: want{},
+		},
+		"claim bound to another volume loses its intent and backend volume": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := withIntent(newClaim("c", "fast", testProvisioner))
+				c.Spec.VolumeName = "pv-by-hand"
+				return c
+			}(),
+			want: want{DeletedBack: []string{"pvc-uid-c"}},
+		},
+		"claim bound to another volume, its own saved": {
+			claim: func() *v1.PersistentVolumeClaim {
+				c := withIntent(newClaim("c", "fast", testProvisioner))
+				c.Spec.VolumeName = "pv-by-hand"
+				return c
+			}(),
+			objects: []runtime.Object{existing},
+			want:    want{Volume: true},
 		},
 		"deleted claim with intent and no volume": {
 			claim: func() *v1.PersistentVolumeClaim {

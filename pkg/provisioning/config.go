@@ -56,6 +56,7 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// Finalizer puts a finalizer on provisioned PersistentVolumes so a
 	// PersistentVolume object never goes away before its backend volume.
+	// Without it, the finalizer is taken off the volumes that have it.
 	Finalizer      bool
 	Retry          RetryConfig
 	VolumeSave     VolumeSaveConfig

@@ -296,7 +296,9 @@ func (c *Controller) Reconfigure(cfg Config) error {
 		c.claimEvents.refresh()
 		c.volumeEvents.refresh()
 	}
-	if t != nil && (revive || unpaused || renamed) {
+	// Every volume gains or loses its finalizer now, not at the next resync.
+	refinalize := old.Finalizer != cfg.Finalizer
+	if t != nil && (revive || unpaused || renamed || refinalize) {
 		c.enqueueAll(t)
 	}
 	return nil

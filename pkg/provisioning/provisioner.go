@@ -72,11 +72,16 @@ type Provisioner interface {
 	// Provision creates a backend volume and returns the PersistentVolume that
 	// represents it. The controller creates the PV object itself.
 	Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error)
-	// Delete removes the backend volume behind a PersistentVolume. When a
-	// claim went away before its PersistentVolume was saved, volume is rebuilt
-	// from the claim alone (name pvc-<claim UID>, claimRef, storage class,
-	// capacity, access and volume modes, the provisioned-by annotation) and the
-	// backend volume may not exist: Delete must then succeed.
+	// Delete removes the backend volume behind a PersistentVolume. It is
+	// handed either the PersistentVolume that uses the backend volume, or a
+	// volume for whose name no PersistentVolume exists: as Provision returned
+	// it, as a Reclaimer recorded it, or, when a claim went away before its
+	// PersistentVolume was saved, rebuilt from the claim alone (name
+	// pvc-<claim UID>, claimRef, storage class, capacity, access and volume
+	// modes, the provisioned-by annotation, no source), and the backend volume
+	// may then not exist: Delete must succeed. Never is it handed a volume
+	// whose name a PersistentVolume uses for another backend volume, so a
+	// backend may find the volume by its name as well as by its source.
 	Delete(ctx context.Context, volume *v1.PersistentVolume) error
 }
 
@@ -87,15 +92,26 @@ type Provisioner interface {
 // claim leaves without a PersistentVolume is found in the record and deleted.
 // Without it, an intent finalizer on the claim guards the same window (two
 // more writes per claim).
+//
+// Only the backend can tell whether two volume sources name one backend
+// volume (a local and a hostPath source of one path do; an NFS server by name
+// and by address may or may not), so it, not the controller, settles a
+// record whose PersistentVolume exists.
 type Reclaimer interface {
 	// Unsaved lists the volumes on record, each as Provision returned it:
 	// the PersistentVolume name and volume source at least, enough for
 	// Delete.
 	Unsaved(ctx context.Context) ([]UnsavedVolume, error)
-	// Saved drops the record of a volume whose PersistentVolume exists with
-	// this name and volume source. Delete drops the record of the volume it
-	// deletes.
-	Saved(ctx context.Context, volume *v1.PersistentVolume) error
+	// Saved is told that saved, a PersistentVolume of this provisioner,
+	// exists with the name of volume, a volume on record (as Unsaved or
+	// Provision returned it). If saved uses volume's backend volume, Saved
+	// drops the record. If the backend can prove that saved uses another
+	// one, volume is a second backend volume made for that name (by an
+	// earlier attempt under another configuration): Saved deletes it and
+	// drops its record, since Delete is never handed it. If the backend
+	// cannot tell, Saved keeps the record and returns an error: nothing is
+	// deleted in doubt. Delete drops the record of the volume it deletes.
+	Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error
 }
 
 // UnsavedVolume is a backend volume that may have no PersistentVolume yet.

@@ -50,11 +50,10 @@ func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
 }
 
 // reclaim goes through the backend's record of volumes that may have no
-// PersistentVolume. A volume whose PersistentVolume exists leaves the record.
-// One that no claim wants any more, because the claim is gone or bound
-// elsewhere, or because the claim's PersistentVolume uses another backend
-// volume, is deleted: a crash between Provision and the PersistentVolume's
-// creation leaks nothing.
+// PersistentVolume. One whose PersistentVolume exists is settled by the
+// backend (savedVolumeOf). One that no claim wants any more, because the
+// claim is gone or bound elsewhere, is deleted: a crash between Provision and
+// the PersistentVolume's creation leaks nothing.
 // It returns how many volumes it left on the record.
 func (c *Controller) reclaim(ctx context.Context, t *term) (kept int, err error) {
 	var unsaved []UnsavedVolume
@@ -96,30 +95,34 @@ func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.Pers
 	if err != nil {
 		return false, err
 	}
-	reason := "its claim is gone or bound to another volume"
 	if saved != nil {
-		same, err := sameSource(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource)
-		if err != nil {
-			return false, err
-		}
-		if same {
-			if err := c.guard(ctx, "saved", func(ctx context.Context) error { return c.reclaimer.Saved(ctx, volume) }); err != nil {
-				return false, fmt.Errorf("cannot tell the backend that volume %q is saved: %w", volume.Name, err)
-			}
-			return false, nil
-		}
-		reason = "its PersistentVolume uses another backend volume"
-	} else {
-		wanted, err := c.claimWants(ctx, volume)
-		if err != nil || wanted {
-			return wanted, err
-		}
+		return c.savedVolumeOf(ctx, volume, saved)
+	}
+	wanted, err := c.claimWants(ctx, volume)
+	if err != nil || wanted {
+		return wanted, err
 	}
 	err = c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 	if err != nil && !IsIgnoredError(err) {
 		return false, fmt.Errorf("cannot delete the unsaved backend volume %q: %w", volume.Name, err)
 	}
-	logger.Info("Deleted a backend volume no claim wants", "reason", reason)
+	logger.Info("Deleted a backend volume no claim wants")
+	return false, nil
+}
+
+// savedVolumeOf hands the backend an unsaved volume with saved, the
+// PersistentVolume of its name, to settle; it keeps the volume on record when
+// saved is not this provisioner's: made by hand or by another provisioner
+// sharing the backend, it may well use that very backend volume.
+func (c *Controller) savedVolumeOf(ctx context.Context, volume, saved *v1.PersistentVolume) (keep bool, err error) {
+	if by := saved.Annotations[annDynamicallyProvisioned]; !c.knownName(by) {
+		klog.FromContext(ctx).Info("Keeping an unsaved backend volume: the PersistentVolume of its name is not this provisioner's",
+			"volume", volume.Name, "provisionedBy", by)
+		return true, nil
+	}
+	if err := c.guard(ctx, "saved", func(ctx context.Context) error { return c.reclaimer.Saved(ctx, volume, saved) }); err != nil {
+		return false, fmt.Errorf("cannot tell the backend that volume %q is saved: %w", volume.Name, err)
+	}
 	return false, nil
 }
 

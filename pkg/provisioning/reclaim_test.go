@@ -82,7 +82,9 @@ func (b *recordingBackend) Unsaved(context.Context) ([]UnsavedVolume, error) {
 	return unsaved, nil
 }
 
-func (b *recordingBackend) Saved(_ context.Context, volume *v1.PersistentVolume) error {
+// Saved drops the record: like Delete, the fake knows its volumes by name
+// alone, so the saved PersistentVolume of that name uses the recorded one.
+func (b *recordingBackend) Saved(_ context.Context, volume, _ *v1.PersistentVolume) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.records, volume.Name)
@@ -179,6 +181,10 @@ func TestReclaim(t *testing.T) {
 	recreated.UID = "uid-pending-2"
 	saved := newVolume(volumeNameFor(pending), testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
 	saved.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/vols/pending"}
+	savedByOther := saved.DeepCopy()
+	savedByOther.Annotations[annDynamicallyProvisioned] = "other.io/x"
+	savedByHand := saved.DeepCopy()
+	savedByHand.Annotations = nil
 	record := unsavedVolume(pending, "/vols/pending")
 	noClaimRef := record.DeepCopy()
 	noClaimRef.Spec.ClaimRef = nil
@@ -200,9 +206,23 @@ func TestReclaim(t *testing.T) {
 			api:    []runtime.Object{pending, saved},
 		},
 		"saved with another source": {
-			record:      unsavedVolume(pending, "/vols/pending-2"),
-			informed:    []runtime.Object{pending, saved},
-			wantDeleted: []string{"pvc-uid-pending"},
+			record:   unsavedVolume(pending, "/vols/pending-2"),
+			informed: []runtime.Object{pending, saved},
+		},
+		"saved by another provisioner with another source": {
+			record:       unsavedVolume(pending, "/vols/pending-2"),
+			informed:     []runtime.Object{pending, savedByOther},
+			wantRecorded: []string{"pvc-uid-pending"},
+		},
+		"saved by another provisioner with this source": {
+			record:       record,
+			informed:     []runtime.Object{pending, savedByOther},
+			wantRecorded: []string{"pvc-uid-pending"},
+		},
+		"saved by hand with another source": {
+			record:       unsavedVolume(pending, "/vols/pending-2"),
+			informed:     []runtime.Object{pending, savedByHand},
+			wantRecorded: []string{"pvc-uid-pending"},
 		},
 		"claim waits for it": {
 			record:       record,
@@ -349,4 +369,63 @@ func TestGoneClaimWithoutVolumeIsReclaimed(t *testing.T) {
 		_, _, deleted := backend.snapshot()
 		return slices.Equal(deleted, []string{"pvc-uid-c"}) && len(backend.recorded()) == 0
 	})
+}
+
+// Delete is never handed a volume whose name a PersistentVolume uses, but
+// that PersistentVolume itself: a backend that deletes by name, as the fakes
+// do, keeps the backend volume a saved PersistentVolume uses however the
+// controller meets another source under its name.
+func TestDeleteByNameSparesTheLiveVolume(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	live := newVolume(volumeNameFor(claim), testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	live.Spec.ClaimRef = claimRef(claim)
+	live.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/vols/live"}
+	reclaim := func(c *Controller, tm *term) error {
+		_, err := c.reclaim(context.Background(), tm)
+		return err
+	}
+	sync := func(c *Controller, tm *term) error {
+		_, err := c.syncClaim(context.Background(), tm, keyOfClaim(claim))
+		return err
+	}
+	tests := map[string]struct {
+		reclaimer bool
+		// informed: the informer shows the PersistentVolume too.
+		informed bool
+		run      func(*Controller, *term) error
+	}{
+		"reclaim of a record with another source":               {reclaimer: true, informed: true, run: reclaim},
+		"save meets the saved volume, backend with a record":    {reclaimer: true, run: sync},
+		"save meets the saved volume, backend without a record": {run: sync},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects := []runtime.Object{claim, newClass("fast", testProvisioner), live}
+			f := newFixture(t, objects...)
+			if tc.informed {
+				f.fill(objects...)
+			} else {
+				f.fill(objects[:2]...)
+			}
+			fake := newFakeBackend()
+			fake.volumes[live.Name] = true
+			var backend Provisioner = fake
+			if tc.reclaimer {
+				recording := &recordingBackend{fakeBackend: fake, records: map[string]*v1.PersistentVolume{}}
+				recording.record(unsavedVolume(claim, "/vols/second"))
+				backend = recording
+			}
+			c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+			if err := tc.run(c, newTestTerm(t, c)); err != nil {
+				t.Fatal(err)
+			}
+			_, volumes, deleted := fake.snapshot()
+			if diff := cmp.Diff([]string(nil), deleted); diff != "" {
+				t.Errorf("Delete calls (-want +got):\n%s", diff)
+			}
+			if !slices.Contains(volumes, live.Name) {
+				t.Errorf("the backend volume of the saved PersistentVolume is gone: %v", volumes)
+			}
+		})
+	}
 }

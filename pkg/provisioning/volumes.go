@@ -40,11 +40,11 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 		return "", nil
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "volume", klog.KObj(volume)))
-	volume, err = c.reconcileVolumeFinalizer(ctx, volume)
+	should, err := c.shouldDelete(ctx, volume)
 	if err != nil {
 		return volume.ResourceVersion, err
 	}
-	should, err := c.shouldDelete(ctx, volume)
+	volume, err = c.reconcileVolumeFinalizer(ctx, volume, should)
 	if err != nil || !should {
 		return volume.ResourceVersion, err
 	}
@@ -56,14 +56,19 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 
 // reconcileVolumeFinalizer puts the PersistentVolume finalizer on this
 // provisioner's volumes that it will delete, and takes it off those it will
-// not, so that they can go away.
-func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+// not, so that they can go away. With the finalizer turned off it takes it off
+// every volume, as the upstream library does on rollback, so none hangs in
+// Terminating once this provisioner is gone; but for a volume whose backend
+// volume is to be deleted now (due): deleteVolume takes it off after that, so
+// the backend volume is not leaked.
+func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *v1.PersistentVolume, due bool) (*v1.PersistentVolume, error) {
 	deletable := volume.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete
-	want := hasFinalizer(volume, VolumeFinalizer)
-	switch {
-	case want && !deletable:
+	enabled := c.config().Finalizer
+	var want bool
+	switch has := hasFinalizer(volume, VolumeFinalizer); {
+	case has && (!deletable || !enabled && !due):
 		want = false
-	case !want && deletable && volume.DeletionTimestamp == nil && c.config().Finalizer:
+	case !has && deletable && volume.DeletionTimestamp == nil && enabled:
 		want = true
 	default:
 		return volume, nil

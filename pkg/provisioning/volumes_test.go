@@ -95,6 +95,28 @@ func TestDelete(t *testing.T) {
 			finalizer: true,
 			want:      want{Exists: true},
 		},
+		"finalizer off: bound loses the finalizer": {
+			volume: with(newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete), finalized),
+			want:   want{Exists: true},
+		},
+		"finalizer off: released is deleted": {
+			volume: with(released(), finalized),
+			want:   want{Deleted: []string{"pv"}},
+		},
+		"finalizer off: deleting keeps the finalizer until the backend volume is deleted": {
+			volume:    with(with(released(), deleting), finalized),
+			deleteErr: errBackend,
+			want:      want{Err: true, Exists: true, Finalizers: []string{VolumeFinalizer}, Events: []string{EventVolumeFailedDelete}},
+		},
+		"finalizer off: deleting, guard vetoes": {
+			volume:  with(with(released(), deleting), finalized),
+			backend: func(b *fakeBackend) Provisioner { return guardedBackend{b, false} },
+			want:    want{Exists: true},
+		},
+		"finalizer off: another provisioner's volume keeps its finalizer": {
+			volume: with(newVolume("pv", "other.io/x", v1.VolumeBound, v1.PersistentVolumeReclaimDelete), finalized),
+			want:   want{Exists: true, Finalizers: []string{VolumeFinalizer}},
+		},
 		"guard vetoes": {
 			volume:  released(),
 			backend: func(b *fakeBackend) Provisioner { return guardedBackend{b, false} },
@@ -154,4 +176,26 @@ func TestDelete(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Turning the finalizer off takes it off the volumes that carry it at once,
+// so none is left hanging once the provisioner is gone.
+func TestFinalizerTurnedOff(t *testing.T) {
+	bound := newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	f := newFixture(t, bound)
+	f.start()
+	cfg := testConfig(testProvisioner)
+	cfg.Finalizer = true
+	c := f.newController(cfg, newFakeBackend(), &testRecorder{})
+	run(t, c)
+	finalized := func() bool {
+		pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv", metav1.GetOptions{})
+		return err == nil && hasFinalizer(pv, VolumeFinalizer)
+	}
+	eventually(t, "the finalizer to be put on", finalized)
+	cfg.Finalizer = false
+	if err := c.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the finalizer to be taken off", func() bool { return !finalized() })
 }

@@ -276,13 +276,21 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 	return unsaved, nil
 }
 
-// Saved drops the record of the directory a saved PersistentVolume names.
-func (p *Provisioner) Saved(ctx context.Context, pv *v1.PersistentVolume) error {
-	dir, err := p.ownDir(pv)
+// Saved settles the record of an unsaved volume whose PersistentVolume, saved,
+// exists: it is compared by the directory it resolves to, so a local and a
+// hostPath source of one path are one volume. A saved volume this provisioner
+// cannot place (another node, outside Path, another kind of source) keeps the
+// record: nothing is deleted in doubt.
+func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
+	dir, err := p.ownDir(volume)
 	if err != nil {
-		return fmt.Errorf("cannot drop the record of volume %s: %w", pv.Name, err)
+		return fmt.Errorf("cannot drop the record of volume %s: %w", volume.Name, err)
 	}
-	return p.store.Forget(ctx, pv.Name, dir)
+	savedDir, err := p.ownDir(saved)
+	if err != nil {
+		return fmt.Errorf("cannot drop the record of volume %s: its PersistentVolume: %w", volume.Name, err)
+	}
+	return p.store.Saved(ctx, volume.Name, dir, savedDir)
 }
 
 // ownDir returns the directory of a PersistentVolume of this provisioner's

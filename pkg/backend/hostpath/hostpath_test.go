@@ -392,6 +392,62 @@ func TestSavedRefusesOthersVolumes(t *testing.T) {
 	}
 }
 
+// Saved compares a record with its saved PersistentVolume by the directory
+// each resolves to, never byte for byte: one directory drops the record, two
+// apart make the recorded one a second volume that goes, and what cannot be
+// told apart keeps both.
+func TestSavedComparesDirectories(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(pv *v1.PersistentVolume)
+		wantErr string
+		removed bool
+	}{
+		"the same source": {mutate: func(*v1.PersistentVolume) {}},
+		"a hostPath source of the same path": {mutate: func(pv *v1.PersistentVolume) {
+			pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: pv.Spec.Local.Path}
+			pv.Spec.Local = nil
+		}},
+		"the same path, written otherwise": {mutate: func(pv *v1.PersistentVolume) {
+			pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) + "/./data/"
+		}},
+		"another directory": {
+			mutate: func(pv *v1.PersistentVolume) {
+				pv.Spec.Local.Path = filepath.Join(filepath.Dir(pv.Spec.Local.Path), "other")
+			},
+			removed: true,
+		},
+		"a directory inside it": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Join(pv.Spec.Local.Path, "sub") },
+			wantErr: "one lies inside the other",
+		},
+		"a directory around it": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) },
+			wantErr: "one lies inside the other",
+		},
+		"another node": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" },
+			wantErr: `lives on node "node-b"`,
+		},
+		"outside the base": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/team/data" },
+			wantErr: "not below",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			p, err := New(Config{
+				Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a",
+				PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}",
+			}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			backendtest.CheckSaved(t, p, localPath, tc.mutate, tc.wantErr, tc.removed)
+		})
+	}
+}
+
 func localPath(pv *v1.PersistentVolume) string {
 	if pv.Spec.Local != nil {
 		return pv.Spec.Local.Path

@@ -143,13 +143,20 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 	return unsaved, nil
 }
 
-// Saved drops the record of the subdirectory a saved PersistentVolume names.
-func (p *Provisioner) Saved(ctx context.Context, pv *v1.PersistentVolume) error {
-	dir, err := p.volumeDir(pv)
+// Saved settles the record of an unsaved volume whose PersistentVolume, saved,
+// exists, by the subdirectory each names. A saved volume on another server
+// string keeps the record: a host name and an address of one server cannot be
+// told apart from two servers, and nothing is deleted in doubt.
+func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
+	dir, err := p.volumeDir(volume)
 	if err != nil {
-		return fmt.Errorf("cannot drop the record of volume %s: %w", pv.Name, err)
+		return fmt.Errorf("cannot drop the record of volume %s: %w", volume.Name, err)
 	}
-	return p.store.Forget(ctx, pv.Name, dir)
+	savedDir, err := p.volumeDir(saved)
+	if err != nil {
+		return fmt.Errorf("cannot drop the record of volume %s: its PersistentVolume: %w", volume.Name, err)
+	}
+	return p.store.Saved(ctx, volume.Name, dir, savedDir)
 }
 
 // source is the volume source of the subdirectory dir of the export.

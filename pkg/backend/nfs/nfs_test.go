@@ -253,4 +253,48 @@ func TestSavedRefusesOthersVolumes(t *testing.T) {
 	}
 }
 
+// Saved compares a record with its saved PersistentVolume by the export
+// subdirectory each names; a server written otherwise may be the same server
+// or another one, so it keeps both.
+func TestSavedComparesDirectories(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(pv *v1.PersistentVolume)
+		wantErr string
+		removed bool
+	}{
+		"the same source": {mutate: func(*v1.PersistentVolume) {}},
+		"the same path, written otherwise": {mutate: func(pv *v1.PersistentVolume) {
+			pv.Spec.NFS.Path = "/export//team/x/./data/"
+		}},
+		"another directory": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x/other" },
+			removed: true,
+		},
+		"a directory around it": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x" },
+			wantErr: "one lies inside the other",
+		},
+		"the server by address": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "192.0.2.10" },
+			wantErr: `on server "192.0.2.10"`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			mount := t.TempDir()
+			p, err := New(Config{
+				Server: "nfs.example.com", Path: "/export", MountPath: mount,
+				PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
+			}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			localPath := func(pv *v1.PersistentVolume) string {
+				return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
+			}
+			backendtest.CheckSaved(t, p, localPath, tc.mutate, tc.wantErr, tc.removed)
+		})
+	}
+}
+
 func archiveTime() time.Time { return time.Unix(1e9, 0) }

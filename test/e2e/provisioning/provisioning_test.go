@@ -334,6 +334,44 @@ func TestOtherProvisionersClaimsAreIgnored(t *testing.T) {
 	}
 }
 
+// Turning the PV finalizer off takes it off the PersistentVolumes that carry
+// it, so once the provisioner is gone (its ProvisionerConfig deleted) a
+// deleted PV goes instead of hanging in Terminating.
+func TestFinalizerTurnedOffLetsVolumesGo(t *testing.T) {
+	f := newFixture(t)
+	backend := &dirBackend{root: t.TempDir()}
+	cfg := f.config()
+	cfg.Finalizer = true
+	in := f.start(cfg, backend)
+	f.createClass(f.class, nil)
+	claim := f.createClaim("data", f.class, nil)
+	f.waitBound(claim.Name)
+	pvName := volumeName(claim)
+	if fins := f.volume(pvName).Finalizers; !slices.Contains(fins, provisioning.VolumeFinalizer) {
+		t.Fatalf("PV finalizers %v, want %s", fins, provisioning.VolumeFinalizer)
+	}
+
+	cfg.Finalizer = false
+	if err := in.controller.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the PV finalizer to be taken off", func(ctx context.Context) (bool, error) {
+		volume, err := f.admin.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !slices.Contains(volume.Finalizers, provisioning.VolumeFinalizer), nil
+	})
+	in.stop(t)
+
+	f.deleteClaim(claim.Name)
+	f.waitClaimGone(claim.Name)
+	if err := f.admin.CoreV1().PersistentVolumes().Delete(t.Context(), pvName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitVolumeGone(pvName)
+}
+
 func mustVolumes(t *testing.T, backend *dirBackend) []string {
 	t.Helper()
 	volumes, err := backend.volumes()

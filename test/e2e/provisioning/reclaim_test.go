@@ -27,7 +27,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -161,4 +164,92 @@ func TestRestartWithBackendRecordFinishesTheClaim(t *testing.T) {
 	f.eventually("the record of the saved volume to go", func(context.Context) (bool, error) {
 		return len(unsavedNames(t, second)) == 0, nil
 	})
+}
+
+// claimWithUID is a claim that exists only in memory, for a backend called
+// directly.
+func claimWithUID(namespace, name string, uid types.UID) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			},
+		},
+	}
+}
+
+// A record is left of a hostPath volume whose PV exists, when the base is
+// shared with another provisioner or the provisioner was edited since, and
+// the leader now makes local volumes there: no source of the one is byte for
+// byte what the other would build. The leader deletes its own orphan and
+// leaves the PV's directory alone; it drops the record only when the PV is
+// its own, which it compares by the directory both sources name.
+func TestReclaimSparesTheDirectoryOfASavedVolume(t *testing.T) {
+	tests := map[string]struct {
+		// provisionedBy names who made the PV, given the leader's name.
+		provisionedBy func(own string) string
+		// kept: the record of the PV's directory stays.
+		kept bool
+	}{
+		"another provisioner's PV":        {provisionedBy: func(own string) string { return own + "-other" }, kept: true},
+		"its own PV, from before an edit": {provisionedBy: func(own string) string { return own }},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			root := t.TempDir()
+			before := hostPathOn(t, root)
+			local, err := hostpath.New(hostpath.Config{
+				Path:         filepath.Join(root, "vols"),
+				VolumeType:   hostpath.VolumeTypeLocal,
+				NodeName:     "node-" + f.namespace,
+				HostPathRoot: root,
+			}, hostpath.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			class := f.createClass(f.class, nil)
+			// Records are gone through in the order of their PV names: the
+			// orphan's comes last, so once it is deleted the other was looked at.
+			id := string(uuid.NewUUID())
+			theirs := claimWithUID(f.namespace, "theirs", types.UID("0"+id[1:]))
+			orphan := claimWithUID(f.namespace, "orphan", types.UID("f"+id[1:]))
+
+			saved, _, err := before.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(theirs), PVC: theirs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": tc.provisionedBy(f.provisioner)}
+			// Retain: the leader must not delete its own PV, released since
+			// its claim exists only in memory.
+			saved.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+			saved.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: theirs.Namespace, Name: theirs.Name, UID: theirs.UID}
+			if _, err := f.admin.CoreV1().PersistentVolumes().Create(t.Context(), saved, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = f.admin.CoreV1().PersistentVolumes().Delete(context.Background(), saved.Name, metav1.DeleteOptions{})
+			})
+			if _, _, err := local.Provision(t.Context(), provisioning.ProvisionOptions{StorageClass: class, PVName: volumeName(orphan), PVC: orphan}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{volumeName(theirs), volumeName(orphan)}, dirsIn(t, root)); diff != "" {
+				t.Fatalf("volume directories (-want +got):\n%s", diff)
+			}
+
+			f.start(f.config(), local)
+			f.eventually("the orphan alone to be deleted", func(context.Context) (bool, error) {
+				return slices.Equal([]string{volumeName(theirs)}, dirsIn(t, root)), nil
+			})
+			var want []string
+			if tc.kept {
+				want = []string{volumeName(theirs)}
+			}
+			if diff := cmp.Diff(want, unsavedNames(t, local)); diff != "" {
+				t.Errorf("on record (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

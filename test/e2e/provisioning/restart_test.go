@@ -18,12 +18,16 @@ package provisioning_test
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -109,5 +113,69 @@ func TestRestartAfterProvisionFinishesTheClaim(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{volumeName(claim)}, mustVolumes(t, second)); diff != "" {
 		t.Errorf("backend volumes (-want +got):\n%s", diff)
+	}
+}
+
+// The controller dies between the backend's Provision and the PV's creation,
+// and the claim is then bound to a PersistentVolume made by hand: the next
+// controller deletes the backend volume made for the claim before it lets the
+// claim go.
+func TestRestartAfterProvisionWithClaimBoundElsewhereLeaksNothing(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	first, created := dyingBackend(root)
+	dying := f.start(f.config(), first)
+	f.createClass(f.class, nil)
+	claim := f.createClaim("elsewhere", f.class, nil)
+	waitClosed(t, created, "the backend to create the volume")
+	dying.stop(t)
+	if diff := cmp.Diff([]string{volumeName(claim)}, mustVolumes(t, first)); diff != "" {
+		t.Fatalf("backend volumes after the crash (-want +got):\n%s", diff)
+	}
+
+	byHand := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "by-hand-" + f.namespace},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              f.class,
+			ClaimRef: &corev1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
+			},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(t.TempDir(), "by-hand")},
+			},
+		},
+	}
+	if _, err := f.admin.CoreV1().PersistentVolumes().Create(t.Context(), byHand, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.admin.CoreV1().PersistentVolumes().Delete(context.Background(), byHand.Name, metav1.DeleteOptions{})
+	})
+	if bound := f.waitBound(claim.Name); bound.Spec.VolumeName != byHand.Name {
+		t.Fatalf("claim bound to %q, want %q", bound.Spec.VolumeName, byHand.Name)
+	}
+
+	second := &dirBackend{root: root}
+	f.start(f.config(), second)
+	intent := provisioning.IntentFinalizer(f.provisioner)
+	f.eventually("the claim to lose its intent finalizer", func(ctx context.Context) (bool, error) {
+		live, err := f.admin.CoreV1().PersistentVolumeClaims(f.namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !slices.Contains(live.Finalizers, intent), nil
+	})
+	if got := mustVolumes(t, second); len(got) != 0 {
+		t.Errorf("backend volumes left after the claim was bound elsewhere: %v", got)
+	}
+	if diff := cmp.Diff([]string{volumeName(claim)}, second.deletedVolumes()); diff != "" {
+		t.Errorf("backend deletions (-want +got):\n%s", diff)
+	}
+	if got := second.allAttempts(); len(got) != 0 {
+		t.Errorf("the new controller provisioned for a bound claim: %+v", got)
 	}
 }

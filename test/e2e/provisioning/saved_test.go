@@ -35,8 +35,11 @@ import (
 
 // The PersistentVolume of a claim is saved (by an earlier attempt, say of
 // another replica) while the controller provisions the claim and before its
-// informer shows it: the controller's own save meets the saved volume, takes
-// it as the claim's, and no second backend volume stays.
+// informer shows it: the controller's own save meets the saved volume and
+// takes it as the claim's. A backend volume of another source is left alone:
+// a backend that is no Reclaimer cannot tell a second volume from the saved
+// one described otherwise, and Delete is never handed a volume whose name a
+// PersistentVolume uses.
 func TestVolumeSavedMeanwhileIsTheClaims(t *testing.T) {
 	tests := map[string]struct {
 		// earlierDir is the backend volume of the saved PersistentVolume, as a
@@ -52,8 +55,8 @@ func TestVolumeSavedMeanwhileIsTheClaims(t *testing.T) {
 		},
 		"another backend volume": {
 			earlierDir:  "earlier",
-			wantVolumes: func(string) []string { return []string{"earlier"} },
-			wantDeleted: func(pvName string) []string { return []string{pvName} },
+			wantVolumes: func(pvName string) []string { return []string{"earlier", pvName} },
+			wantDeleted: func(string) []string { return nil },
 		},
 	}
 	for name, tc := range tests {

@@ -82,7 +82,7 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 	}
 	dir := localPath(pv)
 	if saved {
-		if err := p.Saved(ctx, pv); err != nil {
+		if err := p.Saved(ctx, got, pv); err != nil {
 			t.Fatalf("Saved: %v", err)
 		}
 	} else if err := p.Delete(ctx, got); err != nil {
@@ -100,20 +100,55 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 	}
 }
 
-// CheckSavedRefuses provisions a claim with p, changes its PersistentVolume
-// with mutate, and checks that Saved refuses it with an error containing
-// wantErr and keeps the record.
+// CheckSavedRefuses provisions a claim with p, changes a copy of its
+// PersistentVolume with mutate into the saved one, and checks that Saved
+// refuses it with an error containing wantErr and keeps the record.
 func CheckSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVolume), wantErr string) {
 	t.Helper()
 	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mutate(pv)
-	if err := p.Saved(t.Context(), pv); err == nil || !strings.Contains(err.Error(), wantErr) {
+	saved := pv.DeepCopy()
+	mutate(saved)
+	if err := p.Saved(t.Context(), pv, saved); err == nil || !strings.Contains(err.Error(), wantErr) {
 		t.Fatalf("Saved() error = %v, want %q", err, wantErr)
 	}
 	if diff := cmp.Diff([]string{"pvc-team-data"}, UnsavedNames(t, p)); diff != "" {
 		t.Errorf("on record after a refused Saved (-want +got):\n%s", diff)
+	}
+}
+
+// CheckSaved provisions a claim with p, changes a copy of its
+// PersistentVolume with mutate into the saved one, and checks what Saved does
+// with the record of the provisioned volume: with an error containing wantErr
+// it keeps the record and the directory; without one it drops the record, and
+// removes the directory, a second one made for the PV, when removed is set.
+// localPath returns where a volume's directory is on disk.
+func CheckSaved(t *testing.T, p Reclaiming, localPath func(*v1.PersistentVolume) string, mutate func(*v1.PersistentVolume), wantErr string, removed bool) {
+	t.Helper()
+	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := pv.DeepCopy()
+	mutate(saved)
+	err = p.Saved(t.Context(), pv, saved)
+	if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+		t.Fatalf("Saved() error = %v, want %q", err, wantErr)
+	}
+	var wantUnsaved []string
+	if err != nil {
+		wantUnsaved = []string{pv.Name}
+	}
+	if diff := cmp.Diff(wantUnsaved, UnsavedNames(t, p)); diff != "" {
+		t.Errorf("on record after Saved (-want +got):\n%s", diff)
+	}
+	_, err = os.Stat(localPath(pv))
+	switch {
+	case removed && !os.IsNotExist(err):
+		t.Errorf("Saved left the second directory: %v", err)
+	case !removed && err != nil:
+		t.Errorf("Saved touched the directory: %v", err)
 	}
 }
