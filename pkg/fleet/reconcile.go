@@ -161,7 +161,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 		default:
 			err := r.instance.Reconfigure(cfg)
 			if err == nil {
-				r.cfg, r.generation = cfg, pc.Generation
+				r.setApplied(cfg, pc.Generation)
 				logger.Info("Re-tuned provisioner instance", "generation", pc.Generation)
 				return r, nil
 			}
@@ -212,6 +212,21 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 	return r, nil
 }
 
+// setApplied records a live re-tune. Only the reconcile of r's object writes
+// it, but the reconciles of other objects read it: see applied.
+func (r *running) setApplied(cfg provisioning.Config, generation int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg, r.generation = cfg, generation
+}
+
+// applied returns the Config r runs with, for the reconciles of other objects.
+func (r *running) applied() provisioning.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg
+}
+
 // runningWithName returns another ProvisionerConfig whose running instance
 // answers to one of pc's names, and that name.
 func (m *Manager) runningWithName(pc *v1alpha1.ProvisionerConfig) (string, string) {
@@ -221,7 +236,8 @@ func (m *Manager) runningWithName(pc *v1alpha1.ProvisionerConfig) (string, strin
 		if key == pc.Name || other != "" {
 			return
 		}
-		for _, name := range append([]string{r.cfg.ProvisionerName}, r.cfg.AdditionalProvisionerNames...) {
+		cfg := r.applied()
+		for _, name := range append([]string{cfg.ProvisionerName}, cfg.AdditionalProvisionerNames...) {
 			if slices.Contains(names, strings.ToLower(name)) {
 				other, shared = key, name
 				return
