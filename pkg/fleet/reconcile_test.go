@@ -17,11 +17,18 @@ limitations under the License.
 package fleet
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // TestManagerParallelRetunes re-tunes several objects at once: a reconcile
@@ -60,5 +67,64 @@ func TestManagerParallelRetunes(t *testing.T) {
 		if instances := f.started("x.io/" + name); len(instances) != 1 {
 			t.Errorf("%s: %d instances started, want one re-tuned instance", name, len(instances))
 		}
+	}
+}
+
+// TestManagerLeaseNameConflict: two provisioner names with one Lease name
+// would elect one leader for both; the later object is refused until the
+// older goes.
+func TestManagerLeaseNameConflict(t *testing.T) {
+	f := newFixture(t)
+	f.create(f.hostPath("old", "a.b/c", 1))
+	f.create(f.hostPath("new", "a.b-c", 2))
+	f.eventually("old runs, new conflicts", func() bool {
+		return f.readyReason("old", 1) == v1alpha1.ReasonRunning && f.readyReason("new", 1) == "LeaseNameConflict"
+	})
+	if got := len(f.started("a.b-c")); got != 0 {
+		t.Fatalf("%d instances started for the later name, want none", got)
+	}
+	f.eventually("a Warning Event on new", func() bool { return cmp.Equal(f.warnings("new"), []string{"LeaseNameConflict"}) })
+	if msg := meta.FindStatusCondition(f.get("new").Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "old") {
+		t.Errorf("the refusal %q does not name the older object", msg)
+	}
+
+	if err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Delete(f.ctx, "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("new takes over", func() bool { return f.readyReason("new", 1) == v1alpha1.ReasonRunning })
+}
+
+// TestManagerComparesProvisionerNamesWithCase: the PV binder and the
+// provisioned-by annotation keep the case of a name, so the fleet does too:
+// the backend gets the names as written, and names that differ only by case
+// are different provisioners.
+func TestManagerComparesProvisionerNamesWithCase(t *testing.T) {
+	var mu sync.Mutex
+	names := map[string][]string{}
+	f := newFixture(t, WithBackend("records", func(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		names[req.ProvisionerNames[0]] = req.ProvisionerNames
+		return newFakeBackend(), nil
+	}))
+	for _, pc := range []*v1alpha1.ProvisionerConfig{
+		hostPathConfig("upper", "example.com/Fast", 1),
+		hostPathConfig("lower", "example.com/fast", 2),
+	} {
+		pc.Spec.AdditionalProvisionerNames = []v1alpha1.ProvisionerName{pc.Spec.ProvisionerName + "_Old"}
+		pc.Spec.Backend = v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: "records"}}
+		f.create(pc)
+	}
+	f.eventually("both run", func() bool {
+		return f.readyReason("upper", 1) == v1alpha1.ReasonRunning && f.readyReason("lower", 1) == v1alpha1.ReasonRunning
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string][]string{
+		"example.com/Fast": {"example.com/Fast", "example.com/Fast_Old"},
+		"example.com/fast": {"example.com/fast", "example.com/fast_Old"},
+	}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("provisioner names given to the backends (-want +got):\n%s", diff)
 	}
 }
