@@ -78,12 +78,12 @@ func TestManagerLeaseNameConflict(t *testing.T) {
 	f.create(f.hostPath("old", "a.b/c", 1))
 	f.create(f.hostPath("new", "a.b-c", 2))
 	f.eventually("old runs, new conflicts", func() bool {
-		return f.readyReason("old", 1) == v1alpha1.ReasonRunning && f.readyReason("new", 1) == "LeaseNameConflict"
+		return f.readyReason("old", 1) == v1alpha1.ReasonRunning && f.readyReason("new", 1) == v1alpha1.ReasonLeaseNameConflict
 	})
 	if got := len(f.started("a.b-c")); got != 0 {
 		t.Fatalf("%d instances started for the later name, want none", got)
 	}
-	f.eventually("a Warning Event on new", func() bool { return cmp.Equal(f.warnings("new"), []string{"LeaseNameConflict"}) })
+	f.eventually("a Warning Event on new", func() bool { return cmp.Equal(f.warnings("new"), []string{v1alpha1.ReasonLeaseNameConflict}) })
 	if msg := meta.FindStatusCondition(f.get("new").Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "old") {
 		t.Errorf("the refusal %q does not name the older object", msg)
 	}
