@@ -128,3 +128,31 @@ func TestManagerComparesProvisionerNamesWithCase(t *testing.T) {
 		t.Errorf("provisioner names given to the backends (-want +got):\n%s", diff)
 	}
 }
+
+// TestManagerBackendOverlap: a later object whose base lies in an older
+// object's base is refused until the older one moves away.
+func TestManagerBackendOverlap(t *testing.T) {
+	f := newFixture(t)
+	outer := f.hostPath("outer", "x.io/outer", 1)
+	inner := f.hostPath("inner", "x.io/inner", 2)
+	inner.Spec.Backend.HostPath.Path = outer.Spec.Backend.HostPath.Path + "/inner"
+	f.create(outer)
+	f.create(inner)
+	f.eventually("outer runs, inner is refused", func() bool {
+		return f.readyReason("outer", 1) == v1alpha1.ReasonRunning && f.readyReason("inner", 1) == "BackendOverlap"
+	})
+	if got := len(f.started("x.io/inner")); got != 0 {
+		t.Fatalf("%d instances started on an overlapping base, want none", got)
+	}
+	f.eventually("a Warning Event on inner", func() bool { return cmp.Equal(f.warnings("inner"), []string{"BackendOverlap"}) })
+	if msg := meta.FindStatusCondition(f.get("inner").Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "outer") {
+		t.Errorf("the refusal %q does not name the older object", msg)
+	}
+
+	f.edit("outer", func(pc *v1alpha1.ProvisionerConfig) {
+		pc.Spec.Backend.HostPath.Path = v1alpha1.AbsolutePath(f.manager.settings.HostPathRoot + "/elsewhere")
+	})
+	f.eventually("inner takes over once outer moved", func() bool {
+		return f.readyReason("outer", 2) == v1alpha1.ReasonRunning && f.readyReason("inner", 1) == v1alpha1.ReasonRunning
+	})
+}
