@@ -53,6 +53,11 @@ const (
 	// provisionerName with the same Lease name (e.g. a.b/c and a.b-c); this one
 	// runs once the older is deleted.
 	ReasonLeaseNameConflict = "LeaseNameConflict"
+	// ReasonBackendOverlap: the backend's directories overlap an older
+	// ProvisionerConfig's (hostPath paths or NFS mount paths of which one
+	// contains the other, or overlapping exports of one NFS server); this one
+	// runs once the older is deleted or moved.
+	ReasonBackendOverlap = "BackendOverlap"
 	// ReasonBackendUnavailable: the backend could not be started, or the custom
 	// driver is not compiled into this manager.
 	ReasonBackendUnavailable = "BackendUnavailable"

@@ -100,7 +100,7 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 	}
 	// The older object may still be stopping its instance: two instances of
 	// one name or one Lease in one process would both lead, under the same
-	// identity.
+	// identity, and two on one base would reclaim each other's volumes.
 	for _, c := range conflicts {
 		if other, shared := m.runningConflict(pc, c.shares); other != "" {
 			obs := refusal(c.reason, fmt.Errorf("%s %s ProvisionerConfig %s, whose instance still runs", shared, c.verb, other))
@@ -240,6 +240,7 @@ var conflicts = []struct {
 }{
 	{reason: v1alpha1.ReasonProvisionerNameConflict, shares: sharedName, verb: "is used by"},
 	{reason: v1alpha1.ReasonLeaseNameConflict, shares: sharedLease, verb: "is used by"},
+	{reason: v1alpha1.ReasonBackendOverlap, shares: overlappingBases, verb: "of"},
 }
 
 // sharedName describes a provisioner name that a and b answer to.
@@ -285,6 +286,8 @@ func (r *running) spec() *v1alpha1.ProvisionerConfigSpec {
 	for _, name := range cfg.AdditionalProvisionerNames {
 		spec.AdditionalProvisionerNames = append(spec.AdditionalProvisionerNames, v1alpha1.ProvisionerName(name))
 	}
+	// r.backend was encoded from a BackendSpec by ensureInstance.
+	_ = json.Unmarshal([]byte(r.backend), &spec.Backend)
 	return spec
 }
 

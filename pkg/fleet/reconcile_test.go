@@ -139,12 +139,12 @@ func TestManagerBackendOverlap(t *testing.T) {
 	f.create(outer)
 	f.create(inner)
 	f.eventually("outer runs, inner is refused", func() bool {
-		return f.readyReason("outer", 1) == v1alpha1.ReasonRunning && f.readyReason("inner", 1) == "BackendOverlap"
+		return f.readyReason("outer", 1) == v1alpha1.ReasonRunning && f.readyReason("inner", 1) == v1alpha1.ReasonBackendOverlap
 	})
 	if got := len(f.started("x.io/inner")); got != 0 {
 		t.Fatalf("%d instances started on an overlapping base, want none", got)
 	}
-	f.eventually("a Warning Event on inner", func() bool { return cmp.Equal(f.warnings("inner"), []string{"BackendOverlap"}) })
+	f.eventually("a Warning Event on inner", func() bool { return cmp.Equal(f.warnings("inner"), []string{v1alpha1.ReasonBackendOverlap}) })
 	if msg := meta.FindStatusCondition(f.get("inner").Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "outer") {
 		t.Errorf("the refusal %q does not name the older object", msg)
 	}
@@ -155,4 +155,54 @@ func TestManagerBackendOverlap(t *testing.T) {
 	f.eventually("inner takes over once outer moved", func() bool {
 		return f.readyReason("outer", 2) == v1alpha1.ReasonRunning && f.readyReason("inner", 1) == v1alpha1.ReasonRunning
 	})
+}
+
+func TestOverlappingBases(t *testing.T) {
+	hostPath := func(path string) v1alpha1.BackendSpec {
+		return v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{Path: v1alpha1.AbsolutePath(path)}}
+	}
+	nfs := func(server, path, mountPath string) v1alpha1.BackendSpec {
+		return v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{Server: server, Path: v1alpha1.AbsolutePath(path), MountPath: v1alpha1.AbsolutePath(mountPath)}}
+	}
+	custom := v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: "x"}}
+	tests := map[string]struct {
+		a, b v1alpha1.BackendSpec
+		want string
+	}{
+		"hostPath siblings":                {a: hostPath("/srv/a"), b: hostPath("/srv/b")},
+		"hostPath sharing a name prefix":   {a: hostPath("/srv/a"), b: hostPath("/srv/ab")},
+		"hostPath equal":                   {a: hostPath("/srv/a"), b: hostPath("/srv/a/"), want: `backend hostPath.path "/srv/a" overlaps hostPath.path "/srv/a/"`},
+		"hostPath inside another":          {a: hostPath("/srv/a/b"), b: hostPath("/srv/a"), want: `backend hostPath.path "/srv/a/b" overlaps hostPath.path "/srv/a"`},
+		"hostPath around another":          {a: hostPath("/srv"), b: hostPath("/srv/a"), want: `backend hostPath.path "/srv" overlaps hostPath.path "/srv/a"`},
+		"hostPath under the root":          {a: hostPath("/"), b: hostPath("/srv/a"), want: `backend hostPath.path "/" overlaps hostPath.path "/srv/a"`},
+		"NFS exports of different servers": {a: nfs("nfs-1", "/export", "/mnt/1"), b: nfs("nfs-2", "/export", "/mnt/2")},
+		"NFS exports of one server apart":  {a: nfs("nfs-1", "/export/a", "/mnt/1"), b: nfs("nfs-1", "/export/b", "/mnt/2")},
+		"NFS exports of one server nested": {
+			a: nfs("nfs-1", "/export/a", "/mnt/1"), b: nfs("nfs-1", "/export", "/mnt/2"),
+			want: `backend nfs.path "/export/a" on server "nfs-1" overlaps nfs.path "/export" on server "nfs-1"`,
+		},
+		"NFS server names compared as written": {a: nfs("nfs-1", "/export", "/mnt/1"), b: nfs("10.0.0.1", "/export", "/mnt/2")},
+		"NFS mount paths nested": {
+			a: nfs("nfs-1", "/export", "/mnt/nfs"), b: nfs("nfs-2", "/export", "/mnt/nfs/2"),
+			want: `backend nfs.mountPath "/mnt/nfs" overlaps nfs.mountPath "/mnt/nfs/2"`,
+		},
+		"NFS mount path in a hostPath base": {
+			a: nfs("nfs-1", "/export", "/var/lib/provfleet/nfs"), b: hostPath("/var/lib/provfleet"),
+			want: `backend nfs.mountPath "/var/lib/provfleet/nfs" overlaps hostPath.path "/var/lib/provfleet"`,
+		},
+		"NFS export path is not a local path": {a: nfs("nfs-1", "/srv/a", "/mnt/1"), b: hostPath("/srv/a")},
+		"custom backends declare no base":     {a: custom, b: hostPath("/")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			a := &v1alpha1.ProvisionerConfigSpec{Backend: tc.a}
+			b := &v1alpha1.ProvisionerConfigSpec{Backend: tc.b}
+			if diff := cmp.Diff(tc.want, overlappingBases(a, b)); diff != "" {
+				t.Errorf("overlappingBases(a, b) (-want +got):\n%s", diff)
+			}
+			if (overlappingBases(b, a) == "") != (tc.want == "") {
+				t.Errorf("overlappingBases is not symmetric")
+			}
+		})
+	}
 }

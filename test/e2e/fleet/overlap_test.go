@@ -41,7 +41,7 @@ func TestOverlappingBaseRefusedUntilTheOlderGoes(t *testing.T) {
 	newer := f.provisioner(f.prefix+"-inner", func(pc *v1alpha1.ProvisionerConfig) {
 		pc.Spec.Backend.HostPath.Path = older.Spec.Backend.HostPath.Path + "/inner"
 	})
-	refused := f.waitReady(newer.Name, 1, "BackendOverlap")
+	refused := f.waitReady(newer.Name, 1, v1alpha1.ReasonBackendOverlap)
 	for _, c := range refused.Status.Conditions {
 		if c.Type == v1alpha1.ConditionReady && !strings.Contains(c.Message, older.Name) {
 			t.Errorf("the refusal %q does not name the older object %s", c.Message, older.Name)
@@ -53,7 +53,7 @@ func TestOverlappingBaseRefusedUntilTheOlderGoes(t *testing.T) {
 			return false, nil
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == newer.Name && e.Type == corev1.EventTypeWarning && e.Reason == "BackendOverlap" {
+			if e.InvolvedObject.Name == newer.Name && e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.ReasonBackendOverlap {
 				return true, nil
 			}
 		}
