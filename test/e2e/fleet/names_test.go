@@ -18,6 +18,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,6 +52,9 @@ func TestMixedCaseProvisionerNameLeadsAndCountsItsVolumes(t *testing.T) {
 
 	f.claim("second", name)
 	f.eventually("the second claim refused for capacity", func(ctx context.Context) (bool, error) {
+		if volumes := f.volumesOf(); len(volumes["second"]) != 0 {
+			return false, fmt.Errorf("the second claim got a volume beyond maxVolumes 1: %v", volumes)
+		}
 		events, err := f.kube.CoreV1().Events(f.namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
