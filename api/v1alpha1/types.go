@@ -49,6 +49,15 @@ const (
 	// ReasonProvisionerNameConflict: an older ProvisionerConfig already uses one
 	// of this object's provisioner names.
 	ReasonProvisionerNameConflict = "ProvisionerNameConflict"
+	// ReasonLeaseNameConflict: an older ProvisionerConfig has another
+	// provisionerName with the same Lease name (e.g. a.b/c and a.b-c); this one
+	// runs once the older is deleted.
+	ReasonLeaseNameConflict = "LeaseNameConflict"
+	// ReasonBackendOverlap: the backend's directories overlap an older
+	// ProvisionerConfig's (hostPath paths or NFS mount paths of which one
+	// contains the other, or overlapping exports of one NFS server); this one
+	// runs once the older is deleted or moved.
+	ReasonBackendOverlap = "BackendOverlap"
 	// ReasonBackendUnavailable: the backend could not be started, or the custom
 	// driver is not compiled into this manager.
 	ReasonBackendUnavailable = "BackendUnavailable"
@@ -113,9 +122,13 @@ type ProvisionerConfigList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalProvisionerNames) || !(self.provisionerName in self.additionalProvisionerNames)",message="additionalProvisionerNames must not repeat provisionerName"
 type ProvisionerConfigSpec struct {
 	// provisionerName is the name StorageClasses put in their provisioner field
-	// to use this provisioner. It also names the provisioner's Lease. Immutable,
-	// and unique across ProvisionerConfigs: of two objects with the same name the
-	// older runs and the newer reports ProvisionerNameConflict.
+	// to use this provisioner. It also names the provisioner's Lease: "/" made
+	// "-" as the upstream library does, or, when that is not a valid object
+	// name (upper case, "_"), lower-cased with a hash of the name appended.
+	// Immutable, and unique across ProvisionerConfigs: of two objects with the
+	// same name the older runs and the newer reports ProvisionerNameConflict,
+	// and of two names with one Lease name (a.b/c and a.b-c) the newer reports
+	// LeaseNameConflict.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="provisionerName is immutable"
 	// +required
 	ProvisionerName ProvisionerName `json:"provisionerName"`
@@ -186,7 +199,9 @@ type ProvisionerConfigSpec struct {
 
 // ProvisionerName is a name in the form StorageClass.provisioner accepts: a
 // qualified name, i.e. an optional DNS subdomain prefix and "/", then a name
-// part of at most 63 characters. Case is ignored, as for StorageClasses.
+// part of at most 63 characters. Names are compared with their case, as the PV
+// binder compares StorageClass provisioners: example.com/Fast and
+// example.com/fast are two provisioners.
 //
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=317

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -132,4 +134,59 @@ func buildBackend(ctx context.Context, custom map[string]BackendFactory, req Bac
 		return nil, fmt.Errorf("cannot start backend %q: the factory returned no provisioner", name)
 	}
 	return p, nil
+}
+
+// base is a directory tree a backend makes its volumes in: on the manager's
+// filesystem when server is empty, else on that NFS server.
+type base struct {
+	field  string
+	server string
+	path   string
+}
+
+func (b base) String() string {
+	if b.server == "" {
+		return fmt.Sprintf("%s %q", b.field, b.path)
+	}
+	return fmt.Sprintf("%s %q on server %q", b.field, b.path, b.server)
+}
+
+// bases returns the directory trees of a built-in backend; a custom backend
+// declares none.
+func bases(spec *v1alpha1.BackendSpec) []base {
+	switch {
+	case spec.HostPath != nil:
+		return []base{{field: "hostPath.path", path: string(spec.HostPath.Path)}}
+	case spec.NFS != nil:
+		return []base{
+			{field: "nfs.mountPath", path: string(spec.NFS.MountPath)},
+			{field: "nfs.path", server: spec.NFS.Server, path: string(spec.NFS.Path)},
+		}
+	}
+	return nil
+}
+
+// overlappingBases describes where the backends of a and b could reach each
+// other's volumes, "" when they cannot: hostPath paths or NFS mount paths of
+// which one contains the other, or export paths of one NFS server of which
+// one contains the other. Servers are compared as written: a host name and its
+// address are not known to be one server.
+func overlappingBases(a, b *v1alpha1.ProvisionerConfigSpec) string {
+	for _, p := range bases(&a.Backend) {
+		for _, q := range bases(&b.Backend) {
+			if p.server == q.server && nestedPaths(p.path, q.path) {
+				return fmt.Sprintf("backend %s overlaps %s", p, q)
+			}
+		}
+	}
+	return ""
+}
+
+// nestedPaths reports whether one of two absolute paths contains the other.
+func nestedPaths(a, b string) bool {
+	a, b = path.Clean(a), path.Clean(b)
+	within := func(inner, outer string) bool {
+		return inner == outer || strings.HasPrefix(inner, strings.TrimSuffix(outer, "/")+"/")
+	}
+	return within(a, b) || within(b, a)
 }

@@ -477,6 +477,18 @@ func (m *Manager) enqueueSharing(obj any) {
 			m.enqueue(other)
 		}
 	}
+	// Lease names and bases are not indexed: few objects change, so look at
+	// them all.
+	all, err := m.all()
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, other := range all {
+		if other.Name != pc.Name && (sharedLease(&pc.Spec, &other.Spec) != "" || overlappingBases(&pc.Spec, &other.Spec) != "") {
+			m.enqueue(other)
+		}
+	}
 }
 
 func (m *Manager) work(ctx context.Context) {

@@ -18,7 +18,6 @@ package fleet
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,12 +87,12 @@ func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, lease leaseSetting
 	return cfg, nil
 }
 
-// provisionerNames returns every name an object answers to, lower-cased because
-// provisioner names are compared without case.
+// provisionerNames returns every name an object answers to, as written: the PV
+// binder and the provisioned-by annotation keep the case of a name.
 func provisionerNames(spec *v1alpha1.ProvisionerConfigSpec) []string {
-	names := []string{strings.ToLower(string(spec.ProvisionerName))}
+	names := []string{string(spec.ProvisionerName)}
 	for _, name := range spec.AdditionalProvisionerNames {
-		names = append(names, strings.ToLower(string(name)))
+		names = append(names, string(name))
 	}
 	return names
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package fleet
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -172,10 +173,14 @@ func TestOlderHolder(t *testing.T) {
 			others:     []*v1alpha1.ProvisionerConfig{pcfg("a", at(1), "x.io/a")},
 			wantHolder: "a", wantName: "x.io/a",
 		},
-		"additional names count, without case": {
-			pc:         pcfg("new", at(5), "x.io/new", "X.io/Legacy"),
-			others:     []*v1alpha1.ProvisionerConfig{pcfg("old", at(1), "x.io/old", "x.io/legacy")},
-			wantHolder: "old", wantName: "x.io/legacy",
+		"additional names count, with their case": {
+			pc:         pcfg("new", at(5), "x.io/new", "x.io/Legacy"),
+			others:     []*v1alpha1.ProvisionerConfig{pcfg("old", at(1), "x.io/old", "x.io/legacy", "x.io/Legacy")},
+			wantHolder: "old", wantName: "x.io/Legacy",
+		},
+		"names that differ by case are different names": {
+			pc:     pcfg("new", at(5), "X.io/a", "x.io/Legacy"),
+			others: []*v1alpha1.ProvisionerConfig{pcfg("old", at(1), "x.io/a", "x.io/legacy")},
 		},
 		"the oldest of several is named": {
 			pc: pcfg("c", at(3), "x.io/a"),
@@ -187,13 +192,16 @@ func TestOlderHolder(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			holder, shared := olderHolder(tc.pc, append(tc.others, tc.pc))
-			got := ""
+			holder, shared := olderHolder(tc.pc, append(tc.others, tc.pc), sharedName)
+			got, want := "", ""
 			if holder != nil {
 				got = holder.Name
 			}
-			if got != tc.wantHolder || shared != tc.wantName {
-				t.Errorf("olderHolder() = %q, %q; want %q, %q", got, shared, tc.wantHolder, tc.wantName)
+			if tc.wantName != "" {
+				want = fmt.Sprintf("provisioner name %q", tc.wantName)
+			}
+			if got != tc.wantHolder || shared != want {
+				t.Errorf("olderHolder() = %q, %q; want %q, %q", got, shared, tc.wantHolder, want)
 			}
 		})
 	}

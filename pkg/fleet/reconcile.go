@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -95,18 +94,21 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 	if err != nil {
 		return refusal(v1alpha1.ReasonBackendUnavailable, fmt.Errorf("cannot list ProvisionerConfigs: %w", err))
 	}
-	if holder, name := olderHolder(pc, all); holder != nil {
-		m.stop(ctx, pc.Name)
-		return refusal(v1alpha1.ReasonProvisionerNameConflict,
-			fmt.Errorf("provisioner name %q is used by the older ProvisionerConfig %s", name, holder.Name))
+	for _, c := range conflicts {
+		if holder, shared := olderHolder(pc, all, c.shares); holder != nil {
+			m.stop(ctx, pc.Name)
+			return refusal(c.reason, fmt.Errorf("%s %s the older ProvisionerConfig %s", shared, c.verb, holder.Name))
+		}
 	}
 	// The older object may still be stopping its instance: two instances of
-	// one name in one process would both lead, under the same identity.
-	if other, name := m.runningWithName(pc); other != "" {
-		obs := refusal(v1alpha1.ReasonProvisionerNameConflict,
-			fmt.Errorf("provisioner name %q is still served by the instance of ProvisionerConfig %s", name, other))
-		obs.retry = true
-		return obs
+	// one name or one Lease in one process would both lead, under the same
+	// identity, and two on one base would reclaim each other's volumes.
+	for _, c := range conflicts {
+		if other, shared := m.runningConflict(pc, c.shares); other != "" {
+			obs := refusal(c.reason, fmt.Errorf("%s %s ProvisionerConfig %s, whose instance still runs", shared, c.verb, other))
+			obs.retry = true
+			return obs
+		}
 	}
 	r, err := m.ensureInstance(ctx, pc, cfg)
 	switch {
@@ -171,7 +173,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 		default:
 			err := r.instance.Reconfigure(cfg)
 			if err == nil {
-				r.cfg, r.generation = cfg, pc.Generation
+				r.setApplied(cfg, pc.Generation)
 				logger.Info("Re-tuned provisioner instance", "generation", pc.Generation)
 				return r, nil
 			}
@@ -227,41 +229,94 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 	return r, nil
 }
 
-// runningWithName returns another ProvisionerConfig whose running instance
-// answers to one of pc's names, and that name.
-func (m *Manager) runningWithName(pc *v1alpha1.ProvisionerConfig) (string, string) {
-	names := provisionerNames(&pc.Spec)
+// setApplied records a live re-tune. Only the reconcile of r's object writes
+// it, but the reconciles of other objects read it: see applied.
+func (r *running) setApplied(cfg provisioning.Config, generation int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg, r.generation = cfg, generation
+}
+
+// applied returns the Config r runs with, for the reconciles of other objects.
+func (r *running) applied() provisioning.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg
+}
+
+// conflicts are what two ProvisionerConfigs must not share; of two objects
+// that do, the older runs and the later is refused with reason.
+var conflicts = []struct {
+	reason string
+	// shares describes what a and b share, "" when nothing; verb joins the
+	// description to the other object in the refusal.
+	shares func(a, b *v1alpha1.ProvisionerConfigSpec) string
+	verb   string
+}{
+	{reason: v1alpha1.ReasonProvisionerNameConflict, shares: sharedName, verb: "is used by"},
+	{reason: v1alpha1.ReasonLeaseNameConflict, shares: sharedLease, verb: "is used by"},
+	{reason: v1alpha1.ReasonBackendOverlap, shares: overlappingBases, verb: "of"},
+}
+
+// sharedName describes a provisioner name that a and b answer to.
+func sharedName(a, b *v1alpha1.ProvisionerConfigSpec) string {
+	names := provisionerNames(a)
+	for _, name := range provisionerNames(b) {
+		if slices.Contains(names, name) {
+			return fmt.Sprintf("provisioner name %q", name)
+		}
+	}
+	return ""
+}
+
+// sharedLease describes the Lease that a and b would both elect their leader
+// with under different provisioner names.
+func sharedLease(a, b *v1alpha1.ProvisionerConfigSpec) string {
+	lease := provisioning.LeaseName(string(a.ProvisionerName))
+	if a.ProvisionerName == b.ProvisionerName || lease != provisioning.LeaseName(string(b.ProvisionerName)) {
+		return ""
+	}
+	return fmt.Sprintf("Lease name %q (also that of provisioner name %q)", lease, b.ProvisionerName)
+}
+
+// runningConflict returns another ProvisionerConfig whose running instance
+// shares something with pc, and what.
+func (m *Manager) runningConflict(pc *v1alpha1.ProvisionerConfig, shares func(a, b *v1alpha1.ProvisionerConfigSpec) string) (string, string) {
 	var other, shared string
 	m.instances.Each(func(key string, r *running) {
 		if key == pc.Name || other != "" {
 			return
 		}
-		for _, name := range append([]string{r.cfg.ProvisionerName}, r.cfg.AdditionalProvisionerNames...) {
-			if slices.Contains(names, strings.ToLower(name)) {
-				other, shared = key, name
-				return
-			}
+		if s := shares(&pc.Spec, r.spec()); s != "" {
+			other, shared = key, s
 		}
 	})
 	return other, shared
 }
 
+// spec returns the parts of the spec r runs with that conflicts compare.
+func (r *running) spec() *v1alpha1.ProvisionerConfigSpec {
+	cfg := r.applied()
+	spec := &v1alpha1.ProvisionerConfigSpec{ProvisionerName: v1alpha1.ProvisionerName(cfg.ProvisionerName)}
+	for _, name := range cfg.AdditionalProvisionerNames {
+		spec.AdditionalProvisionerNames = append(spec.AdditionalProvisionerNames, v1alpha1.ProvisionerName(name))
+	}
+	// r.backend was encoded from a BackendSpec by ensureInstance.
+	_ = json.Unmarshal([]byte(r.backend), &spec.Backend)
+	return spec
+}
+
 // olderHolder returns the oldest other ProvisionerConfig that is older than pc
-// (by creationTimestamp, then name) and answers to one of pc's names, with the
-// name they share.
-func olderHolder(pc *v1alpha1.ProvisionerConfig, all []*v1alpha1.ProvisionerConfig) (*v1alpha1.ProvisionerConfig, string) {
-	names := provisionerNames(&pc.Spec)
+// (by creationTimestamp, then name) and shares something with pc, and what.
+func olderHolder(pc *v1alpha1.ProvisionerConfig, all []*v1alpha1.ProvisionerConfig, shares func(a, b *v1alpha1.ProvisionerConfigSpec) string) (*v1alpha1.ProvisionerConfig, string) {
 	var holder *v1alpha1.ProvisionerConfig
 	var shared string
 	for _, other := range all {
 		if other.Name == pc.Name || !older(other, pc) || (holder != nil && !older(other, holder)) {
 			continue
 		}
-		for _, name := range provisionerNames(&other.Spec) {
-			if slices.Contains(names, name) {
-				holder, shared = other, name
-				break
-			}
+		if s := shares(&pc.Spec, &other.Spec); s != "" {
+			holder, shared = other, s
 		}
 	}
 	return holder, shared

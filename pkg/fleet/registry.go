@@ -45,7 +45,9 @@ type running struct {
 	// err is Run's result, readable once done is closed.
 	err error
 
-	// What the manager applied, to tell a live re-tune from a restart.
+	// What the manager applied, to tell a live re-tune from a restart. A
+	// re-tune writes cfg and generation under mu: other objects' reconciles
+	// read cfg.
 	cfg        provisioning.Config
 	backend    string
 	generation int64

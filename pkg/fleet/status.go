@@ -80,7 +80,8 @@ func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation, leaderElecti
 
 func isRefusal(reason string) bool {
 	switch reason {
-	case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonProvisionerNameConflict, v1alpha1.ReasonBackendUnavailable:
+	case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonProvisionerNameConflict, v1alpha1.ReasonLeaseNameConflict,
+		v1alpha1.ReasonBackendOverlap, v1alpha1.ReasonBackendUnavailable:
 		return true
 	}
 	return false

@@ -17,6 +17,8 @@ limitations under the License.
 package provisioning
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -168,11 +170,43 @@ func DefaultConfig(provisionerName string) Config {
 // the resync period or the leader election settings.
 var ErrRestartRequired = errors.New("configuration change requires a restart")
 
+// leaseHashBytes of a provisioner name's SHA-256 end the Lease names that
+// LeaseName makes up.
+const leaseHashBytes = 4
+
 // LeaseName returns the name of the Lease that elects the leader of a
-// provisioner, derived from its name as the upstream library does so that a
-// fleet and an older single-provisioner deployment never both lead.
+// provisioner. A name whose upstream Lease name (every "/" made a "-") is a
+// valid object name keeps it, so that a fleet and an older single-provisioner
+// deployment never both lead. Any other valid provisioner name (upper case,
+// "_", too long) is lower-cased, every character a Lease name refuses made a
+// "-", cut to length, and ended with a hash of the provisioner name, so that
+// names differing only there keep different Leases.
 func LeaseName(provisionerName string) string {
-	return strings.ReplaceAll(provisionerName, "/", "-")
+	upstream := strings.ReplaceAll(provisionerName, "/", "-")
+	if len(validation.IsDNS1123Subdomain(upstream)) == 0 {
+		return upstream
+	}
+	lower := strings.ToLower(upstream)
+	name := make([]byte, 0, len(lower))
+	for i := range len(lower) {
+		c := lower[i]
+		switch {
+		case isLowerAlphanumeric(c):
+		// A dot must stand between two alphanumerics.
+		case c == '.' && len(name) > 0 && isLowerAlphanumeric(name[len(name)-1]) && i+1 < len(lower) && isLowerAlphanumeric(lower[i+1]):
+		default:
+			c = '-'
+		}
+		name = append(name, c)
+	}
+	sum := sha256.Sum256([]byte(provisionerName))
+	suffix := "-" + hex.EncodeToString(sum[:leaseHashBytes])
+	name = name[:min(len(name), validation.DNS1123SubdomainMaxLength-len(suffix))]
+	return strings.TrimRight(string(name), "-.") + suffix
+}
+
+func isLowerAlphanumeric(c byte) bool {
+	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
 }
 
 // Validate reports every problem of the Config at once.
@@ -206,7 +240,8 @@ func validateProvisionerName(path *field.Path, name string) field.ErrorList {
 		return field.ErrorList{field.Required(path, "")}
 	}
 	var errs field.ErrorList
-	// StorageClass.provisioner is validated the same way by the apiserver.
+	// StorageClass.provisioner is validated the same way by the apiserver,
+	// and compared with its case by the PV binder.
 	for _, msg := range validation.IsQualifiedName(strings.ToLower(name)) {
 		errs = append(errs, field.Invalid(path, name, msg))
 	}

@@ -18,12 +18,14 @@ package provisioning
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -184,5 +186,37 @@ func TestNewMetricsOncePerRegistry(t *testing.T) {
 	}
 	if _, err := NewMetrics(reg); err == nil {
 		t.Error("a second NewMetrics on one registry succeeded")
+	}
+}
+
+// TestLeaseNameOfEveryValidProvisionerName: every provisioner name that
+// passes validation has a Lease the apiserver accepts; names that already made
+// one keep it, the upstream library's.
+func TestLeaseNameOfEveryValidProvisionerName(t *testing.T) {
+	longPrefix := strings.Repeat("a", 60) + "." + strings.Repeat("b", 60) + "." + strings.Repeat("c", 60) + "." + strings.Repeat("d", 60)
+	tests := map[string]struct{ name, want string }{
+		"upstream name kept":         {name: "provfleet.io/fast-local", want: "provfleet.io-fast-local"},
+		"without a prefix":           {name: "example", want: "example"},
+		"dots kept":                  {name: "a.b/c", want: "a.b-c"},
+		"upper case and underscore":  {name: "example.com/Fast_One", want: "example.com-fast-one-253a03a2"},
+		"differs only by case":       {name: "example.com/fast_one", want: "example.com-fast-one-b8295fe6"},
+		"upper-case prefix":          {name: "Example.COM/fast", want: "example.com-fast-4e25e0f3"},
+		"dots next to each other":    {name: "a.b/c..d", want: "a.b-c--d-02cd8706"},
+		"dot before an underscore":   {name: "x.io/a._b", want: "x.io-a--b-5db757c4"},
+		"longer than an object name": {name: longPrefix + "/" + strings.Repeat("E", 63), want: longPrefix + "-fabaf41b"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if errs := validateProvisionerName(field.NewPath("provisionerName"), tc.name); len(errs) > 0 {
+				t.Fatalf("the test's provisioner name is invalid: %v", errs)
+			}
+			got := LeaseName(tc.name)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("LeaseName(%q) (-want +got):\n%s", tc.name, diff)
+			}
+			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+				t.Errorf("LeaseName(%q) = %q is not a valid Lease name: %v", tc.name, got, errs)
+			}
+		})
 	}
 }
