@@ -115,6 +115,9 @@ type Controller struct {
 	// provisioning holds the names of the PersistentVolumes a worker is
 	// provisioning or saving right now, which reclaim leaves alone.
 	provisioning sync.Map
+	// deleted holds, by name, the UIDs of the PersistentVolumes this
+	// controller deleted and the informer still shows, which need no sync.
+	deleted sync.Map
 
 	started atomic.Bool
 	onStuck func()
@@ -589,6 +592,7 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 			}
 			if volume, ok := obj.(*v1.PersistentVolume); ok {
 				c.volumeRetries.forget(volume.Name)
+				c.deleted.Delete(volume.Name)
 			}
 		},
 	}

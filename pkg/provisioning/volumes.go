@@ -33,11 +33,16 @@ import (
 func (c *Controller) syncVolume(ctx context.Context, name string) (string, error) {
 	obj, exists, err := c.informers.Volumes.GetStore().GetByKey(name)
 	if err != nil || !exists {
+		c.deleted.Delete(name)
 		return "", err
 	}
 	volume, ok := obj.(*v1.PersistentVolume)
 	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) {
 		return "", nil
+	}
+	if uid, ok := c.deleted.Load(name); ok && uid == volume.UID {
+		// Deleted already; the informer has not caught up.
+		return volume.ResourceVersion, nil
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "volume", klog.KObj(volume)))
 	should, err := c.shouldDelete(ctx, volume)
@@ -101,45 +106,107 @@ func (c *Controller) shouldDelete(ctx context.Context, volume *v1.PersistentVolu
 	return should, err
 }
 
-// deleteVolume deletes the backend volume, then the PersistentVolume, then
-// its finalizer.
+// deleteVolume deletes the backend volume and the PersistentVolume.
 func (c *Controller) deleteVolume(ctx context.Context, volume *v1.PersistentVolume) error {
-	logger := klog.FromContext(ctx)
-	api := c.client.CoreV1().PersistentVolumes()
-	// The informer may lag: decide on the volume as it is now.
-	fresh, err := api.Get(ctx, volume.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+	if hasFinalizer(volume, VolumeFinalizer) {
+		return c.deleteFinalizedVolume(ctx, volume)
 	}
-	if err != nil {
-		return fmt.Errorf("cannot get PersistentVolume %q: %w", volume.Name, err)
+	// Nothing keeps the PersistentVolume once it is deleted, so the backend
+	// volume goes first, decided on the volume as it is now: the informer may
+	// lag.
+	fresh, err := c.getVolume(ctx, volume.Name)
+	if fresh == nil || err != nil {
+		return err
 	}
 	if should, err := c.shouldDelete(ctx, fresh); err != nil || !should {
 		return err
 	}
-	err = c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, fresh) })
-	if IsIgnoredError(err) {
-		logger.V(2).Info("Backend ignored the volume", "reason", err)
-		return nil
+	if hasFinalizer(fresh, VolumeFinalizer) {
+		return c.deleteFinalizedVolume(ctx, fresh)
 	}
-	if err != nil {
-		err = fmt.Errorf("cannot delete the backend volume: %w", err)
-		c.recorder.Event(fresh, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
+	if done, err := c.deleteBackendVolume(ctx, fresh); !done || err != nil {
 		return err
 	}
-	logger.Info("Deleted the backend volume")
 	if fresh.DeletionTimestamp == nil {
-		err := api.Delete(ctx, fresh.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &fresh.UID}})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
+		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, fresh.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &fresh.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("cannot delete PersistentVolume %q: %w", fresh.Name, err)
 		}
 	}
-	if _, err := patchFinalizer(ctx, api, fresh, VolumeFinalizer, false); err != nil && !apierrors.IsNotFound(err) {
+	c.deleted.Store(fresh.Name, fresh.UID)
+	klog.FromContext(ctx).Info("Deleted PersistentVolume")
+	return nil
+}
+
+// deleteFinalizedVolume deletes a PersistentVolume that carries the volume
+// finalizer, then its backend volume, then the finalizer. The finalizer keeps
+// the PersistentVolume, Terminating, until the backend volume is gone, so it
+// can go first; its deletion is conditional on the version the decision was
+// made on, so a volume costs two writes and no read, and only an informer
+// that lagged behind costs a read, to decide again.
+func (c *Controller) deleteFinalizedVolume(ctx context.Context, volume *v1.PersistentVolume) error {
+	api := c.client.CoreV1().PersistentVolumes()
+	for refreshed := false; volume.DeletionTimestamp == nil; refreshed = true {
+		err := api.Delete(ctx, volume.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+			UID: &volume.UID, ResourceVersion: &volume.ResourceVersion,
+		}})
+		if err == nil {
+			break
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || refreshed {
+			return fmt.Errorf("cannot delete PersistentVolume %q: %w", volume.Name, err)
+		}
+		fresh, err := c.getVolume(ctx, volume.Name)
+		if fresh == nil || err != nil {
+			return err
+		}
+		if should, err := c.shouldDelete(ctx, fresh); err != nil || !should {
+			return err
+		}
+		if !hasFinalizer(fresh, VolumeFinalizer) {
+			return c.deleteVolume(ctx, fresh)
+		}
+		volume = fresh
+	}
+	if done, err := c.deleteBackendVolume(ctx, volume); !done || err != nil {
 		return err
 	}
-	logger.Info("Deleted PersistentVolume")
+	if _, err := patchFinalizer(ctx, api, volume, VolumeFinalizer, false); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	c.deleted.Store(volume.Name, volume.UID)
+	klog.FromContext(ctx).Info("Deleted PersistentVolume")
 	return nil
+}
+
+// getVolume reads a PersistentVolume from the API; nil when it is gone.
+func (c *Controller) getVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+	volume, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot get PersistentVolume %q: %w", name, err)
+	}
+	return volume, nil
+}
+
+// deleteBackendVolume asks the backend to delete the volume of a
+// PersistentVolume; done is false when the backend ignored it.
+func (c *Controller) deleteBackendVolume(ctx context.Context, volume *v1.PersistentVolume) (done bool, err error) {
+	err = c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+	if IsIgnoredError(err) {
+		klog.FromContext(ctx).V(2).Info("Backend ignored the volume", "reason", err)
+		return false, nil
+	}
+	if err != nil {
+		err = fmt.Errorf("cannot delete the backend volume: %w", err)
+		c.recorder.Event(volume, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
+		return false, err
+	}
+	klog.FromContext(ctx).Info("Deleted the backend volume")
+	return true, nil
 }

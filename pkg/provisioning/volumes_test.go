@@ -248,6 +248,7 @@ func TestDeleteRequests(t *testing.T) {
 				// The API moved on to a version the informer has not seen.
 				fresh := tc.volume.DeepCopy()
 				fresh.Labels = map[string]string{"edited": "true"}
+				fresh.ResourceVersion = "2"
 				if _, err := f.client.CoreV1().PersistentVolumes().Update(context.Background(), fresh, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
