@@ -735,6 +735,34 @@ func TestLeaseElectorHandsOverToSameIdentity(t *testing.T) {
 	l.check(t, "+a", "-a", "+a")
 }
 
+// KeepLease concerns the term that ends next only: after a term that kept
+// its Lease, because its drain gave up, lost it, a later term of the same
+// elector releases the Lease on a clean stop, so failover stays quick.
+func TestLeaseElectorKeepsTheLeaseForOneTermOnly(t *testing.T) {
+	client := newLeaseClient()
+	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", time.Minute, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
+	l := newLeaders()
+	stop := runElector(t, e, l.lead("a"))
+	eventually(t, "a leading", e.IsLeader)
+
+	e.KeepLease()
+	// The holder sees its Lease deleted, ends its term and, as the last
+	// holder, takes the Lease again at once.
+	if err := client.CoordinationV1().Leases("default").Delete(t.Context(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a second term", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.history) >= 3
+	})
+	stop()
+	if diff := cmp.Diff(recordSummary{LeaseDurationSeconds: 1}, summary(getLease(t, client))); diff != "" {
+		t.Errorf("Lease after a clean stop of the second term (-want +got):\n%s", diff)
+	}
+	l.check(t, "+a", "-a", "+a", "-a")
+}
+
 // seesCurrent reports whether e has seen the Lease as the API has it now.
 func seesCurrent(client *fake.Clientset, e *leaseElector) bool {
 	var want string
