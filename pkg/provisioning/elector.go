@@ -405,7 +405,9 @@ func (e *leaseElector) term(ctx context.Context, held *coordinationv1.Lease, lea
 	})
 	held = e.renew(ctx, held, endTerm, drained)
 	e.leading.Store(false)
-	if held != nil && !e.keep.Load() {
+	// KeepLease concerns this term alone, however it ended.
+	keep := e.keep.Swap(false)
+	if held != nil && !keep {
 		e.release(ctx, held)
 	}
 	e.dropSelf()
