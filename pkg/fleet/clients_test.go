@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,4 +166,63 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 	}
 	path := "/api/v1/namespaces/" + metav1.NamespaceDefault + "/events"
 	poll(fmt.Sprintf("the %d Events written", events), func() bool { return api.writesTo(path) == events })
+}
+
+// Each client of the fleet names itself in its User-Agent, though all share
+// one connection pool: the apiserver's audit log and request logs then tell
+// the provisioners apart.
+func TestClientsSendTheirUserAgents(t *testing.T) {
+	var mu sync.Mutex
+	agents := map[string]string{}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		agents[r.URL.Path] = r.Header.Get("User-Agent")
+		mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(api.Close)
+	m, err := New(&rest.Config{Host: api.URL}, Settings{
+		Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
+		HostPathRoot: t.TempDir(), QPS: 100, Burst: 100,
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(m.deps.stop)
+	ctx := t.Context()
+	tenant, err := m.deps.clientFor("x.io/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}}
+	if _, err := tenant.CoreV1().PersistentVolumeClaims("team").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x.io-a"}}
+	if _, err := tenant.CoordinationV1().Leases("provfleet-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	event := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: "event"}}
+	if _, err := m.deps.events.Events("team").Create(ctx, event, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	config := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: "fast"}}
+	if _, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Create(ctx, config, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]string{
+		"/api/v1/namespaces/team/persistentvolumeclaims":                  "provfleet/x.io/a",
+		"/apis/coordination.k8s.io/v1/namespaces/provfleet-system/leases": "provfleet/x.io/a",
+		"/api/v1/namespaces/team/events":                                  eventsUserAgent,
+		"/apis/provfleet.io/v1alpha1/provisionerconfigs":                  managerTenant,
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, agents); diff != "" {
+		t.Errorf("User-Agent by path (-want +got):\n%s", diff)
+	}
 }
