@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/transport"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -212,12 +213,13 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the HTTP client: %w", err)
 	}
-	client, err := kubernetes.NewForConfigAndClient(tenantConfig(managerTenant), httpClient)
+	managerHTTP := httpClientNamed(httpClient, managerTenant)
+	client, err := kubernetes.NewForConfigAndClient(tenantConfig(managerTenant), managerHTTP)
 	if err != nil {
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the manager's client: %w", err)
 	}
-	pcfg, err := versioned.NewForConfigAndClient(tenantConfig(managerTenant), httpClient)
+	pcfg, err := versioned.NewForConfigAndClient(tenantConfig(managerTenant), managerHTTP)
 	if err != nil {
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the ProvisionerConfig client: %w", err)
@@ -225,7 +227,7 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 	eventConfig := rest.CopyConfig(config)
 	eventConfig.UserAgent = eventsUserAgent
 	eventConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(eventBudget(settings))
-	events, err := typedcorev1.NewForConfigAndClient(eventConfig, httpClient)
+	events, err := typedcorev1.NewForConfigAndClient(eventConfig, httpClientNamed(httpClient, eventsUserAgent))
 	if err != nil {
 		budget.Stop()
 		return nil, fmt.Errorf("cannot build the Event client: %w", err)
@@ -236,7 +238,7 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 		events: events,
 		clientFor: func(provisionerName string) (provisioning.Client, error) {
 			tenant := "provfleet/" + provisionerName
-			c, err := newTenantClient(tenantConfig(tenant), leaseConfig(tenant), httpClient)
+			c, err := newTenantClient(tenantConfig(tenant), leaseConfig(tenant), httpClientNamed(httpClient, tenant))
 			if err != nil {
 				return nil, fmt.Errorf("cannot build the client of %q: %w", provisionerName, err)
 			}
@@ -251,6 +253,19 @@ func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, erro
 			leaseBudget.Stop()
 		},
 	}, opts...)
+}
+
+// httpClientNamed shares the connections of shared and names its requests
+// userAgent. A REST client built on a given HTTP client leaves its config's
+// UserAgent unused: client-go sets it in the transport.
+func httpClientNamed(shared *http.Client, userAgent string) *http.Client {
+	base := shared.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	named := *shared
+	named.Transport = transport.NewUserAgentRoundTripper(userAgent, base)
+	return &named
 }
 
 func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager, error) {
