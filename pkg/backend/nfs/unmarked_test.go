@@ -17,51 +17,26 @@ limitations under the License.
 package nfs
 
 import (
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 )
 
-// TestDeleteUnmarked: Delete passes the PersistentVolume's opt-in to the
-// store, so a directory without an owner marker goes only when it is set.
 func TestDeleteUnmarked(t *testing.T) {
-	tests := map[string]struct {
-		annotations map[string]string
-		wantErr     string
-		wantKept    bool
-	}{
-		"refused":  {wantErr: "no owner marker", wantKept: true},
-		"opted in": {annotations: map[string]string{dirvol.AnnDeleteUnmarked: "true"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			mount := t.TempDir()
-			p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			backendtest.WriteFile(t, filepath.Join(mount, "made-by-hand", "data"), "x")
-			pv := &v1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: "pv-by-hand", Annotations: tc.annotations},
-				Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
-					NFS: &v1.NFSVolumeSource{Server: "nfs.example.com", Path: "/export/made-by-hand"},
-				}},
-			}
-			err = p.Delete(t.Context(), pv)
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("Delete() error = %v, want %q", err, tc.wantErr)
-			}
-			_, err = os.Stat(filepath.Join(mount, "made-by-hand", "data"))
-			if kept := err == nil; kept != tc.wantKept {
-				t.Errorf("data kept: %v, want %v", kept, tc.wantKept)
-			}
-		})
-	}
+	backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) backendtest.UnmarkedVolume {
+		mount := t.TempDir()
+		p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return backendtest.UnmarkedVolume{
+			Backend: p,
+			Dir:     filepath.Join(mount, "made-by-hand"),
+			Source:  v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs.example.com", Path: "/export/made-by-hand"}},
+		}
+	})
 }
