@@ -60,26 +60,7 @@ func TestHungLeaderFailsOverOnceItsLeaseExpires(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	f.createClass(f.class, nil)
 
-	var leader, follower string
-	f.eventually("one replica to lead", func(ctx context.Context) (bool, error) {
-		var leaders []string
-		for identity, in := range running {
-			if in.controller.IsLeader() {
-				leaders = append(leaders, identity)
-			}
-		}
-		if len(leaders) != 1 {
-			return false, nil
-		}
-		leader = leaders[0]
-		holder, err := f.leaseHolder(ctx)
-		return holder == leader, err
-	})
-	for identity := range running {
-		if identity != leader {
-			follower = identity
-		}
-	}
+	leader, follower := f.oneLeader(running)
 
 	stuck := f.createClaim("stuck", f.class, nil)
 	select {

@@ -79,26 +79,7 @@ func TestReplicasTakeOverWithoutDoubleProvisioning(t *testing.T) {
 	}
 	f.createClass(f.class, nil)
 
-	var leader, follower string
-	f.eventually("one replica to lead", func(ctx context.Context) (bool, error) {
-		var leaders []string
-		for identity, in := range running {
-			if in.controller.IsLeader() {
-				leaders = append(leaders, identity)
-			}
-		}
-		if len(leaders) != 1 {
-			return false, nil
-		}
-		leader = leaders[0]
-		holder, err := f.leaseHolder(ctx)
-		return holder == leader, err
-	})
-	for identity := range running {
-		if identity != leader {
-			follower = identity
-		}
-	}
+	leader, follower := f.oneLeader(running)
 
 	var claims []*corev1.PersistentVolumeClaim
 	for i := range 3 {
@@ -313,4 +294,29 @@ func TestLegacyEndpointsLockBlocksLeading(t *testing.T) {
 	if diff := cmp.Diff(1, len(backend.attemptsFor(volumeName(claim)))); diff != "" {
 		t.Errorf("Provision calls (-want +got):\n%s", diff)
 	}
+}
+
+// oneLeader waits until exactly one of two running replicas leads and holds
+// the Lease, and names the leader and the other replica.
+func (f *fixture) oneLeader(running map[string]*instance) (leader, follower string) {
+	f.eventually("one replica to lead", func(ctx context.Context) (bool, error) {
+		var leaders []string
+		for identity, in := range running {
+			if in.controller.IsLeader() {
+				leaders = append(leaders, identity)
+			}
+		}
+		if len(leaders) != 1 {
+			return false, nil
+		}
+		leader = leaders[0]
+		holder, err := f.leaseHolder(ctx)
+		return holder == leader, err
+	})
+	for identity := range running {
+		if identity != leader {
+			follower = identity
+		}
+	}
+	return leader, follower
 }
