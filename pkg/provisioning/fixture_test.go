@@ -168,6 +168,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	t.Helper()
 	client := fake.NewClientset(objects...)
 	enforceLeaseVersions(client)
+	honourVolumeDeletion(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
