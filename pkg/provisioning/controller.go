@@ -582,7 +582,11 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*v1.PersistentVolume)
 			n, ok2 := newObj.(*v1.PersistentVolume)
-			if !ok1 || !ok2 || !volumeFinalizersOnlyChanged(o, n) {
+			// A change of finalizers alone is most often our own write; it
+			// is a reason to look again only when it left the volume
+			// finalizer other than the configuration wants, as when the
+			// configuration changed before the informer showed the write.
+			if !ok1 || !ok2 || !volumeFinalizersOnlyChanged(o, n) || hasFinalizer(n, VolumeFinalizer) != c.config().Finalizer {
 				c.enqueueVolume(t, newObj)
 			}
 		},
