@@ -332,6 +332,24 @@ func ownRequests(ctx context.Context, urls []string) (map[string]float64, error)
 	return out, nil
 }
 
+// quiesce waits until a system sent what its last phase left it to send
+// (the manager's Events go out on a budget of their own, after the PVs),
+// so that the next phase's requests are that phase's own. Lease renewals go
+// on at any time and are not waited for.
+func (b *bench) quiesce(ctx context.Context, sys system) error {
+	var last map[string]float64
+	return b.pollEvery(ctx, time.Second, "the system's requests to settle", func(ctx context.Context) (bool, error) {
+		now, err := ownRequests(ctx, sys.metricsURLs())
+		if err != nil {
+			return false, err
+		}
+		maps.DeleteFunc(now, func(key string, _ float64) bool { return strings.HasSuffix(key, " leases") })
+		settled := last != nil && maps.Equal(now, last)
+		last = now
+		return settled, nil
+	})
+}
+
 // mixSection tabulates the request mixes of one scenario's systems.
 func mixSection(scenario string, mixes map[string]map[string]float64) report.Section {
 	intro := "Every client's requests (provisioner, PV binder, harness) per claim, by verb and resource, from the apiserver's " +
@@ -500,6 +518,9 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 	b.record(m)
 	b.addProfile(profile, "provfleet CPU profile, s2 provisioning")
 
+	if err := b.quiesce(ctx, sys); err != nil {
+		return mixes, err
+	}
 	w, err = b.open(ctx, sys.pids())
 	if err != nil {
 		return mixes, err
