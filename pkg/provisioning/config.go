@@ -95,7 +95,8 @@ type VolumeSaveConfig struct {
 // TimeoutConfig bounds backend calls and the stop of a controller.
 type TimeoutConfig struct {
 	// Provision is the deadline of the context of each Provision call and of
-	// the other calls about a claim (Qualifier, BlockProvisioner).
+	// the other calls about a claim (Qualifier, BlockProvisioner,
+	// DataSourceProvisioner).
 	Provision time.Duration
 	// Delete is the deadline of each Delete call and of the other calls about
 	// a volume (DeletionGuard, Reclaimer).

@@ -283,3 +283,20 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 		t.Errorf("stuck calls once the call returned (-want +got):\n%s", diff)
 	}
 }
+
+// Every backend call about a claim has the provision deadline, every call
+// about a volume the delete deadline.
+func TestCallTimeout(t *testing.T) {
+	timeouts := TimeoutConfig{Provision: time.Minute, Delete: time.Hour}
+	got := map[string]time.Duration{}
+	for _, operation := range []string{"provision", "qualify", "supportsBlock", "supportsDataSource", "delete", "shouldDelete", "saved", "unsaved"} {
+		got[operation] = callTimeout(timeouts, operation)
+	}
+	want := map[string]time.Duration{
+		"provision": time.Minute, "qualify": time.Minute, "supportsBlock": time.Minute, "supportsDataSource": time.Minute,
+		"delete": time.Hour, "shouldDelete": time.Hour, "saved": time.Hour, "unsaved": time.Hour,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deadline by operation (-want +got):\n%s", diff)
+	}
+}
