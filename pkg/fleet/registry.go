@@ -149,8 +149,8 @@ func (g *registry) Stop(key string, token uint64) bool {
 		// It gave up on hung work and left its Lease held: a replacement with
 		// the same identity would take the Lease over at once.
 		r.leaseFreeAt = time.Now()
-		if r.cfg.LeaderElection.Enabled {
-			r.leaseFreeAt = r.leaseFreeAt.Add(r.cfg.LeaderElection.LeaseDuration)
+		if le := r.applied().LeaderElection; le.Enabled {
+			r.leaseFreeAt = r.leaseFreeAt.Add(le.LeaseDuration)
 		}
 		g.mu.Lock()
 		g.stuck[key] = r
