@@ -124,6 +124,12 @@ func (c *Controller) deleteVolume(ctx context.Context, volume *v1.PersistentVolu
 	if hasFinalizer(fresh, VolumeFinalizer) {
 		return c.deleteFinalizedVolume(ctx, fresh)
 	}
+	return c.deleteFreshVolume(ctx, fresh)
+}
+
+// deleteFreshVolume deletes the backend volume of a PersistentVolume without
+// the volume finalizer, as just read from the API, then the PersistentVolume.
+func (c *Controller) deleteFreshVolume(ctx context.Context, fresh *v1.PersistentVolume) error {
 	if done, err := c.deleteBackendVolume(ctx, fresh); !done || err != nil {
 		return err
 	}
@@ -167,7 +173,7 @@ func (c *Controller) deleteFinalizedVolume(ctx context.Context, volume *v1.Persi
 			return err
 		}
 		if !hasFinalizer(fresh, VolumeFinalizer) {
-			return c.deleteVolume(ctx, fresh)
+			return c.deleteFreshVolume(ctx, fresh)
 		}
 		volume = fresh
 	}
