@@ -592,11 +592,15 @@ func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolu
 	if saved.Spec.ClaimRef == nil || saved.Spec.ClaimRef.UID != volume.Spec.ClaimRef.UID {
 		return nil, fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, errVolumeTaken)
 	}
+	if c.reclaimer != nil {
+		// Its Saved settles a second backend volume.
+		return saved, nil
+	}
 	same, err := sameSource(saved.Spec.PersistentVolumeSource, volume.Spec.PersistentVolumeSource)
 	if err != nil {
 		return nil, err
 	}
-	if !same && c.reclaimer == nil {
+	if !same {
 		klog.FromContext(ctx).Info("Keeping a backend volume whose source differs from its saved PersistentVolume's: the backend cannot tell whether it is a second one", "volume", volume.Name)
 	}
 	return saved, nil
