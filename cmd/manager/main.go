@@ -67,23 +67,42 @@ func run(ctx context.Context, args []string, env environment) error {
 	logger := klog.Background().WithName("manager")
 	ctx = klog.NewContext(ctx, logger)
 
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	manager, err := newManager(o, registry)
+	if err != nil {
+		return err
+	}
+	servers, err := listen([]endpoint{
+		{o.metricsBindAddress, metricsHandler(registry)},
+		{o.healthProbeBindAddress, healthHandler(manager)},
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("Starting", "identity", o.identity, "namespace", o.namespace, "leaderElect", o.leaderElect, "legacyLockNamespace", o.legacyLockNamespace,
+		"metrics", o.metricsBindAddress, "health", o.healthProbeBindAddress)
+	err = serve(ctx, manager, servers)
+	logger.Info("Stopped")
+	return err
+}
+
+// newManager loads the client configuration, counts its requests in registry
+// and builds the fleet manager from the options.
+func newManager(o *options, registry prometheus.Registerer) (*fleet.Manager, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return fmt.Errorf("cannot load the client configuration: %w", err)
+		return nil, fmt.Errorf("cannot load the client configuration: %w", err)
 	}
-
 	config.WarningHandlerWithContext = newOnceWarnings()
-
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	requests, err := apirequests.NewCounter(registry)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	config.Wrap(requests.Wrap)
-	manager, err := fleet.New(config, fleet.Settings{
+	return fleet.New(config, fleet.Settings{
 		Namespace:           o.namespace,
 		Identity:            o.identity,
 		LeaderElection:      o.leaderElect,
@@ -94,20 +113,12 @@ func run(ctx context.Context, args []string, env environment) error {
 		Burst:               o.kubeAPIBurst,
 		Registerer:          registry,
 	})
-	if err != nil {
-		return err
-	}
+}
 
-	servers, err := listen([]endpoint{
-		{o.metricsBindAddress, metricsHandler(registry)},
-		{o.healthProbeBindAddress, healthHandler(manager)},
-	})
-	if err != nil {
-		return err
-	}
-	logger.Info("Starting", "identity", o.identity, "namespace", o.namespace, "leaderElect", o.leaderElect, "legacyLockNamespace", o.legacyLockNamespace,
-		"metrics", o.metricsBindAddress, "health", o.healthProbeBindAddress)
-
+// serve runs the fleet and the HTTP servers until ctx ends or one of them
+// fails. Every server stops once the fleet stopped, so a readiness probe sees
+// the manager until its Leases are released.
+func serve(ctx context.Context, manager *fleet.Manager, servers []boundServer) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range servers {
 		g.Go(func() error {
@@ -118,8 +129,6 @@ func run(ctx context.Context, args []string, env environment) error {
 		})
 	}
 	g.Go(func() error {
-		// Every server stops once the fleet stopped, so a readiness probe sees
-		// the manager until its Leases are released.
 		defer func() {
 			shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(gctx), shutdownTimeout)
 			defer cancel()
@@ -129,9 +138,7 @@ func run(ctx context.Context, args []string, env environment) error {
 		}()
 		return manager.Run(gctx)
 	})
-	err = g.Wait()
-	logger.Info("Stopped")
-	return err
+	return g.Wait()
 }
 
 type endpoint struct {
