@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -31,21 +30,16 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/transport"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
-	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
 	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
 	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -125,47 +119,6 @@ func WithBackend(name string, factory BackendFactory) Option {
 	}
 }
 
-// tenantClient is one provisioner's client: the two API groups a controller
-// calls, the core group with the provisioner's share of the budget and the
-// Leases with the fleet's Lease budget. A whole clientset per provisioner
-// would build some sixty REST clients, most of an idle provisioner's memory.
-type tenantClient struct {
-	core         typedcorev1.CoreV1Interface
-	coordination typedcoordinationv1.CoordinationV1Interface
-}
-
-func newTenantClient(config, leaseConfig *rest.Config, httpClient *http.Client) (tenantClient, error) {
-	core, err := typedcorev1.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return tenantClient{}, err
-	}
-	coordination, err := typedcoordinationv1.NewForConfigAndClient(leaseConfig, httpClient)
-	if err != nil {
-		return tenantClient{}, err
-	}
-	return tenantClient{core: core, coordination: coordination}, nil
-}
-
-func (c tenantClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
-
-func (c tenantClient) CoordinationV1() typedcoordinationv1.CoordinationV1Interface {
-	return c.coordination
-}
-
-// dependencies are the clients and constructors a Manager uses; tests replace
-// them with fakes.
-type dependencies struct {
-	client kubernetes.Interface
-	pcfg   versioned.Interface
-	// events writes Events with a budget of its own; nil: through client.
-	events    typedcorev1.EventsGetter
-	clientFor func(provisionerName string) (provisioning.Client, error)
-	// newInstance builds one provision controller.
-	newInstance func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error)
-	// stop releases what the dependencies hold, after every instance stopped.
-	stop func()
-}
-
 // Manager runs one provisioning.Controller per ProvisionerConfig.
 type Manager struct {
 	settings Settings
@@ -193,79 +146,13 @@ type Manager struct {
 // New returns a Manager that talks to the API server of config, spending at
 // most settings.QPS requests a second for the whole fleet.
 func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, error) {
-	budget := NewFairLimiter(settings.QPS, settings.Burst)
-	leaseBudget := flowcontrol.NewTokenBucketRateLimiter(leaseBudget(settings))
-	tenantConfig := func(tenant string) *rest.Config {
-		c := rest.CopyConfig(config)
-		c.UserAgent = tenant
-		c.RateLimiter = budget.Tenant(tenant)
-		return c
-	}
-	leaseConfig := func(tenant string) *rest.Config {
-		c := rest.CopyConfig(config)
-		c.UserAgent = tenant
-		c.RateLimiter = leaseBudget
-		return c
-	}
-	// One HTTP client (and connection pool) for every tenant's client.
-	httpClient, err := rest.HTTPClientFor(config)
+	b := newBudgets(settings)
+	deps, err := newDependencies(config, b)
 	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the HTTP client: %w", err)
+		b.stop()
+		return nil, err
 	}
-	managerHTTP := httpClientNamed(httpClient, managerTenant)
-	client, err := kubernetes.NewForConfigAndClient(tenantConfig(managerTenant), managerHTTP)
-	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the manager's client: %w", err)
-	}
-	pcfg, err := versioned.NewForConfigAndClient(tenantConfig(managerTenant), managerHTTP)
-	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the ProvisionerConfig client: %w", err)
-	}
-	eventConfig := rest.CopyConfig(config)
-	eventConfig.UserAgent = eventsUserAgent
-	eventConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(eventBudget(settings))
-	events, err := typedcorev1.NewForConfigAndClient(eventConfig, httpClientNamed(httpClient, eventsUserAgent))
-	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the Event client: %w", err)
-	}
-	return newManager(settings, dependencies{
-		client: client,
-		pcfg:   pcfg,
-		events: events,
-		clientFor: func(provisionerName string) (provisioning.Client, error) {
-			tenant := "provfleet/" + provisionerName
-			c, err := newTenantClient(tenantConfig(tenant), leaseConfig(tenant), httpClientNamed(httpClient, tenant))
-			if err != nil {
-				return nil, fmt.Errorf("cannot build the client of %q: %w", provisionerName, err)
-			}
-			return c, nil
-		},
-		newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
-			return provisioning.New(cfg, deps)
-		},
-		stop: func() {
-			budget.Stop()
-			eventConfig.RateLimiter.Stop()
-			leaseBudget.Stop()
-		},
-	}, opts...)
-}
-
-// httpClientNamed shares the connections of shared and names its requests
-// userAgent. A REST client built on a given HTTP client leaves its config's
-// UserAgent unused: client-go sets it in the transport.
-func httpClientNamed(shared *http.Client, userAgent string) *http.Client {
-	base := shared.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	named := *shared
-	named.Transport = transport.NewUserAgentRoundTripper(userAgent, base)
-	return &named
+	return newManager(settings, deps, opts...)
 }
 
 func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager, error) {
