@@ -45,6 +45,8 @@ type observation struct {
 	leader string
 	// retry asks for another reconcile later: the backend may come back.
 	retry bool
+	// leaderElectionDisabled: every replica works without a Lease.
+	leaderElectionDisabled bool
 }
 
 func refusal(reason string, err error) observation {
@@ -72,6 +74,7 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 		}
 	}
 	obs := m.converge(ctx, pc)
+	obs.leaderElectionDisabled = !m.settings.LeaderElection
 	if err := m.writeStatus(ctx, pc, obs); err != nil {
 		return false, err
 	}
