@@ -167,12 +167,9 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	if err != nil {
 		return nil, fmt.Errorf("cannot register the provisioners' metrics: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	scheme, err := newEventScheme()
+	if err != nil {
+		return nil, err
 	}
 	m := &Manager{
 		settings: settings,
@@ -191,15 +188,36 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	}
 	// The queue exists before any instance runs, so it can take their exits.
 	m.instances = newRegistry(func(key string) { m.queue.Add(key) })
+	if err := m.addInformers(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newEventScheme returns the scheme of the objects Events are about.
+func newEventScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// addInformers sets up the informers the whole fleet shares, their indexes
+// and their one event router, before any of them starts.
+func (m *Manager) addInformers() error {
 	m.shared = provisioning.SharedInformers{
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
 		Classes: m.core.Storage().V1().StorageClasses().Informer(),
 		Nodes:   m.core.Core().V1().Nodes().Informer(),
 	}
-	if settings.LeaderElection {
+	if m.settings.LeaderElection {
 		// One watch for every instance's Lease: followers never poll.
-		m.leases = informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithNamespace(settings.Namespace))
+		m.leases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0, informers.WithNamespace(m.settings.Namespace))
 		m.shared.Leases = m.leases.Coordination().V1().Leases().Informer()
 	}
 	// One event handler per informer for the whole fleet.
@@ -207,16 +225,16 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	// Added once here, before the informer starts: an index added per
 	// instance would collide with the next instance's.
 	if err := m.shared.Volumes.AddIndexers(cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths}); err != nil {
-		return nil, fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
+		return fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
 	}
 	m.volumes = backend.NewIndexedVolumes(m.shared.Volumes.GetIndexer())
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
 	m.lister = pcfgs.Lister()
 	if err := m.configInf.AddIndexers(cache.Indexers{byProvisionerName: indexByProvisionerName}); err != nil {
-		return nil, fmt.Errorf("cannot index ProvisionerConfigs: %w", err)
+		return fmt.Errorf("cannot index ProvisionerConfigs: %w", err)
 	}
-	return m, nil
+	return nil
 }
 
 func indexByProvisionerName(obj any) ([]string, error) {
@@ -249,15 +267,36 @@ func (m *Manager) run(ctx context.Context) error {
 	m.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisionerconfigs"})
 	defer m.queue.ShutDown()
-	// One broadcaster, so one correlator, for every instance: a claim's
-	// repeated Event is counted in one Event, and its spam filter lets each
-	// object write a few Events of a type, then one an hour, however often a
-	// failing claim is retried.
+	m.startEventBroadcaster(ctx)
+	defer m.events.Shutdown()
+	handle, err := m.watchConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
+	shutdownInformers := m.startInformers(ctx)
+	defer shutdownInformers()
+
+	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace)
+	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
+		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced) {
+		close(m.synced)
+	}
+	m.runWorkers(ctx)
+	m.instances.StopAll()
+	logger.Info("Stopped fleet manager")
+	return nil
+}
+
+// startEventBroadcaster starts the one broadcaster, so the one correlator, of
+// every instance: a claim's repeated Event is counted in one Event, and its
+// spam filter lets each object write a few Events of a type, then one an
+// hour, however often a failing claim is retried.
+func (m *Manager) startEventBroadcaster(ctx context.Context) {
 	m.events = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		BurstSize: eventBurstPerObject,
 		QPS:       eventQPSPerObject,
 	}))
-	defer m.events.Shutdown()
 	m.recorder = m.events.NewRecorder(m.scheme, v1.EventSource{Component: component})
 	m.events.StartStructuredLogging(3)
 	sink := m.deps.events
@@ -265,7 +304,12 @@ func (m *Manager) run(ctx context.Context) error {
 		sink = m.deps.client.CoreV1()
 	}
 	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: sink.Events("")})
+}
 
+// watchConfigs queues every ProvisionerConfig that changes, with those that
+// share one of its names.
+func (m *Manager) watchConfigs(ctx context.Context) (cache.ResourceEventHandlerRegistration, error) {
+	logger := klog.FromContext(ctx)
 	handle, err := m.configInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc: m.enqueueSharing,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -275,36 +319,39 @@ func (m *Manager) run(ctx context.Context) error {
 		DeleteFunc: m.enqueueSharing,
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
-		return fmt.Errorf("cannot watch ProvisionerConfigs: %w", err)
+		return nil, fmt.Errorf("cannot watch ProvisionerConfigs: %w", err)
 	}
-	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
+	return handle, nil
+}
 
+// startInformers starts the shared informers and returns the function that
+// shuts them down.
+func (m *Manager) startInformers(ctx context.Context) (shutdown func()) {
 	m.core.Start(ctx.Done())
 	if m.leases != nil {
 		m.leases.Start(ctx.Done())
-		defer m.leases.Shutdown()
 	}
 	m.configs.Start(ctx.Done())
-	defer m.configs.Shutdown()
-	defer m.core.Shutdown()
-
-	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace)
-	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
-		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced) {
-		close(m.synced)
+	return func() {
+		m.core.Shutdown()
+		m.configs.Shutdown()
+		if m.leases != nil {
+			m.leases.Shutdown()
+		}
 	}
+}
 
+// runWorkers runs the reconcile workers until ctx ends, then shuts the queue
+// down and waits until they finished their reconciles.
+func (m *Manager) runWorkers(ctx context.Context) {
 	var workers sync.WaitGroup
 	for range reconcileWorkers {
-		workers.Go(func() { wait.UntilWithContext(ctx, m.work, time.Second) })
+		workers.Go(func() { wait.UntilWithContext(ctx, m.runWorker, time.Second) })
 	}
 	<-ctx.Done()
-	logger.Info("Stopping fleet manager: every instance drains and releases its Lease")
+	klog.FromContext(ctx).Info("Stopping fleet manager: every instance drains and releases its Lease")
 	m.queue.ShutDown()
 	workers.Wait()
-	m.instances.StopAll()
-	logger.Info("Stopped fleet manager")
-	return nil
 }
 
 // Ready is nil once the manager's caches are in sync.
@@ -393,12 +440,15 @@ func (m *Manager) enqueueSharing(obj any) {
 	}
 }
 
-func (m *Manager) work(ctx context.Context) {
-	for m.processNext(ctx) {
+// runWorker reconciles ProvisionerConfigs until the queue shuts down.
+func (m *Manager) runWorker(ctx context.Context) {
+	for m.processNextWorkItem(ctx) {
 	}
 }
 
-func (m *Manager) processNext(ctx context.Context) bool {
+// processNextWorkItem reconciles the next queued ProvisionerConfig; it
+// reports false once the queue shut down.
+func (m *Manager) processNextWorkItem(ctx context.Context) bool {
 	key, quit := m.queue.Get()
 	if quit {
 		return false
