@@ -125,7 +125,7 @@ func newDependencies(config *rest.Config, b budgets) (dependencies, error) {
 		client:      client,
 		pcfg:        pcfg,
 		events:      events,
-		clientFor:   clients.provisionerClient,
+		clientFor:   clients.clientFor,
 		newInstance: newController,
 		stop:        b.stop,
 	}, nil
@@ -151,11 +151,11 @@ func (c clientBuilder) configFor(userAgent string, limiter flowcontrol.RateLimit
 	return config
 }
 
-// provisionerClient builds the client of one provisioner, a tenant of the
-// shared budget of its own.
-func (c clientBuilder) provisionerClient(provisionerName string) (provisioning.Client, error) {
+// clientFor builds the client of one provisioner, a tenant of the shared
+// budget of its own.
+func (c clientBuilder) clientFor(provisionerName string) (provisioning.Client, error) {
 	tenant := "provfleet/" + provisionerName
-	client, err := newTenantClient(c.configFor(tenant, c.budgets.shared.Tenant(tenant)), c.configFor(tenant, c.budgets.leases),
+	client, err := newProvisionerClient(c.configFor(tenant, c.budgets.shared.Tenant(tenant)), c.configFor(tenant, c.budgets.leases),
 		httpClientNamed(c.http, tenant))
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the client of %q: %w", provisionerName, err)
@@ -176,29 +176,29 @@ func httpClientNamed(shared *http.Client, userAgent string) *http.Client {
 	return &named
 }
 
-// tenantClient is one provisioner's client: the two API groups a controller
-// calls, the core group with the provisioner's share of the budget and the
+// provisionerClient is one provisioner's client: the two API groups a
+// controller calls, the core group with the provisioner's share of the budget and the
 // Leases with the fleet's Lease budget. A whole clientset per provisioner
 // would build some sixty REST clients, most of an idle provisioner's memory.
-type tenantClient struct {
+type provisionerClient struct {
 	core         typedcorev1.CoreV1Interface
 	coordination typedcoordinationv1.CoordinationV1Interface
 }
 
-func newTenantClient(config, leaseConfig *rest.Config, httpClient *http.Client) (tenantClient, error) {
+func newProvisionerClient(config, leaseConfig *rest.Config, httpClient *http.Client) (provisionerClient, error) {
 	core, err := typedcorev1.NewForConfigAndClient(config, httpClient)
 	if err != nil {
-		return tenantClient{}, err
+		return provisionerClient{}, err
 	}
 	coordination, err := typedcoordinationv1.NewForConfigAndClient(leaseConfig, httpClient)
 	if err != nil {
-		return tenantClient{}, err
+		return provisionerClient{}, err
 	}
-	return tenantClient{core: core, coordination: coordination}, nil
+	return provisionerClient{core: core, coordination: coordination}, nil
 }
 
-func (c tenantClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+func (c provisionerClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
 
-func (c tenantClient) CoordinationV1() typedcoordinationv1.CoordinationV1Interface {
+func (c provisionerClient) CoordinationV1() typedcoordinationv1.CoordinationV1Interface {
 	return c.coordination
 }
