@@ -238,7 +238,9 @@ func TestLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
 	go func() { gaveUp2 <- l.Tenant("impatient").Wait(ctx) }()
 	waitFor(t, func() bool { return l.waiting() == 1 })
 	cancel()
-	<-gaveUp2
+	if err := <-gaveUp2; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Wait returned %v, want context.Canceled", err)
+	}
 	// Nobody waits any more: the dispatcher ends without a refill.
 	waitFor(t, func() bool { return !l.isDispatching() })
 }

@@ -32,8 +32,12 @@ func statusObject(generation int64, status v1alpha1.ProvisionerConfigStatus) *v1
 	return pc
 }
 
-func condition(typ string, status metav1.ConditionStatus, reason string, generation int64) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: status, Reason: reason, ObservedGeneration: generation}
+// reportedGeneration is the generation of the object TestDesiredStatus
+// reports on.
+const reportedGeneration = 3
+
+func condition(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, ObservedGeneration: reportedGeneration}
 }
 
 func TestDesiredStatus(t *testing.T) {
@@ -43,44 +47,44 @@ func TestDesiredStatus(t *testing.T) {
 	}{
 		"leading": {
 			obs: observation{reason: v1alpha1.ReasonRunning, leader: "me"},
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld, 3),
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld),
 			}},
 		},
 		"standby without a leader": {
 			obs: observation{reason: v1alpha1.ReasonStandby},
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonStandby, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNoLeader, 3),
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonStandby),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNoLeader),
 			}},
 		},
 		"paused": {
 			obs: observation{reason: v1alpha1.ReasonPaused, leader: "other"},
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "other", Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPaused, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld, 3),
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "other", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPaused),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld),
 			}},
 		},
 		"refused": {
 			obs: observation{reason: v1alpha1.ReasonProvisionerNameConflict},
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProvisionerNameConflict, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNotRunning, 3),
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProvisionerNameConflict),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNotRunning),
 			}},
 		},
 		"without leader election": {
 			obs: observation{reason: v1alpha1.ReasonRunning, leader: "me", leaderElectionDisabled: true},
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaderElectionDisabled, 3),
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaderElectionDisabled),
 			}},
 		},
 	}
 	ignore := cmpopts.IgnoreFields(metav1.Condition{}, "Message", "LastTransitionTime")
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := desiredStatus(statusObject(3, v1alpha1.ProvisionerConfigStatus{}), tc.obs)
+			got := desiredStatus(statusObject(reportedGeneration, v1alpha1.ProvisionerConfigStatus{}), tc.obs)
 			if diff := cmp.Diff(tc.want, got, ignore); diff != "" {
 				t.Errorf("desiredStatus() (-want +got):\n%s", diff)
 			}
