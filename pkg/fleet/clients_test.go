@@ -226,3 +226,30 @@ func TestClientsSendTheirUserAgents(t *testing.T) {
 		t.Errorf("User-Agent by path (-want +got):\n%s", diff)
 	}
 }
+
+func TestSeparateBudgets(t *testing.T) {
+	type budget struct {
+		QPS   float32
+		Burst int
+	}
+	tests := map[string]struct {
+		budget   func(Settings) (float32, int)
+		settings Settings
+		want     budget
+	}{
+		"events: derived from the fleet budget":      {budget: eventBudget, settings: Settings{QPS: 100, Burst: 200}, want: budget{20, 100}},
+		"events: set":                                {budget: eventBudget, settings: Settings{QPS: 100, Burst: 200, EventQPS: 3, EventBurst: 7}, want: budget{3, 7}},
+		"events: burst of at least one":              {budget: eventBudget, settings: Settings{QPS: 1, Burst: 1}, want: budget{0.2, 1}},
+		"leases: default, whatever the fleet budget": {budget: leaseBudget, settings: Settings{QPS: 5, Burst: 10}, want: budget{200, 400}},
+		"leases: set":                                {budget: leaseBudget, settings: Settings{QPS: 5, Burst: 10, LeaseQPS: 30, LeaseBurst: 60}, want: budget{30, 60}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got budget
+			got.QPS, got.Burst = tc.budget(tc.settings)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("budget (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -14,9 +14,30 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package fleet runs one provisioning.Controller per ProvisionerConfig object.
-// A Manager watches ProvisionerConfigs and starts, re-tunes or stops each
-// instance, shares one set of claim, volume, class and node informers and one
-// API client budget across the whole fleet, and reports every object's state in
-// its status.
+// Package fleet runs one provisioning.Controller per ProvisionerConfig object
+// in one process.
+//
+// What comes in: ProvisionerConfig objects, from an informer whose add, update
+// and delete queue the object and every other that shares one of its names,
+// its Lease or its backend base; Settings (the manager's flags: identity, Lease
+// namespace, leader election, hostPath root, node, API budgets, metrics
+// registry) and Options (WithBackend: custom backends).
+//
+// What goes out: for each object, a Manager reconcile starts, re-tunes live
+// (Reconfigure), restarts or stops one provisioning.Controller with the backend
+// of spec.backend, and writes the object's status (Ready and Leading
+// conditions, leader, observed generation) with a Warning Event when it
+// refuses the object. The fleet shares one set of claim, volume, class, node
+// and Lease informers, with one event router and the PV path index; one
+// connection pool, each provisioner's requests named after it and spending its
+// share of the fleet's fair API budget (internal/fairlimit), its Lease and
+// Event writes budgets of their own; the provisioners' metrics on
+// Settings.Registerer; and health checks (Ready, LeaseHealthy, Stuck).
+//
+// Goroutines, all ended when Run returns: the shared informers and the
+// ProvisionerConfig informer; the Event broadcaster; the reconcile workers
+// (runWorker), which stop each instance and wait until it drained; one
+// goroutine per instance running its Controller.Run (registry.Start); and,
+// while a request waits for the fair budget, its dispatcher (stopped with the
+// budget once every instance stopped).
 package fleet

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -31,21 +30,16 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/transport"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
-	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
 	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
 	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -125,47 +119,6 @@ func WithBackend(name string, factory BackendFactory) Option {
 	}
 }
 
-// tenantClient is one provisioner's client: the two API groups a controller
-// calls, the core group with the provisioner's share of the budget and the
-// Leases with the fleet's Lease budget. A whole clientset per provisioner
-// would build some sixty REST clients, most of an idle provisioner's memory.
-type tenantClient struct {
-	core         typedcorev1.CoreV1Interface
-	coordination typedcoordinationv1.CoordinationV1Interface
-}
-
-func newTenantClient(config, leaseConfig *rest.Config, httpClient *http.Client) (tenantClient, error) {
-	core, err := typedcorev1.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return tenantClient{}, err
-	}
-	coordination, err := typedcoordinationv1.NewForConfigAndClient(leaseConfig, httpClient)
-	if err != nil {
-		return tenantClient{}, err
-	}
-	return tenantClient{core: core, coordination: coordination}, nil
-}
-
-func (c tenantClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
-
-func (c tenantClient) CoordinationV1() typedcoordinationv1.CoordinationV1Interface {
-	return c.coordination
-}
-
-// dependencies are the clients and constructors a Manager uses; tests replace
-// them with fakes.
-type dependencies struct {
-	client kubernetes.Interface
-	pcfg   versioned.Interface
-	// events writes Events with a budget of its own; nil: through client.
-	events    typedcorev1.EventsGetter
-	clientFor func(provisionerName string) (provisioning.Client, error)
-	// newInstance builds one provision controller.
-	newInstance func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error)
-	// stop releases what the dependencies hold, after every instance stopped.
-	stop func()
-}
-
 // Manager runs one provisioning.Controller per ProvisionerConfig.
 type Manager struct {
 	settings Settings
@@ -193,79 +146,13 @@ type Manager struct {
 // New returns a Manager that talks to the API server of config, spending at
 // most settings.QPS requests a second for the whole fleet.
 func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, error) {
-	budget := NewFairLimiter(settings.QPS, settings.Burst)
-	leaseBudget := flowcontrol.NewTokenBucketRateLimiter(leaseBudget(settings))
-	tenantConfig := func(tenant string) *rest.Config {
-		c := rest.CopyConfig(config)
-		c.UserAgent = tenant
-		c.RateLimiter = budget.Tenant(tenant)
-		return c
-	}
-	leaseConfig := func(tenant string) *rest.Config {
-		c := rest.CopyConfig(config)
-		c.UserAgent = tenant
-		c.RateLimiter = leaseBudget
-		return c
-	}
-	// One HTTP client (and connection pool) for every tenant's client.
-	httpClient, err := rest.HTTPClientFor(config)
+	b := newBudgets(settings)
+	deps, err := newDependencies(config, b)
 	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the HTTP client: %w", err)
+		b.stop()
+		return nil, err
 	}
-	managerHTTP := httpClientNamed(httpClient, managerTenant)
-	client, err := kubernetes.NewForConfigAndClient(tenantConfig(managerTenant), managerHTTP)
-	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the manager's client: %w", err)
-	}
-	pcfg, err := versioned.NewForConfigAndClient(tenantConfig(managerTenant), managerHTTP)
-	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the ProvisionerConfig client: %w", err)
-	}
-	eventConfig := rest.CopyConfig(config)
-	eventConfig.UserAgent = eventsUserAgent
-	eventConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(eventBudget(settings))
-	events, err := typedcorev1.NewForConfigAndClient(eventConfig, httpClientNamed(httpClient, eventsUserAgent))
-	if err != nil {
-		budget.Stop()
-		return nil, fmt.Errorf("cannot build the Event client: %w", err)
-	}
-	return newManager(settings, dependencies{
-		client: client,
-		pcfg:   pcfg,
-		events: events,
-		clientFor: func(provisionerName string) (provisioning.Client, error) {
-			tenant := "provfleet/" + provisionerName
-			c, err := newTenantClient(tenantConfig(tenant), leaseConfig(tenant), httpClientNamed(httpClient, tenant))
-			if err != nil {
-				return nil, fmt.Errorf("cannot build the client of %q: %w", provisionerName, err)
-			}
-			return c, nil
-		},
-		newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
-			return provisioning.New(cfg, deps)
-		},
-		stop: func() {
-			budget.Stop()
-			eventConfig.RateLimiter.Stop()
-			leaseBudget.Stop()
-		},
-	}, opts...)
-}
-
-// httpClientNamed shares the connections of shared and names its requests
-// userAgent. A REST client built on a given HTTP client leaves its config's
-// UserAgent unused: client-go sets it in the transport.
-func httpClientNamed(shared *http.Client, userAgent string) *http.Client {
-	base := shared.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	named := *shared
-	named.Transport = transport.NewUserAgentRoundTripper(userAgent, base)
-	return &named
+	return newManager(settings, deps, opts...)
 }
 
 func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager, error) {
@@ -280,12 +167,9 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	if err != nil {
 		return nil, fmt.Errorf("cannot register the provisioners' metrics: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	scheme, err := newEventScheme()
+	if err != nil {
+		return nil, err
 	}
 	m := &Manager{
 		settings: settings,
@@ -304,15 +188,36 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	}
 	// The queue exists before any instance runs, so it can take their exits.
 	m.instances = newRegistry(func(key string) { m.queue.Add(key) })
+	if err := m.addInformers(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newEventScheme returns the scheme of the objects Events are about.
+func newEventScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("cannot build the event scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// addInformers sets up the informers the whole fleet shares, their indexes
+// and their one event router, before any of them starts.
+func (m *Manager) addInformers() error {
 	m.shared = provisioning.SharedInformers{
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
 		Classes: m.core.Storage().V1().StorageClasses().Informer(),
 		Nodes:   m.core.Core().V1().Nodes().Informer(),
 	}
-	if settings.LeaderElection {
+	if m.settings.LeaderElection {
 		// One watch for every instance's Lease: followers never poll.
-		m.leases = informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithNamespace(settings.Namespace))
+		m.leases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0, informers.WithNamespace(m.settings.Namespace))
 		m.shared.Leases = m.leases.Coordination().V1().Leases().Informer()
 	}
 	// One event handler per informer for the whole fleet.
@@ -320,16 +225,16 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	// Added once here, before the informer starts: an index added per
 	// instance would collide with the next instance's.
 	if err := m.shared.Volumes.AddIndexers(cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths}); err != nil {
-		return nil, fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
+		return fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
 	}
 	m.volumes = backend.NewIndexedVolumes(m.shared.Volumes.GetIndexer())
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
 	m.lister = pcfgs.Lister()
 	if err := m.configInf.AddIndexers(cache.Indexers{byProvisionerName: indexByProvisionerName}); err != nil {
-		return nil, fmt.Errorf("cannot index ProvisionerConfigs: %w", err)
+		return fmt.Errorf("cannot index ProvisionerConfigs: %w", err)
 	}
-	return m, nil
+	return nil
 }
 
 func indexByProvisionerName(obj any) ([]string, error) {
@@ -362,15 +267,36 @@ func (m *Manager) run(ctx context.Context) error {
 	m.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisionerconfigs"})
 	defer m.queue.ShutDown()
-	// One broadcaster, so one correlator, for every instance: a claim's
-	// repeated Event is counted in one Event, and its spam filter lets each
-	// object write a few Events of a type, then one an hour, however often a
-	// failing claim is retried.
+	m.startEventBroadcaster(ctx)
+	defer m.events.Shutdown()
+	handle, err := m.watchConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
+	shutdownInformers := m.startInformers(ctx)
+	defer shutdownInformers()
+
+	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace)
+	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
+		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced) {
+		close(m.synced)
+	}
+	m.runWorkers(ctx)
+	m.instances.StopAll()
+	logger.Info("Stopped fleet manager")
+	return nil
+}
+
+// startEventBroadcaster starts the one broadcaster, so the one correlator, of
+// every instance: a claim's repeated Event is counted in one Event, and its
+// spam filter lets each object write a few Events of a type, then one an
+// hour, however often a failing claim is retried.
+func (m *Manager) startEventBroadcaster(ctx context.Context) {
 	m.events = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		BurstSize: eventBurstPerObject,
 		QPS:       eventQPSPerObject,
 	}))
-	defer m.events.Shutdown()
 	m.recorder = m.events.NewRecorder(m.scheme, v1.EventSource{Component: component})
 	m.events.StartStructuredLogging(3)
 	sink := m.deps.events
@@ -378,7 +304,12 @@ func (m *Manager) run(ctx context.Context) error {
 		sink = m.deps.client.CoreV1()
 	}
 	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: sink.Events("")})
+}
 
+// watchConfigs queues every ProvisionerConfig that changes, with those that
+// share one of its names.
+func (m *Manager) watchConfigs(ctx context.Context) (cache.ResourceEventHandlerRegistration, error) {
+	logger := klog.FromContext(ctx)
 	handle, err := m.configInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc: m.enqueueSharing,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -388,36 +319,39 @@ func (m *Manager) run(ctx context.Context) error {
 		DeleteFunc: m.enqueueSharing,
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
-		return fmt.Errorf("cannot watch ProvisionerConfigs: %w", err)
+		return nil, fmt.Errorf("cannot watch ProvisionerConfigs: %w", err)
 	}
-	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
+	return handle, nil
+}
 
+// startInformers starts the shared informers and returns the function that
+// shuts them down.
+func (m *Manager) startInformers(ctx context.Context) (shutdown func()) {
 	m.core.Start(ctx.Done())
 	if m.leases != nil {
 		m.leases.Start(ctx.Done())
-		defer m.leases.Shutdown()
 	}
 	m.configs.Start(ctx.Done())
-	defer m.configs.Shutdown()
-	defer m.core.Shutdown()
-
-	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace)
-	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
-		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced) {
-		close(m.synced)
+	return func() {
+		m.core.Shutdown()
+		m.configs.Shutdown()
+		if m.leases != nil {
+			m.leases.Shutdown()
+		}
 	}
+}
 
+// runWorkers runs the reconcile workers until ctx ends, then shuts the queue
+// down and waits until they finished their reconciles.
+func (m *Manager) runWorkers(ctx context.Context) {
 	var workers sync.WaitGroup
 	for range reconcileWorkers {
-		workers.Go(func() { wait.UntilWithContext(ctx, m.work, time.Second) })
+		workers.Go(func() { wait.UntilWithContext(ctx, m.runWorker, time.Second) })
 	}
 	<-ctx.Done()
-	logger.Info("Stopping fleet manager: every instance drains and releases its Lease")
+	klog.FromContext(ctx).Info("Stopping fleet manager: every instance drains and releases its Lease")
 	m.queue.ShutDown()
 	workers.Wait()
-	m.instances.StopAll()
-	logger.Info("Stopped fleet manager")
-	return nil
 }
 
 // Ready is nil once the manager's caches are in sync.
@@ -506,12 +440,15 @@ func (m *Manager) enqueueSharing(obj any) {
 	}
 }
 
-func (m *Manager) work(ctx context.Context) {
-	for m.processNext(ctx) {
+// runWorker reconciles ProvisionerConfigs until the queue shuts down.
+func (m *Manager) runWorker(ctx context.Context) {
+	for m.processNextWorkItem(ctx) {
 	}
 }
 
-func (m *Manager) processNext(ctx context.Context) bool {
+// processNextWorkItem reconciles the next queued ProvisionerConfig; it
+// reports false once the queue shut down.
+func (m *Manager) processNextWorkItem(ctx context.Context) bool {
 	key, quit := m.queue.Get()
 	if quit {
 		return false

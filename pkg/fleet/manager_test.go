@@ -50,7 +50,7 @@ type fixture struct {
 
 	mu        sync.Mutex
 	instances map[string][]*fakeInstance
-	restartOn func(old, new provisioning.Config) bool
+	restartOn func(before, after provisioning.Config) bool
 	leader    bool
 }
 
@@ -202,7 +202,7 @@ func TestManagerStartsRetunesAndStopsInstances(t *testing.T) {
 	first.mu.Unlock()
 
 	f.mu.Lock()
-	f.restartOn = func(old, new provisioning.Config) bool { return old.ResyncPeriod != new.ResyncPeriod }
+	f.restartOn = func(before, after provisioning.Config) bool { return before.ResyncPeriod != after.ResyncPeriod }
 	first.restartOn = f.restartOn
 	f.mu.Unlock()
 	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.ResyncPeriod = &metav1.Duration{Duration: time.Minute} })
@@ -221,7 +221,7 @@ func TestManagerStartsRetunesAndStopsInstances(t *testing.T) {
 	first.mu.Unlock()
 
 	f.mu.Lock()
-	f.restartOn = func(old, new provisioning.Config) bool { return old.LeaderElection != new.LeaderElection }
+	f.restartOn = func(before, after provisioning.Config) bool { return before.LeaderElection != after.LeaderElection }
 	second.restartOn = f.restartOn
 	f.mu.Unlock()
 	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) {

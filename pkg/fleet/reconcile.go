@@ -45,6 +45,8 @@ type observation struct {
 	leader string
 	// retry asks for another reconcile later: the backend may come back.
 	retry bool
+	// leaderElectionDisabled: every replica works without a Lease.
+	leaderElectionDisabled bool
 }
 
 func refusal(reason string, err error) observation {
@@ -72,6 +74,7 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 		}
 	}
 	obs := m.converge(ctx, pc)
+	obs.leaderElectionDisabled = !m.settings.LeaderElection
 	if err := m.writeStatus(ctx, pc, obs); err != nil {
 		return false, err
 	}
@@ -90,25 +93,8 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 		m.stop(ctx, pc.Name)
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	}
-	all, err := m.lister.List(labels.Everything())
-	if err != nil {
-		return refusal(v1alpha1.ReasonBackendUnavailable, fmt.Errorf("cannot list ProvisionerConfigs: %w", err))
-	}
-	for _, c := range conflicts {
-		if holder, shared := olderHolder(pc, all, c.shares); holder != nil {
-			m.stop(ctx, pc.Name)
-			return refusal(c.reason, fmt.Errorf("%s %s the older ProvisionerConfig %s", shared, c.verb, holder.Name))
-		}
-	}
-	// The older object may still be stopping its instance: two instances of
-	// one name or one Lease in one process would both lead, under the same
-	// identity, and two on one base would reclaim each other's volumes.
-	for _, c := range conflicts {
-		if other, shared := m.runningConflict(pc, c.shares); other != "" {
-			obs := refusal(c.reason, fmt.Errorf("%s %s ProvisionerConfig %s, whose instance still runs", shared, c.verb, other))
-			obs.retry = true
-			return obs
-		}
+	if obs, refused := m.refuseConflicts(ctx, pc); refused {
+		return obs
 	}
 	r, err := m.ensureInstance(ctx, pc, cfg)
 	switch {
@@ -119,6 +105,38 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 	case err != nil:
 		return refusal(v1alpha1.ReasonBackendUnavailable, err)
 	}
+	return m.observeInstance(r, cfg)
+}
+
+// refuseConflicts refuses pc, and reports so, when it shares a name, a Lease
+// or a backend base with an older ProvisionerConfig or with an instance that
+// still runs.
+func (m *Manager) refuseConflicts(ctx context.Context, pc *v1alpha1.ProvisionerConfig) (observation, bool) {
+	all, err := m.lister.List(labels.Everything())
+	if err != nil {
+		return refusal(v1alpha1.ReasonBackendUnavailable, fmt.Errorf("cannot list ProvisionerConfigs: %w", err)), true
+	}
+	for _, c := range conflicts {
+		if holder, shared := olderHolder(pc, all, c.shares); holder != nil {
+			m.stop(ctx, pc.Name)
+			return refusal(c.reason, fmt.Errorf("%s %s the older ProvisionerConfig %s", shared, c.verb, holder.Name)), true
+		}
+	}
+	// The older object may still be stopping its instance: two instances of
+	// one name or one Lease in one process would both lead, under the same
+	// identity, and two on one base would reclaim each other's volumes.
+	for _, c := range conflicts {
+		if other, shared := m.runningConflict(pc, c.shares); other != "" {
+			obs := refusal(c.reason, fmt.Errorf("%s %s ProvisionerConfig %s, whose instance still runs", shared, c.verb, other))
+			obs.retry = true
+			return obs, true
+		}
+	}
+	return observation{}, false
+}
+
+// observeInstance reports the state of the running instance r of cfg.
+func (m *Manager) observeInstance(r *running, cfg provisioning.Config) observation {
 	obs := observation{leader: r.currentLeader()}
 	switch stuck := r.instance.Stuck(); {
 	case stuck != nil:
@@ -153,46 +171,74 @@ var errLeaseStillHeld = errors.New("the stopped instance gave up on backend work
 // ensureInstance makes the instance of pc run with cfg: a live Reconfigure when
 // possible, otherwise a restart. Only the reconcile of pc touches its entry.
 func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, cfg provisioning.Config) (*running, error) {
-	logger := klog.FromContext(ctx)
-	key := pc.Name
 	fingerprint, err := json.Marshal(pc.Spec.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode spec.backend: %w", err)
 	}
-	if r := m.instances.Get(key); r != nil {
-		exited, runErr := r.exited()
-		switch {
-		case exited:
-			logger.Info("Provisioner instance ended by itself: starting it again", "err", runErr)
-			m.instances.Stop(key, r.token)
-		case r.backend != string(fingerprint):
-			logger.Info("Backend changed: restarting the provisioner instance")
-			m.replace(key, r, cfg)
-		case r.generation == pc.Generation && reflect.DeepEqual(r.cfg, cfg):
+	if r := m.instances.Get(pc.Name); r != nil {
+		switch current, err := m.updateInstance(ctx, pc, r, cfg, string(fingerprint)); {
+		case err != nil:
+			return nil, err
+		case current:
 			return r, nil
-		default:
-			err := r.instance.Reconfigure(cfg)
-			if err == nil {
-				r.setApplied(cfg, pc.Generation)
-				logger.Info("Re-tuned provisioner instance", "generation", pc.Generation)
-				return r, nil
-			}
-			if !errors.Is(err, provisioning.ErrRestartRequired) {
-				return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)
-			}
-			logger.Info("Restarting the provisioner instance for settings it cannot change live")
-			m.replace(key, r, cfg)
 		}
 	}
-	if until := m.instances.LeaseHeldUntil(key); time.Now().Before(until) {
-		m.queue.AddAfter(key, time.Until(until))
-		return nil, fmt.Errorf("%w: its replacement starts once its Lease expired, at %s", errLeaseStillHeld, until.UTC().Format(time.RFC3339))
+	if err := m.leaseFree(pc.Name); err != nil {
+		return nil, err
 	}
+	return m.startInstance(ctx, pc, cfg, string(fingerprint))
+}
 
-	names := provisionerNames(&pc.Spec)
+// updateInstance brings the running instance r of pc in line with cfg and
+// reports whether r runs with cfg afterwards. When it cannot, r is stopped
+// (or ended by itself), so that an instance with cfg starts in its place.
+func (m *Manager) updateInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, r *running, cfg provisioning.Config, fingerprint string) (bool, error) {
+	logger := klog.FromContext(ctx)
+	key := pc.Name
+	exited, runErr := r.exited()
+	switch {
+	case exited:
+		logger.Info("Provisioner instance ended by itself: starting it again", "err", runErr)
+		m.instances.Stop(key, r.token)
+	case r.backend != fingerprint:
+		logger.Info("Backend changed: restarting the provisioner instance")
+		m.replace(key, r, cfg)
+	case r.generation == pc.Generation && reflect.DeepEqual(r.cfg, cfg):
+		return true, nil
+	default:
+		err := r.instance.Reconfigure(cfg)
+		if err == nil {
+			r.setApplied(cfg, pc.Generation)
+			logger.Info("Re-tuned provisioner instance", "generation", pc.Generation)
+			return true, nil
+		}
+		if !errors.Is(err, provisioning.ErrRestartRequired) {
+			return false, fmt.Errorf("%w: %w", errInvalidInstance, err)
+		}
+		logger.Info("Restarting the provisioner instance for settings it cannot change live")
+		m.replace(key, r, cfg)
+	}
+	return false, nil
+}
+
+// leaseFree is nil unless a stopped instance of key gave up on hung work and
+// its Lease has not expired yet; key is then reconciled again once it has.
+func (m *Manager) leaseFree(key string) error {
+	until := m.instances.LeaseHeldUntil(key)
+	if !time.Now().Before(until) {
+		return nil
+	}
+	m.queue.AddAfter(key, time.Until(until))
+	return fmt.Errorf("%w: its replacement starts once its Lease expired, at %s", errLeaseStillHeld, until.UTC().Format(time.RFC3339))
+}
+
+// startInstance builds the backend, the client and the provision controller
+// of pc and runs them with cfg.
+func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, cfg provisioning.Config, fingerprint string) (*running, error) {
+	key := pc.Name
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
 		Spec:             &pc.Spec.Backend,
-		ProvisionerNames: names,
+		ProvisionerNames: provisionerNames(&pc.Spec),
 		Volumes:          m.volumes,
 		HostPathRoot:     m.settings.HostPathRoot,
 		NodeName:         m.settings.NodeName,
@@ -204,7 +250,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 	if err != nil {
 		return nil, err
 	}
-	entry := &running{cfg: cfg, backend: string(fingerprint), generation: pc.Generation}
+	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation}
 	if !m.settings.LeaderElection {
 		entry.leader = m.settings.Identity
 	}
@@ -225,7 +271,7 @@ func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerCo
 	}
 	entry.instance = inst
 	r := m.instances.Start(ctx, key, entry)
-	logger.Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
+	klog.FromContext(ctx).Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
 	return r, nil
 }
 

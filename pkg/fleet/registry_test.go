@@ -34,7 +34,7 @@ type fakeInstance struct {
 	mu           sync.Mutex
 	cfg          provisioning.Config
 	reconfigured []provisioning.Config
-	restartOn    func(old, new provisioning.Config) bool
+	restartOn    func(before, after provisioning.Config) bool
 	leader       bool
 	handedOver   bool
 	stuck        error

@@ -41,7 +41,7 @@ var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: component}
 
 // desiredStatus is pc's status after obs. Conditions keep their transition
 // time unless their status changes.
-func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation, leaderElection bool) v1alpha1.ProvisionerConfigStatus {
+func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation) v1alpha1.ProvisionerConfigStatus {
 	st := *pc.Status.DeepCopy()
 	st.ObservedGeneration = pc.Generation
 	st.Backend = pc.Spec.Backend.Name()
@@ -67,7 +67,7 @@ func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation, leaderElecti
 	switch {
 	case isRefusal(obs.reason):
 		leading.Reason, leading.Message = reasonNotRunning, "no instance runs"
-	case !leaderElection:
+	case obs.leaderElectionDisabled:
 		leading.Status, leading.Reason, leading.Message = metav1.ConditionTrue, reasonLeaderElectionDisabled, "every replica works without a Lease"
 	case obs.leader != "":
 		leading.Status, leading.Reason, leading.Message = metav1.ConditionTrue, reasonLeaseHeld, "the Lease is held by "+obs.leader
@@ -106,7 +106,7 @@ func needsWrite(pc *v1alpha1.ProvisionerConfig, want v1alpha1.ProvisionerConfigS
 // writeStatus writes the status of obs unless nothing changed, and emits a
 // Warning Event when the object is newly refused.
 func (m *Manager) writeStatus(ctx context.Context, pc *v1alpha1.ProvisionerConfig, obs observation) error {
-	want := desiredStatus(pc, obs, m.settings.LeaderElection)
+	want := desiredStatus(pc, obs)
 	if !needsWrite(pc, want, obs) {
 		return nil
 	}

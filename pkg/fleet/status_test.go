@@ -32,60 +32,59 @@ func statusObject(generation int64, status v1alpha1.ProvisionerConfigStatus) *v1
 	return pc
 }
 
-func condition(typ string, status metav1.ConditionStatus, reason string, generation int64) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: status, Reason: reason, ObservedGeneration: generation}
+// reportedGeneration is the generation of the object TestDesiredStatus
+// reports on.
+const reportedGeneration = 3
+
+func condition(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, ObservedGeneration: reportedGeneration}
 }
 
 func TestDesiredStatus(t *testing.T) {
 	tests := map[string]struct {
-		obs            observation
-		leaderElection bool
-		want           v1alpha1.ProvisionerConfigStatus
+		obs  observation
+		want v1alpha1.ProvisionerConfigStatus
 	}{
 		"leading": {
-			obs:            observation{reason: v1alpha1.ReasonRunning, leader: "me"},
-			leaderElection: true,
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld, 3),
+			obs: observation{reason: v1alpha1.ReasonRunning, leader: "me"},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld),
 			}},
 		},
 		"standby without a leader": {
-			obs:            observation{reason: v1alpha1.ReasonStandby},
-			leaderElection: true,
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonStandby, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNoLeader, 3),
+			obs: observation{reason: v1alpha1.ReasonStandby},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonStandby),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNoLeader),
 			}},
 		},
 		"paused": {
-			obs:            observation{reason: v1alpha1.ReasonPaused, leader: "other"},
-			leaderElection: true,
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "other", Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPaused, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld, 3),
+			obs: observation{reason: v1alpha1.ReasonPaused, leader: "other"},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "other", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPaused),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld),
 			}},
 		},
 		"refused": {
-			obs:            observation{reason: v1alpha1.ReasonProvisionerNameConflict},
-			leaderElection: true,
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProvisionerNameConflict, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNotRunning, 3),
+			obs: observation{reason: v1alpha1.ReasonProvisionerNameConflict},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProvisionerNameConflict),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNotRunning),
 			}},
 		},
 		"without leader election": {
-			obs: observation{reason: v1alpha1.ReasonRunning, leader: "me"},
-			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: 3, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
-				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning, 3),
-				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaderElectionDisabled, 3),
+			obs: observation{reason: v1alpha1.ReasonRunning, leader: "me", leaderElectionDisabled: true},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRunning),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaderElectionDisabled),
 			}},
 		},
 	}
 	ignore := cmpopts.IgnoreFields(metav1.Condition{}, "Message", "LastTransitionTime")
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := desiredStatus(statusObject(3, v1alpha1.ProvisionerConfigStatus{}), tc.obs, tc.leaderElection)
+			got := desiredStatus(statusObject(reportedGeneration, v1alpha1.ProvisionerConfigStatus{}), tc.obs)
 			if diff := cmp.Diff(tc.want, got, ignore); diff != "" {
 				t.Errorf("desiredStatus() (-want +got):\n%s", diff)
 			}
@@ -94,12 +93,12 @@ func TestDesiredStatus(t *testing.T) {
 }
 
 func TestDesiredStatusKeepsTransitionTimes(t *testing.T) {
-	first := desiredStatus(statusObject(1, v1alpha1.ProvisionerConfigStatus{}), observation{reason: v1alpha1.ReasonRunning, leader: "me"}, true)
+	first := desiredStatus(statusObject(1, v1alpha1.ProvisionerConfigStatus{}), observation{reason: v1alpha1.ReasonRunning, leader: "me"})
 	then := metav1.Unix(1000, 0)
 	for i := range first.Conditions {
 		first.Conditions[i].LastTransitionTime = then
 	}
-	second := desiredStatus(statusObject(2, first), observation{reason: v1alpha1.ReasonRunning, leader: "me"}, true)
+	second := desiredStatus(statusObject(2, first), observation{reason: v1alpha1.ReasonRunning, leader: "me"})
 	for _, c := range second.Conditions {
 		if !c.LastTransitionTime.Equal(&then) {
 			t.Errorf("condition %s moved its transition time to %v although its status did not change", c.Type, c.LastTransitionTime)
@@ -112,7 +111,7 @@ func TestDesiredStatusKeepsTransitionTimes(t *testing.T) {
 
 func TestNeedsWrite(t *testing.T) {
 	running := func(generation int64, leader string) v1alpha1.ProvisionerConfigStatus {
-		return desiredStatus(statusObject(generation, v1alpha1.ProvisionerConfigStatus{}), observation{reason: v1alpha1.ReasonRunning, leader: leader}, true)
+		return desiredStatus(statusObject(generation, v1alpha1.ProvisionerConfigStatus{}), observation{reason: v1alpha1.ReasonRunning, leader: leader})
 	}
 	tests := map[string]struct {
 		current v1alpha1.ProvisionerConfigStatus
@@ -153,7 +152,7 @@ func TestNeedsWrite(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pc := statusObject(2, tc.current)
-			want := desiredStatus(pc, tc.obs, true)
+			want := desiredStatus(pc, tc.obs)
 			if got := needsWrite(pc, want, tc.obs); got != tc.want {
 				t.Errorf("needsWrite() = %v, want %v", got, tc.want)
 			}

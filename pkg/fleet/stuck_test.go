@@ -47,7 +47,7 @@ func TestManagerReportsAStuckInstanceAndDelaysItsReplacement(t *testing.T) {
 	const leaseDuration = 4 * time.Second
 	f := newFixture(t)
 	f.mu.Lock()
-	f.restartOn = func(old, new provisioning.Config) bool { return old.Workers != new.Workers }
+	f.restartOn = func(before, after provisioning.Config) bool { return before.Workers != after.Workers }
 	f.mu.Unlock()
 	pc := f.hostPath("a", "x.io/a", 1)
 	pc.Spec.LeaderElection = v1alpha1.LeaderElectionSpec{

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package fairlimit
 
 import (
 	"context"
@@ -28,15 +28,15 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// errLimiterStopped is returned to callers still waiting when the fleet budget
-// is stopped.
-var errLimiterStopped = errors.New("fleet API client budget stopped")
+// errStopped is returned to callers still waiting when the limiter is
+// stopped. The text names the fleet's budget, the one user of this package.
+var errStopped = errors.New("fleet API client budget stopped")
 
 // forgetAfter is how often tenants whose recent usage decayed to nothing are
 // dropped, so a deleted tenant is not remembered for ever.
 const forgetAfter = time.Minute
 
-// FairLimiter shares one API client budget (a token bucket) between tenants.
+// Limiter shares one API client budget (a token bucket) between tenants.
 //
 // Each tenant's recent usage is a count of its tokens that decays with a time
 // constant of twice burst/qps, so a tenant backlogged at the full rate
@@ -50,7 +50,7 @@ const forgetAfter = time.Minute
 // gets the full refill rate, but the bucket stays full, so a tenant that
 // becomes active next to it gets its own burst at API latency, as it would
 // alone, instead of sharing the refill rate with the backlog.
-type FairLimiter struct {
+type Limiter struct {
 	bucket *rate.Limiter
 	clock  clock.Clock
 	// window is the decay time constant of usage, in seconds.
@@ -87,15 +87,15 @@ type usage struct {
 	at    time.Time
 }
 
-// NewFairLimiter returns a fleet budget of qps requests a second with the given
-// burst.
-func NewFairLimiter(qps float32, burst int) *FairLimiter {
-	return newFairLimiter(qps, burst, clock.RealClock{})
+// New returns a budget of qps requests a second with the given burst, as
+// flowcontrol.NewTokenBucketRateLimiter does for a single client.
+func New(qps float32, burst int) *Limiter {
+	return newWithClock(qps, burst, clock.RealClock{})
 }
 
-func newFairLimiter(qps float32, burst int, clk clock.Clock) *FairLimiter {
+func newWithClock(qps float32, burst int, clk clock.Clock) *Limiter {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &FairLimiter{
+	return &Limiter{
 		bucket:   rate.NewLimiter(rate.Limit(qps), burst),
 		clock:    clk,
 		window:   2 * float64(burst) / float64(qps),
@@ -110,15 +110,15 @@ func newFairLimiter(qps float32, burst int, clk clock.Clock) *FairLimiter {
 }
 
 // Tenant returns the view of the budget that one tenant's clients use as their
-// rest.Config RateLimiter. Stopping a view does nothing: the budget belongs to
-// the fleet and is stopped with FairLimiter.Stop.
-func (l *FairLimiter) Tenant(name string) flowcontrol.RateLimiter {
-	return &tenantLimiter{fleet: l, name: name}
+// rest.Config RateLimiter. Stopping a view does nothing: the budget is shared
+// and is stopped with Limiter.Stop.
+func (l *Limiter) Tenant(name string) *TenantLimiter {
+	return &TenantLimiter{limiter: l, name: name}
 }
 
 // Stop fails every pending and future Wait and returns once the dispatcher
 // ended.
-func (l *FairLimiter) Stop() {
+func (l *Limiter) Stop() {
 	l.mu.Lock()
 	l.stopped = true
 	l.mu.Unlock()
@@ -128,7 +128,7 @@ func (l *FairLimiter) Stop() {
 	defer l.mu.Unlock()
 	for _, tenant := range l.ring {
 		for _, w := range l.queues[tenant] {
-			w.err = errLimiterStopped
+			w.err = errStopped
 			close(w.done)
 		}
 		delete(l.queues, tenant)
@@ -136,11 +136,11 @@ func (l *FairLimiter) Stop() {
 	l.ring = nil
 }
 
-func (l *FairLimiter) wait(ctx context.Context, tenant string) error {
+func (l *Limiter) wait(ctx context.Context, tenant string) error {
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
-		return errLimiterStopped
+		return errStopped
 	}
 	if len(l.ring) == 0 && l.take(tenant, l.clock.Now()) {
 		l.mu.Unlock()
@@ -176,7 +176,7 @@ func (l *FairLimiter) wait(ctx context.Context, tenant string) error {
 }
 
 // signal wakes the dispatcher if it waits for tokens.
-func (l *FairLimiter) signal() {
+func (l *Limiter) signal() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -185,7 +185,7 @@ func (l *FairLimiter) signal() {
 
 // remove drops a waiter that gave up; it reports false when the waiter was no
 // longer queued. Callers hold l.mu.
-func (l *FairLimiter) remove(tenant string, w *waiter) bool {
+func (l *Limiter) remove(tenant string, w *waiter) bool {
 	q := l.queues[tenant]
 	for i := range q {
 		if q[i] != w {
@@ -209,7 +209,7 @@ func (l *FairLimiter) remove(tenant string, w *waiter) bool {
 }
 
 // recent returns the tenant's usage decayed to now. Callers hold l.mu.
-func (l *FairLimiter) recent(tenant string, now time.Time) float64 {
+func (l *Limiter) recent(tenant string, now time.Time) float64 {
 	u, ok := l.usage[tenant]
 	if !ok {
 		return 0
@@ -219,13 +219,13 @@ func (l *FairLimiter) recent(tenant string, now time.Time) float64 {
 
 // kept returns how many tokens the tenant must leave in the bucket. Callers
 // hold l.mu.
-func (l *FairLimiter) kept(tenant string, now time.Time) float64 {
+func (l *Limiter) kept(tenant string, now time.Time) float64 {
 	return min(max(l.recent(tenant, now)-l.burst, 0), max(l.burst-1, 0))
 }
 
 // take spends a token for the tenant if its share of the bucket has one.
 // Callers hold l.mu.
-func (l *FairLimiter) take(tenant string, now time.Time) bool {
+func (l *Limiter) take(tenant string, now time.Time) bool {
 	if l.bucket.TokensAt(now) < 1+l.kept(tenant, now) || !l.bucket.AllowN(now, 1) {
 		return false
 	}
@@ -243,7 +243,7 @@ func (l *FairLimiter) take(tenant string, now time.Time) bool {
 
 // next returns the index in the ring of the waiting tenant with the least
 // recent usage. Callers hold l.mu and ensure the ring is not empty.
-func (l *FairLimiter) next(now time.Time) int {
+func (l *Limiter) next(now time.Time) int {
 	best, least := 0, math.Inf(1)
 	for i, tenant := range l.ring {
 		if u := l.recent(tenant, now); u < least {
@@ -255,7 +255,7 @@ func (l *FairLimiter) next(now time.Time) int {
 
 // dispatch hands tokens to waiters, least recent usage first, while anyone
 // waits.
-func (l *FairLimiter) dispatch() {
+func (l *Limiter) dispatch() {
 	defer l.dispatcher.Done()
 	for {
 		l.mu.Lock()
@@ -283,7 +283,7 @@ func (l *FairLimiter) dispatch() {
 
 // sleep returns once the bucket refilled the missing tokens, the waiters
 // changed or the budget stopped.
-func (l *FairLimiter) sleep(missing float64) {
+func (l *Limiter) sleep(missing float64) {
 	var refilled <-chan time.Time
 	if limit := float64(l.bucket.Limit()); limit > 0 {
 		timer := l.clock.NewTimer(time.Duration(math.Ceil(missing / limit * float64(time.Second))))
@@ -299,7 +299,7 @@ func (l *FairLimiter) sleep(missing float64) {
 
 // grant gives a token to the first waiter of the tenant at index i of the
 // ring and moves that tenant to the back if it still waits. Callers hold l.mu.
-func (l *FairLimiter) grant(i int) {
+func (l *Limiter) grant(i int) {
 	tenant := l.ring[i]
 	l.ring = append(l.ring[:i], l.ring[i+1:]...)
 	q := l.queues[tenant]
@@ -312,64 +312,41 @@ func (l *FairLimiter) grant(i int) {
 	l.ring = append(l.ring, tenant)
 }
 
-type tenantLimiter struct {
-	fleet *FairLimiter
-	name  string
+// TenantLimiter is one tenant's share of a Limiter: a flowcontrol.RateLimiter
+// whose requests are counted against the tenant's recent usage.
+type TenantLimiter struct {
+	limiter *Limiter
+	name    string
 }
 
-var _ flowcontrol.RateLimiter = &tenantLimiter{}
+var _ flowcontrol.RateLimiter = &TenantLimiter{}
 
 // TryAccept takes a token only when no tenant is waiting, so it never jumps the
 // queue.
-func (t *tenantLimiter) TryAccept() bool {
-	t.fleet.mu.Lock()
-	defer t.fleet.mu.Unlock()
-	if t.fleet.stopped || len(t.fleet.ring) > 0 {
+func (t *TenantLimiter) TryAccept() bool {
+	t.limiter.mu.Lock()
+	defer t.limiter.mu.Unlock()
+	if t.limiter.stopped || len(t.limiter.ring) > 0 {
 		return false
 	}
-	return t.fleet.take(t.name, t.fleet.clock.Now())
+	return t.limiter.take(t.name, t.limiter.clock.Now())
 }
 
-func (t *tenantLimiter) Accept() {
-	_ = t.fleet.wait(context.Background(), t.name)
+// Accept waits for a token, as long as it takes; it returns without one once
+// the limiter is stopped.
+func (t *TenantLimiter) Accept() {
+	_ = t.limiter.wait(context.Background(), t.name)
 }
 
-func (t *tenantLimiter) Wait(ctx context.Context) error {
-	return t.fleet.wait(ctx, t.name)
+// Wait waits for a token until ctx ends or the limiter is stopped.
+func (t *TenantLimiter) Wait(ctx context.Context) error {
+	return t.limiter.wait(ctx, t.name)
 }
 
-func (t *tenantLimiter) QPS() float32 {
-	return float32(t.fleet.bucket.Limit())
+// QPS returns the rate of the whole budget, not the tenant's share of it.
+func (t *TenantLimiter) QPS() float32 {
+	return float32(t.limiter.bucket.Limit())
 }
 
 // Stop does nothing: other tenants share the budget.
-func (t *tenantLimiter) Stop() {}
-
-// eventBudget is the QPS and burst of the fleet's Event writes: a token bucket
-// of their own, apart from the FairLimiter, since Events are written by one
-// sink for every tenant and must never delay anyone's provisioning.
-func eventBudget(settings Settings) (float32, int) {
-	qps, burst := settings.EventQPS, settings.EventBurst
-	if qps <= 0 {
-		qps = settings.QPS / 5
-	}
-	if burst <= 0 {
-		burst = max(1, settings.Burst/2)
-	}
-	return qps, burst
-}
-
-// leaseBudget is the QPS and burst of the provisioners' Lease writes: a token
-// bucket of their own, apart from the FairLimiter, since a Lease that is not
-// renewed in time stops its provisioner whatever its backlog. Renewals are
-// bounded by the number of provisioners over the renew interval.
-func leaseBudget(settings Settings) (float32, int) {
-	qps, burst := settings.LeaseQPS, settings.LeaseBurst
-	if qps <= 0 {
-		qps = 200
-	}
-	if burst <= 0 {
-		burst = 400
-	}
-	return qps, burst
-}
+func (t *TenantLimiter) Stop() {}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package fairlimit
 
 import (
 	"context"
@@ -32,15 +32,15 @@ import (
 
 // newTestLimiter returns a budget on a fake clock with an empty bucket, so
 // every token comes from stepping the clock.
-func newTestLimiter(qps float32, burst int) (*FairLimiter, *testingclock.FakeClock) {
+func newTestLimiter(qps float32, burst int) (*Limiter, *testingclock.FakeClock) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l := newFairLimiter(qps, burst, clk)
+	l := newWithClock(qps, burst, clk)
 	l.bucket.AllowN(clk.Now(), burst)
 	return l, clk
 }
 
 // waiting returns how many callers wait for a token.
-func (l *FairLimiter) waiting() int {
+func (l *Limiter) waiting() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -50,7 +50,7 @@ func (l *FairLimiter) waiting() int {
 	return n
 }
 
-func (l *FairLimiter) isDispatching() bool {
+func (l *Limiter) isDispatching() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.dispatching
@@ -59,7 +59,7 @@ func (l *FairLimiter) isDispatching() bool {
 // enqueue starts one caller per tenant name, in order, each only after the
 // previous is queued or served, and returns a channel that yields the tenant
 // of each caller as it is granted.
-func enqueue(t *testing.T, l *FairLimiter, tenants []string) <-chan string {
+func enqueue(t *testing.T, l *Limiter, tenants []string) <-chan string {
 	t.Helper()
 	granted := make(chan string, len(tenants))
 	var returned atomic.Int64
@@ -89,7 +89,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // step moves the fake clock once the dispatcher waits for a refill (or has
 // ended) and returns how many waiters were granted as a result.
-func step(t *testing.T, l *FairLimiter, clk *testingclock.FakeClock, d time.Duration) int {
+func step(t *testing.T, l *Limiter, clk *testingclock.FakeClock, d time.Duration) int {
 	t.Helper()
 	quiet := func() bool { return clk.HasWaiters() || !l.isDispatching() }
 	waitFor(t, quiet)
@@ -107,7 +107,7 @@ func repeat(tenant string, n int) []string {
 	return out
 }
 
-func TestFairLimiterLeastRecentUsageFirst(t *testing.T) {
+func TestLimiterLeastRecentUsageFirst(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tests := map[string]struct {
 		usage   map[string]float64
@@ -161,7 +161,7 @@ func TestFairLimiterLeastRecentUsageFirst(t *testing.T) {
 	}
 }
 
-func TestFairLimiterBackloggedTenantAloneGetsTheFullRate(t *testing.T) {
+func TestLimiterBackloggedTenantAloneGetsTheFullRate(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const qps, burst = 10, 20
 	l, clk := newTestLimiter(qps, burst)
@@ -184,7 +184,7 @@ func TestFairLimiterBackloggedTenantAloneGetsTheFullRate(t *testing.T) {
 	}
 }
 
-func TestFairLimiterNewTenantGetsItsBurstNextToABacklog(t *testing.T) {
+func TestLimiterNewTenantGetsItsBurstNextToABacklog(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const qps, burst = 10, 20
 	l, clk := newTestLimiter(qps, burst)
@@ -214,7 +214,7 @@ func TestFairLimiterNewTenantGetsItsBurstNextToABacklog(t *testing.T) {
 	}
 }
 
-func TestFairLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
+func TestLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	l, clk := newTestLimiter(1, 2)
 	defer l.Stop()
@@ -238,27 +238,29 @@ func TestFairLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
 	go func() { gaveUp2 <- l.Tenant("impatient").Wait(ctx) }()
 	waitFor(t, func() bool { return l.waiting() == 1 })
 	cancel()
-	<-gaveUp2
+	if err := <-gaveUp2; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Wait returned %v, want context.Canceled", err)
+	}
 	// Nobody waits any more: the dispatcher ends without a refill.
 	waitFor(t, func() bool { return !l.isDispatching() })
 }
 
-func TestFairLimiterStopFailsWaiters(t *testing.T) {
+func TestLimiterStopFailsWaiters(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	l, _ := newTestLimiter(1, 2)
 	granted := enqueue(t, l, []string{"a", "b"})
 	l.Stop()
 	for range 2 {
-		if got := <-granted; got != "error: "+errLimiterStopped.Error() {
+		if got := <-granted; got != "error: "+errStopped.Error() {
 			t.Errorf("waiter got %q after Stop, want the stopped error", got)
 		}
 	}
-	if err := l.Tenant("c").Wait(context.Background()); !errors.Is(err, errLimiterStopped) {
-		t.Errorf("Wait after Stop returned %v, want %v", err, errLimiterStopped)
+	if err := l.Tenant("c").Wait(context.Background()); !errors.Is(err, errStopped) {
+		t.Errorf("Wait after Stop returned %v, want %v", err, errStopped)
 	}
 }
 
-func TestFairLimiterTryAcceptNeverJumpsTheQueue(t *testing.T) {
+func TestLimiterTryAcceptNeverJumpsTheQueue(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tests := map[string]struct {
 		usage   map[string]float64
@@ -296,10 +298,10 @@ func TestFairLimiterTryAcceptNeverJumpsTheQueue(t *testing.T) {
 	}
 }
 
-func TestFairLimiterTenantsShareOneBucket(t *testing.T) {
+func TestLimiterTenantsShareOneBucket(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	// One token in a thousand seconds after the burst: only the burst is spent.
-	l := NewFairLimiter(0.001, 4)
+	l := New(0.001, 4)
 	defer l.Stop()
 	for i := range 4 {
 		if err := l.Tenant(fmt.Sprint("t", i%2)).Wait(context.Background()); err != nil {
@@ -313,32 +315,5 @@ func TestFairLimiterTenantsShareOneBucket(t *testing.T) {
 	}
 	if got, want := l.Tenant("t0").QPS(), float32(0.001); got != want {
 		t.Errorf("QPS() = %v, want %v", got, want)
-	}
-}
-
-func TestSeparateBudgets(t *testing.T) {
-	type budget struct {
-		QPS   float32
-		Burst int
-	}
-	tests := map[string]struct {
-		budget   func(Settings) (float32, int)
-		settings Settings
-		want     budget
-	}{
-		"events: derived from the fleet budget":      {budget: eventBudget, settings: Settings{QPS: 100, Burst: 200}, want: budget{20, 100}},
-		"events: set":                                {budget: eventBudget, settings: Settings{QPS: 100, Burst: 200, EventQPS: 3, EventBurst: 7}, want: budget{3, 7}},
-		"events: burst of at least one":              {budget: eventBudget, settings: Settings{QPS: 1, Burst: 1}, want: budget{0.2, 1}},
-		"leases: default, whatever the fleet budget": {budget: leaseBudget, settings: Settings{QPS: 5, Burst: 10}, want: budget{200, 400}},
-		"leases: set":                                {budget: leaseBudget, settings: Settings{QPS: 5, Burst: 10, LeaseQPS: 30, LeaseBurst: 60}, want: budget{30, 60}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var got budget
-			got.QPS, got.Burst = tc.budget(tc.settings)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("budget (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
