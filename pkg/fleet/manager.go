@@ -176,7 +176,7 @@ type Manager struct {
 	core      informers.SharedInformerFactory
 	leases    informers.SharedInformerFactory // the Leases namespace only; nil without leader election
 	shared    provisioning.SharedInformers
-	volumes   backend.Volumes
+	volumes   *backend.PathIndex
 	configs   externalversions.SharedInformerFactory
 	configInf cache.SharedIndexInformer
 	lister    listers.ProvisionerConfigLister
@@ -322,7 +322,7 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	if err := m.shared.Volumes.AddIndexers(cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths}); err != nil {
 		return nil, fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
 	}
-	m.volumes = backend.NewIndexedVolumes(m.shared.Volumes.GetIndexer())
+	m.volumes = backend.NewPathIndex(m.shared.Volumes.GetIndexer())
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
 	m.lister = pcfgs.Lister()

@@ -32,10 +32,18 @@ import (
 // FuzzBackend adapts one directory backend to FuzzConfinement.
 type FuzzBackend struct {
 	// New returns a provisioner confined to root whose volumes go below base,
-	// a folder of root.
-	New func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) Reclaiming
+	// a folder of root, with the onDelete policy and the runtime options of
+	// FuzzOptions.
+	New func(root, base string, onDelete backend.OnDeletePolicy, opts FuzzOptions) (Reclaiming, error)
 	// LocalPath returns where the directory of a PersistentVolume is on disk.
 	LocalPath func(pv *v1.PersistentVolume, base string) string
+}
+
+// FuzzOptions are the runtime options FuzzConfinement gives a backend.
+type FuzzOptions struct {
+	ProvisionerNames []string
+	Volumes          backend.ListedVolumes
+	Now              func() time.Time
 }
 
 var policies = []backend.OnDeletePolicy{backend.OnDeleteDelete, backend.OnDeleteRetain, backend.OnDeleteArchive}
@@ -81,12 +89,15 @@ func FuzzConfinement(f *testing.F, b FuzzBackend) {
 		Symlink(t, outside, filepath.Join(base, "real", "out"))
 
 		var listed []*v1.PersistentVolume
-		opts := backend.Options{
+		opts := FuzzOptions{
 			ProvisionerNames: []string{"provfleet.io/fuzz"},
 			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return listed, nil }),
 			Now:              func() time.Time { return time.Unix(1e9, 0) },
 		}
-		p := b.New(t, root, base, policies[int(policy)%len(policies)], opts)
+		p, err := b.New(root, base, policies[int(policy)%len(policies)], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		victimClaim := Claim("victim", "victim", "1Gi")
 		victim, _, err := p.Provision(t.Context(), Options(victimClaim, Class(map[string]string{"pathPattern": "pvc-victim"})))
 		if err != nil {

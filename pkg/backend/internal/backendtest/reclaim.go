@@ -100,10 +100,56 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 	}
 }
 
-// CheckSavedRefuses provisions a claim with p, changes a copy of its
+// SavedCase is a PersistentVolume saved for a provisioned volume: Mutate
+// makes it from a copy of the provisioned one. Saved must return an error
+// containing WantErr, or none when WantErr is empty; Removed says it removes
+// the provisioned directory as a second one made for the PV.
+type SavedCase struct {
+	Mutate  func(*v1.PersistentVolume)
+	WantErr string
+	Removed bool
+}
+
+// Fixture is a backend made for one test case and where its volumes'
+// directories are on disk.
+type Fixture struct {
+	Backend   Reclaiming
+	LocalPath func(*v1.PersistentVolume) string
+}
+
+// CheckSavedRefuses checks, in a subtest per case on a backend setup makes,
+// that Saved refuses each case's saved volume with its WantErr and keeps the
+// record.
+func CheckSavedRefuses(t *testing.T, cases map[string]SavedCase, setup func(t *testing.T) (Fixture, error)) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f, err := setup(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSavedRefuses(t, f.Backend, tc.Mutate, tc.WantErr)
+		})
+	}
+}
+
+// CheckSaved checks, in a subtest per case on a backend setup makes, what
+// Saved does with the record and the directory of a provisioned volume.
+func CheckSaved(t *testing.T, cases map[string]SavedCase, setup func(t *testing.T) (Fixture, error)) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f, err := setup(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSaved(t, f, tc)
+		})
+	}
+}
+
+// checkSavedRefuses provisions a claim with p, changes a copy of its
 // PersistentVolume with mutate into the saved one, and checks that Saved
 // refuses it with an error containing wantErr and keeps the record.
-func CheckSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVolume), wantErr string) {
+func checkSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVolume), wantErr string) {
 	t.Helper()
 	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
 	if err != nil {
@@ -119,23 +165,24 @@ func CheckSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVol
 	}
 }
 
-// CheckSaved provisions a claim with p, changes a copy of its
-// PersistentVolume with mutate into the saved one, and checks what Saved does
-// with the record of the provisioned volume: with an error containing wantErr
-// it keeps the record and the directory; without one it drops the record, and
-// removes the directory, a second one made for the PV, when removed is set.
-// localPath returns where a volume's directory is on disk.
-func CheckSaved(t *testing.T, p Reclaiming, localPath func(*v1.PersistentVolume) string, mutate func(*v1.PersistentVolume), wantErr string, removed bool) {
+// checkSaved provisions a claim with the fixture's backend, changes a copy of
+// its PersistentVolume with the case's Mutate into the saved one, and checks
+// what Saved does with the record of the provisioned volume: with an error
+// containing WantErr it keeps the record and the directory; without one it
+// drops the record, and removes the directory, a second one made for the PV,
+// when Removed is set.
+func checkSaved(t *testing.T, f Fixture, tc SavedCase) {
 	t.Helper()
+	p := f.Backend
 	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	saved := pv.DeepCopy()
-	mutate(saved)
+	tc.Mutate(saved)
 	err = p.Saved(t.Context(), pv, saved)
-	if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
-		t.Fatalf("Saved() error = %v, want %q", err, wantErr)
+	if tc.WantErr == "" && err != nil || tc.WantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.WantErr)) {
+		t.Fatalf("Saved() error = %v, want %q", err, tc.WantErr)
 	}
 	var wantUnsaved []string
 	if err != nil {
@@ -144,11 +191,11 @@ func CheckSaved(t *testing.T, p Reclaiming, localPath func(*v1.PersistentVolume)
 	if diff := cmp.Diff(wantUnsaved, UnsavedNames(t, p)); diff != "" {
 		t.Errorf("on record after Saved (-want +got):\n%s", diff)
 	}
-	_, err = os.Stat(localPath(pv))
+	_, err = os.Stat(f.LocalPath(pv))
 	switch {
-	case removed && !os.IsNotExist(err):
+	case tc.Removed && !os.IsNotExist(err):
 		t.Errorf("Saved left the second directory: %v", err)
-	case !removed && err != nil:
+	case !tc.Removed && err != nil:
 		t.Errorf("Saved touched the directory: %v", err)
 	}
 }

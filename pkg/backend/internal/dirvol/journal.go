@@ -165,7 +165,7 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *v1.PersistentVolume) ([]provisioning.UnsavedVolume, error) {
 	records, err := s.Records(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
 	}
 	unsaved := make([]provisioning.UnsavedVolume, 0, len(records))
 	for _, r := range records {

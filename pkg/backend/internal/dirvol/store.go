@@ -69,14 +69,42 @@ type Config struct {
 	Pattern  string
 	OnDelete backend.OnDeletePolicy
 	Capacity backend.Capacity
-	Options  backend.Options
+	Options  Options
 	// VolumeDir returns the directory below Base that a PersistentVolume
 	// points to, and an error for a volume elsewhere.
 	VolumeDir func(*v1.PersistentVolume) (string, error)
+	// OwnDir is VolumeDir for the volumes Delete and Saved act on, which
+	// may be fewer (hostpath: those of its own node); nil means VolumeDir.
+	OwnDir func(*v1.PersistentVolume) (string, error)
 	// Locate returns where the directory dir below Base is, as
 	// PersistentVolumes say it: the NFS server ("" for the host's file
 	// system) and the absolute path in slash form.
 	Locate func(dir string) (server, volumePath string)
+}
+
+// Options are what a Store needs from the process that runs it.
+type Options struct {
+	// ProvisionerNames are the names of the volumes that count towards
+	// Capacity (pv.kubernetes.io/provisioned-by); the first tags new records.
+	ProvisionerNames []string
+	// Volumes finds the cluster's PersistentVolumes; nil means only volumes
+	// provisioned since the Store was made are known.
+	Volumes Volumes
+	// Now stamps archived directories; nil means time.Now.
+	Now func() time.Time
+}
+
+// Volumes is what a Store reads of the cluster's PersistentVolumes, to count
+// capacity, refuse colliding directories and prune its reservations.
+type Volumes interface {
+	// List returns every PersistentVolume.
+	List() ([]*v1.PersistentVolume, error)
+	// Exists reports whether the PersistentVolume name exists.
+	Exists(name string) (bool, error)
+	// Overlapping returns the PersistentVolumes whose path is volumePath,
+	// lies inside it or contains it, on NFS server server ("" for the
+	// host's file system).
+	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
 }
 
 // Store creates and removes volume directories below one base directory. It is
@@ -140,6 +168,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.VolumeDir == nil || cfg.Locate == nil {
 		return nil, fmt.Errorf("%w: no volume directory mapping", backend.ErrInvalidSpec)
+	}
+	if cfg.OwnDir == nil {
+		cfg.OwnDir = cfg.VolumeDir
 	}
 	pattern, err := ParsePattern(cfg.Pattern)
 	if err != nil {
@@ -275,14 +306,14 @@ func (s *Store) checkOverlap(ctx context.Context, pvName, dir string) error {
 			// VolumeDir confirms the candidate: a volume of another base,
 			// such as the base itself or one of its parents, is not ours to
 			// refuse.
-			if other, err := s.cfg.VolumeDir(pv); err == nil && overlaps(dir, other) {
+			if other, err := s.cfg.VolumeDir(pv); err == nil && backend.Overlaps(dir, other) {
 				klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
 				return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
 			}
 		}
 	}
 	for name, res := range s.reservations {
-		if name != pvName && overlaps(dir, res.dir) {
+		if name != pvName && backend.Overlaps(dir, res.dir) {
 			return fmt.Errorf("directory %q is, contains or lies inside the directory of a volume being provisioned", dir)
 		}
 	}
