@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package backend holds what the built-in directory backends (hostpath, nfs)
 // share with the code that configures them: the onDelete policies, the
 // capacity budget, the error classes a caller maps to a ProvisionerConfig's
