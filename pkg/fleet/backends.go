@@ -49,7 +49,7 @@ type BackendRequest struct {
 }
 
 // Volumes is what the built-in backends read of the cluster's
-// PersistentVolumes; the fleet gives each backend one backend.PathIndex.
+// PersistentVolumes; every backend gets the fleet's one backend.PathIndex.
 type Volumes interface {
 	List() ([]*v1.PersistentVolume, error)
 	Exists(name string) (bool, error)

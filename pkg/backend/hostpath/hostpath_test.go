@@ -335,12 +335,12 @@ func TestReclaim(t *testing.T) {
 		volumeType VolumeType
 		node       string
 		pattern    string
-		saved      bool
+		end        backendtest.ReclaimEnd
 	}{
 		"local, deleted":                 {node: "node-a", pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"},
-		"local, saved":                   {node: "node-a", saved: true},
+		"local, saved":                   {node: "node-a", end: backendtest.ReclaimSaved},
 		"hostPath, deleted":              {volumeType: VolumeTypeHostPath, node: "node-a"},
-		"hostPath without a node, saved": {volumeType: VolumeTypeHostPath, saved: true},
+		"hostPath without a node, saved": {volumeType: VolumeTypeHostPath, end: backendtest.ReclaimSaved},
 		"hostPath without a node, deleted": {
 			volumeType: VolumeTypeHostPath, pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
 		},
@@ -356,7 +356,7 @@ func TestReclaim(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
-			backendtest.CheckReclaim(t, p, opts, localPath, tc.saved)
+			backendtest.CheckReclaim(t, p, opts, localPath, tc.end)
 		})
 	}
 }

@@ -201,12 +201,12 @@ func TestDelete(t *testing.T) {
 func TestReclaim(t *testing.T) {
 	tests := map[string]struct {
 		pattern string
-		saved   bool
+		end     backendtest.ReclaimEnd
 	}{
 		"deleted":            {},
-		"saved":              {saved: true},
+		"saved":              {end: backendtest.ReclaimSaved},
 		"subfolders deleted": {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}"},
-		"subfolders saved":   {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}", saved: true},
+		"subfolders saved":   {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}", end: backendtest.ReclaimSaved},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -219,7 +219,7 @@ func TestReclaim(t *testing.T) {
 			localPath := func(pv *v1.PersistentVolume) string {
 				return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
 			}
-			backendtest.CheckReclaim(t, p, opts, localPath, tc.saved)
+			backendtest.CheckReclaim(t, p, opts, localPath, tc.end)
 		})
 	}
 }

@@ -47,12 +47,22 @@ func UnsavedNames(t testing.TB, r provisioning.Reclaimer) []string {
 	return names
 }
 
+// ReclaimEnd is how CheckReclaim ends the record of the unsaved volume.
+type ReclaimEnd int
+
+const (
+	// ReclaimDeleted ends it with Delete of the unsaved volume.
+	ReclaimDeleted ReclaimEnd = iota
+	// ReclaimSaved ends it with Saved of the provisioned volume.
+	ReclaimSaved
+)
+
 // CheckReclaim provisions opts with p and checks that Unsaved returns the
 // volume with the name, source, annotations and claim of the provisioned
-// one; then that Saved drops the record and keeps the directory (saved), or
-// that Delete of the unsaved volume removes both. localPath returns where a
-// volume's directory is on disk.
-func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions, localPath func(*v1.PersistentVolume) string, saved bool) {
+// one; then, as end says, that Saved drops the record and keeps the
+// directory, or that Delete of the unsaved volume removes both. localPath
+// returns where a volume's directory is on disk.
+func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions, localPath func(*v1.PersistentVolume) string, end ReclaimEnd) {
 	t.Helper()
 	ctx := t.Context()
 	pv, _, err := p.Provision(ctx, opts)
@@ -81,7 +91,7 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 		t.Errorf("unsaved volume claimRef = %+v, want claim %s/%s %s", ref, claim.Namespace, claim.Name, claim.UID)
 	}
 	dir := localPath(pv)
-	if saved {
+	if end == ReclaimSaved {
 		if err := p.Saved(ctx, got, pv); err != nil {
 			t.Fatalf("Saved: %v", err)
 		}
@@ -93,9 +103,9 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 	}
 	_, err = os.Stat(dir)
 	switch {
-	case saved && err != nil:
+	case end == ReclaimSaved && err != nil:
 		t.Errorf("Saved touched the volume directory: %v", err)
-	case !saved && !os.IsNotExist(err):
+	case end != ReclaimSaved && !os.IsNotExist(err):
 		t.Errorf("Delete left the volume directory: %v", err)
 	}
 }
