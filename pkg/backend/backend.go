@@ -18,7 +18,6 @@ package backend
 
 import (
 	"errors"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -44,22 +43,6 @@ type Capacity struct {
 	Storage resource.Quantity
 	// MaxVolumes is the number of volumes the backend may hold.
 	MaxVolumes int32
-}
-
-// Options are what a backend needs from the process that runs it, as opposed to
-// what the ProvisionerConfig says.
-type Options struct {
-	// ProvisionerNames are the names the controller writes into the
-	// pv.kubernetes.io/provisioned-by annotation of the volumes it saves for
-	// this backend; volumes carrying one of them count towards Capacity.
-	ProvisionerNames []string
-	// Volumes are the cluster's PersistentVolumes, usually from a shared
-	// informer indexed with VolumePathIndex. They are how capacity and
-	// directory collisions survive restarts; nil means only volumes
-	// provisioned since this process started are known.
-	Volumes Volumes
-	// Now stamps archived directories; nil means time.Now.
-	Now func() time.Time
 }
 
 var (

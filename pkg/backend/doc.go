@@ -15,9 +15,31 @@ limitations under the License.
 */
 
 // Package backend holds what the built-in directory backends (hostpath, nfs)
-// share with the code that configures them: the onDelete policies, the capacity
-// budget, the runtime options and the error classes a caller maps to a
-// ProvisionerConfig's Ready reason, and the index of PersistentVolumes by the
-// paths they name, through which a backend finds the volumes a new directory
-// would overlap without going through every volume.
+// share with the code that configures them: the onDelete policies, the
+// capacity budget, the error classes a caller maps to a ProvisionerConfig's
+// Ready reason, and PathIndex, the index of PersistentVolumes by the paths they
+// name, through which a backend finds the volumes a new directory would
+// overlap without going through every volume.
+//
+// The part below pkg/backend works like this:
+//
+//   - In: the fleet turns a ProvisionerConfig's spec.backend into a
+//     hostpath.Config or nfs.Config (pkg/fleet/backends.go) and gives the
+//     backend a PathIndex over the fleet's shared PersistentVolume informer,
+//     to which it added VolumePathIndex before the informer started. The
+//     controller then hands it claims as provisioning.ProvisionOptions, and
+//     PersistentVolumes to Delete and to settle with Saved.
+//   - Out: a directory per claim below the configured base, with a hidden
+//     owner marker beside it; the PersistentVolume with its source (local
+//     with node affinity, hostPath, or nfs) that the controller saves; and,
+//     through provisioning.Reclaimer, the journal of unsaved records
+//     (.provfleet-unsaved), the directories whose PersistentVolume is not
+//     known to exist yet. New returns errors that wrap ErrInvalidSpec or
+//     ErrUnavailable.
+//   - Goroutines: none. Every call runs on the caller's goroutine (the
+//     controller's workers); the files of a deleted directory are deleted by
+//     the Delete or Saved that moved it aside, once it released the lock.
+//
+// The directory logic both backends share lives in internal/dirvol; the test
+// support both backends' tests share lives in internal/backendtest.
 package backend

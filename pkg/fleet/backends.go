@@ -21,7 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -40,11 +41,19 @@ type BackendRequest struct {
 	ProvisionerNames []string
 	// Volumes are the PersistentVolumes of the fleet's shared cache, indexed
 	// with backend.VolumePathIndex.
-	Volumes backend.Volumes
+	Volumes Volumes
 	// HostPathRoot is the manager's --host-path-root.
 	HostPathRoot string
 	// NodeName is the node the manager runs on (NODE_NAME).
 	NodeName string
+}
+
+// Volumes is what the built-in backends read of the cluster's
+// PersistentVolumes; every backend gets the fleet's one backend.PathIndex.
+type Volumes interface {
+	List() ([]*v1.PersistentVolume, error)
+	Exists(name string) (bool, error)
+	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
 }
 
 // BackendFactory builds the backend of one ProvisionerConfig. It is called
@@ -78,7 +87,7 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 		Capacity:        capacity(spec.Capacity),
 		HostPathRoot:    req.HostPathRoot,
 		DefaultNodeName: req.NodeName,
-	}, options(req))
+	}, hostpath.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 
 func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
@@ -91,11 +100,7 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 		OnDelete:     backend.OnDeletePolicy(spec.OnDelete),
 		MountOptions: spec.MountOptions,
 		Capacity:     capacity(spec.Capacity),
-	}, options(req))
-}
-
-func options(req BackendRequest) backend.Options {
-	return backend.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes}
+	}, nfs.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 
 func capacity(spec *v1alpha1.CapacitySpec) backend.Capacity {
@@ -184,9 +189,5 @@ func overlappingBases(a, b *v1alpha1.ProvisionerConfigSpec) string {
 
 // nestedPaths reports whether one of two absolute paths contains the other.
 func nestedPaths(a, b string) bool {
-	a, b = path.Clean(a), path.Clean(b)
-	within := func(inner, outer string) bool {
-		return inner == outer || strings.HasPrefix(inner, strings.TrimSuffix(outer, "/")+"/")
-	}
-	return within(a, b) || within(b, a)
+	return backend.Overlaps(path.Clean(a), path.Clean(b))
 }

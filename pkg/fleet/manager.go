@@ -129,7 +129,7 @@ type Manager struct {
 	core      informers.SharedInformerFactory
 	leases    informers.SharedInformerFactory // the Leases namespace only; nil without leader election
 	shared    provisioning.SharedInformers
-	volumes   backend.Volumes
+	volumes   *backend.PathIndex
 	configs   externalversions.SharedInformerFactory
 	configInf cache.SharedIndexInformer
 	lister    listers.ProvisionerConfigLister
@@ -227,7 +227,7 @@ func (m *Manager) addInformers() error {
 	if err := m.shared.Volumes.AddIndexers(cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths}); err != nil {
 		return fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
 	}
-	m.volumes = backend.NewIndexedVolumes(m.shared.Volumes.GetIndexer())
+	m.volumes = backend.NewPathIndex(m.shared.Volumes.GetIndexer())
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
 	m.lister = pcfgs.Lister()

@@ -34,7 +34,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned/fake"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -367,7 +366,7 @@ func TestManagerNameConflictTieGoesToTheFirstName(t *testing.T) {
 // volumes of the shared informer through one path index the fleet adds.
 func TestManagerBackendsShareTheVolumePathIndex(t *testing.T) {
 	var mu sync.Mutex
-	volumes := map[string]backend.Volumes{}
+	volumes := map[string]Volumes{}
 	f := newFixture(t, WithBackend("records", func(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -107,7 +107,7 @@ func TestAdapterDrivesTheHostPathBackend(t *testing.T) {
 		VolumeType:   hostpath.VolumeTypeHostPath,
 		OnDelete:     backend.OnDeleteDelete,
 		HostPathRoot: root,
-	}, backend.Options{ProvisionerNames: []string{"bench.provfleet.io/peer"}})
+	}, hostpath.Options{ProvisionerNames: []string{"bench.provfleet.io/peer"}})
 	if err != nil {
 		t.Fatal(err)
 	}

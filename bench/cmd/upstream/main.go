@@ -110,7 +110,7 @@ func run(ctx context.Context, o options) error {
 		VolumeType:   hostpath.VolumeTypeHostPath,
 		OnDelete:     backend.OnDeleteDelete,
 		HostPathRoot: o.hostPathRoot,
-	}, backend.Options{ProvisionerNames: []string{o.provisionerName}})
+	}, hostpath.Options{ProvisionerNames: []string{o.provisionerName}})
 	if err != nil {
 		return fmt.Errorf("cannot start the directory backend: %w", err)
 	}

@@ -15,10 +15,17 @@ limitations under the License.
 */
 
 // Package hostpath is the backend.hostPath provisioner: each claim gets a
-// directory below a folder of one node's filesystem, exposed as a local
-// PersistentVolume pinned to that node, or as a hostPath one. Beside each
-// directory a hidden owner marker names its PersistentVolume, and the hidden
-// folder .provfleet-unsaved at the top of the folder records the directories
-// whose PersistentVolume is not known to exist yet, which the controller
-// reclaims through provisioning.Reclaimer.
+// directory below a folder of one node's filesystem, exposed as a local or a
+// hostPath PersistentVolume, pinned to that node when the node is known
+// (always for local volumes). Beside each directory a hidden owner marker
+// names its PersistentVolume, and the hidden folder .provfleet-unsaved at the
+// top of the folder records the directories whose PersistentVolume is not
+// known to exist yet, which the controller reclaims through
+// provisioning.Reclaimer.
+//
+// New takes a Config (backend.hostPath of a ProvisionerConfig and the
+// manager's --host-path-root and node) and Options, whose Volumes, usually a
+// backend.PathIndex, it reads to count capacity and refuse directories that
+// overlap other volumes. The Provisioner runs no goroutine: its methods run on
+// the controller's workers.
 package hostpath

@@ -27,12 +27,9 @@ import (
 
 func FuzzHostPath(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
-		New: func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) backendtest.Reclaiming {
-			p, err := New(Config{Path: base, HostPathRoot: root, DefaultNodeName: "node-a", OnDelete: onDelete}, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
+		New: func(root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
+			return New(Config{Path: base, HostPathRoot: root, DefaultNodeName: "node-a", OnDelete: onDelete},
+				Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
 		},
 		LocalPath: func(pv *v1.PersistentVolume, base string) string { return pv.Spec.Local.Path },
 	})

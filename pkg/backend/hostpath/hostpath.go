@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,8 +79,29 @@ type Config struct {
 	DefaultNodeName string
 }
 
-// Options are the runtime options of a backend.
-type Options = backend.Options
+// Options are what the provisioner needs from the process that runs it, as
+// opposed to what the ProvisionerConfig says.
+type Options struct {
+	// ProvisionerNames are the names the controller writes into the
+	// pv.kubernetes.io/provisioned-by annotation of the volumes it saves for
+	// this provisioner; volumes carrying one of them count towards Capacity.
+	ProvisionerNames []string
+	// Volumes are the cluster's PersistentVolumes, usually a
+	// backend.PathIndex. They are how capacity and directory collisions
+	// survive restarts; nil means only volumes provisioned since New are
+	// known.
+	Volumes Volumes
+	// Now stamps archived directories; nil means time.Now.
+	Now func() time.Time
+}
+
+// Volumes is what the provisioner reads of the cluster's PersistentVolumes:
+// backend.PathIndex and backend.ListedVolumes have it.
+type Volumes interface {
+	List() ([]*v1.PersistentVolume, error)
+	Exists(name string) (bool, error)
+	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
+}
 
 // Provisioner provisions hostPath and local volumes. It implements
 // provisioning.Provisioner and provisioning.Reclaimer and is safe for
@@ -125,13 +147,18 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		return nil, err
 	}
 	p.store, err = dirvol.New(dirvol.Config{
-		Root:      root,
-		Base:      base,
-		Pattern:   cfg.PathPattern,
-		OnDelete:  cfg.OnDelete,
-		Capacity:  cfg.Capacity,
-		Options:   opts,
+		Root:     root,
+		Base:     base,
+		Pattern:  cfg.PathPattern,
+		OnDelete: cfg.OnDelete,
+		Capacity: cfg.Capacity,
+		Options: dirvol.Options{
+			ProvisionerNames: opts.ProvisionerNames,
+			Volumes:          opts.Volumes,
+			Now:              opts.Now,
+		},
 		VolumeDir: p.volumeDir,
+		OwnDir:    p.ownDir,
 		Locate:    p.locate,
 	})
 	if err != nil {
@@ -254,26 +281,18 @@ func (p *Provisioner) annotations() map[string]string {
 // Delete applies the onDelete policy to the directory the PersistentVolume
 // names, which must lie below Path on this provisioner's node.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
-	dir, err := p.ownDir(pv)
-	if err != nil {
-		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
-	}
-	return p.store.RemoveVolume(ctx, pv, dir)
+	return p.store.Delete(ctx, pv)
 }
 
 // Unsaved lists the directories made for PersistentVolumes this provisioner
 // was not told exist, each with the source and node Provision gave it.
 func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
-	unsaved, err := p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
+	return p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
 		return &v1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Annotations: p.annotations()},
 			Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)},
 		}
 	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
-	}
-	return unsaved, nil
 }
 
 // Saved settles the record of an unsaved volume whose PersistentVolume, saved,
@@ -282,15 +301,7 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 // cannot place (another node, outside Path, another kind of source) keeps the
 // record: nothing is deleted in doubt.
 func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
-	dir, err := p.ownDir(volume)
-	if err != nil {
-		return fmt.Errorf("cannot drop the record of volume %s: %w", volume.Name, err)
-	}
-	savedDir, err := p.ownDir(saved)
-	if err != nil {
-		return fmt.Errorf("cannot drop the record of volume %s: its PersistentVolume: %w", volume.Name, err)
-	}
-	return p.store.Saved(ctx, volume.Name, dir, savedDir)
+	return p.store.Saved(ctx, volume, saved)
 }
 
 // ownDir returns the directory of a PersistentVolume of this provisioner's
@@ -309,13 +320,8 @@ func (p *Provisioner) locate(dir string) (string, string) {
 
 // volumeDir returns the directory below Path that a PersistentVolume names.
 func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
-	var volumePath string
-	switch {
-	case pv.Spec.Local != nil:
-		volumePath = pv.Spec.Local.Path
-	case pv.Spec.HostPath != nil:
-		volumePath = pv.Spec.HostPath.Path
-	default:
+	volumePath, ok := backend.HostVolumePath(pv)
+	if !ok {
 		return "", errors.New("it is neither a local nor a hostPath volume")
 	}
 	return dirvol.RelDir(p.path, volumePath)

@@ -17,7 +17,6 @@ limitations under the License.
 package hostpath
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,15 +123,7 @@ func TestNew(t *testing.T) {
 			if diff := cmp.Diff(before, backendtest.Snapshot(t, filepath.Join(tmp, "outside"), "")); diff != "" {
 				t.Errorf("New changed files outside the root (-before +after):\n%s", diff)
 			}
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("New: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, tc.want) {
-				t.Fatalf("New() error = %v, want %v containing %q", err, tc.want, tc.wantErr)
-			}
+			backendtest.CheckNewError(t, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -344,12 +335,12 @@ func TestReclaim(t *testing.T) {
 		volumeType VolumeType
 		node       string
 		pattern    string
-		saved      bool
+		end        backendtest.ReclaimEnd
 	}{
 		"local, deleted":                 {node: "node-a", pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"},
-		"local, saved":                   {node: "node-a", saved: true},
+		"local, saved":                   {node: "node-a", end: backendtest.ReclaimSaved},
 		"hostPath, deleted":              {volumeType: VolumeTypeHostPath, node: "node-a"},
-		"hostPath without a node, saved": {volumeType: VolumeTypeHostPath, saved: true},
+		"hostPath without a node, saved": {volumeType: VolumeTypeHostPath, end: backendtest.ReclaimSaved},
 		"hostPath without a node, deleted": {
 			volumeType: VolumeTypeHostPath, pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
 		},
@@ -365,31 +356,22 @@ func TestReclaim(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
-			backendtest.CheckReclaim(t, p, opts, localPath, tc.saved)
+			backendtest.CheckReclaim(t, p, opts, localPath, tc.end)
 		})
 	}
 }
 
 func TestSavedRefusesOthersVolumes(t *testing.T) {
-	tests := map[string]struct {
-		mutate  func(pv *v1.PersistentVolume)
-		wantErr string
-	}{
-		"another node":    {mutate: func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" }, wantErr: `lives on node "node-b"`},
-		"another base":    {mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, wantErr: "not below"},
-		"not a directory": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local = nil }, wantErr: "neither a local nor a hostPath volume"},
-		"the base itself": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, wantErr: "not below"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			_, root := layout(t)
-			p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			backendtest.CheckSavedRefuses(t, p, tc.mutate, tc.wantErr)
-		})
-	}
+	backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
+		"another node":    {Mutate: func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
+		"another base":    {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, WantErr: "not below"},
+		"not a directory": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local = nil }, WantErr: "neither a local nor a hostPath volume"},
+		"the base itself": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, WantErr: "not below"},
+	}, func(t *testing.T) (backendtest.Fixture, error) {
+		_, root := layout(t)
+		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
+	})
 }
 
 // Saved compares a record with its saved PersistentVolume by the directory
@@ -397,55 +379,45 @@ func TestSavedRefusesOthersVolumes(t *testing.T) {
 // apart make the recorded one a second volume that goes, and what cannot be
 // told apart keeps both.
 func TestSavedComparesDirectories(t *testing.T) {
-	tests := map[string]struct {
-		mutate  func(pv *v1.PersistentVolume)
-		wantErr string
-		removed bool
-	}{
-		"the same source": {mutate: func(*v1.PersistentVolume) {}},
-		"a hostPath source of the same path": {mutate: func(pv *v1.PersistentVolume) {
+	backendtest.CheckSaved(t, map[string]backendtest.SavedCase{
+		"the same source": {Mutate: func(*v1.PersistentVolume) {}},
+		"a hostPath source of the same path": {Mutate: func(pv *v1.PersistentVolume) {
 			pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: pv.Spec.Local.Path}
 			pv.Spec.Local = nil
 		}},
-		"the same path, written otherwise": {mutate: func(pv *v1.PersistentVolume) {
+		"the same path, written otherwise": {Mutate: func(pv *v1.PersistentVolume) {
 			pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) + "/./data/"
 		}},
 		"another directory": {
-			mutate: func(pv *v1.PersistentVolume) {
+			Mutate: func(pv *v1.PersistentVolume) {
 				pv.Spec.Local.Path = filepath.Join(filepath.Dir(pv.Spec.Local.Path), "other")
 			},
-			removed: true,
+			Removed: true,
 		},
 		"a directory inside it": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Join(pv.Spec.Local.Path, "sub") },
-			wantErr: "one lies inside the other",
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Join(pv.Spec.Local.Path, "sub") },
+			WantErr: "one lies inside the other",
 		},
 		"a directory around it": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) },
-			wantErr: "one lies inside the other",
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) },
+			WantErr: "one lies inside the other",
 		},
 		"another node": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" },
-			wantErr: `lives on node "node-b"`,
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" },
+			WantErr: `lives on node "node-b"`,
 		},
 		"outside the base": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/team/data" },
-			wantErr: "not below",
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/team/data" },
+			WantErr: "not below",
 		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			_, root := layout(t)
-			p, err := New(Config{
-				Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a",
-				PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}",
-			}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			backendtest.CheckSaved(t, p, localPath, tc.mutate, tc.wantErr, tc.removed)
-		})
-	}
+	}, func(t *testing.T) (backendtest.Fixture, error) {
+		_, root := layout(t)
+		p, err := New(Config{
+			Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a",
+			PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}",
+		}, Options{})
+		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
+	})
 }
 
 func localPath(pv *v1.PersistentVolume) string {
@@ -453,4 +425,14 @@ func localPath(pv *v1.PersistentVolume) string {
 		return pv.Spec.Local.Path
 	}
 	return pv.Spec.HostPath.Path
+}
+
+func TestDeleteUnmarked(t *testing.T) {
+	backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
+		_, root := layout(t)
+		path := filepath.Join(root, "vols")
+		p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+		dir := filepath.Join(path, "made-by-hand")
+		return backendtest.UnmarkedVolume{Backend: p, Dir: dir, Source: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dir}}}, err
+	})
 }

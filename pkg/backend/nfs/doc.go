@@ -21,4 +21,9 @@ limitations under the License.
 // .provfleet-unsaved at the top of the export records the subdirectories whose
 // PersistentVolume is not known to exist yet, which the controller reclaims
 // through provisioning.Reclaimer.
+//
+// New takes a Config (backend.nfs of a ProvisionerConfig) and Options, whose
+// Volumes, usually a backend.PathIndex, it reads to count capacity and refuse
+// subdirectories that overlap other volumes of the server. The Provisioner
+// runs no goroutine: its methods run on the controller's workers.
 package nfs

@@ -28,12 +28,9 @@ import (
 
 func FuzzNFS(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
-		New: func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) backendtest.Reclaiming {
-			p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: base, OnDelete: onDelete}, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
+		New: func(root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
+			return New(Config{Server: "nfs.example.com", Path: "/export", MountPath: base, OnDelete: onDelete},
+				Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
 		},
 		LocalPath: func(pv *v1.PersistentVolume, base string) string {
 			return base + strings.TrimPrefix(pv.Spec.NFS.Path, "/export")

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,8 +53,28 @@ type Config struct {
 	Capacity     backend.Capacity
 }
 
-// Options are the runtime options of a backend.
-type Options = backend.Options
+// Options are what the provisioner needs from the process that runs it, as
+// opposed to what the ProvisionerConfig says.
+type Options struct {
+	// ProvisionerNames are the names of the volumes that count towards
+	// Capacity, as the controller writes them into their
+	// pv.kubernetes.io/provisioned-by annotation.
+	ProvisionerNames []string
+	// Volumes finds the cluster's PersistentVolumes, usually through a
+	// backend.PathIndex, so capacity and subdirectory collisions survive
+	// restarts; nil means only volumes provisioned since New are known.
+	Volumes Volumes
+	// Now stamps archived subdirectories; nil means time.Now.
+	Now func() time.Time
+}
+
+// Volumes is how the provisioner finds PersistentVolumes on its server and
+// elsewhere: backend.PathIndex and backend.ListedVolumes have it.
+type Volumes interface {
+	List() ([]*v1.PersistentVolume, error)
+	Exists(name string) (bool, error)
+	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
+}
 
 // Provisioner provisions NFS subdirectory volumes. It implements
 // provisioning.Provisioner and provisioning.Reclaimer and is safe for
@@ -88,12 +109,16 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	}
 	var err error
 	p.store, err = dirvol.New(dirvol.Config{
-		Root:      cfg.MountPath,
-		Base:      ".",
-		Pattern:   cfg.PathPattern,
-		OnDelete:  cfg.OnDelete,
-		Capacity:  cfg.Capacity,
-		Options:   opts,
+		Root:     cfg.MountPath,
+		Base:     ".",
+		Pattern:  cfg.PathPattern,
+		OnDelete: cfg.OnDelete,
+		Capacity: cfg.Capacity,
+		Options: dirvol.Options{
+			ProvisionerNames: opts.ProvisionerNames,
+			Volumes:          opts.Volumes,
+			Now:              opts.Now,
+		},
 		VolumeDir: p.volumeDir,
 		Locate:    p.locate,
 	})
@@ -124,23 +149,15 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 // Delete applies the onDelete policy to the subdirectory the PersistentVolume
 // names, which must be on this server below this export.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
-	dir, err := p.volumeDir(pv)
-	if err != nil {
-		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
-	}
-	return p.store.RemoveVolume(ctx, pv, dir)
+	return p.store.Delete(ctx, pv)
 }
 
 // Unsaved lists the subdirectories made for PersistentVolumes this
 // provisioner was not told exist, each with the source Provision gave it.
 func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
-	unsaved, err := p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
+	return p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
 		return &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)}}
 	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
-	}
-	return unsaved, nil
 }
 
 // Saved settles the record of an unsaved volume whose PersistentVolume, saved,
@@ -148,15 +165,7 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 // string keeps the record: a host name and an address of one server cannot be
 // told apart from two servers, and nothing is deleted in doubt.
 func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
-	dir, err := p.volumeDir(volume)
-	if err != nil {
-		return fmt.Errorf("cannot drop the record of volume %s: %w", volume.Name, err)
-	}
-	savedDir, err := p.volumeDir(saved)
-	if err != nil {
-		return fmt.Errorf("cannot drop the record of volume %s: its PersistentVolume: %w", volume.Name, err)
-	}
-	return p.store.Saved(ctx, volume.Name, dir, savedDir)
+	return p.store.Saved(ctx, volume, saved)
 }
 
 // source is the volume source of the subdirectory dir of the export.

@@ -17,7 +17,6 @@ limitations under the License.
 package nfs
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,15 +60,7 @@ func TestNew(t *testing.T) {
 				tc.mutate(mount, &cfg)
 			}
 			_, err := New(cfg, Options{})
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("New: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, tc.want) {
-				t.Fatalf("New() error = %v, want %v containing %q", err, tc.want, tc.wantErr)
-			}
+			backendtest.CheckNewError(t, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -210,12 +201,12 @@ func TestDelete(t *testing.T) {
 func TestReclaim(t *testing.T) {
 	tests := map[string]struct {
 		pattern string
-		saved   bool
+		end     backendtest.ReclaimEnd
 	}{
 		"deleted":            {},
-		"saved":              {saved: true},
+		"saved":              {end: backendtest.ReclaimSaved},
 		"subfolders deleted": {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}"},
-		"subfolders saved":   {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}", saved: true},
+		"subfolders saved":   {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}", end: backendtest.ReclaimSaved},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -228,73 +219,66 @@ func TestReclaim(t *testing.T) {
 			localPath := func(pv *v1.PersistentVolume) string {
 				return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
 			}
-			backendtest.CheckReclaim(t, p, opts, localPath, tc.saved)
+			backendtest.CheckReclaim(t, p, opts, localPath, tc.end)
 		})
 	}
 }
 
 func TestSavedRefusesOthersVolumes(t *testing.T) {
-	tests := map[string]struct {
-		mutate  func(pv *v1.PersistentVolume)
-		wantErr string
-	}{
-		"another server": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" }, wantErr: `on server "other.example.com"`},
-		"another export": {mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/pvc-team-data" }, wantErr: "not below"},
-		"not nfs":        {mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil }, wantErr: "not an nfs volume"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: t.TempDir()}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			backendtest.CheckSavedRefuses(t, p, tc.mutate, tc.wantErr)
-		})
-	}
+	backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
+		"another server": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" }, WantErr: `on server "other.example.com"`},
+		"another export": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/pvc-team-data" }, WantErr: "not below"},
+		"not nfs":        {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil }, WantErr: "not an nfs volume"},
+	}, func(t *testing.T) (backendtest.Fixture, error) {
+		p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: t.TempDir()}, Options{})
+		return backendtest.Fixture{Backend: p}, err
+	})
 }
 
 // Saved compares a record with its saved PersistentVolume by the export
 // subdirectory each names; a server written otherwise may be the same server
 // or another one, so it keeps both.
 func TestSavedComparesDirectories(t *testing.T) {
-	tests := map[string]struct {
-		mutate  func(pv *v1.PersistentVolume)
-		wantErr string
-		removed bool
-	}{
-		"the same source": {mutate: func(*v1.PersistentVolume) {}},
-		"the same path, written otherwise": {mutate: func(pv *v1.PersistentVolume) {
+	backendtest.CheckSaved(t, map[string]backendtest.SavedCase{
+		"the same source": {Mutate: func(*v1.PersistentVolume) {}},
+		"the same path, written otherwise": {Mutate: func(pv *v1.PersistentVolume) {
 			pv.Spec.NFS.Path = "/export//team/x/./data/"
 		}},
 		"another directory": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x/other" },
-			removed: true,
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x/other" },
+			Removed: true,
 		},
 		"a directory around it": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x" },
-			wantErr: "one lies inside the other",
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x" },
+			WantErr: "one lies inside the other",
 		},
 		"the server by address": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "192.0.2.10" },
-			wantErr: `on server "192.0.2.10"`,
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "192.0.2.10" },
+			WantErr: `on server "192.0.2.10"`,
 		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			mount := t.TempDir()
-			p, err := New(Config{
-				Server: "nfs.example.com", Path: "/export", MountPath: mount,
-				PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
-			}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			localPath := func(pv *v1.PersistentVolume) string {
-				return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
-			}
-			backendtest.CheckSaved(t, p, localPath, tc.mutate, tc.wantErr, tc.removed)
-		})
-	}
+	}, func(t *testing.T) (backendtest.Fixture, error) {
+		mount := t.TempDir()
+		p, err := New(Config{
+			Server: "nfs.example.com", Path: "/export", MountPath: mount,
+			PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
+		}, Options{})
+		localPath := func(pv *v1.PersistentVolume) string {
+			return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
+		}
+		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
+	})
 }
 
 func archiveTime() time.Time { return time.Unix(1e9, 0) }
+
+func TestDeleteUnmarked(t *testing.T) {
+	backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
+		mount := t.TempDir()
+		p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount}, Options{})
+		return backendtest.UnmarkedVolume{
+			Backend: p,
+			Dir:     filepath.Join(mount, "made-by-hand"),
+			Source:  v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs.example.com", Path: "/export/made-by-hand"}},
+		}, err
+	})
+}

@@ -17,10 +17,12 @@ limitations under the License.
 package backendtest
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -133,5 +135,20 @@ func Symlink(t testing.TB, target, link string) {
 	t.Helper()
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CheckNewError fails the test unless the error of a backend's New is nil
+// when wantErr is empty, or wraps want and contains wantErr.
+func CheckNewError(t testing.TB, err, want error, wantErr string) {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) || !errors.Is(err, want) {
+		t.Fatalf("New() error = %v, want %v containing %q", err, want, wantErr)
 	}
 }

@@ -32,13 +32,40 @@ import (
 // FuzzBackend adapts one directory backend to FuzzConfinement.
 type FuzzBackend struct {
 	// New returns a provisioner confined to root whose volumes go below base,
-	// a folder of root.
-	New func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backend.Options) Reclaiming
+	// a folder of root, with the onDelete policy and the runtime options of
+	// FuzzOptions.
+	New func(root, base string, onDelete backend.OnDeletePolicy, opts FuzzOptions) (Reclaiming, error)
 	// LocalPath returns where the directory of a PersistentVolume is on disk.
 	LocalPath func(pv *v1.PersistentVolume, base string) string
 }
 
+// FuzzOptions are the runtime options FuzzConfinement gives a backend.
+type FuzzOptions struct {
+	ProvisionerNames []string
+	Volumes          backend.ListedVolumes
+	Now              func() time.Time
+}
+
 var policies = []backend.OnDeletePolicy{backend.OnDeleteDelete, backend.OnDeleteRetain, backend.OnDeleteArchive}
+
+// confinementSeeds are path patterns, claim namespaces, names, a label and an
+// annotation that FuzzConfinement starts from.
+var confinementSeeds = [][5]string{
+	{"", "team", "data", "", ""},
+	{"{{.PVC.Namespace}}/{{.PVC.Name}}", "..", "..", "", ""},
+	{"{{.PVC.Namespace}}/{{.PVC.Name}}", "team", "../../outside", "", ""},
+	{"{{.PVC.Labels.dir}}/x", "team", "data", "out", ""},
+	{"{{.PVC.Labels.dir}}/x", "team", "data", "up", ""},
+	{"{{.PVC.Labels.dir}}", "team", "data", "../other", ""},
+	{`{{index .PVC.Annotations "dir"}}`, "team", "data", "", "/etc"},
+	{`{{index .PVC.Annotations "dir"}}`, "team", "data", "", "pvc-victim/inner"},
+	{"pvc-victim", "team", "data", "", ""},
+	{"out", "team", "data", "", ""},
+	{"real/out/{{.PVName}}", "team", "data", "", ""},
+	{"a/b/c/{{.PVC.Name}}", "team", "data\n", "", ""},
+	{"{{range .PVC.Labels}}{{end}}", "team", "data", "", ""},
+	{"{{.PVC.Name}}", "team", ".snapshot", "", ""},
+}
 
 // FuzzConfinement provisions and deletes a volume with a fuzzed path pattern
 // and claim metadata next to symlinks planted in the base and another claim's
@@ -46,47 +73,23 @@ var policies = []backend.OnDeletePolicy{backend.OnDeleteDelete, backend.OnDelete
 // changed, if a volume directory resolves outside the base, or if anything
 // but the other volume is left on record.
 func FuzzConfinement(f *testing.F, b FuzzBackend) {
-	for _, seed := range [][5]string{
-		{"", "team", "data", "", ""},
-		{"{{.PVC.Namespace}}/{{.PVC.Name}}", "..", "..", "", ""},
-		{"{{.PVC.Namespace}}/{{.PVC.Name}}", "team", "../../outside", "", ""},
-		{"{{.PVC.Labels.dir}}/x", "team", "data", "out", ""},
-		{"{{.PVC.Labels.dir}}/x", "team", "data", "up", ""},
-		{"{{.PVC.Labels.dir}}", "team", "data", "../other", ""},
-		{`{{index .PVC.Annotations "dir"}}`, "team", "data", "", "/etc"},
-		{`{{index .PVC.Annotations "dir"}}`, "team", "data", "", "pvc-victim/inner"},
-		{"pvc-victim", "team", "data", "", ""},
-		{"out", "team", "data", "", ""},
-		{"real/out/{{.PVName}}", "team", "data", "", ""},
-		{"a/b/c/{{.PVC.Name}}", "team", "data\n", "", ""},
-		{"{{range .PVC.Labels}}{{end}}", "team", "data", "", ""},
-		{"{{.PVC.Name}}", "team", ".snapshot", "", ""},
-	} {
+	for _, seed := range confinementSeeds {
 		for i := range policies {
 			f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], uint8(i))
 		}
 	}
 	f.Fuzz(func(t *testing.T, pattern, namespace, name, label, annotation string, policy uint8) {
-		tmp := t.TempDir()
-		root := filepath.Join(tmp, "root")
-		base := filepath.Join(root, "vols")
-		outside := filepath.Join(tmp, "outside")
-		WriteFile(t, filepath.Join(outside, "keep"), "outside the root")
-		WriteFile(t, filepath.Join(root, "other", "keep"), "inside the root, outside the base")
-		if err := os.MkdirAll(filepath.Join(base, "real"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		Symlink(t, outside, filepath.Join(base, "out"))
-		Symlink(t, "../other", filepath.Join(base, "up"))
-		Symlink(t, outside, filepath.Join(base, "real", "out"))
-
+		tmp, root, base := plantConfinementTree(t)
 		var listed []*v1.PersistentVolume
-		opts := backend.Options{
+		opts := FuzzOptions{
 			ProvisionerNames: []string{"provfleet.io/fuzz"},
 			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return listed, nil }),
 			Now:              func() time.Time { return time.Unix(1e9, 0) },
 		}
-		p := b.New(t, root, base, policies[int(policy)%len(policies)], opts)
+		p, err := b.New(root, base, policies[int(policy)%len(policies)], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		victimClaim := Claim("victim", "victim", "1Gi")
 		victim, _, err := p.Provision(t.Context(), Options(victimClaim, Class(map[string]string{"pathPattern": "pvc-victim"})))
 		if err != nil {
@@ -135,4 +138,24 @@ func checkInside(t *testing.T, dir, base string) {
 	if !strings.HasPrefix(resolved, resolvedBase+string(filepath.Separator)) {
 		t.Fatalf("volume directory %q resolves to %q, outside %q", dir, resolved, resolvedBase)
 	}
+}
+
+// plantConfinementTree makes the tree FuzzConfinement runs in: files outside
+// the root and inside the root outside the base, and symlinks in the base
+// that lead out of it. It returns the temporary folder, the root and the base.
+func plantConfinementTree(t *testing.T) (tmp, root, base string) {
+	t.Helper()
+	tmp = t.TempDir()
+	root = filepath.Join(tmp, "root")
+	base = filepath.Join(root, "vols")
+	outside := filepath.Join(tmp, "outside")
+	WriteFile(t, filepath.Join(outside, "keep"), "outside the root")
+	WriteFile(t, filepath.Join(root, "other", "keep"), "inside the root, outside the base")
+	if err := os.MkdirAll(filepath.Join(base, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Symlink(t, outside, filepath.Join(base, "out"))
+	Symlink(t, "../other", filepath.Join(base, "up"))
+	Symlink(t, outside, filepath.Join(base, "real", "out"))
+	return tmp, root, base
 }

@@ -47,12 +47,22 @@ func UnsavedNames(t testing.TB, r provisioning.Reclaimer) []string {
 	return names
 }
 
+// ReclaimEnd is how CheckReclaim ends the record of the unsaved volume.
+type ReclaimEnd int
+
+const (
+	// ReclaimDeleted ends it with Delete of the unsaved volume.
+	ReclaimDeleted ReclaimEnd = iota
+	// ReclaimSaved ends it with Saved of the provisioned volume.
+	ReclaimSaved
+)
+
 // CheckReclaim provisions opts with p and checks that Unsaved returns the
 // volume with the name, source, annotations and claim of the provisioned
-// one; then that Saved drops the record and keeps the directory (saved), or
-// that Delete of the unsaved volume removes both. localPath returns where a
-// volume's directory is on disk.
-func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions, localPath func(*v1.PersistentVolume) string, saved bool) {
+// one; then, as end says, that Saved drops the record and keeps the
+// directory, or that Delete of the unsaved volume removes both. localPath
+// returns where a volume's directory is on disk.
+func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions, localPath func(*v1.PersistentVolume) string, end ReclaimEnd) {
 	t.Helper()
 	ctx := t.Context()
 	pv, _, err := p.Provision(ctx, opts)
@@ -81,7 +91,7 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 		t.Errorf("unsaved volume claimRef = %+v, want claim %s/%s %s", ref, claim.Namespace, claim.Name, claim.UID)
 	}
 	dir := localPath(pv)
-	if saved {
+	if end == ReclaimSaved {
 		if err := p.Saved(ctx, got, pv); err != nil {
 			t.Fatalf("Saved: %v", err)
 		}
@@ -93,17 +103,63 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 	}
 	_, err = os.Stat(dir)
 	switch {
-	case saved && err != nil:
+	case end == ReclaimSaved && err != nil:
 		t.Errorf("Saved touched the volume directory: %v", err)
-	case !saved && !os.IsNotExist(err):
+	case end != ReclaimSaved && !os.IsNotExist(err):
 		t.Errorf("Delete left the volume directory: %v", err)
 	}
 }
 
-// CheckSavedRefuses provisions a claim with p, changes a copy of its
+// SavedCase is a PersistentVolume saved for a provisioned volume: Mutate
+// makes it from a copy of the provisioned one. Saved must return an error
+// containing WantErr, or none when WantErr is empty; Removed says it removes
+// the provisioned directory as a second one made for the PV.
+type SavedCase struct {
+	Mutate  func(*v1.PersistentVolume)
+	WantErr string
+	Removed bool
+}
+
+// Fixture is a backend made for one test case and where its volumes'
+// directories are on disk.
+type Fixture struct {
+	Backend   Reclaiming
+	LocalPath func(*v1.PersistentVolume) string
+}
+
+// CheckSavedRefuses checks, in a subtest per case on a backend setup makes,
+// that Saved refuses each case's saved volume with its WantErr and keeps the
+// record.
+func CheckSavedRefuses(t *testing.T, cases map[string]SavedCase, setup func(t *testing.T) (Fixture, error)) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f, err := setup(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSavedRefuses(t, f.Backend, tc.Mutate, tc.WantErr)
+		})
+	}
+}
+
+// CheckSaved checks, in a subtest per case on a backend setup makes, what
+// Saved does with the record and the directory of a provisioned volume.
+func CheckSaved(t *testing.T, cases map[string]SavedCase, setup func(t *testing.T) (Fixture, error)) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f, err := setup(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSaved(t, f, tc)
+		})
+	}
+}
+
+// checkSavedRefuses provisions a claim with p, changes a copy of its
 // PersistentVolume with mutate into the saved one, and checks that Saved
 // refuses it with an error containing wantErr and keeps the record.
-func CheckSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVolume), wantErr string) {
+func checkSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVolume), wantErr string) {
 	t.Helper()
 	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
 	if err != nil {
@@ -119,23 +175,24 @@ func CheckSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVol
 	}
 }
 
-// CheckSaved provisions a claim with p, changes a copy of its
-// PersistentVolume with mutate into the saved one, and checks what Saved does
-// with the record of the provisioned volume: with an error containing wantErr
-// it keeps the record and the directory; without one it drops the record, and
-// removes the directory, a second one made for the PV, when removed is set.
-// localPath returns where a volume's directory is on disk.
-func CheckSaved(t *testing.T, p Reclaiming, localPath func(*v1.PersistentVolume) string, mutate func(*v1.PersistentVolume), wantErr string, removed bool) {
+// checkSaved provisions a claim with the fixture's backend, changes a copy of
+// its PersistentVolume with the case's Mutate into the saved one, and checks
+// what Saved does with the record of the provisioned volume: with an error
+// containing WantErr it keeps the record and the directory; without one it
+// drops the record, and removes the directory, a second one made for the PV,
+// when Removed is set.
+func checkSaved(t *testing.T, f Fixture, tc SavedCase) {
 	t.Helper()
+	p := f.Backend
 	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	saved := pv.DeepCopy()
-	mutate(saved)
+	tc.Mutate(saved)
 	err = p.Saved(t.Context(), pv, saved)
-	if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
-		t.Fatalf("Saved() error = %v, want %q", err, wantErr)
+	if tc.WantErr == "" && err != nil || tc.WantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.WantErr)) {
+		t.Fatalf("Saved() error = %v, want %q", err, tc.WantErr)
 	}
 	var wantUnsaved []string
 	if err != nil {
@@ -144,11 +201,11 @@ func CheckSaved(t *testing.T, p Reclaiming, localPath func(*v1.PersistentVolume)
 	if diff := cmp.Diff(wantUnsaved, UnsavedNames(t, p)); diff != "" {
 		t.Errorf("on record after Saved (-want +got):\n%s", diff)
 	}
-	_, err = os.Stat(localPath(pv))
+	_, err = os.Stat(f.LocalPath(pv))
 	switch {
-	case removed && !os.IsNotExist(err):
+	case tc.Removed && !os.IsNotExist(err):
 		t.Errorf("Saved left the second directory: %v", err)
-	case !removed && err != nil:
+	case !tc.Removed && err != nil:
 		t.Errorf("Saved touched the directory: %v", err)
 	}
 }

@@ -41,7 +41,7 @@ type UnmarkedVolume struct {
 // PersistentVolume's opt-in to the store: a directory without an owner marker
 // goes only when the PersistentVolume asks for it with the annotations optIn.
 // setup makes a fresh backend for each case.
-func CheckDeleteUnmarked(t *testing.T, optIn map[string]string, setup func(t *testing.T) UnmarkedVolume) {
+func CheckDeleteUnmarked(t *testing.T, optIn map[string]string, setup func(t *testing.T) (UnmarkedVolume, error)) {
 	tests := map[string]struct {
 		annotations map[string]string
 		wantErr     string
@@ -52,13 +52,16 @@ func CheckDeleteUnmarked(t *testing.T, optIn map[string]string, setup func(t *te
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			u := setup(t)
+			u, err := setup(t)
+			if err != nil {
+				t.Fatal(err)
+			}
 			WriteFile(t, filepath.Join(u.Dir, "data"), "x")
 			pv := &v1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: "pv-by-hand", Annotations: tc.annotations},
 				Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: u.Source},
 			}
-			err := u.Backend.Delete(t.Context(), pv)
+			err = u.Backend.Delete(t.Context(), pv)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("Delete() error = %v, want %q", err, tc.wantErr)
 			}

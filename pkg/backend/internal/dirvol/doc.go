@@ -26,4 +26,12 @@ limitations under the License.
 // found and deleted. A deleted directory is moved into the hidden folder
 // .provfleet-deleting, and its files deleted from there without holding up
 // other claims.
+//
+// A Store gets from its backend the mapping between PersistentVolumes and
+// directories (Config.VolumeDir, OwnDir, Locate) and, through Options.Volumes,
+// what it reads of the cluster's PersistentVolumes; it gives the backend the
+// directories, Delete and Saved for provisioning.Provisioner and Reclaimer,
+// and the records of unsaved volumes. It runs no goroutine: every method runs
+// on its caller's, and a deleted directory's files are deleted by the call
+// that moved it aside, outside the lock.
 package dirvol

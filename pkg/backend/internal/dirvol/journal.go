@@ -82,7 +82,7 @@ type recordFile struct {
 // export or disk that is no longer mounted, whose empty mount point must not
 // receive volumes nor let a missing directory pass for a deleted one.
 func (s *Store) openJournal(base *os.Root) (*os.Root, error) {
-	journal, err := openDir(base, []string{JournalDir}, false)
+	journal, err := openDir(base, []string{JournalDir})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %q holds no %s folder, which the backend made when it started: is the file system that holds it mounted? "+
@@ -165,7 +165,7 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *v1.PersistentVolume) ([]provisioning.UnsavedVolume, error) {
 	records, err := s.Records(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
 	}
 	unsaved := make([]provisioning.UnsavedVolume, 0, len(records))
 	for _, r := range records {
@@ -207,7 +207,7 @@ func (s *Store) forget(pvName, dir string) error {
 }
 
 func forgetRecord(base *os.Root, pvName, dir string) error {
-	journal, err := openDir(base, []string{JournalDir}, false)
+	journal, err := openDir(base, []string{JournalDir})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil

@@ -40,8 +40,3 @@ func RelDir(base, volumePath string) (string, error) {
 	}
 	return dir, nil
 }
-
-// overlaps reports whether one directory is the other or contains it.
-func overlaps(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
-}

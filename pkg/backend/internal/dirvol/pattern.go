@@ -106,12 +106,7 @@ func checkNode(node parse.Node) error {
 		if n == nil {
 			return nil
 		}
-		for _, child := range n.Nodes {
-			if err := checkNode(child); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkNodes(n.Nodes)
 	case *parse.TextNode, *parse.CommentNode, *parse.FieldNode, *parse.DotNode,
 		*parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
 		return nil
@@ -125,25 +120,9 @@ func checkNode(node parse.Node) error {
 	case *parse.WithNode:
 		return checkBranch(&n.BranchNode)
 	case *parse.PipeNode:
-		if n == nil {
-			return nil
-		}
-		if len(n.Decl) > 0 {
-			return errors.New("variables are not allowed")
-		}
-		for _, cmd := range n.Cmds {
-			if err := checkNode(cmd); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkPipe(n)
 	case *parse.CommandNode:
-		for _, arg := range n.Args {
-			if err := checkNode(arg); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkNodes(n.Args)
 	case *parse.ChainNode:
 		return checkNode(n.Node)
 	case *parse.IdentifierNode:
@@ -154,6 +133,32 @@ func checkNode(node parse.Node) error {
 	default:
 		return fmt.Errorf("%q is not allowed", node.String())
 	}
+}
+
+// checkNodes is checkNode for each of nodes, in order.
+func checkNodes(nodes []parse.Node) error {
+	for _, node := range nodes {
+		if err := checkNode(node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPipe is checkNode for a pipeline, which may declare no variable.
+func checkPipe(n *parse.PipeNode) error {
+	if n == nil {
+		return nil
+	}
+	if len(n.Decl) > 0 {
+		return errors.New("variables are not allowed")
+	}
+	for _, cmd := range n.Cmds {
+		if err := checkNode(cmd); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkBranch(n *parse.BranchNode) error {
@@ -234,11 +239,11 @@ func CheckDir(dir string) error {
 
 // truncate keeps error messages, which end up in Events, short.
 func truncate(s string) string {
-	const max = 128
-	if len(s) <= max {
+	const maxLen = 128
+	if len(s) <= maxLen {
 		return s
 	}
-	return s[:max] + "..."
+	return s[:maxLen] + "..."
 }
 
 var errTooLong = fmt.Errorf("rendered path is longer than %d bytes", maxDirLen)

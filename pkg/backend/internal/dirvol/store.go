@@ -69,14 +69,42 @@ type Config struct {
 	Pattern  string
 	OnDelete backend.OnDeletePolicy
 	Capacity backend.Capacity
-	Options  backend.Options
+	Options  Options
 	// VolumeDir returns the directory below Base that a PersistentVolume
 	// points to, and an error for a volume elsewhere.
 	VolumeDir func(*v1.PersistentVolume) (string, error)
+	// OwnDir is VolumeDir for the volumes Delete and Saved act on, which
+	// may be fewer (hostpath: those of its own node); nil means VolumeDir.
+	OwnDir func(*v1.PersistentVolume) (string, error)
 	// Locate returns where the directory dir below Base is, as
 	// PersistentVolumes say it: the NFS server ("" for the host's file
 	// system) and the absolute path in slash form.
 	Locate func(dir string) (server, volumePath string)
+}
+
+// Options are what a Store needs from the process that runs it.
+type Options struct {
+	// ProvisionerNames are the names of the volumes that count towards
+	// Capacity (pv.kubernetes.io/provisioned-by); the first tags new records.
+	ProvisionerNames []string
+	// Volumes finds the cluster's PersistentVolumes; nil means only volumes
+	// provisioned since the Store was made are known.
+	Volumes Volumes
+	// Now stamps archived directories; nil means time.Now.
+	Now func() time.Time
+}
+
+// Volumes is what a Store reads of the cluster's PersistentVolumes, to count
+// capacity, refuse colliding directories and prune its reservations.
+type Volumes interface {
+	// List returns every PersistentVolume.
+	List() ([]*v1.PersistentVolume, error)
+	// Exists reports whether the PersistentVolume name exists.
+	Exists(name string) (bool, error)
+	// Overlapping returns the PersistentVolumes whose path is volumePath,
+	// lies inside it or contains it, on NFS server server ("" for the
+	// host's file system).
+	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
 }
 
 // Store creates and removes volume directories below one base directory. It is
@@ -141,6 +169,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.VolumeDir == nil || cfg.Locate == nil {
 		return nil, fmt.Errorf("%w: no volume directory mapping", backend.ErrInvalidSpec)
 	}
+	if cfg.OwnDir == nil {
+		cfg.OwnDir = cfg.VolumeDir
+	}
 	pattern, err := ParsePattern(cfg.Pattern)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidSpec, err)
@@ -154,7 +185,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	defer base.Close()
-	journal, err := openDir(base, []string{JournalDir}, true)
+	journal, err := createDir(base, []string{JournalDir})
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot open the volume records in %q: %w", backend.ErrUnavailable, cfg.Base, err)
 	}
@@ -275,14 +306,14 @@ func (s *Store) checkOverlap(ctx context.Context, pvName, dir string) error {
 			// VolumeDir confirms the candidate: a volume of another base,
 			// such as the base itself or one of its parents, is not ours to
 			// refuse.
-			if other, err := s.cfg.VolumeDir(pv); err == nil && overlaps(dir, other) {
+			if other, err := s.cfg.VolumeDir(pv); err == nil && backend.Overlaps(dir, other) {
 				klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
 				return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
 			}
 		}
 	}
 	for name, res := range s.reservations {
-		if name != pvName && overlaps(dir, res.dir) {
+		if name != pvName && backend.Overlaps(dir, res.dir) {
 			return fmt.Errorf("directory %q is, contains or lies inside the directory of a volume being provisioned", dir)
 		}
 	}
@@ -370,7 +401,7 @@ func (s *Store) create(req Request, dir string) error {
 func (s *Store) makeVolume(base *os.Root, dir, pvName string) (bool, error) {
 	components := strings.Split(dir, "/")
 	parents, leaf := components[:len(components)-1], components[len(components)-1]
-	parent, err := openDir(base, parents, true)
+	parent, err := createDir(base, parents)
 	if err != nil {
 		s.removeEmptyParents(base, parents)
 		return false, err
@@ -391,7 +422,7 @@ func (s *Store) makeVolume(base *os.Root, dir, pvName string) (bool, error) {
 	if err := s.did(stepVolumeMade); err != nil {
 		return true, err
 	}
-	volume, err := openDir(parent, []string{leaf}, false)
+	volume, err := openDir(parent, []string{leaf})
 	if err != nil {
 		return true, err
 	}
@@ -444,17 +475,27 @@ func markerName(leaf string) string {
 	return "." + leaf + markerSuffix
 }
 
-// openDir opens the directory components below r one at a time, creating them
-// when create is set. It refuses symlinks, compares what it opened with what
-// it checked so a swap in between is caught, and, when creating, refuses to
+// openDir opens the directory components below r one at a time. It refuses
+// symlinks and compares what it opened with what it checked, so a swap in
+// between is caught.
+func openDir(r *os.Root, components []string) (*os.Root, error) {
+	return walkDir(r, components, openChild)
+}
+
+// createDir is openDir creating the missing components; it refuses to
 // descend into another volume's directory.
-func openDir(r *os.Root, components []string, create bool) (*os.Root, error) {
+func createDir(r *os.Root, components []string) (*os.Root, error) {
+	return walkDir(r, components, createChild)
+}
+
+// walkDir opens the directory components below r, each with child.
+func walkDir(r *os.Root, components []string, child func(cur *os.Root, name string) (*os.Root, error)) (*os.Root, error) {
 	cur, err := r.OpenRoot(".")
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range components {
-		next, err := openChild(cur, c, create)
+		next, err := child(cur, c)
 		cur.Close()
 		if err != nil {
 			return nil, err
@@ -464,15 +505,17 @@ func openDir(r *os.Root, components []string, create bool) (*os.Root, error) {
 	return cur, nil
 }
 
-func openChild(cur *os.Root, name string, create bool) (*os.Root, error) {
-	if create {
-		if _, err := cur.Lstat(markerName(name)); err == nil {
-			return nil, fmt.Errorf("%q is the directory of another volume", name)
-		}
-		if err := cur.Mkdir(name, parentMode); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
+func createChild(cur *os.Root, name string) (*os.Root, error) {
+	if _, err := cur.Lstat(markerName(name)); err == nil {
+		return nil, fmt.Errorf("%q is the directory of another volume", name)
 	}
+	if err := cur.Mkdir(name, parentMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return openChild(cur, name)
+}
+
+func openChild(cur *os.Root, name string) (*os.Root, error) {
 	checked, err := cur.Lstat(name)
 	if err != nil {
 		return nil, err
@@ -496,7 +539,8 @@ func openChild(cur *os.Root, name string, create bool) (*os.Root, error) {
 	return next, nil
 }
 
-// AnnDeleteUnmarked, set to "true" on a PersistentVolume, lets its release
+// AnnDeleteUnmarked is the annotation that, set to "true" on a
+// PersistentVolume, lets its release
 // delete or archive a directory that has no owner marker: one made before
 // markers existed, or by another provisioner whose volumes were handed over.
 // Without it such a directory is refused, since it may hold what a retained
@@ -598,7 +642,7 @@ func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
 	defer base.Close()
 	components := strings.Split(dir, "/")
 	parents, leaf := components[:len(components)-1], components[len(components)-1]
-	parent, err := openDir(base, parents, false)
+	parent, err := openDir(base, parents)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -662,7 +706,7 @@ func (s *Store) release(base, parent *os.Root, dir string, info fs.FileInfo) err
 // another file system than the base cannot be moved there and is deleted in
 // place.
 func moveAside(base, parent *os.Root, dir string, info fs.FileInfo) error {
-	trash, err := openDir(base, []string{trashDir}, true)
+	trash, err := createDir(base, []string{trashDir})
 	if err != nil {
 		return fmt.Errorf("cannot open %s: %w", trashDir, err)
 	}
@@ -719,7 +763,7 @@ func (s *Store) takeTrash() (*os.Root, []string, error) {
 		return nil, nil, err
 	}
 	defer base.Close()
-	trash, err := openDir(base, []string{trashDir}, false)
+	trash, err := openDir(base, []string{trashDir})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, nil
@@ -770,7 +814,7 @@ func (s *Store) dropTrash(names []string) {
 // deepest first, never the base. A folder that is not empty ends the walk.
 func (s *Store) removeEmptyParents(base *os.Root, parents []string) {
 	for i := len(parents); i > 0; i-- {
-		dir, err := openDir(base, parents[:i-1], false)
+		dir, err := openDir(base, parents[:i-1])
 		if err != nil {
 			return
 		}

@@ -71,7 +71,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 		Base:      "vols",
 		VolumeDir: hostPathDir,
 		Locate:    hostPathLocation,
-		Options: backend.Options{
+		Options: Options{
 			ProvisionerNames: []string{testProvisioner},
 			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return f.pvs, nil }),
 			Now:              func() time.Time { return archiveTime },
@@ -633,7 +633,7 @@ func TestVolumesError(t *testing.T) {
 func indexedFixture(t *testing.T) (*fixture, cache.Indexer) {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths})
-	f := newFixture(t, func(c *Config) { c.Options.Volumes = backend.NewIndexedVolumes(indexer) })
+	f := newFixture(t, func(c *Config) { c.Options.Volumes = backend.NewPathIndex(indexer) })
 	return f, indexer
 }
 

@@ -38,19 +38,6 @@ const (
 	nfsUnderKey  = "nfs-under="
 )
 
-// Volumes is what a backend knows of the cluster's PersistentVolumes.
-type Volumes interface {
-	// List returns every PersistentVolume.
-	List() ([]*v1.PersistentVolume, error)
-	// Exists reports whether the PersistentVolume name exists.
-	Exists(name string) (bool, error)
-	// Overlapping returns the hostPath, local or NFS PersistentVolumes whose
-	// path is volumePath, lies inside it or contains it: on NFS server
-	// server, or on the host's file system when server is "". volumePath is
-	// absolute, in slash form.
-	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
-}
-
 // place is the file system a volume's path belongs to.
 type place struct {
 	nfs    bool
@@ -69,15 +56,11 @@ func (p place) keys() (is, under string) {
 // cleaned; ok is false for other sources, for relative paths and for NFS
 // servers with a "/", which no backend accepts.
 func location(pv *v1.PersistentVolume) (p place, volumePath string, ok bool) {
+	hostPath, onHost := HostVolumePath(pv)
 	switch {
-	case pv.Spec.Local != nil:
-		volumePath = pv.Spec.Local.Path
-	case pv.Spec.HostPath != nil:
-		volumePath = pv.Spec.HostPath.Path
-	case pv.Spec.NFS != nil:
-		if strings.Contains(pv.Spec.NFS.Server, "/") {
-			return place{}, "", false
-		}
+	case onHost:
+		volumePath = hostPath
+	case pv.Spec.NFS != nil && !strings.Contains(pv.Spec.NFS.Server, "/"):
 		p = place{nfs: true, server: pv.Spec.NFS.Server}
 		volumePath = pv.Spec.NFS.Path
 	default:
@@ -143,21 +126,25 @@ func (p place) overlapKeys(volumePath string) []string {
 	return keys
 }
 
-// NewIndexedVolumes returns the Volumes of a PersistentVolume informer's
-// indexer, which must have VolumePathIndex.
-func NewIndexedVolumes(indexer cache.Indexer) Volumes {
-	return indexedVolumes{indexer: indexer}
-}
-
-type indexedVolumes struct {
+// PathIndex finds PersistentVolumes by the paths they name through a
+// PersistentVolume informer's indexer. It is safe for concurrent use.
+type PathIndex struct {
 	indexer cache.Indexer
 }
 
-func (v indexedVolumes) List() ([]*v1.PersistentVolume, error) {
+// NewPathIndex returns the PathIndex of an indexer, which must have
+// VolumePathIndex.
+func NewPathIndex(indexer cache.Indexer) *PathIndex {
+	return &PathIndex{indexer: indexer}
+}
+
+// List returns every PersistentVolume.
+func (v *PathIndex) List() ([]*v1.PersistentVolume, error) {
 	return volumesOf(v.indexer.List()), nil
 }
 
-func (v indexedVolumes) Exists(name string) (bool, error) {
+// Exists reports whether the PersistentVolume name exists.
+func (v *PathIndex) Exists(name string) (bool, error) {
 	// PersistentVolumes are cluster-scoped: the name is the key.
 	_, exists, err := v.indexer.GetByKey(name)
 	if err != nil {
@@ -166,7 +153,11 @@ func (v indexedVolumes) Exists(name string) (bool, error) {
 	return exists, nil
 }
 
-func (v indexedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
+// Overlapping returns the hostPath, local or NFS PersistentVolumes whose path
+// is volumePath, lies inside it or contains it: on NFS server server, or on
+// the host's file system when server is "". volumePath is absolute, in slash
+// form.
+func (v *PathIndex) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
 	p, volumePath, err := target(server, volumePath)
 	if err != nil {
 		return nil, err
@@ -193,16 +184,19 @@ func volumesOf(objs []any) []*v1.PersistentVolume {
 	return pvs
 }
 
-// NewListedVolumes returns the Volumes of a function that lists every
-// PersistentVolume. Each call scans the whole list: it is for tests and for
-// callers without an informer.
-func NewListedVolumes(list func() ([]*v1.PersistentVolume, error)) Volumes {
-	return listedVolumes(list)
+// ListedVolumes finds PersistentVolumes like a PathIndex, in what a function
+// lists. Each call scans the whole list: it is for tests and for callers
+// without an informer.
+type ListedVolumes func() ([]*v1.PersistentVolume, error)
+
+// NewListedVolumes returns the ListedVolumes of a function that lists every
+// PersistentVolume.
+func NewListedVolumes(list func() ([]*v1.PersistentVolume, error)) ListedVolumes {
+	return ListedVolumes(list)
 }
 
-type listedVolumes func() ([]*v1.PersistentVolume, error)
-
-func (v listedVolumes) List() ([]*v1.PersistentVolume, error) {
+// List returns every PersistentVolume.
+func (v ListedVolumes) List() ([]*v1.PersistentVolume, error) {
 	pvs, err := v()
 	if err != nil {
 		return nil, fmt.Errorf("cannot list PersistentVolumes: %w", err)
@@ -210,7 +204,8 @@ func (v listedVolumes) List() ([]*v1.PersistentVolume, error) {
 	return pvs, nil
 }
 
-func (v listedVolumes) Exists(name string) (bool, error) {
+// Exists reports whether the PersistentVolume name exists.
+func (v ListedVolumes) Exists(name string) (bool, error) {
 	pvs, err := v.List()
 	if err != nil {
 		return false, err
@@ -223,7 +218,8 @@ func (v listedVolumes) Exists(name string) (bool, error) {
 	return false, nil
 }
 
-func (v listedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
+// Overlapping is PathIndex.Overlapping over the listed volumes.
+func (v ListedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
 	want, volumePath, err := target(server, volumePath)
 	if err != nil {
 		return nil, err
@@ -234,19 +230,9 @@ func (v listedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentV
 	}
 	var found []*v1.PersistentVolume
 	for _, pv := range pvs {
-		if p, other, ok := location(pv); ok && p == want && overlaps(volumePath, other) {
+		if p, other, ok := location(pv); ok && p == want && Overlaps(volumePath, other) {
 			found = append(found, pv)
 		}
 	}
 	return found, nil
-}
-
-// overlaps reports whether one clean absolute path is the other or lies
-// inside it.
-func overlaps(a, b string) bool {
-	return a == b || inside(a, b) || inside(b, a)
-}
-
-func inside(a, b string) bool {
-	return b == "/" || strings.HasPrefix(a, b+"/")
 }

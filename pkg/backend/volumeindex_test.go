@@ -97,8 +97,16 @@ func TestIndexVolumePaths(t *testing.T) {
 	}
 }
 
-// implementations returns both Volumes over the same PersistentVolumes.
-func implementations(t *testing.T, pvs []*v1.PersistentVolume) map[string]Volumes {
+// volumeFinder is what PathIndex and ListedVolumes both answer.
+type volumeFinder interface {
+	List() ([]*v1.PersistentVolume, error)
+	Exists(name string) (bool, error)
+	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
+}
+
+// implementations returns a PathIndex and a ListedVolumes over the same
+// PersistentVolumes.
+func implementations(t *testing.T, pvs []*v1.PersistentVolume) map[string]volumeFinder {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{VolumePathIndex: IndexVolumePaths})
 	for _, pv := range pvs {
@@ -106,8 +114,8 @@ func implementations(t *testing.T, pvs []*v1.PersistentVolume) map[string]Volume
 			t.Fatal(err)
 		}
 	}
-	return map[string]Volumes{
-		"indexed": NewIndexedVolumes(indexer),
+	return map[string]volumeFinder{
+		"indexed": NewPathIndex(indexer),
 		"listed":  NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil }),
 	}
 }
@@ -241,14 +249,14 @@ func TestListedVolumesError(t *testing.T) {
 	}
 }
 
-func TestIndexedVolumesWithoutIndex(t *testing.T) {
-	volumes := NewIndexedVolumes(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+func TestPathIndexWithoutIndex(t *testing.T) {
+	volumes := NewPathIndex(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
 	if _, err := volumes.Overlapping("", "/a"); err == nil {
 		t.Error("Overlapping on an indexer without VolumePathIndex did not fail")
 	}
 }
 
-// FuzzOverlapping checks that the indexed and the listed Volumes agree on
+// FuzzOverlapping checks that PathIndex and ListedVolumes agree on
 // fuzzed paths and servers.
 func FuzzOverlapping(f *testing.F) {
 	for _, seed := range [][5]string{
