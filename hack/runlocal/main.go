@@ -32,8 +32,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
-	"github.com/provfleet/provfleet/test/e2e/framework"
+	"github.com/provfleet/provfleet/internal/testenv"
+	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 )
 
 const namespace = "provfleet-system"
@@ -60,7 +60,7 @@ func main() {
 }
 
 func run(ctx context.Context, managerBin, data, metrics, health string) error {
-	root, err := framework.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func run(ctx context.Context, managerBin, data, metrics, health string) error {
 	}
 
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager...")
-	env, err := framework.Start(ctx, framework.Options{})
+	env, err := testenv.Start(ctx, testenv.Options{})
 	if err != nil {
 		return err
 	}

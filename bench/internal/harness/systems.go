@@ -37,7 +37,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/bench/internal/report"
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
+	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 )
 
 // failParameter is a StorageClass parameter the hostPath backend does not

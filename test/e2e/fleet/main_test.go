@@ -39,10 +39,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/testenv"
+	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
 	"github.com/provfleet/provfleet/pkg/provisioning"
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
-	"github.com/provfleet/provfleet/test/e2e/framework"
 )
 
 const (
@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		root, err := framework.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err == nil {
 			managerBinary, err = managerproc.Build(context.Background(), root, dir)
 		}
@@ -74,7 +74,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 	}
-	framework.RunMain(m, framework.Options{PVClaimBinderSyncPeriod: 2 * time.Second})
+	os.Exit(testenv.RunMain(m, testenv.Options{PVClaimBinderSyncPeriod: 2 * time.Second}))
 }
 
 var (
@@ -87,11 +87,11 @@ var (
 // creates, so the manager runs with exactly the RBAC the project ships.
 func managerKubeconfig(t *testing.T) string {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	kubeconfigOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		root, err := framework.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			kubeconfigErr = err
 			return
@@ -131,7 +131,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kube, err := kubernetes.NewForConfig(env.Config())

@@ -19,6 +19,7 @@ package provisioning_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -41,8 +42,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/provisioning"
-	"github.com/provfleet/provfleet/test/e2e/framework"
 )
 
 const (
@@ -59,7 +60,7 @@ const (
 func TestMain(m *testing.M) {
 	// A short binder resync: a claim whose class appears later is noticed
 	// by the binder only on resync.
-	framework.RunMain(m, framework.Options{PVClaimBinderSyncPeriod: 2 * time.Second})
+	os.Exit(testenv.RunMain(m, testenv.Options{PVClaimBinderSyncPeriod: 2 * time.Second}))
 }
 
 var (
@@ -72,9 +73,9 @@ var (
 // controllers under test have only the RBAC the project ships.
 func controllerConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	managerConfigOnce.Do(func() {
-		root, err := framework.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			managerConfigErr = err
 			return
@@ -103,7 +104,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	admin, err := kubernetes.NewForConfig(env.Config())
 	if err != nil {
 		t.Fatal(err)
