@@ -238,7 +238,7 @@ func (e *Environment) start(name, binary string, args ...string) (*server, error
 		return nil, err
 	}
 	e.servers = append(e.servers, s)
-	if err := e.watchdog.watch(s.cmd.Process.Pid); err != nil {
+	if err := e.watchdog.watch(s.Pid()); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -484,7 +484,7 @@ func (e *Environment) DumpLogs(w io.Writer) {
 func (e *Environment) logTails(lines int) string {
 	var b strings.Builder
 	for _, s := range e.servers {
-		fmt.Fprintf(&b, "===== last %d lines of %s =====\n%s\n", lines, s.name, tail(s.logPath, lines))
+		fmt.Fprintf(&b, "===== last %d lines of %s =====\n%s\n", lines, s.Name(), tail(s.LogPath(), lines))
 	}
 	return b.String()
 }

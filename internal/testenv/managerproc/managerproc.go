@@ -21,20 +21,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/provfleet/provfleet/internal/testenv/childproc"
 )
 
 // Build compiles cmd/manager of the repository at root into dir and returns
@@ -73,38 +70,6 @@ func WriteKubeconfig(path string, config *rest.Config) error {
 	return nil
 }
 
-// Ports are handed out below the kernel's ephemeral range (32768 and up by
-// default), where no outgoing connection takes one, and never twice by one
-// process: a port that was free when picked can otherwise be taken before the
-// process it was picked for binds it. The random start keeps test binaries
-// that run at once apart.
-const firstPort, lastPort = 20000, 32000
-
-var ports = struct {
-	sync.Mutex
-	next int
-}{next: firstPort + rand.IntN((lastPort-firstPort)/2)}
-
-// FreeAddr returns a loopback address whose port is free now and was not
-// returned before by this process.
-func FreeAddr() (string, error) {
-	ports.Lock()
-	defer ports.Unlock()
-	for ; ports.next < lastPort; ports.next++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports.next))
-		if err != nil {
-			continue
-		}
-		ports.next++
-		addr := l.Addr().String()
-		if err := l.Close(); err != nil {
-			return "", fmt.Errorf("cannot release port %s: %w", addr, err)
-		}
-		return addr, nil
-	}
-	return "", errors.New("cannot find a free port: every port below the ephemeral range was handed out")
-}
-
 // Options start one manager process.
 type Options struct {
 	Binary     string
@@ -117,17 +82,19 @@ type Options struct {
 	// MetricsAddr and HealthAddr are host:port; empty picks free ports.
 	MetricsAddr string
 	HealthAddr  string
-	// Args are further flags.
+	// Args are further flags; Env further environment variables.
 	Args []string
-	// Output receives the process's stdout and stderr; nil discards them.
-	Output io.Writer
+	Env  []string
+	// LogPath, when set, names a file created for the process's stdout and
+	// stderr; else Output receives them, and nil discards them.
+	LogPath string
+	Output  io.Writer
 }
 
-// Process is a running manager.
+// Process is a running manager: Done, Exited, Terminate and Kill are those of
+// its child process.
 type Process struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
+	*childproc.Process
 	// MetricsURL and HealthURL are the base URLs of its endpoints.
 	MetricsURL string
 	HealthURL  string
@@ -138,7 +105,7 @@ func Start(opts Options) (*Process, error) {
 	var err error
 	for _, addr := range []*string{&opts.MetricsAddr, &opts.HealthAddr} {
 		if *addr == "" {
-			if *addr, err = FreeAddr(); err != nil {
+			if *addr, err = childproc.FreeAddr(); err != nil {
 				return nil, err
 			}
 		}
@@ -151,53 +118,15 @@ func Start(opts Options) (*Process, error) {
 		"--metrics-bind-address=" + opts.MetricsAddr,
 		"--health-probe-bind-address=" + opts.HealthAddr,
 	}, opts.Args...)
-	cmd := exec.Command(opts.Binary, args...)
-	cmd.Env = append(os.Environ(), "NODE_NAME="+opts.NodeName)
-	cmd.Stdout, cmd.Stderr = opts.Output, opts.Output
-	// Its own process group: a Ctrl-C reaches the caller, which stops the
-	// manager before the control plane.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start the manager: %w", err)
+	p, err := childproc.Start("the manager", opts.Binary, args, childproc.Options{
+		Env:     append([]string{"NODE_NAME=" + opts.NodeName}, opts.Env...),
+		LogPath: opts.LogPath,
+		Output:  opts.Output,
+	})
+	if err != nil {
+		return nil, err
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{}), MetricsURL: "http://" + opts.MetricsAddr, HealthURL: "http://" + opts.HealthAddr}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// Done is closed when the process ended.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
-// Exited reports whether the process ended, and how.
-func (p *Process) Exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.waitErr
-	default:
-		return false, nil
-	}
-}
-
-// Terminate sends SIGTERM and waits up to timeout for the exit, then kills.
-// It returns the exit error, or an error when the timeout passed.
-func (p *Process) Terminate(timeout time.Duration) error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return p.waitErr
-	case <-time.After(timeout):
-		p.Kill()
-		return fmt.Errorf("the manager did not exit within %v of SIGTERM", timeout)
-	}
-}
-
-// Kill sends SIGKILL and waits for the exit.
-func (p *Process) Kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	return &Process{Process: p, MetricsURL: "http://" + opts.MetricsAddr, HealthURL: "http://" + opts.HealthAddr}, nil
 }
 
 // WaitReady polls /readyz until it answers 200.
