@@ -21,6 +21,7 @@ limitations under the License.
 //	                        (one child process each, loopback ports, own process group)
 //	Environment ──▶ Config()                     admin rest.Config (system:masters)
 //	            ──▶ ServiceAccountConfig(...)    rest.Config of a ServiceAccount, after applying its RBAC
+//	            ──▶ ManagerServiceAccountConfig  the same for the manager's, with the RBAC of examples/deploy
 //	            ──▶ Apply(...)                   server-side apply of YAML files
 //	            ──▶ AdminKubeconfigPath(), BinDir() for kubectl and binaries under test
 //	Stop()      ──▶ SIGTERM each server, newest first (SIGKILL after 10s), removes the folder
@@ -32,10 +33,11 @@ limitations under the License.
 // kube-controller-manager runs the PersistentVolume binder, the PV and PVC
 // protection controllers and the namespace controller.
 //
-// Processes and goroutines: the three servers, each with a goroutine that waits
-// for its exit, and a watchdog shell whose stdin only this process holds: when
-// the process dies without Stop (a panic, a test timeout, SIGKILL) the watchdog
-// kills the servers and removes the folder. Stop ends all of them.
+// Processes and goroutines: the three servers (package childproc), each with a
+// goroutine that waits for its exit, and a watchdog shell whose stdin only this
+// process holds: when the process dies without Stop (a panic, a test timeout,
+// SIGKILL) the watchdog kills the servers and removes the folder. Stop ends all
+// of them.
 //
 // In a test binary RunMain is the body of TestMain: one Environment for the
 // whole binary, handed to each test by Env (which skips the test in -short

@@ -46,7 +46,6 @@ import (
 )
 
 const (
-	managerNamespace = "provfleet-system"
 	// waitTimeout bounds every wait for the control plane or the manager.
 	waitTimeout = 2 * time.Minute
 	// Short Leases make failover quick.
@@ -96,9 +95,7 @@ func managerKubeconfig(t *testing.T) string {
 			kubeconfigErr = err
 			return
 		}
-		deploy := filepath.Join(root, "examples", "deploy")
-		config, err := env.ServiceAccountConfig(ctx, managerNamespace, "provfleet",
-			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"))
+		config, err := env.ManagerServiceAccountConfig(ctx, root)
 		if err != nil {
 			kubeconfigErr = err
 			return
@@ -168,7 +165,7 @@ func (f *fixture) startManager(identity string, args ...string) *managerproc.Pro
 	p, err := managerproc.Start(managerproc.Options{
 		Binary:       managerBinary,
 		Kubeconfig:   managerKubeconfig(f.t),
-		Namespace:    managerNamespace,
+		Namespace:    testenv.ManagerNamespace,
 		Identity:     identity,
 		HostPathRoot: f.root,
 		NodeName:     "node-" + identity,
@@ -351,7 +348,7 @@ func (f *fixture) waitReady(name string, minGeneration int64, reason string) *v1
 // lease returns a provisioner's Lease; an empty one when there is none.
 func (f *fixture) lease(provisionerName string) *coordinationv1.Lease {
 	f.t.Helper()
-	lease, err := f.kube.CoordinationV1().Leases(managerNamespace).Get(f.ctx, provisioning.LeaseName(provisionerName), metav1.GetOptions{})
+	lease, err := f.kube.CoordinationV1().Leases(testenv.ManagerNamespace).Get(f.ctx, provisioning.LeaseName(provisionerName), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &coordinationv1.Lease{}
 	}

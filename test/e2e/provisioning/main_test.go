@@ -47,10 +47,6 @@ import (
 )
 
 const (
-	// managerNamespace and managerServiceAccount are what the shipped
-	// examples/deploy/rbac.yaml grants the manager's permissions to.
-	managerNamespace      = "provfleet-system"
-	managerServiceAccount = "provfleet"
 	// waitTimeout bounds every wait for the control plane or a controller.
 	waitTimeout = 90 * time.Second
 	// eventComponent is the Event source of the controllers under test.
@@ -80,11 +76,10 @@ func controllerConfig(t *testing.T) *rest.Config {
 			managerConfigErr = err
 			return
 		}
-		deploy := filepath.Join(root, "examples", "deploy")
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		managerConfig, managerConfigErr = env.ServiceAccountConfig(ctx, managerNamespace, managerServiceAccount,
-			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"), filepath.Join(deploy, "legacy-lock-rbac.yaml"))
+		managerConfig, managerConfigErr = env.ManagerServiceAccountConfig(ctx, root,
+			filepath.Join(root, "examples", "deploy", "legacy-lock-rbac.yaml"))
 	})
 	if managerConfigErr != nil {
 		t.Fatal(managerConfigErr)
