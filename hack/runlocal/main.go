@@ -174,10 +174,10 @@ func (d *demo) writeKubeconfigs(ctx context.Context, env *testenv.Environment) e
 	if err != nil {
 		return err
 	}
-	if err := managerproc.WriteKubeconfig(d.managerKubeconfig, saConfig); err != nil {
+	if err := testenv.WriteKubeconfig(d.managerKubeconfig, saConfig); err != nil {
 		return err
 	}
-	return managerproc.WriteKubeconfig(d.adminKubeconfig, env.Config())
+	return testenv.WriteKubeconfig(d.adminKubeconfig, env.Config())
 }
 
 // relocateExamples copies the examples into the data folder with their node

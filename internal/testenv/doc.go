@@ -24,6 +24,7 @@ limitations under the License.
 //	            ──▶ ManagerServiceAccountConfig  the same for the manager's, with the RBAC of examples/deploy
 //	            ──▶ Apply(...)                   server-side apply of YAML files
 //	            ──▶ AdminKubeconfigPath(), BinDir() for kubectl and binaries under test
+//	WriteKubeconfig(path, config)                a kubeconfig file of any rest.Config, for --kubeconfig
 //	Stop()      ──▶ SIGTERM each server, newest first (SIGKILL after 10s), removes the folder
 //
 // What comes in: the binaries of `make controlplane` (PROVFLEET_CONTROLPLANE_BIN

@@ -37,7 +37,6 @@ import (
 	"github.com/provfleet/provfleet/bench/internal/measure"
 	"github.com/provfleet/provfleet/bench/internal/report"
 	"github.com/provfleet/provfleet/internal/testenv"
-	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
 )
 
@@ -252,7 +251,7 @@ func (b *bench) setup(ctx context.Context) error {
 			return err
 		}
 		*a.path = filepath.Join(b.cfg.Work, a.name+".kubeconfig")
-		if err := managerproc.WriteKubeconfig(*a.path, config); err != nil {
+		if err := testenv.WriteKubeconfig(*a.path, config); err != nil {
 			return err
 		}
 	}

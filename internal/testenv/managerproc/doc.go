@@ -24,7 +24,6 @@ limitations under the License.
 //	Process ──▶ WaitReady   polls /readyz
 //	        ──▶ Metrics     text of /metrics
 //	        ──▶ Terminate   SIGTERM, SIGKILL after a timeout; Kill: SIGKILL
-//	WriteKubeconfig         a kubeconfig file for a rest.Config, for --kubeconfig
 //
 // Processes and goroutines: one manager process per Start, and a goroutine
 // that waits for its exit and closes Done. Nothing else runs; the caller ends

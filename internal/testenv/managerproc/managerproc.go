@@ -27,9 +27,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/provfleet/provfleet/internal/testenv/childproc"
 )
@@ -44,30 +41,6 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 		return "", fmt.Errorf("cannot build the manager: %w\n%s", err, out)
 	}
 	return bin, nil
-}
-
-// WriteKubeconfig writes a kubeconfig file that authenticates like config
-// (a bearer token or client certificates).
-func WriteKubeconfig(path string, config *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["provfleet"] = &clientcmdapi.Cluster{
-		Server:                   config.Host,
-		CertificateAuthorityData: config.CAData,
-		CertificateAuthority:     config.CAFile,
-	}
-	kc.AuthInfos["provfleet"] = &clientcmdapi.AuthInfo{
-		Token:                 config.BearerToken,
-		ClientCertificateData: config.CertData,
-		ClientKeyData:         config.KeyData,
-		ClientCertificate:     config.CertFile,
-		ClientKey:             config.KeyFile,
-	}
-	kc.Contexts["provfleet"] = &clientcmdapi.Context{Cluster: "provfleet", AuthInfo: "provfleet"}
-	kc.CurrentContext = "provfleet"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("cannot write kubeconfig %s: %w", path, err)
-	}
-	return nil
 }
 
 // Options start one manager process.

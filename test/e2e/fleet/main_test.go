@@ -106,7 +106,7 @@ func managerKubeconfig(t *testing.T) string {
 			return
 		}
 		kubeconfigPath = filepath.Join(dir, "manager.kubeconfig")
-		kubeconfigErr = managerproc.WriteKubeconfig(kubeconfigPath, config)
+		kubeconfigErr = testenv.WriteKubeconfig(kubeconfigPath, config)
 	})
 	if kubeconfigErr != nil {
 		t.Fatal(kubeconfigErr)
