@@ -49,8 +49,8 @@ unit: ## Run the unit tests only (end-to-end tests skip themselves under -short)
 	go test -race -count=1 -short $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
-e2e: controlplane ## Run the end-to-end tests only, verbose.
-	go test -race -count=1 -timeout 40m -v $(GO_TEST_FLAGS) ./test/e2e/...
+e2e: controlplane ## Run the end-to-end tests and those of the test control plane only, verbose.
+	go test -race -count=1 -timeout 40m -v $(GO_TEST_FLAGS) ./internal/testenv/... ./test/e2e/...
 
 TOOLS_BIN     := $(OUTPUT)/tools
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint

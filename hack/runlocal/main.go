@@ -25,6 +25,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,11 +33,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
-	"github.com/provfleet/provfleet/test/e2e/framework"
+	"github.com/provfleet/provfleet/internal/testenv"
+	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 )
-
-const namespace = "provfleet-system"
 
 // Paths of the examples that name directories on a real node; the demo moves
 // them under its data folder.
@@ -45,42 +44,40 @@ const (
 	exampleNFSMount     = "/mnt/provfleet/shared"
 )
 
+// options are the command's flags.
+type options struct {
+	manager, data, metrics, health string
+}
+
 func main() {
-	manager := flag.String("manager", "_output/bin/manager", "the manager binary")
-	data := flag.String("data-dir", "_output/run", "folder for the volumes, kubeconfigs and the manager's log")
-	metrics := flag.String("metrics-bind-address", "127.0.0.1:8080", "the manager's metrics address")
-	health := flag.String("health-probe-bind-address", "127.0.0.1:8081", "the manager's health address")
+	var opts options
+	flag.StringVar(&opts.manager, "manager", "_output/bin/manager", "the manager binary")
+	flag.StringVar(&opts.data, "data-dir", "_output/run", "folder for the volumes, kubeconfigs and the manager's log")
+	flag.StringVar(&opts.metrics, "metrics-bind-address", "127.0.0.1:8080", "the manager's metrics address")
+	flag.StringVar(&opts.health, "health-probe-bind-address", "127.0.0.1:8081", "the manager's health address")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *manager, *data, *metrics, *health); err != nil {
+	if err := run(ctx, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, managerBin, data, metrics, health string) error {
-	root, err := framework.RepoRoot()
+// demo is where one run keeps its files.
+type demo struct {
+	root, data, hostPathRoot, nfsMount string
+	managerKubeconfig, adminKubeconfig string
+	logPath                            string
+}
+
+func run(ctx context.Context, opts options) error {
+	d, err := prepare(opts.data)
 	if err != nil {
 		return err
 	}
-	if data, err = filepath.Abs(data); err != nil {
-		return fmt.Errorf("cannot resolve the data folder: %w", err)
-	}
-	hostPathRoot := filepath.Join(data, "hostpath")
-	nfsMount := filepath.Join(data, "nfs")
-	for _, dir := range []string{hostPathRoot, nfsMount} {
-		// Every run starts a fresh etcd: volumes of earlier runs are orphans.
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("cannot clear %s: %w", dir, err)
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("cannot create %s: %w", dir, err)
-		}
-	}
-
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager...")
-	env, err := framework.Start(ctx, framework.Options{})
+	env, err := testenv.Start(ctx, testenv.Options{})
 	if err != nil {
 		return err
 	}
@@ -88,50 +85,19 @@ func run(ctx context.Context, managerBin, data, metrics, health string) error {
 		fmt.Println("Stopping the control plane...")
 		env.Stop()
 	}()
-	deploy := filepath.Join(root, "examples", "deploy")
-	saConfig, err := env.ServiceAccountConfig(ctx, namespace, "provfleet",
-		filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"))
+	if err := d.writeKubeconfigs(ctx, env); err != nil {
+		return err
+	}
+	examples, err := d.relocateExamples()
 	if err != nil {
 		return err
 	}
-	managerKubeconfig := filepath.Join(data, "manager.kubeconfig")
-	if err := managerproc.WriteKubeconfig(managerKubeconfig, saConfig); err != nil {
-		return err
-	}
-	adminKubeconfig := filepath.Join(data, "admin.kubeconfig")
-	if err := managerproc.WriteKubeconfig(adminKubeconfig, env.Config()); err != nil {
-		return err
-	}
-
-	var examples []string
-	for _, name := range []string{"hostpath.yaml", "nfs.yaml"} {
-		path, err := relocate(filepath.Join(root, "examples", name), filepath.Join(data, name), map[string]string{
-			exampleHostPathRoot: hostPathRoot,
-			exampleNFSMount:     nfsMount,
-		})
-		if err != nil {
-			return err
-		}
-		examples = append(examples, path)
-	}
-
-	logPath := filepath.Join(data, "manager.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.Create(d.logPath)
 	if err != nil {
 		return fmt.Errorf("cannot create the manager's log: %w", err)
 	}
 	defer logFile.Close()
-	proc, err := managerproc.Start(managerproc.Options{
-		Binary:       managerBin,
-		Kubeconfig:   managerKubeconfig,
-		Namespace:    namespace,
-		Identity:     "local",
-		HostPathRoot: hostPathRoot,
-		NodeName:     "local-node",
-		MetricsAddr:  metrics,
-		HealthAddr:   health,
-		Output:       logFile,
-	})
+	proc, err := d.startManager(opts, logFile)
 	if err != nil {
 		return err
 	}
@@ -142,13 +108,96 @@ func run(ctx context.Context, managerBin, data, metrics, health string) error {
 		}
 	}()
 	if err := proc.WaitReady(ctx, time.Minute); err != nil {
-		return fmt.Errorf("%w (log: %s)", err, logPath)
+		return fmt.Errorf("%w (log: %s)", err, d.logPath)
 	}
 	if err := env.Apply(ctx, examples...); err != nil {
 		return err
 	}
+	d.printHowTo(filepath.Join(env.BinDir(), "kubectl"), proc.MetricsURL)
+	select {
+	case <-ctx.Done():
+	case <-proc.Done():
+		return fmt.Errorf("the manager exited; see %s", d.logPath)
+	}
+	return nil
+}
 
-	kubectl := filepath.Join(env.BinDir(), "kubectl")
+// prepare finds the repository and empties the volume folders under data.
+func prepare(data string) (*demo, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if data, err = filepath.Abs(data); err != nil {
+		return nil, fmt.Errorf("cannot resolve the data folder: %w", err)
+	}
+	d := &demo{
+		root:              root,
+		data:              data,
+		hostPathRoot:      filepath.Join(data, "hostpath"),
+		nfsMount:          filepath.Join(data, "nfs"),
+		managerKubeconfig: filepath.Join(data, "manager.kubeconfig"),
+		adminKubeconfig:   filepath.Join(data, "admin.kubeconfig"),
+		logPath:           filepath.Join(data, "manager.log"),
+	}
+	for _, dir := range []string{d.hostPathRoot, d.nfsMount} {
+		// Every run starts a fresh etcd: volumes of earlier runs are orphans.
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("cannot clear %s: %w", dir, err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cannot create %s: %w", dir, err)
+		}
+	}
+	return d, nil
+}
+
+// startManager runs the manager as the ServiceAccount of examples/deploy.
+func (d *demo) startManager(opts options, output io.Writer) (*managerproc.Process, error) {
+	return managerproc.Start(managerproc.Options{
+		Binary:       opts.manager,
+		Kubeconfig:   d.managerKubeconfig,
+		Namespace:    testenv.ManagerNamespace,
+		Identity:     "local",
+		HostPathRoot: d.hostPathRoot,
+		NodeName:     "local-node",
+		MetricsAddr:  opts.metrics,
+		HealthAddr:   opts.health,
+		Output:       output,
+	})
+}
+
+// writeKubeconfigs writes the kubeconfig of the manager's ServiceAccount, for
+// the manager, and the admin's, for the user.
+func (d *demo) writeKubeconfigs(ctx context.Context, env *testenv.Environment) error {
+	saConfig, err := env.ManagerServiceAccountConfig(ctx, d.root)
+	if err != nil {
+		return err
+	}
+	if err := testenv.WriteKubeconfig(d.managerKubeconfig, saConfig); err != nil {
+		return err
+	}
+	return testenv.WriteKubeconfig(d.adminKubeconfig, env.Config())
+}
+
+// relocateExamples copies the examples into the data folder with their node
+// directories moved under it, and returns the copies.
+func (d *demo) relocateExamples() ([]string, error) {
+	var examples []string
+	for _, name := range []string{"hostpath.yaml", "nfs.yaml"} {
+		path, err := relocate(filepath.Join(d.root, "examples", name), filepath.Join(d.data, name), map[string]string{
+			exampleHostPathRoot: d.hostPathRoot,
+			exampleNFSMount:     d.nfsMount,
+		})
+		if err != nil {
+			return nil, err
+		}
+		examples = append(examples, path)
+	}
+	return examples, nil
+}
+
+func (d *demo) printHowTo(kubectl, metricsURL string) {
 	fmt.Printf(`
 provfleet is running. Look at it with:
 
@@ -161,14 +210,7 @@ Volumes appear under %s.
 The manager's log: %s
 
 Press Ctrl-C to stop everything.
-`, adminKubeconfig, kubectl, kubectl, proc.MetricsURL, data, logPath)
-
-	select {
-	case <-ctx.Done():
-	case <-proc.Done():
-		return fmt.Errorf("the manager exited; see %s", logPath)
-	}
-	return nil
+`, d.adminKubeconfig, kubectl, kubectl, metricsURL, d.data, d.logPath)
 }
 
 // relocate copies a manifest to dst with the directories in moves replaced.

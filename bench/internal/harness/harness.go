@@ -36,9 +36,8 @@ import (
 
 	"github.com/provfleet/provfleet/bench/internal/measure"
 	"github.com/provfleet/provfleet/bench/internal/report"
+	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
-	"github.com/provfleet/provfleet/test/e2e/framework"
 )
 
 const (
@@ -63,7 +62,7 @@ var (
 // bench is one run: a control plane, the binaries and the measurements.
 type bench struct {
 	cfg     Config
-	env     *framework.Environment
+	env     *testenv.Environment
 	kube    kubernetes.Interface
 	pcfg    versioned.Interface
 	tracker *tracker
@@ -116,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 	g.Go(func() error { return b.build(gctx) })
 	g.Go(func() error {
 		var err error
-		b.env, err = framework.Start(gctx, framework.Options{
+		b.env, err = testenv.Start(gctx, testenv.Options{
 			BinDir:                 cfg.ControlPlaneBin,
 			CRDDir:                 filepath.Join(cfg.RepoRoot, "crds"),
 			ControllerManagerQPS:   binderQPS,
@@ -252,7 +251,7 @@ func (b *bench) setup(ctx context.Context) error {
 			return err
 		}
 		*a.path = filepath.Join(b.cfg.Work, a.name+".kubeconfig")
-		if err := managerproc.WriteKubeconfig(*a.path, config); err != nil {
+		if err := testenv.WriteKubeconfig(*a.path, config); err != nil {
 			return err
 		}
 	}

@@ -22,73 +22,31 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/provfleet/provfleet/bench/internal/measure"
+	"github.com/provfleet/provfleet/internal/testenv/childproc"
 )
 
 // process is a child the harness started and can measure and signal.
 type process struct {
-	name       string
-	cmd        *exec.Cmd
-	done       chan struct{}
-	logPath    string
+	*childproc.Process
 	metricsURL string
 }
 
 // startProcess runs binary with args, its output in logPath, in its own
 // process group so a Ctrl-C reaches the harness first.
 func startProcess(name, binary, logPath, metricsURL string, env []string, args ...string) (*process, error) {
-	log, err := os.Create(logPath)
+	p, err := childproc.Start(name, binary, args, childproc.Options{Env: env, LogPath: logPath})
 	if err != nil {
-		return nil, fmt.Errorf("cannot create the log of %s: %w", name, err)
+		return nil, err
 	}
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return nil, fmt.Errorf("cannot start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{}), logPath: logPath, metricsURL: metricsURL}
-	go func() {
-		_ = cmd.Wait()
-		_ = log.Close()
-		close(p.done)
-	}()
-	return p, nil
+	return &process{Process: p, metricsURL: metricsURL}, nil
 }
-
-func (p *process) pid() int { return p.cmd.Process.Pid }
 
 func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM, then SIGKILL after grace.
-func (p *process) stop(grace time.Duration) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// kill sends SIGKILL and waits for the exit.
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	exited, _ := p.Exited()
+	return exited
 }
 
 // usage reads the /proc usage of pids; processes that are gone are skipped.

@@ -37,7 +37,8 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/bench/internal/report"
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
+	"github.com/provfleet/provfleet/internal/testenv/childproc"
+	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 )
 
 // failParameter is a StorageClass parameter the hostPath backend does not
@@ -109,33 +110,39 @@ func (s *provfleetSystem) startManager(ctx context.Context) error {
 	var addrs [3]string
 	for i := range addrs {
 		var err error
-		if addrs[i], err = managerproc.FreeAddr(); err != nil {
+		if addrs[i], err = childproc.FreeAddr(); err != nil {
 			return err
 		}
 	}
 	metricsAddr, healthAddr, pprofAddr := addrs[0], addrs[1], addrs[2]
-	p, err := startProcess(id, s.b.bins.manager, filepath.Join(s.b.cfg.Work, "logs", id+".log"), "http://"+metricsAddr+"/metrics",
-		[]string{"NODE_NAME=bench-node", pprofEnv + "=" + pprofAddr},
-		"--kubeconfig="+s.b.kubeconfigs.manager,
-		"--namespace="+managerNamespace,
-		"--identity="+id,
-		"--host-path-root="+s.b.volumes,
-		"--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+healthAddr,
-		"--kube-api-qps="+strconv.FormatFloat(float64(s.b.cfg.QPS), 'f', -1, 32),
-		"--kube-api-burst="+strconv.Itoa(s.b.cfg.Burst),
-	)
+	m, err := managerproc.Start(managerproc.Options{
+		Binary:       s.b.bins.manager,
+		Kubeconfig:   s.b.kubeconfigs.manager,
+		Namespace:    managerNamespace,
+		Identity:     id,
+		HostPathRoot: s.b.volumes,
+		NodeName:     "bench-node",
+		MetricsAddr:  metricsAddr,
+		HealthAddr:   healthAddr,
+		Args: []string{
+			"--kube-api-qps=" + strconv.FormatFloat(float64(s.b.cfg.QPS), 'f', -1, 32),
+			"--kube-api-burst=" + strconv.Itoa(s.b.cfg.Burst),
+		},
+		Env:     []string{pprofEnv + "=" + pprofAddr},
+		LogPath: filepath.Join(s.b.cfg.Work, "logs", id+".log"),
+	})
 	if err != nil {
 		return err
 	}
+	p := &process{Process: m.Process, metricsURL: m.MetricsURL + "/metrics"}
 	s.managers = append(s.managers, p)
 	s.ids = append(s.ids, id)
 	s.b.mu.Lock()
-	s.b.pprofAddrs[p.pid()] = pprofAddr
+	s.b.pprofAddrs[p.Pid()] = pprofAddr
 	s.b.mu.Unlock()
 	return s.b.poll(ctx, "manager "+id+" ready", func(ctx context.Context) (bool, error) {
 		if p.exited() {
-			return false, fmt.Errorf("manager %s exited; its log is %s", id, p.logPath)
+			return false, fmt.Errorf("manager %s exited; its log is %s", id, p.LogPath())
 		}
 		return httpOK(ctx, "http://"+healthAddr+"/readyz"), nil
 	})
@@ -213,10 +220,10 @@ func (s *provfleetSystem) leaderReplica(ctx context.Context, t tenant) (int, err
 func (s *provfleetSystem) signal(replica int, sig syscall.Signal) {
 	p := s.managers[replica]
 	if sig == syscall.SIGKILL {
-		p.kill()
+		p.Kill()
 		return
 	}
-	p.stop(30 * time.Second)
+	_ = p.Terminate(30 * time.Second)
 }
 
 func (s *provfleetSystem) restart(ctx context.Context, replica int) error {
@@ -233,7 +240,7 @@ func (s *provfleetSystem) pids() []int {
 	var out []int
 	for _, p := range s.managers {
 		if !p.exited() {
-			out = append(out, p.pid())
+			out = append(out, p.Pid())
 		}
 	}
 	return out
@@ -260,7 +267,7 @@ func (s *provfleetSystem) stop(ctx context.Context) {
 	s.b.deleteClasses(ctx, s.tenants)
 	for _, p := range s.managers {
 		if !p.exited() {
-			p.stop(30 * time.Second)
+			_ = p.Terminate(30 * time.Second)
 		}
 	}
 }
@@ -282,7 +289,7 @@ func (s *upstreamSystem) startReplica(ctx context.Context) error {
 	procs := make([]*process, len(s.tenants))
 	s.procs = append(s.procs, procs)
 	for i, t := range s.tenants {
-		addr, err := managerproc.FreeAddr()
+		addr, err := childproc.FreeAddr()
 		if err != nil {
 			return err
 		}
@@ -308,7 +315,7 @@ func (s *upstreamSystem) startReplica(ctx context.Context) error {
 	return s.b.poll(ctx, "the peer processes serving metrics", func(ctx context.Context) (bool, error) {
 		for _, p := range procs {
 			if p.exited() {
-				return false, fmt.Errorf("%s exited; its log is %s", p.name, p.logPath)
+				return false, fmt.Errorf("%s exited; its log is %s", p.Name(), p.LogPath())
 			}
 		}
 		return goroutines(ctx, urlsOf(procs)) >= 0, nil
@@ -341,7 +348,7 @@ func (s *upstreamSystem) start(ctx context.Context, tenants []tenant, replicas i
 		for _, procs := range s.procs {
 			for _, p := range procs {
 				if p.exited() {
-					return false, fmt.Errorf("%s exited; its log is %s", p.name, p.logPath)
+					return false, fmt.Errorf("%s exited; its log is %s", p.Name(), p.LogPath())
 				}
 			}
 		}
@@ -379,9 +386,9 @@ func (s *upstreamSystem) leaderReplica(_ context.Context, t tenant) (int, error)
 			if s.tenants[i] != t || p.exited() {
 				continue
 			}
-			data, err := os.ReadFile(p.logPath)
+			data, err := os.ReadFile(p.LogPath())
 			if err != nil {
-				return 0, fmt.Errorf("cannot read the log of %s: %w", p.name, err)
+				return 0, fmt.Errorf("cannot read the log of %s: %w", p.Name(), err)
 			}
 			if strings.Contains(string(data), "Started provisioner controller") {
 				return r, nil
@@ -396,9 +403,9 @@ func (s *upstreamSystem) signal(replica int, sig syscall.Signal) {
 	for _, p := range s.procs[replica] {
 		wg.Go(func() {
 			if sig == syscall.SIGKILL {
-				p.kill()
+				p.Kill()
 			} else {
-				p.stop(30 * time.Second)
+				_ = p.Terminate(30 * time.Second)
 			}
 		})
 	}
@@ -420,7 +427,7 @@ func (s *upstreamSystem) pids() []int {
 	for _, procs := range s.procs {
 		for _, p := range procs {
 			if !p.exited() {
-				out = append(out, p.pid())
+				out = append(out, p.Pid())
 			}
 		}
 	}

@@ -32,7 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
+	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 )
 
 func TestEachProvisionerServesOnlyItsClass(t *testing.T) {

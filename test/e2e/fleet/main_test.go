@@ -39,14 +39,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/testenv"
+	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
 	"github.com/provfleet/provfleet/pkg/provisioning"
-	"github.com/provfleet/provfleet/test/e2e/fleet/managerproc"
-	"github.com/provfleet/provfleet/test/e2e/framework"
 )
 
 const (
-	managerNamespace = "provfleet-system"
 	// waitTimeout bounds every wait for the control plane or the manager.
 	waitTimeout = 2 * time.Minute
 	// Short Leases make failover quick.
@@ -64,7 +63,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		root, err := framework.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err == nil {
 			managerBinary, err = managerproc.Build(context.Background(), root, dir)
 		}
@@ -74,7 +73,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 	}
-	framework.RunMain(m, framework.Options{PVClaimBinderSyncPeriod: 2 * time.Second})
+	os.Exit(testenv.RunMain(m, testenv.Options{PVClaimBinderSyncPeriod: 2 * time.Second}))
 }
 
 var (
@@ -87,18 +86,16 @@ var (
 // creates, so the manager runs with exactly the RBAC the project ships.
 func managerKubeconfig(t *testing.T) string {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	kubeconfigOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		root, err := framework.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			kubeconfigErr = err
 			return
 		}
-		deploy := filepath.Join(root, "examples", "deploy")
-		config, err := env.ServiceAccountConfig(ctx, managerNamespace, "provfleet",
-			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"))
+		config, err := env.ManagerServiceAccountConfig(ctx, root)
 		if err != nil {
 			kubeconfigErr = err
 			return
@@ -109,7 +106,7 @@ func managerKubeconfig(t *testing.T) string {
 			return
 		}
 		kubeconfigPath = filepath.Join(dir, "manager.kubeconfig")
-		kubeconfigErr = managerproc.WriteKubeconfig(kubeconfigPath, config)
+		kubeconfigErr = testenv.WriteKubeconfig(kubeconfigPath, config)
 	})
 	if kubeconfigErr != nil {
 		t.Fatal(kubeconfigErr)
@@ -131,7 +128,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kube, err := kubernetes.NewForConfig(env.Config())
@@ -168,7 +165,7 @@ func (f *fixture) startManager(identity string, args ...string) *managerproc.Pro
 	p, err := managerproc.Start(managerproc.Options{
 		Binary:       managerBinary,
 		Kubeconfig:   managerKubeconfig(f.t),
-		Namespace:    managerNamespace,
+		Namespace:    testenv.ManagerNamespace,
 		Identity:     identity,
 		HostPathRoot: f.root,
 		NodeName:     "node-" + identity,
@@ -351,7 +348,7 @@ func (f *fixture) waitReady(name string, minGeneration int64, reason string) *v1
 // lease returns a provisioner's Lease; an empty one when there is none.
 func (f *fixture) lease(provisionerName string) *coordinationv1.Lease {
 	f.t.Helper()
-	lease, err := f.kube.CoordinationV1().Leases(managerNamespace).Get(f.ctx, provisioning.LeaseName(provisionerName), metav1.GetOptions{})
+	lease, err := f.kube.CoordinationV1().Leases(testenv.ManagerNamespace).Get(f.ctx, provisioning.LeaseName(provisionerName), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &coordinationv1.Lease{}
 	}

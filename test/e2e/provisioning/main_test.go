@@ -19,6 +19,7 @@ package provisioning_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -41,15 +42,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/provisioning"
-	"github.com/provfleet/provfleet/test/e2e/framework"
 )
 
 const (
-	// managerNamespace and managerServiceAccount are what the shipped
-	// examples/deploy/rbac.yaml grants the manager's permissions to.
-	managerNamespace      = "provfleet-system"
-	managerServiceAccount = "provfleet"
 	// waitTimeout bounds every wait for the control plane or a controller.
 	waitTimeout = 90 * time.Second
 	// eventComponent is the Event source of the controllers under test.
@@ -59,7 +56,7 @@ const (
 func TestMain(m *testing.M) {
 	// A short binder resync: a claim whose class appears later is noticed
 	// by the binder only on resync.
-	framework.RunMain(m, framework.Options{PVClaimBinderSyncPeriod: 2 * time.Second})
+	os.Exit(testenv.RunMain(m, testenv.Options{PVClaimBinderSyncPeriod: 2 * time.Second}))
 }
 
 var (
@@ -72,18 +69,17 @@ var (
 // controllers under test have only the RBAC the project ships.
 func controllerConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	managerConfigOnce.Do(func() {
-		root, err := framework.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			managerConfigErr = err
 			return
 		}
-		deploy := filepath.Join(root, "examples", "deploy")
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		managerConfig, managerConfigErr = env.ServiceAccountConfig(ctx, managerNamespace, managerServiceAccount,
-			filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml"), filepath.Join(deploy, "legacy-lock-rbac.yaml"))
+		managerConfig, managerConfigErr = env.ManagerServiceAccountConfig(ctx, root,
+			filepath.Join(root, "examples", "deploy", "legacy-lock-rbac.yaml"))
 	})
 	if managerConfigErr != nil {
 		t.Fatal(managerConfigErr)
@@ -103,7 +99,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	admin, err := kubernetes.NewForConfig(env.Config())
 	if err != nil {
 		t.Fatal(err)

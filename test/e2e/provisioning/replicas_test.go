@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -40,7 +41,7 @@ func (f *fixture) replicaConfig(identity string) provisioning.Config {
 	cfg := f.config()
 	cfg.LeaderElection = provisioning.LeaderElectionConfig{
 		Enabled:       true,
-		Namespace:     managerNamespace,
+		Namespace:     testenv.ManagerNamespace,
 		Identity:      identity,
 		LeaseDuration: 8 * time.Second,
 		RenewDeadline: 6 * time.Second,
@@ -51,7 +52,7 @@ func (f *fixture) replicaConfig(identity string) provisioning.Config {
 
 // leaseHolder reads the holder of the provisioner's Lease from the API.
 func (f *fixture) leaseHolder(ctx context.Context) (string, error) {
-	lease, err := f.admin.CoordinationV1().Leases(managerNamespace).Get(ctx, provisioning.LeaseName(f.provisioner), metav1.GetOptions{})
+	lease, err := f.admin.CoordinationV1().Leases(testenv.ManagerNamespace).Get(ctx, provisioning.LeaseName(f.provisioner), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	} else if err != nil {
@@ -63,12 +64,12 @@ func (f *fixture) leaseHolder(ctx context.Context) (string, error) {
 	return *lease.Spec.HolderIdentity, nil
 }
 
-// Two replicas of one provisioner on the real Lease API: one leads and
-// provisions, the other waits; when the leader stops, the other takes over and
-// provisions the claims that came meanwhile. No claim is provisioned twice.
-func TestReplicasTakeOverWithoutDoubleProvisioning(t *testing.T) {
-	f := newFixture(t)
-	root := t.TempDir()
+// startTwoReplicas runs replica-a and replica-b of the test's provisioner over
+// backends that share one folder, and returns the backends and the running
+// controllers by identity.
+func (f *fixture) startTwoReplicas() (map[string]*dirBackend, map[string]*instance) {
+	f.t.Helper()
+	root := f.t.TempDir()
 	replicas := map[string]*dirBackend{
 		"replica-a": {root: root},
 		"replica-b": {root: root},
@@ -77,6 +78,15 @@ func TestReplicasTakeOverWithoutDoubleProvisioning(t *testing.T) {
 	for identity, backend := range replicas {
 		running[identity] = f.start(f.replicaConfig(identity), backend)
 	}
+	return replicas, running
+}
+
+// Two replicas of one provisioner on the real Lease API: one leads and
+// provisions, the other waits; when the leader stops, the other takes over and
+// provisions the claims that came meanwhile. No claim is provisioned twice.
+func TestReplicasTakeOverWithoutDoubleProvisioning(t *testing.T) {
+	f := newFixture(t)
+	replicas, running := f.startTwoReplicas()
 	f.createClass(f.class, nil)
 
 	leader, follower := f.oneLeader(running)
@@ -182,15 +192,7 @@ func (s *leaderSampler) stop() []string {
 // leads again and provisions.
 func TestReplicasLeaseDeletedNeverTwoLeaders(t *testing.T) {
 	f := newFixture(t)
-	root := t.TempDir()
-	replicas := map[string]*dirBackend{
-		"replica-a": {root: root},
-		"replica-b": {root: root},
-	}
-	running := map[string]*instance{}
-	for identity, backend := range replicas {
-		running[identity] = f.start(f.replicaConfig(identity), backend)
-	}
+	replicas, running := f.startTwoReplicas()
 	f.createClass(f.class, nil)
 	f.eventually("one replica to lead", func(ctx context.Context) (bool, error) {
 		holder, err := f.leaseHolder(ctx)
@@ -199,7 +201,7 @@ func TestReplicasLeaseDeletedNeverTwoLeaders(t *testing.T) {
 
 	sampler := sampleLeaders(running)
 	deleted := time.Now()
-	if err := f.admin.CoordinationV1().Leases(managerNamespace).Delete(t.Context(), provisioning.LeaseName(f.provisioner), metav1.DeleteOptions{}); err != nil {
+	if err := f.admin.CoordinationV1().Leases(testenv.ManagerNamespace).Delete(t.Context(), provisioning.LeaseName(f.provisioner), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Until the Lease is renewed more than a lease duration after the
@@ -208,7 +210,7 @@ func TestReplicasLeaseDeletedNeverTwoLeaders(t *testing.T) {
 	leaseDuration := f.replicaConfig("").LeaderElection.LeaseDuration
 	var leader string
 	f.eventually("a renewal a lease duration after the deletion", func(ctx context.Context) (bool, error) {
-		lease, err := f.admin.CoordinationV1().Leases(managerNamespace).Get(ctx, provisioning.LeaseName(f.provisioner), metav1.GetOptions{})
+		lease, err := f.admin.CoordinationV1().Leases(testenv.ManagerNamespace).Get(ctx, provisioning.LeaseName(f.provisioner), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		} else if err != nil {
@@ -253,18 +255,18 @@ func TestLegacyEndpointsLockBlocksLeading(t *testing.T) {
 		t.Fatal(err)
 	}
 	lock := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{
-		Namespace:   managerNamespace,
+		Namespace:   testenv.ManagerNamespace,
 		Name:        provisioning.LeaseName(f.provisioner),
 		Annotations: map[string]string{resourcelock.LeaderElectionRecordAnnotationKey: string(record)},
 	}}
-	endpoints := f.admin.CoreV1().Endpoints(managerNamespace)
+	endpoints := f.admin.CoreV1().Endpoints(testenv.ManagerNamespace)
 	if _, err := endpoints.Create(t.Context(), lock, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = endpoints.Delete(context.Background(), lock.Name, metav1.DeleteOptions{}) })
 
 	cfg := f.replicaConfig("replica-a")
-	cfg.LeaderElection.LegacyLockNamespace = managerNamespace
+	cfg.LeaderElection.LegacyLockNamespace = testenv.ManagerNamespace
 	backend := &dirBackend{root: t.TempDir()}
 	in := f.start(cfg, backend)
 	f.createClass(f.class, nil)

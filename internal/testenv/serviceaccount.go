@@ -14,11 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package framework
+package testenv
 
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,13 @@ import (
 
 // serviceAccountTokenSeconds outlives any test binary.
 const serviceAccountTokenSeconds = 24 * 60 * 60
+
+// ManagerNamespace and ManagerServiceAccount are the Namespace and the
+// ServiceAccount examples/deploy runs the manager in and as.
+const (
+	ManagerNamespace      = "provfleet-system"
+	ManagerServiceAccount = "provfleet"
+)
 
 // ServiceAccountConfig applies the manifests as admin (typically a Namespace, a
 // ServiceAccount and its RBAC), then returns a rest.Config that authenticates as
@@ -52,4 +60,14 @@ func (e *Environment) ServiceAccountConfig(ctx context.Context, namespace, name 
 	config := rest.AnonymousClientConfig(e.admin)
 	config.BearerToken = token.Status.Token
 	return config, nil
+}
+
+// ManagerServiceAccountConfig applies the Namespace and the RBAC of
+// examples/deploy of the repository at root, then the further manifests, and
+// returns a rest.Config of the manager's ServiceAccount: code run with it has
+// exactly the permissions the project ships.
+func (e *Environment) ManagerServiceAccountConfig(ctx context.Context, root string, manifests ...string) (*rest.Config, error) {
+	deploy := filepath.Join(root, "examples", "deploy")
+	manifests = append([]string{filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml")}, manifests...)
+	return e.ServiceAccountConfig(ctx, ManagerNamespace, ManagerServiceAccount, manifests...)
 }

@@ -14,11 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package framework_test
+package testenv_test
 
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -36,15 +37,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/provfleet/provfleet/test/e2e/framework"
+	"github.com/provfleet/provfleet/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	framework.RunMain(m, framework.Options{CRDDir: "testdata/crds"})
+	os.Exit(testenv.RunMain(m, testenv.Options{CRDDir: "testdata/crds"}))
 }
 
 func TestServiceAccountConfigHasOnlyTheManifestPermissions(t *testing.T) {
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	ctx := t.Context()
 	config, err := env.ServiceAccountConfig(ctx, "e2e-reader", "reader", "testdata/reader.yaml")
 	if err != nil {
@@ -98,7 +99,7 @@ func TestServiceAccountConfigHasOnlyTheManifestPermissions(t *testing.T) {
 }
 
 func TestApplyIsIdempotent(t *testing.T) {
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	ctx := t.Context()
 	for range 2 {
 		if err := env.Apply(ctx, "testdata/reader.yaml"); err != nil {
@@ -116,7 +117,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 }
 
 func TestCRDsAreInstalled(t *testing.T) {
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	client := dynamic.NewForConfigOrDie(env.Config())
 	widgets := schema.GroupVersionResource{Group: "e2e.provfleet.io", Version: "v1", Resource: "widgets"}
 	widget := &unstructured.Unstructured{Object: map[string]any{
@@ -138,7 +139,7 @@ func TestCRDsAreInstalled(t *testing.T) {
 // The binder of kube-controller-manager must bind a claim to a matching
 // pre-created volume: without it no provisioner test means anything.
 func TestControllerManagerBindsClaims(t *testing.T) {
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	ctx := t.Context()
 	client := kubernetes.NewForConfigOrDie(env.Config())
 	namespace := createNamespace(t, client)
@@ -192,7 +193,7 @@ func TestControllerManagerBindsClaims(t *testing.T) {
 // The namespace controller must finish deleting a namespace, or tests that
 // clean up by namespace would leave claims behind.
 func TestNamespaceDeletionCompletes(t *testing.T) {
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	ctx := t.Context()
 	client := kubernetes.NewForConfigOrDie(env.Config())
 	namespace := createNamespace(t, client)
@@ -215,7 +216,7 @@ func TestNamespaceDeletionCompletes(t *testing.T) {
 // kubectl, built with the servers, talks to them through the admin kubeconfig
 // and reports the same version as the server.
 func TestAdminKubeconfigWorksWithKubectl(t *testing.T) {
-	env := framework.Env(t)
+	env := testenv.Env(t)
 	config, err := clientcmd.BuildConfigFromFlags("", env.AdminKubeconfigPath())
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package framework
+package testenv
 
 import (
 	"context"
@@ -41,7 +41,7 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// FieldManager owns the fields the framework applies.
+// FieldManager owns the fields an Environment applies.
 const FieldManager = "provfleet-e2e"
 
 // Apply server-side applies, as admin and in order, every object of the given

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package framework
+package testenv
 
 import (
 	"context"
@@ -238,7 +238,7 @@ func (e *Environment) start(name, binary string, args ...string) (*server, error
 		return nil, err
 	}
 	e.servers = append(e.servers, s)
-	if err := e.watchdog.watch(s.cmd.Process.Pid); err != nil {
+	if err := e.watchdog.watch(s.Pid()); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -283,42 +283,46 @@ func (e *Environment) startAPIServer(ctx context.Context, binary, etcdURL string
 	if err != nil {
 		return err
 	}
-	s, err := e.start("kube-apiserver", binary,
-		"--etcd-servers="+etcdURL,
+	s, err := e.start("kube-apiserver", binary, e.apiServerArgs(etcdURL, port, files)...)
+	if err != nil {
+		return err
+	}
+	e.admin = clientCertConfig("https://127.0.0.1:"+strconv.Itoa(port), files.caPEM, files.admin)
+	e.admin.QPS, e.admin.Burst = 100, 200
+	e.adminConfig = filepath.Join(e.dir, "admin.kubeconfig")
+	if err := WriteKubeconfig(e.adminConfig, e.admin); err != nil {
+		return err
+	}
+	return e.waitAPIServerReady(ctx, s, timeout)
+}
+
+// apiServerArgs are the flags of kube-apiserver on port, with its data in etcd
+// at etcdURL.
+func (e *Environment) apiServerArgs(etcdURL string, port int, files credentialFiles) []string {
+	return []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(e.dir, "apiserver-certs"),
-		"--tls-cert-file="+files.servingCert,
-		"--tls-private-key-file="+files.servingKey,
-		"--client-ca-file="+files.ca,
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(e.dir, "apiserver-certs"),
+		"--tls-cert-file=" + files.servingCert,
+		"--tls-private-key-file=" + files.servingKey,
+		"--client-ca-file=" + files.ca,
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+files.saPublic,
-		"--service-account-signing-key-file="+files.saPrivate,
-		"--service-cluster-ip-range="+ServiceClusterIPRange,
+		"--service-account-key-file=" + files.saPublic,
+		"--service-account-signing-key-file=" + files.saPrivate,
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		// No Endpoints for the kubernetes Service: there is no network behind it.
 		"--endpoint-reconciler-type=none",
 		"--authorization-mode=Node,RBAC",
 		"--profiling=false",
 		"--v=1",
-	)
-	if err != nil {
-		return err
 	}
-	e.admin = &rest.Config{
-		Host: "https://127.0.0.1:" + strconv.Itoa(port),
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   files.caPEM,
-			CertData: files.admin.certPEM,
-			KeyData:  files.admin.keyPEM,
-		},
-		QPS:   100,
-		Burst: 200,
-	}
-	e.adminConfig = filepath.Join(e.dir, "admin.kubeconfig")
-	if err := writeKubeconfig(e.adminConfig, e.admin.Host, files.caPEM, files.admin); err != nil {
-		return err
-	}
+}
+
+// waitAPIServerReady waits until kube-apiserver is ready and has created the
+// default namespace.
+func (e *Environment) waitAPIServerReady(ctx context.Context, s *server, timeout time.Duration) error {
 	httpClient, err := rest.HTTPClientFor(e.admin)
 	if err != nil {
 		return fmt.Errorf("cannot build the admin HTTP client: %w", err)
@@ -346,7 +350,7 @@ func (e *Environment) startControllerManager(ctx context.Context, binary string,
 		return err
 	}
 	kubeconfig := filepath.Join(e.dir, "controller-manager.kubeconfig")
-	if err := writeKubeconfig(kubeconfig, e.admin.Host, files.caPEM, files.controllerManager); err != nil {
+	if err := WriteKubeconfig(kubeconfig, clientCertConfig(e.admin.Host, files.caPEM, files.controllerManager)); err != nil {
 		return err
 	}
 	args := []string{
@@ -392,16 +396,41 @@ func (e *Environment) startControllerManager(ctx context.Context, binary string,
 	return waitFor(ctx, s, opts.StartTimeout, "the controllers of kube-controller-manager to run", running)
 }
 
-func writeKubeconfig(path, host string, caPEM []byte, user keyPair) error {
-	config := clientcmdapi.NewConfig()
-	config.Clusters["e2e"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: caPEM}
-	config.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: user.certPEM, ClientKeyData: user.keyPEM}
-	config.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	config.CurrentContext = "e2e"
-	if err := clientcmd.WriteToFile(*config, path); err != nil {
-		return fmt.Errorf("cannot write kubeconfig %s: %w", filepath.Base(path), err)
+// WriteKubeconfig writes a kubeconfig file that authenticates like config
+// (a bearer token or client certificates).
+func WriteKubeconfig(path string, config *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["provfleet"] = &clientcmdapi.Cluster{
+		Server:                   config.Host,
+		CertificateAuthorityData: config.CAData,
+		CertificateAuthority:     config.CAFile,
+	}
+	kc.AuthInfos["provfleet"] = &clientcmdapi.AuthInfo{
+		Token:                 config.BearerToken,
+		ClientCertificateData: config.CertData,
+		ClientKeyData:         config.KeyData,
+		ClientCertificate:     config.CertFile,
+		ClientKey:             config.KeyFile,
+	}
+	kc.Contexts["provfleet"] = &clientcmdapi.Context{Cluster: "provfleet", AuthInfo: "provfleet"}
+	kc.CurrentContext = "provfleet"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("cannot write kubeconfig %s: %w", path, err)
 	}
 	return nil
+}
+
+// clientCertConfig is a rest.Config that authenticates with a client
+// certificate.
+func clientCertConfig(host string, caPEM []byte, user keyPair) *rest.Config {
+	return &rest.Config{
+		Host: host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   caPEM,
+			CertData: user.certPEM,
+			KeyData:  user.keyPEM,
+		},
+	}
 }
 
 // waitFor polls check until it returns nil, the server exits or the timeout
@@ -484,7 +513,7 @@ func (e *Environment) DumpLogs(w io.Writer) {
 func (e *Environment) logTails(lines int) string {
 	var b strings.Builder
 	for _, s := range e.servers {
-		fmt.Fprintf(&b, "===== last %d lines of %s =====\n%s\n", lines, s.name, tail(s.logPath, lines))
+		fmt.Fprintf(&b, "===== last %d lines of %s =====\n%s\n", lines, s.Name(), tail(s.LogPath(), lines))
 	}
 	return b.String()
 }

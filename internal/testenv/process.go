@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package framework
+package testenv
 
 import (
 	"bytes"
@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/provfleet/provfleet/internal/testenv/childproc"
 )
 
 // stopGracePeriod is how long a server may take to exit after SIGTERM.
@@ -35,61 +37,31 @@ const stopGracePeriod = 10 * time.Second
 
 // server is one running control-plane binary whose output goes to a log file.
 type server struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	waitErr error
+	*childproc.Process
 }
 
 func startServer(name, binary, logPath string, args ...string) (*server, error) {
-	logFile, err := os.Create(logPath)
+	p, err := childproc.Start(name, binary, args, childproc.Options{LogPath: logPath})
 	if err != nil {
-		return nil, fmt.Errorf("cannot create the log of %s: %w", name, err)
+		return nil, err
 	}
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	// Its own process group: a Ctrl-C meant for the test binary must not kill
-	// the server before the Environment stops it in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("cannot start %s: %w", name, err)
-	}
-	s := &server{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		s.waitErr = cmd.Wait()
-		_ = logFile.Close()
-		close(s.done)
-	}()
-	return s, nil
+	return &server{Process: p}, nil
 }
 
 // exited returns an error when the server is no longer running.
 func (s *server) exited() error {
-	select {
-	case <-s.done:
-		return fmt.Errorf("%s exited early (%v); its log:\n%s", s.name, s.waitErr, tail(s.logPath, 40))
-	default:
-		return nil
+	if exited, err := s.Exited(); exited {
+		return fmt.Errorf("%s exited early (%v); its log:\n%s", s.Name(), err, tail(s.LogPath(), 40))
 	}
+	return nil
 }
 
 // stop sends SIGTERM, then SIGKILL after the grace period, and waits.
 func (s *server) stop() {
-	select {
-	case <-s.done:
+	if exited, _ := s.Exited(); exited {
 		return
-	default:
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(stopGracePeriod):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	_ = s.Terminate(stopGracePeriod)
 }
 
 // watchdogScript reads the PIDs of the servers from stdin. Its stdin is a pipe
