@@ -26,13 +26,15 @@ limitations under the License.
 // queue holds no goroutine. Its metrics are computed from its state when
 // scraped, without a ticker.
 //
-// Why not client-go's workqueue: client-go's queue needs workers that block in
-// Get and a ticker goroutine for its metrics, so every idle queue costs
-// goroutines, and one process runs hundreds of idle provisioners with several
-// queues each; its rate limiters cannot be re-tuned while they run, while a
-// provisioner's retry settings change without a restart and keep every item's
-// failure count; and its metrics provider is process-wide, while each
-// provisioner's queues must delete their series when it stops.
+// Why not client-go's workqueue: its workers block in Get and each queue runs
+// a goroutine for its delayed items and one for its in-flight metrics, so
+// every idle queue costs goroutines, while one process runs hundreds of idle
+// provisioners with several queues each. Its rate limiters cannot be re-tuned
+// while they run, while a provisioner's retry settings change without a
+// restart and keep every item's failure count. It asks its MetricsProvider
+// for its series when it is made and tells it nothing when it shuts down,
+// while a provisioner's queues have series only once used and delete them
+// when it stops.
 //
 // What it keeps of client-go's contract: an item waits in the queue once
 // however often it is added (dirty); no two workers hold the same item
@@ -41,7 +43,9 @@ limitations under the License.
 // shut down takes no more items. The API reads like TypedRateLimitingInterface
 // (Add, AddAfter, AddRateLimited, Forget, NumRequeues, Len, ShutDown) and
 // RetryLimiter is a TypedRateLimiter (When, Forget, NumRequeues). Two things
-// differ: Get never blocks and tells the calling worker to end when nothing is
-// ready, and ShutDown drops the queued items and waits for the held ones,
-// as ShutDownWithDrain does, for at most a bound with ShutDownWithDrain.
+// differ. Get never blocks: it tells the calling worker to end when no item
+// is ready. ShutDown drops the queued and delayed items and waits for the
+// workers to be Done with the items they hold, where client-go's ShutDown
+// leaves the queued items to the workers and waits for nothing;
+// ShutDownWithDrain bounds that wait and reports the queues still busy.
 package workqueue

@@ -98,7 +98,7 @@ type testProvider struct {
 	retries  prometheus.Counter
 }
 
-func (p *testProvider) NewQueueMetrics(name string, inFlight InFlight) QueueMetrics {
+func (p *testProvider) NewQueueMetrics(_ string, inFlight InFlight) QueueMetrics {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.created++

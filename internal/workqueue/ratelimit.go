@@ -64,8 +64,8 @@ func NewRetryLimiter[T comparable](l RateLimits) *RetryLimiter[T] {
 
 // Retune applies new limits; the next When uses them.
 func (r *RetryLimiter[T]) Retune(l RateLimits) {
-	r.bucket.Limiter.SetLimit(rate.Limit(l.QPS))
-	r.bucket.Limiter.SetBurst(l.Burst)
+	r.bucket.SetLimit(rate.Limit(l.QPS))
+	r.bucket.SetBurst(l.Burst)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.exponential = l.Exponential
