@@ -250,7 +250,7 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 		// backend volume can exist. A retry announces nothing new.
 		var retry bool
 		if c.reclaimer != nil {
-			retry = c.claimRetries.failing(keyOfClaim(claim))
+			retry = c.claimRetries.Failing(keyOfClaim(claim))
 		} else {
 			retry = hasFinalizer(claim, c.finalizer)
 			if claim, err = c.setClaimFinalizer(ctx, claim, true); err != nil {
@@ -637,10 +637,10 @@ func (c *Controller) saveVolumeAgain(ctx context.Context, t *term, name string) 
 	p := obj.(pendingSave)
 	saved, err := c.createVolume(ctx, p.volume)
 	if err != nil {
-		t.saves.AddAfter(name, t.saveLimiter.When(name))
+		t.saves.AddRateLimited(name)
 		return
 	}
-	t.saveLimiter.Forget(name)
+	t.saves.Forget(name)
 	t.pending.Delete(name)
 	if _, _, err := c.volumeSaved(ctx, p.claim, p.volume, saved); err != nil {
 		// The claim is looked at again and finds its volume.

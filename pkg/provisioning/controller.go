@@ -39,6 +39,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
 // SharedInformers are the fleet's one set of informers; a Controller only
@@ -107,8 +109,8 @@ type Controller struct {
 	// objects while it leads.
 	claimEvents, volumeEvents *subscription
 
-	claimRetries  *retries[claimKey]
-	volumeRetries *retries[string]
+	claimRetries  *workqueue.Retries[claimKey]
+	volumeRetries *workqueue.Retries[string]
 	// inProgress holds the claims (by UID) a backend still works on in the
 	// background, so that work continues even after the claim is gone.
 	inProgress sync.Map
@@ -168,8 +170,8 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		provisioner:   deps.Provisioner,
 		finalizer:     IntentFinalizer(cfg.ProvisionerName),
 		clock:         clock.RealClock{},
-		claimRetries:  newRetries[claimKey](cfg.Retry),
-		volumeRetries: newRetries[string](cfg.Retry),
+		claimRetries:  workqueue.NewRetries[claimKey](rateLimits(cfg.Retry)),
+		volumeRetries: workqueue.NewRetries[string](rateLimits(cfg.Retry)),
 		onStuck:       deps.OnStuck,
 		overdue:       map[*backendCall]struct{}{},
 		cfg:           cfg,
@@ -275,8 +277,8 @@ func (c *Controller) Reconfigure(cfg Config) error {
 		return fmt.Errorf("cannot reconfigure %q: %w", c.name, ErrRestartRequired)
 	}
 	c.cfg = cfg
-	c.claimRetries.limiter.configure(cfg.Retry)
-	c.volumeRetries.limiter.configure(cfg.Retry)
+	c.claimRetries.Limiter().Retune(rateLimits(cfg.Retry))
+	c.volumeRetries.Limiter().Retune(rateLimits(cfg.Retry))
 	t := c.term
 	if t != nil {
 		t.resize(cfg)
@@ -286,11 +288,11 @@ func (c *Controller) Reconfigure(cfg Config) error {
 	// Work that the old configuration skipped or gave up on may be due now.
 	revive := false
 	if cfg.Retry.ProvisionFailureThreshold != old.Retry.ProvisionFailureThreshold {
-		c.claimRetries.revive(cfg.Retry.ProvisionFailureThreshold)
+		c.claimRetries.Revive(cfg.Retry.ProvisionFailureThreshold)
 		revive = true
 	}
 	if cfg.Retry.DeleteFailureThreshold != old.Retry.DeleteFailureThreshold {
-		c.volumeRetries.revive(cfg.Retry.DeleteFailureThreshold)
+		c.volumeRetries.Revive(cfg.Retry.DeleteFailureThreshold)
 		revive = true
 	}
 	unpaused := old.Paused && !cfg.Paused
@@ -331,15 +333,69 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
+// runWorker is the goroutine of one worker of queue, which the queue starts
+// when it has an item that no running worker will take. It handles items
+// until none is ready and then ends, so an idle queue holds no goroutine.
+func runWorker[K comparable](ctx context.Context, queue *workqueue.Queue[K], handle func(context.Context, K)) {
+	for processNextWorkItem(ctx, queue, handle) {
+	}
+}
+
+// processNextWorkItem handles the next item of queue; it returns false, and
+// handles nothing, when the worker must end.
+func processNextWorkItem[K comparable](ctx context.Context, queue *workqueue.Queue[K], handle func(context.Context, K)) bool {
+	key, ok := queue.Get()
+	if !ok {
+		return false
+	}
+	defer queue.Done(key)
+	handle(ctx, key)
+	return true
+}
+
+// loop is the work of the claim or the volume queue: its items, their
+// retries and the sync handler of one item.
+type loop[K comparable] struct {
+	queue     *workqueue.Queue[K]
+	retries   *workqueue.Retries[K]
+	threshold func() int
+	paused    func() bool
+	// sync (syncClaim or syncVolume) handles one item and returns the object
+	// version it ended at.
+	sync func(ctx context.Context, key K) (string, error)
+}
+
+// handle syncs one item and, when that fails, queues it again after its
+// backoff or gives up on it.
+func (l *loop[K]) handle(ctx context.Context, key K) {
+	// A stopping or paused controller leaves its items untouched.
+	if ctx.Err() != nil || l.paused() {
+		return
+	}
+	version, err := l.sync(ctx, key)
+	if err == nil {
+		l.retries.Forget(key)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if l.retries.Failed(l.queue, key, version, l.threshold()) {
+		utilruntime.HandleErrorWithContext(ctx, err, "Giving up until the object changes", "item", key, "failures", l.queue.NumRequeues(key))
+	} else {
+		utilruntime.HandleErrorWithContext(ctx, err, "Will retry", "item", key, "failures", l.queue.NumRequeues(key))
+	}
+}
+
 // term is one period of leadership: its queues, workers and event handlers.
 type term struct {
 	claims      loop[claimKey]
 	volumes     loop[string]
-	saves       *workQueue[string]
-	saveLimiter *retryLimiter[string]
+	saves       *workqueue.Queue[string]
+	saveLimiter *workqueue.RetryLimiter[string]
 	// reclaims runs reclaim, one at a time; nil without a Reclaimer.
-	reclaims       *workQueue[struct{}]
-	reclaimLimiter *retryLimiter[struct{}]
+	reclaims       *workqueue.Queue[struct{}]
+	reclaimLimiter *workqueue.RetryLimiter[struct{}]
 	// pending holds the PersistentVolumes waiting in saves, by name.
 	pending sync.Map
 }
@@ -380,11 +436,11 @@ func (c *Controller) lead(ctx context.Context) (stop func()) {
 		drain := c.config().Timeouts.Drain
 		giveUp, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 		defer cancel()
-		queues := []stopper{t.claims.queue, t.volumes.queue, t.saves}
+		queues := []workqueue.Drainable{t.claims.queue, t.volumes.queue, t.saves}
 		if t.reclaims != nil {
 			queues = append(queues, t.reclaims)
 		}
-		if busy := shutDown(giveUp.Done(), queues...); len(busy) > 0 {
+		if busy := workqueue.ShutDownWithDrain(giveUp.Done(), queues...); len(busy) > 0 {
 			// A call that ignores its cancelled context may still finish.
 			// Releasing the Lease would let another replica work on the same
 			// objects meanwhile: it is left to expire instead, once the
@@ -456,41 +512,61 @@ func (c *Controller) newTerm(ctx context.Context) *term {
 			paused:    paused,
 			sync:      c.syncVolume,
 		},
-		saveLimiter:    newRetryLimiter[string](saveRetry(cfg)),
-		reclaimLimiter: newRetryLimiter[struct{}](cfg.Retry),
+		saveLimiter:    workqueue.NewRetryLimiter[string](saveRetry(cfg)),
+		reclaimLimiter: workqueue.NewRetryLimiter[struct{}](rateLimits(cfg.Retry)),
 	}
 	t.claims.sync = func(ctx context.Context, key claimKey) (string, error) { return c.syncClaim(ctx, t, key) }
-	t.claims.queue = newWorkQueue(c.metrics, queueName("claims", c.name), cfg.Workers,
-		func(key claimKey) { t.claims.process(ctx, key) })
-	t.volumes.queue = newWorkQueue(c.metrics, queueName("volumes", c.name), cfg.Workers,
-		func(name string) { t.volumes.process(ctx, name) })
-	t.saves = newWorkQueue(c.metrics, queueName("volumesave", c.name), 1,
-		func(name string) { c.saveVolumeAgain(ctx, t, name) })
+	metrics := queueMetricsProvider{c.metrics}
+	t.claims.queue = workqueue.NewRateLimitingQueue(c.claimRetries.Limiter(),
+		workqueue.Config{Name: queueName("claims", c.name), MaxWorkers: cfg.Workers, MetricsProvider: metrics},
+		func() { runWorker(ctx, t.claims.queue, t.claims.handle) })
+	t.volumes.queue = workqueue.NewRateLimitingQueue(c.volumeRetries.Limiter(),
+		workqueue.Config{Name: queueName("volumes", c.name), MaxWorkers: cfg.Workers, MetricsProvider: metrics},
+		func() { runWorker(ctx, t.volumes.queue, t.volumes.handle) })
+	t.saves = workqueue.NewRateLimitingQueue(t.saveLimiter,
+		workqueue.Config{Name: queueName("volumesave", c.name), MaxWorkers: 1, MetricsProvider: metrics},
+		func() {
+			runWorker(ctx, t.saves, func(ctx context.Context, name string) { c.saveVolumeAgain(ctx, t, name) })
+		})
 	if c.reclaimer != nil {
 		// Every leading controller reclaims once; series for that would
 		// cost every idle one.
-		t.reclaims = newWorkQueue(nil, queueName("reclaim", c.name), 1,
-			func(struct{}) { c.reclaimAndRetry(ctx, t) })
+		t.reclaims = workqueue.NewRateLimitingQueue(t.reclaimLimiter,
+			workqueue.Config{Name: queueName("reclaim", c.name), MaxWorkers: 1},
+			func() {
+				runWorker(ctx, t.reclaims, func(ctx context.Context, _ struct{}) { c.reclaimAndRetry(ctx, t) })
+			})
 	}
 	return t
 }
 
 // resize applies the worker count and retry rates of cfg; callers hold c.mu.
 func (t *term) resize(cfg Config) {
-	t.claims.queue.setWorkers(cfg.Workers)
-	t.volumes.queue.setWorkers(cfg.Workers)
-	t.saveLimiter.configure(saveRetry(cfg))
-	t.reclaimLimiter.configure(cfg.Retry)
+	t.claims.queue.SetMaxWorkers(cfg.Workers)
+	t.volumes.queue.SetMaxWorkers(cfg.Workers)
+	t.saveLimiter.Retune(saveRetry(cfg))
+	t.reclaimLimiter.Retune(rateLimits(cfg.Retry))
+}
+
+// rateLimits are the limits of the retries r configures.
+func rateLimits(r RetryConfig) workqueue.RateLimits {
+	return workqueue.RateLimits{
+		Exponential:  r.ExponentialBackoff,
+		InitialDelay: r.InitialDelay,
+		MaxDelay:     r.MaxDelay,
+		QPS:          r.QPS,
+		Burst:        r.Burst,
+	}
 }
 
 // saveRetry paces the RetryForever volume store: from the save interval up to
 // the maximum backoff, within the queue rate.
-func saveRetry(cfg Config) RetryConfig {
-	r := cfg.Retry
-	r.ExponentialBackoff = true
-	r.InitialDelay = cfg.VolumeSave.Interval
-	r.MaxDelay = max(cfg.VolumeSave.Interval, cfg.Retry.MaxDelay)
-	return r
+func saveRetry(cfg Config) workqueue.RateLimits {
+	l := rateLimits(cfg.Retry)
+	l.Exponential = true
+	l.InitialDelay = cfg.VolumeSave.Interval
+	l.MaxDelay = max(cfg.VolumeSave.Interval, cfg.Retry.MaxDelay)
+	return l
 }
 
 // enqueueAll queues every claim and volume this controller may have to act
@@ -511,8 +587,8 @@ func (c *Controller) enqueueAll(t *term) {
 // enqueuePending queues the items still backing off and the claims
 // provisioned in the background, which no informer event may bring back.
 func (c *Controller) enqueuePending(t *term) {
-	c.claimRetries.requeue(t.claims.queue)
-	c.volumeRetries.requeue(t.volumes.queue)
+	c.claimRetries.Requeue(t.claims.queue)
+	c.volumeRetries.Requeue(t.volumes.queue)
 	c.inProgress.Range(func(_, obj any) bool {
 		claim := obj.(*v1.PersistentVolumeClaim)
 		t.claims.queue.Add(keyOfClaim(claim))
@@ -544,7 +620,7 @@ func (c *Controller) claimHandler(t *term) cache.ResourceEventHandler {
 				return
 			}
 			key := keyOfClaim(claim)
-			c.claimRetries.forget(key)
+			c.claimRetries.Forget(key)
 			// A backend working in the background must get to finish or clean up.
 			if _, ok := c.inProgress.Load(claim.UID); ok {
 				t.claims.queue.Add(key)
@@ -559,7 +635,7 @@ func (c *Controller) enqueueClaim(t *term, obj any) {
 		return
 	}
 	key := keyOfClaim(claim)
-	if c.claimRetries.admit(key, claim.ResourceVersion) {
+	if c.claimRetries.Admit(key, claim.ResourceVersion) {
 		t.claims.queue.Add(key)
 	}
 }
@@ -595,7 +671,7 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 				obj = tombstone.Obj
 			}
 			if volume, ok := obj.(*v1.PersistentVolume); ok {
-				c.volumeRetries.forget(volume.Name)
+				c.volumeRetries.Forget(volume.Name)
 				c.deleted.Delete(volume.Name)
 			}
 		},
@@ -607,7 +683,7 @@ func (c *Controller) enqueueVolume(t *term, obj any) {
 	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) {
 		return
 	}
-	if c.volumeRetries.admit(volume.Name, volume.ResourceVersion) {
+	if c.volumeRetries.Admit(volume.Name, volume.ResourceVersion) {
 		t.volumes.queue.Add(volume.Name)
 	}
 }

@@ -106,14 +106,10 @@ func TestFailureThreshold(t *testing.T) {
 				eventually(t, "many retries", func() bool { calls, _, _ := backend.snapshot(); return calls > 10 })
 				return
 			}
-			eventually(t, "giving up", func() bool {
-				c.claimRetries.mu.Lock()
-				defer c.claimRetries.mu.Unlock()
-				return c.claimRetries.items[key].gaveUp
-			})
+			eventually(t, "giving up", func() bool { return c.claimRetries.GaveUp(key) })
 			// A resync of the same claim must not revive it.
 			claim := f.getClaim("c")
-			if c.claimRetries.admit(key, claim.ResourceVersion) {
+			if c.claimRetries.Admit(key, claim.ResourceVersion) {
 				t.Error("a given-up claim was admitted again at the same version")
 			}
 			if calls, _, _ := backend.snapshot(); calls != tc.wantCalls {
@@ -317,7 +313,7 @@ func TestPauseAndReconfigure(t *testing.T) {
 	}
 	eventually(t, "claim b provisioned", func() bool { return f.volumeExists("pvc-uid-b") })
 	c.mu.Lock()
-	want := c.term.claims.queue.maxWorkers
+	want := c.term.claims.queue.MaxWorkers()
 	c.mu.Unlock()
 	if want != 5 {
 		t.Errorf("claim workers = %d, want 5", want)
@@ -442,16 +438,10 @@ func TestFailureThresholdCountsRetries(t *testing.T) {
 			run(t, c)
 
 			calls, gaveUp := &provisions, func() bool {
-				c.claimRetries.mu.Lock()
-				defer c.claimRetries.mu.Unlock()
-				return c.claimRetries.items[claimKey{Namespace: "default", Name: "c", UID: "uid-c"}].gaveUp
+				return c.claimRetries.GaveUp(claimKey{Namespace: "default", Name: "c", UID: "uid-c"})
 			}
 			if tc.deletion {
-				calls, gaveUp = &backend.calls, func() bool {
-					c.volumeRetries.mu.Lock()
-					defer c.volumeRetries.mu.Unlock()
-					return c.volumeRetries.items["pvc-uid-c"].gaveUp
-				}
+				calls, gaveUp = &backend.calls, func() bool { return c.volumeRetries.GaveUp("pvc-uid-c") }
 				volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
 				if _, err := f.client.CoreV1().PersistentVolumes().Create(context.Background(), volume, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
@@ -483,11 +473,7 @@ func TestRaisedThresholdGivesTheRemainingRetries(t *testing.T) {
 	c := f.newController(cfg, backend, &testRecorder{})
 	run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	gaveUp := func() bool {
-		c.claimRetries.mu.Lock()
-		defer c.claimRetries.mu.Unlock()
-		return c.claimRetries.items[claimKey{Namespace: "default", Name: "c", UID: "uid-c"}].gaveUp
-	}
+	gaveUp := func() bool { return c.claimRetries.GaveUp(claimKey{Namespace: "default", Name: "c", UID: "uid-c"}) }
 	eventually(t, "giving up", gaveUp)
 
 	cfg.Retry.ProvisionFailureThreshold = 3

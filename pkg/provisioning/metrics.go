@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
 const (
@@ -218,27 +220,23 @@ func queueLabels(name string) []string {
 	return []string{provisionerName, name}
 }
 
-// queueMetrics are the series of one work queue.
-type queueMetrics struct {
-	depth                 prometheus.Gauge
-	adds, retries         prometheus.Counter
-	latency, workDuration prometheus.Observer
-	// forget deletes the queue's series.
-	forget func()
-}
+// queueMetricsProvider makes the series of a provisioner's work queues in
+// the vectors of m.
+type queueMetricsProvider struct{ m *Metrics }
 
-// queueMetrics creates the series of the queue name, whose in-progress work
-// inFlight reports at scrape time.
-func (m *Metrics) queueMetrics(name string, inFlight func(time.Time) (unfinished, longest float64)) *queueMetrics {
+// NewQueueMetrics creates the series of the queue name, whose in-progress
+// work inFlight reports at scrape time.
+func (p queueMetricsProvider) NewQueueMetrics(name string, inFlight workqueue.InFlight) workqueue.QueueMetrics {
+	m := p.m
 	labels := queueLabels(name)
 	m.inFlight.add(name, inFlight)
-	return &queueMetrics{
-		depth:        m.queueDepth.WithLabelValues(labels...),
-		adds:         m.queueAdds.WithLabelValues(labels...),
-		retries:      m.queueRetries.WithLabelValues(labels...),
-		latency:      m.queueLatency.WithLabelValues(labels...),
-		workDuration: m.queueWorkDuration.WithLabelValues(labels...),
-		forget: func() {
+	return workqueue.QueueMetrics{
+		Depth:        m.queueDepth.WithLabelValues(labels...),
+		Adds:         m.queueAdds.WithLabelValues(labels...),
+		Retries:      m.queueRetries.WithLabelValues(labels...),
+		Latency:      m.queueLatency.WithLabelValues(labels...),
+		WorkDuration: m.queueWorkDuration.WithLabelValues(labels...),
+		Delete: func() {
 			m.inFlight.remove(name)
 			for _, c := range []partialDeleter{m.queueDepth, m.queueAdds, m.queueRetries, m.queueLatency, m.queueWorkDuration} {
 				c.DeletePartialMatch(prometheus.Labels{labelQueue: name})

@@ -21,11 +21,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
 // deletesFailFor is a backend whose Delete fails for one volume.
@@ -106,4 +110,69 @@ func TestMetricNamesMatchUpstream(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("provision and delete metrics (-want +got):\n%s", diff)
 	}
+}
+
+// A work queue's series, by the names and labels client-go's queues use,
+// exist from its first use until it is shut down.
+func TestQueueMetricsFromFirstUseToShutDown(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan string, 1), make(chan struct{})
+	var q *workqueue.Queue[string]
+	limiter := workqueue.NewRetryLimiter[string](rateLimits(testConfig(testProvisioner).Retry))
+	q = workqueue.NewRateLimitingQueue(limiter,
+		workqueue.Config{Name: queueName("claims", "p"), MaxWorkers: 1, MetricsProvider: queueMetricsProvider{m}},
+		func() {
+			runWorker(context.Background(), q, func(_ context.Context, item string) {
+				if item == "held" {
+					held <- item
+					<-release
+				}
+			})
+		})
+	t.Cleanup(q.ShutDown)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Fatalf("%d series before any work (err %v), want 0", n, err)
+	}
+	q.Add("a")
+	eventually(t, "queue drained", func() bool { return q.Len() == 0 && q.Workers() == 0 })
+	// depth, adds, retries, latency, work duration and the two in-flight gauges.
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 7 {
+		t.Errorf("%d series after one item (err %v), want 7", n, err)
+	}
+	q.AddAfter("b", time.Hour)
+	if got := testutil.CollectAndCount(reg, "workqueue_retries_total"); got != 1 {
+		t.Errorf("%d retry series, want 1", got)
+	}
+
+	q.Add("held")
+	<-held
+	if unfinished := gaugeValue(t, reg, "workqueue_unfinished_work_seconds"); unfinished <= 0 {
+		t.Errorf("unfinished work = %v while an item is held, want > 0", unfinished)
+	}
+	close(release)
+	q.ShutDown()
+	q.Add("after")
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("%d series left after shut down (err %v), want 0", n, err)
+	}
+}
+
+// gaugeValue returns the value of the one series of a gauge family in reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single series of %s", name)
+	return 0
 }

@@ -43,10 +43,10 @@ func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot reclaim unsaved backend volumes; will retry")
 	}
 	if err != nil || kept > 0 {
-		t.reclaims.AddAfter(struct{}{}, t.reclaimLimiter.When(struct{}{}))
+		t.reclaims.AddRateLimited(struct{}{})
 		return
 	}
-	t.reclaimLimiter.Forget(struct{}{})
+	t.reclaims.Forget(struct{}{})
 }
 
 // reclaim goes through the backend's record of volumes that may have no

@@ -14,9 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package provisioning
+package workqueue
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // recorder is a process function that records what it ran and can hold items
@@ -85,22 +87,75 @@ func (r *recorder) snapshot() (ran []string, active, peak int, overlap []string)
 	return slices.Clone(r.ran), r.active, r.peak, slices.Clone(r.overlap)
 }
 
-func newTestQueue(t *testing.T, workers int, r *recorder) (*workQueue[string], *prometheus.Registry) {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := newWorkQueue(m, queueName("claims", "p"), workers, r.process)
-	t.Cleanup(q.ShutDown)
-	return q, reg
+// testProvider keeps the series of one queue, unregistered, and counts what
+// the queue asked of it.
+type testProvider struct {
+	mu       sync.Mutex
+	created  int
+	deleted  int
+	inFlight InFlight
+	depth    prometheus.Gauge
+	retries  prometheus.Counter
 }
 
-func (q *workQueue[K]) idle() bool {
+func (p *testProvider) NewQueueMetrics(_ string, inFlight InFlight) QueueMetrics {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.created++
+	p.inFlight = inFlight
+	p.depth = prometheus.NewGauge(prometheus.GaugeOpts{Name: "depth"})
+	p.retries = prometheus.NewCounter(prometheus.CounterOpts{Name: "retries"})
+	return QueueMetrics{
+		Depth: p.depth, Adds: prometheus.NewCounter(prometheus.CounterOpts{Name: "adds"}), Retries: p.retries,
+		Latency:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "latency"}),
+		WorkDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "work"}),
+		Delete: func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.deleted++
+		},
+	}
+}
+
+// counts returns how often series were created and deleted.
+func (p *testProvider) counts() (created, deleted int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.created, p.deleted
+}
+
+func newTestQueue(t *testing.T, workers int, r *recorder) (*Queue[string], *testProvider) {
+	t.Helper()
+	p := &testProvider{}
+	limiter := NewRetryLimiter[string](RateLimits{InitialDelay: time.Millisecond, MaxDelay: time.Millisecond, QPS: 1000, Burst: 1000})
+	var q *Queue[string]
+	q = NewRateLimitingQueue(limiter, Config{Name: "claims:p", MaxWorkers: workers, MetricsProvider: p}, func() {
+		for {
+			item, ok := q.Get()
+			if !ok {
+				return
+			}
+			r.process(item)
+			q.Done(item)
+		}
+	})
+	t.Cleanup(q.ShutDown)
+	return q, p
+}
+
+func (q *Queue[K]) idle() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.workers == 0 && len(q.order) == 0
+}
+
+func eventually(t *testing.T, what string, condition func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return condition(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }
 
 func TestWorkQueueRunsAnItemOnceWhileQueuedAndAgainWhenAddedWhileHeld(t *testing.T) {
@@ -136,9 +191,9 @@ func TestWorkQueueStartsWorkersOnDemandWithinTheLimit(t *testing.T) {
 	}
 	eventually(t, "three workers busy", func() bool { _, active, _, _ := r.snapshot(); return active == 3 })
 
-	q.setWorkers(5)
+	q.SetMaxWorkers(5)
 	eventually(t, "five workers busy", func() bool { _, active, _, _ := r.snapshot(); return active == 5 })
-	q.setWorkers(1)
+	q.SetMaxWorkers(1)
 	for _, item := range items {
 		r.release(item)
 	}
@@ -157,21 +212,20 @@ func TestWorkQueueStartsWorkersOnDemandWithinTheLimit(t *testing.T) {
 
 func TestWorkQueueCreatesItsSeriesOnFirstUse(t *testing.T) {
 	r := newRecorder()
-	q, reg := newTestQueue(t, 1, r)
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
-		t.Fatalf("%d series before any work (err %v), want 0", n, err)
+	q, p := newTestQueue(t, 1, r)
+	if created, _ := p.counts(); created != 0 {
+		t.Fatalf("series created %d times before any work, want 0", created)
 	}
 	q.Add("a")
 	eventually(t, "queue drained", q.idle)
-	// depth, adds, retries, latency, work duration and the two in-flight gauges.
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 7 {
-		t.Errorf("%d series after one item (err %v), want 7", n, err)
+	if created, deleted := p.counts(); created != 1 || deleted != 0 {
+		t.Errorf("series created %d and deleted %d times after one item, want 1 and 0", created, deleted)
 	}
 }
 
 func TestWorkQueueAddAfterKeepsTheEarlierDelay(t *testing.T) {
 	r := newRecorder()
-	q, reg := newTestQueue(t, 2, r)
+	q, p := newTestQueue(t, 2, r)
 	q.AddAfter("later-first", time.Hour)
 	q.AddAfter("later-first", time.Millisecond)
 	q.AddAfter("sooner-first", time.Millisecond)
@@ -190,28 +244,27 @@ func TestWorkQueueAddAfterKeepsTheEarlierDelay(t *testing.T) {
 	if waiting != 1 {
 		t.Errorf("%d items wait, want 1 (never)", waiting)
 	}
-	if got := testutil.ToFloat64(q.metrics.retries); got != 5 {
+	if got := testutil.ToFloat64(p.retries); got != 5 {
 		t.Errorf("retries = %v, want 5", got)
 	}
-	if got := testutil.CollectAndCount(reg, "workqueue_retries_total"); got != 1 {
-		t.Errorf("%d retry series, want 1", got)
+	if created, _ := p.counts(); created != 1 {
+		t.Errorf("series created %d times, want 1", created)
 	}
 }
 
 func TestWorkQueueShutDownWaitsForHeldItemsAndDropsTheRest(t *testing.T) {
 	r := newRecorder()
-	q, reg := newTestQueue(t, 1, r)
+	q, p := newTestQueue(t, 1, r)
 	r.hold("held")
 	q.Add("held")
 	eventually(t, "item held", func() bool { _, active, _, _ := r.snapshot(); return active == 1 })
 	q.Add("queued")
 	q.AddAfter("delayed", 10*time.Millisecond)
 
-	unfinished := gaugeValue(t, reg, "workqueue_unfinished_work_seconds")
-	if unfinished <= 0 {
+	if unfinished, _ := p.inFlight(time.Now()); unfinished <= 0 {
 		t.Errorf("unfinished work = %v while an item is held, want > 0", unfinished)
 	}
-	if got := testutil.ToFloat64(q.metrics.depth); got != 1 {
+	if got := testutil.ToFloat64(p.depth); got != 1 {
 		t.Errorf("depth = %v, want 1", got)
 	}
 
@@ -234,23 +287,7 @@ func TestWorkQueueShutDownWaitsForHeldItemsAndDropsTheRest(t *testing.T) {
 	if diff := cmp.Diff([]string{"held"}, ran); diff != "" {
 		t.Errorf("items run (-want +got):\n%s", diff)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
-		t.Errorf("%d series left after shut down (err %v), want 0", n, err)
+	if created, deleted := p.counts(); created != 1 || deleted != 1 {
+		t.Errorf("series created %d and deleted %d times by the end, want 1 and 1", created, deleted)
 	}
-}
-
-// gaugeValue returns the value of the one series of a gauge family in reg.
-func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no single series of %s", name)
-	return 0
 }
