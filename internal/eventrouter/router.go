@@ -165,6 +165,7 @@ type listener[K comparable] struct {
 	handle cache.ResourceEventHandlerRegistration
 }
 
+//nolint:revive // The signature of cache.ResourceEventHandler.
 func (l *listener[K]) OnAdd(obj any, isInInitialList bool) {
 	// The store as it was when the handler was added: subscribers read the
 	// store themselves, and a late copy of an object they already acted on

@@ -396,9 +396,9 @@ func (e *LeaderElector) term(ctx context.Context, held *coordinationv1.Lease) {
 func (e *LeaderElector) KeepLease() { e.keep.Store(true) }
 
 // renew keeps the Lease held until stop is closed, also after ctx ended, so
-// that the term's work drains under a valid lease. When no renewal succeeded within the
-// renew deadline, or the Lease is deleted or another holder shows up, it ends
-// the term and waits for stop. It returns the Lease as last written, or nil
+// that the term's work drains under a valid lease. When no renewal succeeded
+// within the renew deadline, or the Lease is deleted or another holder shows
+// up, it ends the term and waits for stop. It returns the Lease as last written, or nil
 // when it is not this elector's any more.
 func (e *LeaderElector) renew(ctx context.Context, held *coordinationv1.Lease, endTerm func(), stop <-chan struct{}) *coordinationv1.Lease {
 	logger := klog.FromContext(ctx)
@@ -415,30 +415,20 @@ func (e *LeaderElector) renew(ctx context.Context, held *coordinationv1.Lease, e
 		}
 		if lost {
 			logger.Info("Lost the lease: deleted or held by another elector")
-			endTerm()
-			<-stop
+			stepDown(endTerm, stop)
 			return nil
 		}
 		start := e.clock.Now()
 		left := deadline.Sub(start)
 		if left <= 0 {
 			logger.Info("Lost the lease: not renewed within the renew deadline", "renewDeadline", e.cfg.RenewDeadline)
-			endTerm()
-			<-stop
+			stepDown(endTerm, stop)
 			return held
 		}
-		written, err := e.write(ctx, held, left, func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
-			old.HolderIdentity = e.identity
-			old.LeaseDurationSeconds = leaseSeconds(e.cfg.LeaseDuration)
-			old.RenewTime = metav1.NewTime(start)
-			return old
-		})
+		written, err := e.renewOnce(ctx, held, start, left)
 		switch {
 		case err == nil:
 			held, deadline, wait = written, start.Add(e.cfg.RenewDeadline), e.renewInterval()
-			e.mu.Lock()
-			e.renewedAt = start
-			e.mu.Unlock()
 			// Renewing goes on until the work drained, under the Lease.
 			if !legacyHeld && e.legacyLockTaken(ctx) {
 				legacyHeld = true
@@ -447,8 +437,7 @@ func (e *LeaderElector) renew(ctx context.Context, held *coordinationv1.Lease, e
 			continue
 		case errors.Is(err, errLeaseTaken):
 			logger.Info("Lost the lease: another elector holds it")
-			endTerm()
-			<-stop
+			stepDown(endTerm, stop)
 			return nil
 		case errors.Is(err, errStaleLease):
 			held = written
@@ -456,6 +445,29 @@ func (e *LeaderElector) renew(ctx context.Context, held *coordinationv1.Lease, e
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot renew the lease")
 		wait = min(e.cfg.RetryPeriod, deadline.Sub(e.clock.Now()))
 	}
+}
+
+// stepDown ends the term and waits for its work to stop.
+func stepDown(endTerm func(), stop <-chan struct{}) {
+	endTerm()
+	<-stop
+}
+
+// renewOnce writes the renewal that started at start into the Lease held,
+// within timeout, and notes when it started once it succeeded.
+func (e *LeaderElector) renewOnce(ctx context.Context, held *coordinationv1.Lease, start time.Time, timeout time.Duration) (*coordinationv1.Lease, error) {
+	written, err := e.write(ctx, held, timeout, func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
+		old.HolderIdentity = e.identity
+		old.LeaseDurationSeconds = leaseSeconds(e.cfg.LeaseDuration)
+		old.RenewTime = metav1.NewTime(start)
+		return old
+	})
+	if err == nil {
+		e.mu.Lock()
+		e.renewedAt = start
+		e.mu.Unlock()
+	}
+	return written, err
 }
 
 // awaitRenewal waits d for the next renewal. It reports stopped once stop is

@@ -153,17 +153,8 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot create the provision controller: %w", err)
 	}
-	var missing []error
-	if deps.Client == nil {
-		missing = append(missing, errors.New("a client is required"))
-	}
-	if deps.Provisioner == nil {
-		missing = append(missing, errors.New("a provisioner is required"))
-	}
+	missing := missingDependencies(deps)
 	inf := deps.Informers
-	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil {
-		missing = append(missing, errors.New("claim, volume, class and node informers are required"))
-	}
 	if inf.Router == nil && len(missing) == 0 {
 		inf.Router = NewRouter(inf.Claims, inf.Volumes, inf.Leases)
 	} else if inf.Router != nil && !inf.Router.serves(inf) {
@@ -172,10 +163,14 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("cannot create the provision controller: %w", errors.Join(missing...))
 	}
+	identity, err := replicaIdentity(cfg.LeaderElection.Identity)
+	if err != nil {
+		return nil, err
+	}
 	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c := &Controller{
 		name:          cfg.ProvisionerName,
-		identity:      cfg.LeaderElection.Identity,
+		identity:      identity,
 		client:        deps.Client,
 		informers:     inf,
 		recorder:      deps.EventRecorder,
@@ -200,15 +195,37 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		}
 		c.metrics = m
 	}
-	if c.identity == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("cannot name this replica: %w", err)
-		}
-		c.identity = host + "_" + string(uuid.NewUUID())
-	}
 	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
 	return c, nil
+}
+
+// missingDependencies lists what deps lacks, the router aside.
+func missingDependencies(deps Dependencies) []error {
+	var missing []error
+	if deps.Client == nil {
+		missing = append(missing, errors.New("a client is required"))
+	}
+	if deps.Provisioner == nil {
+		missing = append(missing, errors.New("a provisioner is required"))
+	}
+	inf := deps.Informers
+	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil {
+		missing = append(missing, errors.New("claim, volume, class and node informers are required"))
+	}
+	return missing
+}
+
+// replicaIdentity is the configured identity of this replica in the Lease
+// or, when none is configured, the host name and a random suffix.
+func replicaIdentity(configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("cannot name this replica: %w", err)
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
 }
 
 // newElector returns the elector of c's terms.

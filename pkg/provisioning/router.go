@@ -26,11 +26,13 @@ import (
 )
 
 // Router hands the events of the shared claim, volume and Lease informers to
-// the controllers they concern. It has one event handler on each informer,
-// only while some controller subscribes, and finds the subscribers of an
-// event by map lookup: a fleet of hundreds of controllers costs one handler
-// (two goroutines and a buffer) per informer instead of one per controller,
-// and an event is seen only by the controllers it names.
+// the controllers they concern, with an eventrouter.Router per informer: a
+// claim goes to the provisioner it asks for and to those whose intent
+// finalizer it carries, a volume to the provisioner that provisioned it, a
+// Lease to its elector. It has one event handler on each informer, only
+// while some controller subscribes: a fleet of hundreds of controllers costs
+// one handler (two goroutines and a buffer) per informer instead of one per
+// controller, and an event is seen only by the controllers it names.
 //
 // The owner of the informers makes one Router for them and hands it to every
 // controller in SharedInformers.Router.
