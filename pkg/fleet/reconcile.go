@@ -156,7 +156,7 @@ func (m *Manager) observeInstance(r *running, cfg provisioning.Config) observati
 // released in between, so no other replica can win it.
 func (m *Manager) replace(key string, r *running, cfg provisioning.Config) {
 	if r.cfg.LeaderElection == cfg.LeaderElection {
-		r.instance.HandOverLease()
+		r.instance.KeepLease()
 	}
 	m.instances.Stop(key, r.token)
 }

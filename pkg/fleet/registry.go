@@ -31,7 +31,7 @@ type instance interface {
 	Reconfigure(cfg provisioning.Config) error
 	IsLeader() bool
 	LeaseHealthy() error
-	HandOverLease()
+	KeepLease()
 	Stuck() error
 }
 

@@ -78,7 +78,7 @@ func (f *fakeInstance) IsLeader() bool {
 
 func (f *fakeInstance) LeaseHealthy() error { return nil }
 
-func (f *fakeInstance) HandOverLease() {
+func (f *fakeInstance) KeepLease() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handedOver = true

@@ -40,6 +40,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/provfleet/provfleet/internal/eventrouter"
+	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
@@ -81,6 +83,16 @@ type Dependencies struct {
 	OnStuck func()
 }
 
+// elector decides when a Controller works: a leaderelection.LeaderElector on
+// the provisioner's Lease, or a leaderelection.AlwaysLeader when leader
+// election is off. Each term of its runs Controller.lead.
+type elector interface {
+	Run(ctx context.Context)
+	IsLeader() bool
+	CheckRenewal() error
+	KeepLease()
+}
+
 // claimKey identifies a claim in the claim queue; the UID tells a claim from a
 // later one of the same name.
 type claimKey struct {
@@ -105,9 +117,11 @@ type Controller struct {
 	finalizer string
 	clock     clock.WithDelayedExecution
 
-	// claimEvents and volumeEvents deliver the events of this provisioner's
-	// objects while it leads.
-	claimEvents, volumeEvents *subscription
+	// events deliver the events of this provisioner's objects while it
+	// leads; eventsMu orders a Reconfigure's refresh after a term's
+	// subscribe, so that no term misses new names.
+	eventsMu sync.Mutex
+	events   []*eventrouter.Subscription[routeKey]
 
 	claimRetries  *workqueue.Retries[claimKey]
 	volumeRetries *workqueue.Retries[string]
@@ -140,17 +154,8 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot create the provision controller: %w", err)
 	}
-	var missing []error
-	if deps.Client == nil {
-		missing = append(missing, errors.New("a client is required"))
-	}
-	if deps.Provisioner == nil {
-		missing = append(missing, errors.New("a provisioner is required"))
-	}
+	missing := missingDependencies(deps)
 	inf := deps.Informers
-	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil {
-		missing = append(missing, errors.New("claim, volume, class and node informers are required"))
-	}
 	if inf.Router == nil && len(missing) == 0 {
 		inf.Router = NewRouter(inf.Claims, inf.Volumes, inf.Leases)
 	} else if inf.Router != nil && !inf.Router.serves(inf) {
@@ -159,10 +164,14 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("cannot create the provision controller: %w", errors.Join(missing...))
 	}
+	identity, err := replicaIdentity(cfg.LeaderElection.Identity)
+	if err != nil {
+		return nil, err
+	}
 	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c := &Controller{
 		name:          cfg.ProvisionerName,
-		identity:      cfg.LeaderElection.Identity,
+		identity:      identity,
 		client:        deps.Client,
 		informers:     inf,
 		recorder:      deps.EventRecorder,
@@ -177,10 +186,6 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		cfg:           cfg,
 	}
 	c.reclaimer, _ = deps.Provisioner.(Reclaimer)
-	c.claimEvents = inf.Router.claims.subscription(func() []routeKey {
-		return append(c.nameKeys(), finalizerKey(c.finalizer))
-	})
-	c.volumeEvents = inf.Router.volumes.subscription(c.nameKeys)
 	if c.recorder == nil {
 		c.recorder = &record.FakeRecorder{}
 	}
@@ -191,20 +196,60 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		}
 		c.metrics = m
 	}
-	if c.identity == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("cannot name this replica: %w", err)
-		}
-		c.identity = host + "_" + string(uuid.NewUUID())
-	}
-	c.elector = alwaysLeader{}
-	if cfg.LeaderElection.Enabled {
-		le := cfg.LeaderElection
-		le.Identity = c.identity
-		c.elector = newLeaseElector(c.client, inf.Router.leases, c.name, le, deps.OnLeaderChange, clock.RealClock{})
-	}
+	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
 	return c, nil
+}
+
+// missingDependencies lists what deps lacks, the router aside.
+func missingDependencies(deps Dependencies) []error {
+	var missing []error
+	if deps.Client == nil {
+		missing = append(missing, errors.New("a client is required"))
+	}
+	if deps.Provisioner == nil {
+		missing = append(missing, errors.New("a provisioner is required"))
+	}
+	inf := deps.Informers
+	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil {
+		missing = append(missing, errors.New("claim, volume, class and node informers are required"))
+	}
+	return missing
+}
+
+// replicaIdentity is the configured identity of this replica in the Lease
+// or, when none is configured, the host name and a random suffix.
+func replicaIdentity(configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("cannot name this replica: %w", err)
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
+}
+
+// newElector returns the elector of c's terms.
+func (c *Controller) newElector(le LeaderElectionConfig, onLeaderChange func(string)) elector {
+	if !le.Enabled {
+		return leaderelection.NewAlwaysLeader(leaderelection.LeaderCallbacks{OnStartedLeading: c.lead})
+	}
+	return leaderelection.NewLeaderElector(c.electionConfig(le, onLeaderChange))
+}
+
+// electionConfig is the configuration of the elector on c's Lease.
+func (c *Controller) electionConfig(le LeaderElectionConfig, onLeaderChange func(string)) leaderelection.Config {
+	return leaderelection.Config{
+		Client:              c.client,
+		Lease:               types.NamespacedName{Namespace: le.Namespace, Name: LeaseName(c.name)},
+		Identity:            c.identity,
+		LeaseDuration:       le.LeaseDuration,
+		RenewDeadline:       le.RenewDeadline,
+		RetryPeriod:         le.RetryPeriod,
+		LegacyLockNamespace: le.LegacyLockNamespace,
+		Leases:              c.informers.Router.leases,
+		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: c.lead, OnNewLeader: onLeaderChange},
+	}
 }
 
 // Identity is the name of this replica in the Lease.
@@ -216,7 +261,7 @@ func (c *Controller) IsLeader() bool { return c.elector.IsLeader() }
 
 // LeaseHealthy is nil unless this instance leads and its lease renewal is
 // overdue.
-func (c *Controller) LeaseHealthy() error { return c.elector.Healthy() }
+func (c *Controller) LeaseHealthy() error { return c.elector.CheckRenewal() }
 
 // Stuck is nil unless a backend call has outlived its deadline and not
 // returned yet, or a stop gave up waiting for work that has not ended yet.
@@ -250,11 +295,11 @@ func (c *Controller) Stuck() error {
 	return errors.Join(errs...)
 }
 
-// HandOverLease makes the coming stop keep this instance's Lease held rather
+// KeepLease makes the coming stop keep this instance's Lease held rather
 // than release it. A replacement started right after Run returned, with the
 // same identity and lease settings, takes the Lease over at once, and no other
 // replica can win it in between.
-func (c *Controller) HandOverLease() { c.elector.KeepLease() }
+func (c *Controller) KeepLease() { c.elector.KeepLease() }
 
 func (c *Controller) config() Config {
 	c.mu.Lock()
@@ -298,8 +343,7 @@ func (c *Controller) Reconfigure(cfg Config) error {
 	unpaused := old.Paused && !cfg.Paused
 	renamed := !slices.Equal(old.AdditionalProvisionerNames, cfg.AdditionalProvisionerNames)
 	if renamed {
-		c.claimEvents.refresh()
-		c.volumeEvents.refresh()
+		c.refreshSubscriptions()
 	}
 	// Every volume gains or loses its finalizer now, not at the next resync.
 	refinalize := old.Finalizer != cfg.Finalizer
@@ -328,7 +372,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.informers.Classes.HasSynced, c.informers.Nodes.HasSynced) {
 		return nil
 	}
-	c.elector.Run(ctx, c.lead)
+	c.elector.Run(ctx)
 	logger.Info("Stopped provision controller")
 	return nil
 }
@@ -405,12 +449,7 @@ type term struct {
 func (c *Controller) lead(ctx context.Context) (stop func()) {
 	logger := klog.FromContext(ctx)
 	t := c.newTerm(ctx)
-	if err := c.claimEvents.start(c.claimHandler(t)); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch claims")
-	}
-	if err := c.volumeEvents.start(c.volumeHandler(t)); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch volumes")
-	}
+	c.subscribe(ctx, t)
 
 	c.mu.Lock()
 	c.term = t
@@ -428,11 +467,7 @@ func (c *Controller) lead(ctx context.Context) (stop func()) {
 		c.mu.Unlock()
 		// Events first, so nothing is queued after the queues shut down.
 		resync.stop()
-		for _, events := range []*subscription{c.claimEvents, c.volumeEvents} {
-			if err := events.stop(); err != nil {
-				utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching")
-			}
-		}
+		c.unsubscribe(ctx)
 		drain := c.config().Timeouts.Drain
 		giveUp, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 		defer cancel()
@@ -454,6 +489,47 @@ func (c *Controller) lead(ctx context.Context) (stop func()) {
 			return
 		}
 		logger.Info("Stopped leading")
+	}
+}
+
+// subscribe delivers the events of this provisioner's claims and volumes to
+// t until unsubscribe.
+func (c *Controller) subscribe(ctx context.Context, t *term) {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	keys := func() []routeKey { return append(c.nameKeys(), finalizerKey(c.finalizer)) }
+	if events, err := c.informers.Router.claims.Subscribe(keys, c.claimHandler(t)); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch claims")
+	} else {
+		c.events = append(c.events, events)
+	}
+	if events, err := c.informers.Router.volumes.Subscribe(c.nameKeys, c.volumeHandler(t)); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch volumes")
+	} else {
+		c.events = append(c.events, events)
+	}
+}
+
+// unsubscribe ends the deliveries subscribe started: none is under way or
+// follows once it returned.
+func (c *Controller) unsubscribe(ctx context.Context) {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	for _, events := range c.events {
+		if err := events.Stop(); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching")
+		}
+	}
+	c.events = nil
+}
+
+// refreshSubscriptions subscribes the term under way under the names of
+// the configuration of now.
+func (c *Controller) refreshSubscriptions() {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	for _, events := range c.events {
+		events.Refresh()
 	}
 }
 

@@ -29,6 +29,8 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/internal/leaderelection/leasetest"
 )
 
 // deadlineBackend records, per operation, whether its calls had a deadline.
@@ -160,7 +162,7 @@ func TestStopGivesUpOnAHungBackendCall(t *testing.T) {
 	if runErr != nil {
 		t.Errorf("Run: %v", runErr)
 	}
-	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 2, Transitions: 0}, summary(getLease(t, f.client))); diff != "" {
+	if diff := cmp.Diff(leasetest.RecordSummary{Holder: "a", LeaseDurationSeconds: 2, Transitions: 0}, leasetest.Summary(getLease(t, f.client))); diff != "" {
 		t.Errorf("Lease after the stop (-want +got):\n%s", diff)
 	}
 	// No elector goroutine renews any more, and no worker but the hung one

@@ -18,30 +18,20 @@ package provisioning
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/utils/clock"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/internal/leaderelection"
 )
 
 func leaderConfig(identity string) Config {
@@ -137,6 +127,16 @@ func TestTwoReplicasLeaderElection(t *testing.T) {
 	}
 }
 
+// getLease reads the Lease of testProvisioner.
+func getLease(t *testing.T, client *fake.Clientset) *coordinationv1.Lease {
+	t.Helper()
+	lease, err := client.CoordinationV1().Leases("default").Get(context.Background(), LeaseName(testProvisioner), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease
+}
+
 func TestLeaseName(t *testing.T) {
 	tests := map[string]struct{ name, want string }{
 		"with slash":    {name: "provfleet.io/fast-local", want: "provfleet.io-fast-local"},
@@ -168,423 +168,41 @@ func TestRunWithStoppedInformers(t *testing.T) {
 	stop()
 }
 
-func electorConfig(identity string, leaseDuration, renewDeadline, retryPeriod time.Duration) LeaderElectionConfig {
-	return LeaderElectionConfig{
-		Enabled:       true,
-		Namespace:     "default",
-		Identity:      identity,
-		LeaseDuration: leaseDuration,
-		RenewDeadline: renewDeadline,
-		RetryPeriod:   retryPeriod,
+// leaseDeliveries records, by Lease name, the resource version of the last
+// event of a Lease its handlers returned from: once it is the current one,
+// every elector of that Lease has seen the current Lease.
+type leaseDeliveries struct {
+	cache.SharedIndexInformer
+	mu       sync.Mutex
+	versions map[string]string
+}
+
+func (i *leaseDeliveries) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			handler.OnAdd(obj, isInInitialList)
+			i.delivered(obj)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			handler.OnUpdate(oldObj, newObj)
+			i.delivered(newObj)
+		},
+		DeleteFunc: handler.OnDelete,
+	}, options)
+}
+
+func (i *leaseDeliveries) delivered(obj any) {
+	if lease, ok := obj.(*coordinationv1.Lease); ok {
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		i.versions[lease.Name] = lease.ResourceVersion
 	}
 }
 
-// leaders logs the terms of several electors of one Lease, ours and
-// client-go's, and whether two ever overlapped.
-type leaders struct {
-	mu      sync.Mutex
-	current map[string]bool
-	history []string
-	overlap []string
-}
-
-func newLeaders() *leaders { return &leaders{current: map[string]bool{}} }
-
-func (l *leaders) start(identity string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for other := range l.current {
-		l.overlap = append(l.overlap, other+" and "+identity)
-	}
-	l.current[identity] = true
-	l.history = append(l.history, "+"+identity)
-}
-
-func (l *leaders) stop(identity string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.current, identity)
-	l.history = append(l.history, "-"+identity)
-}
-
-// lead starts a term that lasts until it is stopped.
-func (l *leaders) lead(identity string) leadFunc {
-	return func(context.Context) func() {
-		l.start(identity)
-		return func() { l.stop(identity) }
-	}
-}
-
-func (l *leaders) leading() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var ids []string
-	for id := range l.current {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// check fails the test when two terms overlapped or the history differs.
-func (l *leaders) check(t *testing.T, want ...string) {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.overlap) > 0 {
-		t.Errorf("terms overlapped: %q", l.overlap)
-	}
-	if diff := cmp.Diff(want, l.history); diff != "" {
-		t.Errorf("terms (-want +got):\n%s", diff)
-	}
-}
-
-// runElector runs e until the returned stop is called or the test ends.
-func runElector(t *testing.T, e *leaseElector, lead leadFunc) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Run(ctx, lead)
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-func newLeaseClient() *fake.Clientset {
-	client := fake.NewClientset()
-	enforceLeaseVersions(client)
-	return client
-}
-
-func getLease(t *testing.T, client *fake.Clientset) *coordinationv1.Lease {
-	t.Helper()
-	lease, err := client.CoordinationV1().Leases("default").Get(context.Background(), LeaseName(testProvisioner), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lease
-}
-
-// recordSummary is the part of a Lease record that does not depend on when
-// it was written.
-type recordSummary struct {
-	Holder               string
-	LeaseDurationSeconds int
-	Transitions          int
-}
-
-func summary(lease *coordinationv1.Lease) recordSummary {
-	r := leaseRecord(lease)
-	return recordSummary{Holder: r.HolderIdentity, LeaseDurationSeconds: r.LeaseDurationSeconds, Transitions: r.LeaderTransitions}
-}
-
-// failLeaseWrites makes updates of Leases that name one of holders fail
-// while it is on.
-func failLeaseWrites(client *fake.Clientset, holders ...string) *atomic.Bool {
-	var on atomic.Bool
-	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		lease := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		if on.Load() && slices.Contains(holders, ptr.Deref(lease.Spec.HolderIdentity, "")) {
-			return true, nil, apierrors.NewInternalError(errors.New("injected failure"))
-		}
-		return false, nil, nil
-	})
-	return &on
-}
-
-func TestLeaseElectorLeadsRenewsAndReleases(t *testing.T) {
-	client := newLeaseClient()
-	var mu sync.Mutex
-	var changes []string
-	var e *leaseElector
-	// The owner reads IsLeader when told of a change: it must agree.
-	onChange := func(holder string) {
-		mu.Lock()
-		defer mu.Unlock()
-		changes = append(changes, fmt.Sprintf("%q leading=%v", holder, e.IsLeader()))
-	}
-	e = newLeaseElector(client, nil, testProvisioner, electorConfig("a", 2*time.Second, time.Second, 100*time.Millisecond), onChange, clock.RealClock{})
-	l := newLeaders()
-	stop := runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", e.IsLeader)
-
-	acquired := getLease(t, client)
-	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 2}, summary(acquired)); diff != "" {
-		t.Errorf("acquired Lease (-want +got):\n%s", diff)
-	}
-	if !acquired.Spec.AcquireTime.Equal(acquired.Spec.RenewTime) {
-		t.Errorf("acquired at %v but renewed at %v", acquired.Spec.AcquireTime, acquired.Spec.RenewTime)
-	}
-	eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(acquired.Spec.RenewTime.Time) })
-	renewed := getLease(t, client)
-	if diff := cmp.Diff(summary(acquired), summary(renewed)); diff != "" {
-		t.Errorf("renewal changed the record (-acquired +renewed):\n%s", diff)
-	}
-	if !renewed.Spec.AcquireTime.Equal(acquired.Spec.AcquireTime) {
-		t.Errorf("renewal moved the acquire time from %v to %v", acquired.Spec.AcquireTime, renewed.Spec.AcquireTime)
-	}
-	if err := e.Healthy(); err != nil {
-		t.Errorf("renewing leader unhealthy: %v", err)
-	}
-
-	stop()
-	if e.IsLeader() {
-		t.Error("a stopped elector leads")
-	}
-	if diff := cmp.Diff(recordSummary{LeaseDurationSeconds: 1}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("released Lease (-want +got):\n%s", diff)
-	}
-	l.check(t, "+a", "-a")
-	mu.Lock()
-	defer mu.Unlock()
-	if diff := cmp.Diff([]string{`"a" leading=true`, `"" leading=false`}, changes); diff != "" {
-		t.Errorf("reported holders (-want +got):\n%s", diff)
-	}
-}
-
-// Three electors, each with its own informer as in three processes, start on
-// a missing Lease: one wins, the others wait. A lease of a minute makes the
-// release on stop the only way another can take over within the test.
-func TestLeaseElectorsContend(t *testing.T) {
-	client := newLeaseClient()
-	l := newLeaders()
-	stops := map[string]func(){}
-	for _, id := range []string{"a", "b", "c"} {
-		e := newLeaseElector(client, nil, testProvisioner, electorConfig(id, time.Minute, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
-		stops[id] = runElector(t, e, l.lead(id))
-	}
-	eventually(t, "one leader", func() bool { return len(l.leading()) == 1 })
-	first := l.leading()[0]
-	acquired := getLease(t, client)
-	for range 2 {
-		before := getLease(t, client).Spec.RenewTime.Time
-		eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(before) })
-	}
-	if diff := cmp.Diff([]string{first}, l.leading()); diff != "" {
-		t.Errorf("leaders after two renewals (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(recordSummary{Holder: first, LeaseDurationSeconds: 60}, summary(acquired)); diff != "" {
-		t.Errorf("Lease (-want +got):\n%s", diff)
-	}
-
-	stops[first]()
-	eventually(t, "another leader", func() bool { return len(l.leading()) == 1 })
-	second := l.leading()[0]
-	if diff := cmp.Diff(recordSummary{Holder: second, LeaseDurationSeconds: 60, Transitions: 1}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("Lease after the takeover (-want +got):\n%s", diff)
-	}
-	l.check(t, "+"+first, "-"+first, "+"+second)
-}
-
-// A holder whose renewals fail steps down at its renew deadline, before the
-// Lease expires for the other elector, which then takes over.
-func TestLeaseElectorStepsDownWhenRenewalFails(t *testing.T) {
-	f := newFixture(t)
-	f.start()
-	// Also the release of a fails: b can only take over once the lease expired.
-	failing := failLeaseWrites(f.client, "a", "")
-	l := newLeaders()
-	cfg := func(id string) LeaderElectionConfig {
-		return electorConfig(id, 2*time.Second, 600*time.Millisecond, 100*time.Millisecond)
-	}
-	leases := newRoute(f.informers.Leases, leaseKeys)
-	a := newLeaseElector(f.client, leases, testProvisioner, cfg("a"), nil, clock.RealClock{})
-	runElector(t, a, l.lead("a"))
-	eventually(t, "a leading", a.IsLeader)
-	b := newLeaseElector(f.client, leases, testProvisioner, cfg("b"), nil, clock.RealClock{})
-	runElector(t, b, l.lead("b"))
-
-	failing.Store(true)
-	eventually(t, "b leading", b.IsLeader)
-	if a.IsLeader() {
-		t.Error("a still leads")
-	}
-	if err := a.Healthy(); err != nil {
-		t.Errorf("a, which stepped down, is unhealthy: %v", err)
-	}
-	l.check(t, "+a", "-a", "+b")
-}
-
-// A term that does not end when told to makes the elector unhealthy once the
-// lease it could not renew expired.
-func TestLeaseElectorUnhealthyWhenTermOutlivesLease(t *testing.T) {
-	client := newLeaseClient()
-	failing := failLeaseWrites(client, "a")
-	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", time.Second, 500*time.Millisecond, 100*time.Millisecond), nil, clock.RealClock{})
-	stuck := make(chan struct{})
-	runElector(t, e, func(context.Context) func() { return func() { <-stuck } })
-	eventually(t, "a leading", e.IsLeader)
-	if err := e.Healthy(); err != nil {
-		t.Errorf("renewing leader unhealthy: %v", err)
-	}
-	failing.Store(true)
-	eventually(t, "a unhealthy", func() bool { return e.Healthy() != nil })
-	if !e.IsLeader() {
-		t.Error("a term that has not returned is not reported")
-	}
-	close(stuck)
-	eventually(t, "a not leading", func() bool { return !e.IsLeader() })
-	if err := e.Healthy(); err != nil {
-		t.Errorf("follower unhealthy: %v", err)
-	}
-}
-
-// A holder whose Lease was deleted steps down, and campaigns again.
-func TestLeaseElectorLeaseDeleted(t *testing.T) {
-	client := newLeaseClient()
-	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", 2*time.Second, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
-	l := newLeaders()
-	stop := runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", e.IsLeader)
-	if err := client.CoordinationV1().Leases("default").Delete(context.Background(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "a second term", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.history) == 3
-	})
-	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 2}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("re-created Lease (-want +got):\n%s", diff)
-	}
-	stop()
-	l.check(t, "+a", "-a", "+a", "-a")
-}
-
-// A Lease left by a client-go elector is taken over once it expired, by the
-// local clock from when it was seen, and not before.
-func TestLeaseElectorTakesOverExpiredForeignLease(t *testing.T) {
-	fakeClock := testingclock.NewFakeClock(time.Now())
-	seenAt := fakeClock.Now()
-	client := newLeaseClient()
-	foreign := withRecord(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: LeaseName(testProvisioner)}},
-		resourcelock.LeaderElectionRecord{
-			HolderIdentity:       "old",
-			LeaseDurationSeconds: 10,
-			AcquireTime:          metav1.NewTime(seenAt.Add(-time.Hour)),
-			// Written long ago by its clock: only the local clock counts.
-			RenewTime:         metav1.NewTime(seenAt.Add(-time.Hour)),
-			LeaderTransitions: 3,
-		})
-	if _, err := client.CoordinationV1().Leases("default").Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second), nil, fakeClock)
-	runElector(t, e, newLeaders().lead("a"))
-	// Waiting either for the Lease to expire or, once leading, to renew it.
-	settle := func() { eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 }) }
-	settle()
-	// Seconds at a time, so the acquire time tells when the Lease was taken.
-	for range 12 {
-		fakeClock.Step(time.Second)
-		settle()
-	}
-	if !e.IsLeader() {
-		t.Fatal("a does not lead after the Lease expired")
-	}
-	lease := getLease(t, client)
-	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 15, Transitions: 4}, summary(lease)); diff != "" {
-		t.Errorf("Lease (-want +got):\n%s", diff)
-	}
-	if got := lease.Spec.AcquireTime.Sub(seenAt); got < 10*time.Second {
-		t.Errorf("acquired %v after the Lease was seen, before it expired", got)
-	}
-}
-
-// client-go's elector and this one on the same Lease never both lead: this
-// one waits while a client-go holder renews and takes over when it crashed;
-// a client-go follower waits while this one renews and takes over when it
-// released.
-func TestLeaseElectorAndClientGoExcludeEachOther(t *testing.T) {
-	const (
-		leaseDuration = 2 * time.Second
-		renewDeadline = time.Second
-		retryPeriod   = 250 * time.Millisecond
-	)
-	client := newLeaseClient()
-	l := newLeaders()
-	var terms sync.WaitGroup
-	runClientGo := func(identity string, releaseOnCancel bool) (stop func()) {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{
-				LeaseMeta:  metav1.ObjectMeta{Namespace: "default", Name: LeaseName(testProvisioner)},
-				Client:     client.CoordinationV1(),
-				LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-			},
-			LeaseDuration:   leaseDuration,
-			RenewDeadline:   renewDeadline,
-			RetryPeriod:     retryPeriod,
-			ReleaseOnCancel: releaseOnCancel,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					terms.Add(1)
-					defer terms.Done()
-					stopTerm := l.lead(identity)(ctx)
-					<-ctx.Done()
-					stopTerm()
-				},
-				OnStoppedLeading: func() {},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			le.Run(ctx)
-		}()
-		var once sync.Once
-		stop = func() {
-			once.Do(func() {
-				cancel()
-				<-done
-				terms.Wait()
-			})
-		}
-		t.Cleanup(stop)
-		return stop
-	}
-	// outlasts waits until the Lease was renewed more than a lease duration
-	// after now, long enough for a waiting elector to have taken it, had it
-	// judged it expired.
-	outlasts := func(what string) {
-		until := time.Now().Add(leaseDuration + retryPeriod)
-		eventually(t, what, func() bool { return getLease(t, client).Spec.RenewTime.After(until) })
-	}
-
-	crash := runClientGo("old", false)
-	eventually(t, "old leading", func() bool { return slices.Equal(l.leading(), []string{"old"}) })
-	ours := newLeaseElector(client, nil, testProvisioner, electorConfig("ours", leaseDuration, renewDeadline, retryPeriod), nil, clock.RealClock{})
-	stopOurs := runElector(t, ours, l.lead("ours"))
-	outlasts("old renewing")
-	if ours.IsLeader() {
-		t.Fatal("ours leads while old renews")
-	}
-
-	crash()
-	eventually(t, "ours leading", ours.IsLeader)
-	runClientGo("new", true)
-	outlasts("ours renewing")
-	if diff := cmp.Diff([]string{"ours"}, l.leading()); diff != "" {
-		t.Fatalf("leaders while ours renews (-want +got):\n%s", diff)
-	}
-
-	stopOurs()
-	eventually(t, "new leading", func() bool { return slices.Equal(l.leading(), []string{"new"}) })
-	if diff := cmp.Diff(recordSummary{Holder: "new", LeaseDurationSeconds: 2, Transitions: 2}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("Lease (-want +got):\n%s", diff)
-	}
-	l.check(t, "+old", "-old", "+ours", "-ours", "+new")
+func (i *leaseDeliveries) version(name string) string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.versions[name]
 }
 
 // With two replicas, a fleet of idle provisioners costs at most 0.2 API
@@ -618,7 +236,10 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 
 	fakeClock := testingclock.NewFakeClock(time.Now())
 	controllers := map[string][]*Controller{}
+	deliveries := map[string]*leaseDeliveries{}
 	for replica, shared := range replicas {
+		leases := &leaseDeliveries{SharedIndexInformer: shared.Leases, versions: map[string]string{}}
+		deliveries[replica], shared.Leases = leases, leases
 		shared.Router = NewRouter(shared.Claims, shared.Volumes, shared.Leases)
 		for i := range provisioners {
 			cfg := testConfig(fmt.Sprintf("provfleet.io/p%d", i))
@@ -628,7 +249,9 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.elector = newLeaseElector(f.client, shared.Router.leases, c.name, cfg.LeaderElection, nil, fakeClock)
+			lec := c.electionConfig(cfg.LeaderElection, nil)
+			lec.Clock = fakeClock
+			c.elector = leaderelection.NewLeaderElector(lec)
 			controllers[replica] = append(controllers[replica], c)
 			run(t, c)
 		}
@@ -641,21 +264,14 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 			if fakeClock.Waiters() != 2*provisioners {
 				return false
 			}
-			for _, cs := range controllers {
+			for replica, cs := range controllers {
 				for _, c := range cs {
-					e := c.elector.(*leaseElector)
 					var want string
-					current, err := f.client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), "default", e.lease.Name)
+					current, err := f.client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), "default", LeaseName(c.name))
 					if err == nil {
 						want = current.(*coordinationv1.Lease).ResourceVersion
 					}
-					e.mu.Lock()
-					var seen string
-					if e.seen != nil {
-						seen = e.seen.ResourceVersion
-					}
-					e.mu.Unlock()
-					if seen != want {
+					if deliveries[replica].version(LeaseName(c.name)) != want {
 						return false
 					}
 				}
@@ -703,308 +319,5 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 	}
 	if limit := int(0.2 * provisioners * window.Seconds()); len(actions) > limit {
 		t.Errorf("%d requests in %v for %d provisioners on two replicas, want at most %d: %v", len(actions), window, provisioners, limit, requests)
-	}
-}
-
-// A stop after KeepLease leaves the Lease held: a successor with the same
-// identity leads at once, while another replica, waiting for a lease of a
-// minute, never gets a turn.
-func TestLeaseElectorHandsOverToSameIdentity(t *testing.T) {
-	client := newLeaseClient()
-	l := newLeaders()
-	cfg := func(id string) LeaderElectionConfig {
-		return electorConfig(id, time.Minute, time.Second, 100*time.Millisecond)
-	}
-	first := newLeaseElector(client, nil, testProvisioner, cfg("a"), nil, clock.RealClock{})
-	stopFirst := runElector(t, first, l.lead("a"))
-	eventually(t, "a leading", first.IsLeader)
-	other := newLeaseElector(client, nil, testProvisioner, cfg("b"), nil, clock.RealClock{})
-	runElector(t, other, l.lead("b"))
-
-	first.KeepLease()
-	stopFirst()
-	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 60}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("Lease after a hand-over stop (-want +got):\n%s", diff)
-	}
-	successor := newLeaseElector(client, nil, testProvisioner, cfg("a"), nil, clock.RealClock{})
-	runElector(t, successor, l.lead("a"))
-	eventually(t, "the successor leading", successor.IsLeader)
-	if other.IsLeader() {
-		t.Error("the other replica took a handed-over Lease")
-	}
-	l.check(t, "+a", "-a", "+a")
-}
-
-// KeepLease concerns the term that ends next only: after a term that kept
-// its Lease, because its drain gave up, lost it, a later term of the same
-// elector releases the Lease on a clean stop, so failover stays quick.
-func TestLeaseElectorKeepsTheLeaseForOneTermOnly(t *testing.T) {
-	client := newLeaseClient()
-	e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", time.Minute, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
-	l := newLeaders()
-	stop := runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", e.IsLeader)
-
-	e.KeepLease()
-	// The holder sees its Lease deleted, ends its term and, as the last
-	// holder, takes the Lease again at once.
-	if err := client.CoordinationV1().Leases("default").Delete(t.Context(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "a second term", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.history) >= 3
-	})
-	stop()
-	if diff := cmp.Diff(recordSummary{LeaseDurationSeconds: 1}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("Lease after a clean stop of the second term (-want +got):\n%s", diff)
-	}
-	l.check(t, "+a", "-a", "+a", "-a")
-}
-
-// seesCurrent reports whether e has seen the Lease as the API has it now.
-func seesCurrent(client *fake.Clientset, e *leaseElector) bool {
-	var want string
-	current, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), e.lease.Namespace, e.lease.Name)
-	if err == nil {
-		want = current.(*coordinationv1.Lease).ResourceVersion
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var seen string
-	if e.seen != nil {
-		seen = e.seen.ResourceVersion
-	}
-	return seen == want
-}
-
-// A holder stops its work as soon as it sees its Lease deleted or held by
-// another elector, not at its next renewal: the clock does not move here.
-func TestLeaseElectorStopsWhenLeaseLost(t *testing.T) {
-	tests := map[string]struct {
-		lose func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error
-	}{
-		"Lease deleted": {
-			lose: func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error {
-				return leases.Delete(ctx, lease.Name, metav1.DeleteOptions{})
-			},
-		},
-		"another holder": {
-			lose: func(ctx context.Context, leases typedcoordinationv1.LeaseInterface, lease *coordinationv1.Lease) error {
-				now := metav1.Now()
-				_, err := leases.Update(ctx, withRecord(lease, resourcelock.LeaderElectionRecord{
-					HolderIdentity: "other", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now, LeaderTransitions: 1,
-				}), metav1.UpdateOptions{})
-				return err
-			},
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			fakeClock := testingclock.NewFakeClock(time.Now())
-			client := newLeaseClient()
-			e := newLeaseElector(client, nil, testProvisioner, electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second), nil, fakeClock)
-			l := newLeaders()
-			runElector(t, e, l.lead("a"))
-			eventually(t, "a leading", func() bool {
-				// The jitter before the first write waits on the clock.
-				if fakeClock.Waiters() == 1 && !e.IsLeader() {
-					fakeClock.Step(time.Second)
-				}
-				return e.IsLeader() && fakeClock.Waiters() == 1 && seesCurrent(client, e)
-			})
-
-			if err := tc.lose(t.Context(), client.CoordinationV1().Leases("default"), getLease(t, client)); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "a stopped", func() bool {
-				l.mu.Lock()
-				defer l.mu.Unlock()
-				return len(l.history) >= 2
-			})
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if diff := cmp.Diff([]string{"+a", "-a"}, l.history[:2]); diff != "" {
-				t.Errorf("terms (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// When the Lease of a holder is deleted, another elector does not take it as
-// free: the holder may still work (a client-go holder even goes on leading
-// and creates the Lease again), so the record deleted counts until it
-// expires. The holder, which stops its term when it sees the deletion, takes
-// the Lease again at once.
-func TestLeaseElectorFollowerWaitsOutDeletedLease(t *testing.T) {
-	fakeClock := testingclock.NewFakeClock(time.Now())
-	client := newLeaseClient()
-	cfg := func(id string) LeaderElectionConfig {
-		return electorConfig(id, 15*time.Second, 10*time.Second, 2*time.Second)
-	}
-	l := newLeaders()
-	a := newLeaseElector(client, nil, testProvisioner, cfg("a"), nil, fakeClock)
-	runElector(t, a, l.lead("a"))
-	eventually(t, "a leading", func() bool {
-		if fakeClock.Waiters() == 1 && !a.IsLeader() {
-			fakeClock.Step(time.Second)
-		}
-		return a.IsLeader() && fakeClock.Waiters() == 1 && seesCurrent(client, a)
-	})
-	b := newLeaseElector(client, nil, testProvisioner, cfg("b"), nil, fakeClock)
-	runElector(t, b, l.lead("b"))
-	// Both wait on a timer, a to renew, b for the Lease to expire or a to
-	// take it again, and have seen the Lease as it is.
-	settle := func() {
-		eventually(t, "electors waiting", func() bool {
-			return fakeClock.Waiters() == 2 && seesCurrent(client, a) && seesCurrent(client, b)
-		})
-	}
-	settle()
-
-	if err := client.CoordinationV1().Leases("default").Delete(t.Context(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Less than a lease duration.
-	for range 10 {
-		settle()
-		fakeClock.Step(time.Second)
-	}
-	settle()
-	if diff := cmp.Diff(recordSummary{Holder: "a", LeaseDurationSeconds: 15}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("Lease after the deletion (-want +got):\n%s", diff)
-	}
-	l.check(t, "+a", "-a", "+a")
-}
-
-// legacyLock is the Endpoints lock of an older provisioner in namespace
-// "legacy", with record in the annotation client-go's Endpoints lock used.
-func legacyLock(t *testing.T, record resourcelock.LeaderElectionRecord) *corev1.Endpoints {
-	t.Helper()
-	data, err := json.Marshal(record)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{
-		Namespace:   "legacy",
-		Name:        LeaseName(testProvisioner),
-		Annotations: map[string]string{resourcelock.LeaderElectionRecordAnnotationKey: string(data)},
-	}}
-}
-
-// While an older provisioner's Endpoints lock holds a live record of another
-// holder, the elector does not lead: not until twice the record's lease
-// duration after its renew time, when a follower of the older version would
-// have taken it, or until it is removed.
-func TestLeaseElectorWaitsForLegacyLock(t *testing.T) {
-	tests := map[string]struct {
-		// record is that of the Endpoints lock, with times relative to the
-		// start; nil: no lock.
-		record *resourcelock.LeaderElectionRecord
-		// removeAt, if set, is when the lock is deleted.
-		removeAt time.Duration
-		// The elector must not lead before notBefore and must lead by by.
-		notBefore, by time.Duration
-	}{
-		"no lock": {by: 2 * time.Second},
-		"released": {
-			record: &resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 10},
-			by:     2 * time.Second,
-		},
-		"held by the same identity": {
-			record: &resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaseDurationSeconds: 10},
-			by:     2 * time.Second,
-		},
-		"expired long ago": {
-			record: &resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 10, RenewTime: metav1.NewTime(time.Unix(-3600, 0))},
-			by:     2 * time.Second,
-		},
-		"live until it expires": {
-			record:    &resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 10},
-			notBefore: 20 * time.Second,
-			by:        24 * time.Second,
-		},
-		"live until it is removed": {
-			record:    &resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 3600},
-			removeAt:  5 * time.Second,
-			notBefore: 5 * time.Second,
-			by:        19 * time.Second,
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			fakeClock := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
-			start := fakeClock.Now()
-			client := newLeaseClient()
-			if tc.record != nil {
-				record := *tc.record
-				if record.RenewTime.IsZero() {
-					record.RenewTime = metav1.NewTime(start)
-				}
-				record.AcquireTime = record.RenewTime
-				if _, err := client.CoreV1().Endpoints("legacy").Create(t.Context(), legacyLock(t, record), metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg := electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second)
-			cfg.LegacyLockNamespace = "legacy"
-			e := newLeaseElector(client, nil, testProvisioner, cfg, nil, fakeClock)
-			runElector(t, e, newLeaders().lead("a"))
-			var ledAt time.Duration
-			for elapsed := time.Duration(0); elapsed <= tc.by; elapsed += time.Second {
-				eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
-				if e.IsLeader() {
-					ledAt = elapsed
-					break
-				}
-				if tc.removeAt != 0 && elapsed+time.Second == tc.removeAt {
-					if err := client.CoreV1().Endpoints("legacy").Delete(t.Context(), LeaseName(testProvisioner), metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				fakeClock.Step(time.Second)
-			}
-			if !e.IsLeader() {
-				t.Fatalf("a does not lead %v after the start", tc.by)
-			}
-			if ledAt < tc.notBefore {
-				t.Errorf("a led %v after the start, before %v", ledAt, tc.notBefore)
-			}
-		})
-	}
-}
-
-// A leader that sees a live record of another holder in the older
-// provisioner's Endpoints lock at a renewal stops leading and releases its
-// Lease.
-func TestLeaseElectorStopsForLegacyLock(t *testing.T) {
-	fakeClock := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
-	client := newLeaseClient()
-	cfg := electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second)
-	cfg.LegacyLockNamespace = "legacy"
-	e := newLeaseElector(client, nil, testProvisioner, cfg, nil, fakeClock)
-	l := newLeaders()
-	runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", func() bool {
-		if fakeClock.Waiters() == 1 && !e.IsLeader() {
-			fakeClock.Step(time.Second)
-		}
-		return e.IsLeader() && fakeClock.Waiters() == 1
-	})
-	now := metav1.NewTime(fakeClock.Now())
-	record := resourcelock.LeaderElectionRecord{HolderIdentity: "old", LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now}
-	if _, err := client.CoreV1().Endpoints("legacy").Create(t.Context(), legacyLock(t, record), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Past the next renewal.
-	for range 8 {
-		eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
-		fakeClock.Step(time.Second)
-	}
-	eventually(t, "a stopped", func() bool { return !e.IsLeader() })
-	l.check(t, "+a", "-a")
-	if diff := cmp.Diff(recordSummary{LeaseDurationSeconds: 1}, summary(getLease(t, client))); diff != "" {
-		t.Errorf("Lease (-want +got):\n%s", diff)
 	}
 }

@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/provfleet/provfleet/internal/leaderelection/leasetest"
 )
 
 func TestMain(m *testing.M) {
@@ -167,7 +169,7 @@ type fixture struct {
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	t.Helper()
 	client := fake.NewClientset(objects...)
-	enforceLeaseVersions(client)
+	leasetest.EnforceVersions(client)
 	honourVolumeDeletion(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	reg := prometheus.NewRegistry()

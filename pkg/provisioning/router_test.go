@@ -17,12 +17,9 @@ limitations under the License.
 package provisioning
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,11 +27,14 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/provfleet/provfleet/internal/eventrouter"
 )
 
 // events records what subscribers were handed, as "subscriber event object".
@@ -69,8 +69,40 @@ func (e *events) sorted() []string {
 	return slices.Sorted(slices.Values(e.got))
 }
 
-func fixedKeys(keys ...routeKey) func() []routeKey {
-	return func() []routeKey { return keys }
+// informerName names an informer of a Router.
+type informerName string
+
+const (
+	claims  informerName = "claims"
+	volumes informerName = "volumes"
+	leases  informerName = "leases"
+)
+
+// capturingInformer keeps the event handler last added to an informer, for
+// tests that hand it events themselves.
+type capturingInformer struct {
+	cache.SharedIndexInformer
+	handler cache.ResourceEventHandler
+}
+
+func (i *capturingInformer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	i.handler = handler
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(handler, options)
+}
+
+// subscribe records what r delivers to subscriber under keys in got, until
+// the test ends.
+func subscribe[K comparable](t *testing.T, r *eventrouter.Router[K], subscriber string, got *events, keys ...K) {
+	t.Helper()
+	s, err := r.Subscribe(func() []K { return keys }, got.handler(subscriber))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // A claim goes to the provisioner its storage-provisioner annotation names
@@ -92,97 +124,97 @@ func TestRouterRoutes(t *testing.T) {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	}
 	tests := map[string]struct {
-		route func(*Router) *route
+		route informerName
 		send  func(cache.ResourceEventHandler)
 		want  []string
 	}{
 		"claim by annotation": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnAdd(annotated("c", a), false) },
 			want:  []string{"a add c"},
 		},
 		"claim of the store replayed to a new handler": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnAdd(annotated("c", a), true) },
 		},
 		"claim by additional name": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnAdd(annotated("c", b2), false) },
 			want:  []string{"b add c"},
 		},
 		"claim by beta annotation": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send: func(h cache.ResourceEventHandler) {
 				h.OnAdd(claim("c", map[string]string{annBetaStorageProvisioner: b}), false)
 			},
 			want: []string{"b add c"},
 		},
 		"claim annotation wins over the beta one": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send: func(h cache.ResourceEventHandler) {
 				h.OnAdd(claim("c", map[string]string{annStorageProvisioner: a, annBetaStorageProvisioner: b}), false)
 			},
 			want: []string{"a add c"},
 		},
 		"claim by intent finalizer": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send: func(h cache.ResourceEventHandler) {
 				h.OnAdd(annotated("c", b, "kubernetes.io/pvc-protection", IntentFinalizer(a)), false)
 			},
 			want: []string{"a add c", "b add c"},
 		},
 		"claim of another provisioner": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnAdd(annotated("c", "provfleet.io/other"), false) },
 		},
 		"claim without annotation": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnAdd(claim("c", nil), false) },
 		},
 		"claim update moving the annotation": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnUpdate(annotated("c", a), annotated("c", b)) },
 			want:  []string{"a update c", "b update c"},
 		},
 		"claim update between names of one provisioner": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnUpdate(annotated("c", b), annotated("c", b2)) },
 			want:  []string{"b update c"},
 		},
 		"claim update dropping the intent finalizer": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send: func(h cache.ResourceEventHandler) {
 				h.OnUpdate(annotated("c", b, IntentFinalizer(a)), annotated("c", b))
 			},
 			want: []string{"a update c", "b update c"},
 		},
 		"claim deleted": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send:  func(h cache.ResourceEventHandler) { h.OnDelete(annotated("c", a)) },
 			want:  []string{"a delete c"},
 		},
 		"claim deleted while the watch was down": {
-			route: func(r *Router) *route { return r.claims },
+			route: claims,
 			send: func(h cache.ResourceEventHandler) {
 				h.OnDelete(cache.DeletedFinalStateUnknown{Key: "default/c", Obj: annotated("c", a)})
 			},
 			want: []string{"a delete c"},
 		},
 		"volume by provisioned-by": {
-			route: func(r *Router) *route { return r.volumes },
+			route: volumes,
 			send: func(h cache.ResourceEventHandler) {
 				h.OnAdd(newVolume("v", b2, v1.VolumeBound, v1.PersistentVolumeReclaimDelete), false)
 			},
 			want: []string{"b add v"},
 		},
 		"volume not provisioned": {
-			route: func(r *Router) *route { return r.volumes },
+			route: volumes,
 			send: func(h cache.ResourceEventHandler) {
 				h.OnAdd(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}}, false)
 			},
 		},
 		"volume update": {
-			route: func(r *Router) *route { return r.volumes },
+			route: volumes,
 			send: func(h cache.ResourceEventHandler) {
 				v := newVolume("v", a, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
 				h.OnUpdate(v, v)
@@ -190,50 +222,34 @@ func TestRouterRoutes(t *testing.T) {
 			want: []string{"a update v"},
 		},
 		"Lease by namespace and name": {
-			route: func(r *Router) *route { return r.leases },
+			route: leases,
 			send:  func(h cache.ResourceEventHandler) { h.OnUpdate(lease("default", "la"), lease("default", "la")) },
 			want:  []string{"a update la"},
 		},
 		"Lease of another namespace": {
-			route: func(r *Router) *route { return r.leases },
+			route: leases,
 			send:  func(h cache.ResourceEventHandler) { h.OnDelete(lease("other", "la")) },
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			// Informers that never run: the test hands the events to the
-			// route's handler itself.
+			// router's handler itself.
 			factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-			router := NewRouter(factory.Core().V1().PersistentVolumeClaims().Informer(),
-				factory.Core().V1().PersistentVolumes().Informer(), factory.Coordination().V1().Leases().Informer())
+			informers := map[informerName]*capturingInformer{
+				claims:  {SharedIndexInformer: factory.Core().V1().PersistentVolumeClaims().Informer()},
+				volumes: {SharedIndexInformer: factory.Core().V1().PersistentVolumes().Informer()},
+				leases:  {SharedIndexInformer: factory.Coordination().V1().Leases().Informer()},
+			}
+			router := NewRouter(informers[claims], informers[volumes], informers[leases])
 			var got events
-			subscribers := map[string]map[*route][]routeKey{
-				"a": {
-					router.claims:  {provisionerKey(a), finalizerKey(IntentFinalizer(a))},
-					router.volumes: {provisionerKey(a)},
-					router.leases:  {{namespace: "default", name: "la"}},
-				},
-				"b": {
-					router.claims:  {provisionerKey(b), provisionerKey(b2), finalizerKey(IntentFinalizer(b))},
-					router.volumes: {provisionerKey(b), provisionerKey(b2)},
-					router.leases:  {{namespace: "default", name: "lb"}},
-				},
-			}
-			for subscriber, routes := range subscribers {
-				for r, keys := range routes {
-					s := r.subscription(fixedKeys(keys...))
-					if err := s.start(got.handler(subscriber)); err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() {
-						if err := s.stop(); err != nil {
-							t.Error(err)
-						}
-					})
-				}
-			}
-			r := tc.route(router)
-			tc.send(r.listener)
+			subscribe(t, router.claims, "a", &got, provisionerKey(a), finalizerKey(IntentFinalizer(a)))
+			subscribe(t, router.volumes, "a", &got, provisionerKey(a))
+			subscribe(t, router.leases, "a", &got, types.NamespacedName{Namespace: "default", Name: "la"})
+			subscribe(t, router.claims, "b", &got, provisionerKey(b), provisionerKey(b2), finalizerKey(IntentFinalizer(b)))
+			subscribe(t, router.volumes, "b", &got, provisionerKey(b), provisionerKey(b2))
+			subscribe(t, router.leases, "b", &got, types.NamespacedName{Namespace: "default", Name: "lb"})
+			tc.send(informers[tc.route].handler)
 			if diff := cmp.Diff(tc.want, got.sorted()); diff != "" {
 				t.Errorf("delivered (-want +got):\n%s", diff)
 			}
@@ -241,228 +257,43 @@ func TestRouterRoutes(t *testing.T) {
 	}
 }
 
-// A subscription moves with its keys when they are refreshed, and only while
-// it is started.
-func TestRouterRefresh(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	r := newRoute(factory.Core().V1().PersistentVolumes().Informer(), volumeKeys)
-	var names atomic.Pointer[[]string]
-	setNames := func(n ...string) { names.Store(&n) }
-	setNames("provfleet.io/a")
-	s := r.subscription(func() []routeKey {
-		var keys []routeKey
-		for _, name := range *names.Load() {
-			keys = append(keys, provisionerKey(name))
-		}
-		return keys
-	})
-	var got events
-	send := func() {
-		for _, name := range []string{"provfleet.io/a", "provfleet.io/alias"} {
-			r.listener.OnAdd(newVolume(name, name, v1.VolumeBound, v1.PersistentVolumeReclaimDelete), false)
-		}
-	}
-
-	s.refresh() // not started: no effect
-	if err := s.start(got.handler("s")); err != nil {
-		t.Fatal(err)
-	}
-	send()
-	setNames("provfleet.io/a", "provfleet.io/alias")
-	s.refresh()
-	send()
-	setNames("provfleet.io/alias")
-	s.refresh()
-	send()
-	if err := s.stop(); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"s add provfleet.io/a", "s add provfleet.io/a", "s add provfleet.io/alias", "s add provfleet.io/alias"}
-	if diff := cmp.Diff(want, got.sorted()); diff != "" {
-		t.Errorf("delivered (-want +got):\n%s", diff)
-	}
-	if len(r.subs) != 0 {
-		t.Errorf("keys left after the last subscriber stopped: %v", r.subs)
-	}
-}
-
-// However many subscribe, a route has one handler on its informer, and none
+// However many subscribe, a router has one handler on its informer, and none
 // once the last subscriber stopped.
 func TestRouterOneHandlerPerInformer(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	informer := &countingInformer{SharedIndexInformer: factory.Core().V1().PersistentVolumeClaims().Informer()}
-	r := newRoute(informer, claimKeys)
-	const n = 50
-	subs := make([]*subscription, n)
-	for i := range subs {
-		subs[i] = r.subscription(fixedKeys(provisionerKey(fmt.Sprintf("provfleet.io/p%d", i))))
-		if err := subs[i].start(cache.ResourceEventHandlerFuncs{}); err != nil {
+	r := NewRouter(informer, factory.Core().V1().PersistentVolumes().Informer(), nil).claims
+	subscribeTo := func(name string) *eventrouter.Subscription[routeKey] {
+		s, err := r.Subscribe(func() []routeKey { return []routeKey{provisionerKey(name)} }, cache.ResourceEventHandlerFuncs{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		return s
+	}
+	const n = 50
+	subs := make([]*eventrouter.Subscription[routeKey], n)
+	for i := range subs {
+		subs[i] = subscribeTo(fmt.Sprintf("provfleet.io/p%d", i))
 	}
 	var got []int32
 	got = append(got, informer.handlers.Load())
 	for _, s := range subs[1:] {
-		if err := s.stop(); err != nil {
+		if err := s.Stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got = append(got, informer.handlers.Load())
-	if err := subs[0].stop(); err != nil {
+	if err := subs[0].Stop(); err != nil {
 		t.Fatal(err)
 	}
 	got = append(got, informer.handlers.Load())
-	if err := subs[0].start(cache.ResourceEventHandlerFuncs{}); err != nil {
-		t.Fatal(err)
-	}
+	subs[0] = subscribeTo("provfleet.io/p0")
 	got = append(got, informer.handlers.Load())
-	if err := subs[0].stop(); err != nil {
+	if err := subs[0].Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int32{1, 1, 0, 1}, got); diff != "" {
 		t.Errorf("handlers with %d, 1, 0, then 1 subscriber (-want +got):\n%s", n, diff)
-	}
-}
-
-// Subscribers come and go while events flow: none is called once its stop
-// returned, and those that stay keep receiving.
-func TestRouterStopWhileEventsFlow(t *testing.T) {
-	const provisioner = "provfleet.io/a"
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	r := newRoute(factory.Core().V1().PersistentVolumeClaims().Informer(), claimKeys)
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	var writer sync.WaitGroup
-	defer func() {
-		cancel()
-		writer.Wait()
-		factory.Shutdown()
-	}()
-
-	// Claims of the provisioner change all the time.
-	writer.Go(func() {
-		claims := client.CoreV1().PersistentVolumeClaims("default")
-		for i := 0; ctx.Err() == nil; i++ {
-			claim := newClaim(fmt.Sprintf("c%d", i%10), "fast", provisioner)
-			claim.Labels = map[string]string{"n": strconv.Itoa(i)}
-			claim.ResourceVersion = ""
-			if i < 10 {
-				_, _ = claims.Create(ctx, claim, metav1.CreateOptions{})
-			} else {
-				_, _ = claims.Update(ctx, claim, metav1.UpdateOptions{})
-			}
-			time.Sleep(time.Millisecond)
-		}
-	})
-
-	type counted struct {
-		sub     *subscription
-		calls   atomic.Int32
-		stopped atomic.Bool
-		late    atomic.Int32 // calls after stop returned
-	}
-	subscribe := func() *counted {
-		c := &counted{sub: r.subscription(fixedKeys(provisionerKey(provisioner)))}
-		count := func() {
-			if c.stopped.Load() {
-				c.late.Add(1)
-			}
-			c.calls.Add(1)
-		}
-		if err := c.sub.start(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { count() },
-			UpdateFunc: func(any, any) { count() },
-			DeleteFunc: func(any) { count() },
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	stop := func(c *counted) {
-		if err := c.sub.stop(); err != nil {
-			t.Error(err)
-		}
-		c.stopped.Store(true)
-	}
-
-	var all []*counted
-	for round := range 20 {
-		// Every other round someone stays, so that the handler is kept;
-		// otherwise the last subscriber removes it.
-		var stays *counted
-		if round%2 == 0 {
-			stays = subscribe()
-			all = append(all, stays)
-		}
-		c := subscribe()
-		all = append(all, c)
-		eventually(t, "events", func() bool { return c.calls.Load() > 0 })
-		stop(c)
-		if stays != nil {
-			seen := stays.calls.Load()
-			eventually(t, "events for the subscriber that stays", func() bool { return stays.calls.Load() > seen })
-			stop(stays)
-		}
-	}
-	// Give late deliveries a chance to show.
-	time.Sleep(50 * time.Millisecond)
-	for i, c := range all {
-		if late := c.late.Load(); late != 0 {
-			t.Errorf("subscriber %d called %d times after it stopped", i, late)
-		}
-	}
-	if r.listener != nil {
-		t.Error("the handler stays after the last subscriber stopped")
-	}
-}
-
-// Leases reach their electors through a running informer; a stopped informer
-// refuses the subscription.
-func TestRouterLeases(t *testing.T) {
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	r := NewRouter(factory.Core().V1().PersistentVolumeClaims().Informer(), factory.Core().V1().PersistentVolumes().Informer(),
-		factory.Coordination().V1().Leases().Informer()).leases
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-
-	var got events
-	var subs []*subscription
-	for _, name := range []string{"a", "b"} {
-		s := r.subscription(fixedKeys(routeKey{namespace: "default", name: name}))
-		if err := s.start(got.handler(name)); err != nil {
-			t.Fatal(err)
-		}
-		subs = append(subs, s)
-	}
-	leases := client.CoordinationV1().Leases("default")
-	for _, name := range []string{"a", "c"} {
-		if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := leases.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the Lease deleted", func() bool { return len(got.sorted()) == 2 })
-	if diff := cmp.Diff([]string{"a add a", "a delete a"}, got.sorted()); diff != "" {
-		t.Errorf("delivered (-want +got):\n%s", diff)
-	}
-	for _, s := range subs {
-		if err := s.stop(); err != nil {
-			t.Error(err)
-		}
-	}
-
-	cancel()
-	factory.Shutdown()
-	late := NewRouter(factory.Core().V1().PersistentVolumeClaims().Informer(), factory.Core().V1().PersistentVolumes().Informer(),
-		factory.Coordination().V1().Leases().Informer()).leases
-	if err := late.subscription(fixedKeys()).start(cache.ResourceEventHandlerFuncs{}); err == nil {
-		t.Error("subscribing on a stopped informer succeeded")
 	}
 }
 
@@ -492,12 +323,8 @@ func TestReconfigureRoutesNewNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	routes := f.informers.Router
-	routes.claims.mu.RLock()
-	_, claimRouted := routes.claims.subs[provisionerKey(alias)]
-	routes.claims.mu.RUnlock()
-	routes.volumes.mu.RLock()
-	_, volumeRouted := routes.volumes.subs[provisionerKey(alias)]
-	routes.volumes.mu.RUnlock()
+	claimRouted := routes.claims.Subscribed(provisionerKey(alias))
+	volumeRouted := routes.volumes.Subscribed(provisionerKey(alias))
 	if claimRouted || volumeRouted {
 		t.Errorf("events of a dropped name still routed: claims %v, volumes %v", claimRouted, volumeRouted)
 	}
@@ -526,8 +353,12 @@ func TestResyncQueuesMissedClaims(t *testing.T) {
 	stop := run(t, c)
 	eventually(t, "the resync timer", fakeClock.HasWaiters)
 
-	// Missed events: as if the informer had dropped them.
-	if err := c.claimEvents.stop(); err != nil {
+	// Missed events: as if the informer had dropped them. The claims
+	// subscription comes first.
+	c.eventsMu.Lock()
+	claimEvents := c.events[0]
+	c.eventsMu.Unlock()
+	if err := claimEvents.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	f.createClaim(newClaim("a", "fast", testProvisioner))

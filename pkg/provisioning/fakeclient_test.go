@@ -18,13 +18,9 @@ package provisioning
 
 import (
 	"errors"
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,70 +28,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
-
-// enforceLeaseVersions makes the fake clientset treat Lease resource versions
-// as the API server does: every write assigns a new one, and an update of an
-// older version fails with a conflict. Elections depend on it.
-func enforceLeaseVersions(client *fake.Clientset) {
-	var version atomic.Int64
-	resource := coordinationv1.SchemeGroupVersion.WithResource("leases")
-	client.PrependReactor("create", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		lease := action.(k8stesting.CreateAction).GetObject().(*coordinationv1.Lease)
-		lease.ResourceVersion = strconv.FormatInt(version.Add(1), 10)
-		return false, nil, nil
-	})
-	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		lease := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		current, err := client.Tracker().Get(resource, lease.Namespace, lease.Name)
-		if err != nil {
-			return false, nil, nil // the tracker reports it
-		}
-		if current.(*coordinationv1.Lease).ResourceVersion != lease.ResourceVersion {
-			return true, nil, apierrors.NewConflict(resource.GroupResource(), lease.Name, nil)
-		}
-		lease.ResourceVersion = strconv.FormatInt(version.Add(1), 10)
-		return false, nil, nil
-	})
-}
-
-func TestEnforceLeaseVersions(t *testing.T) {
-	client := fake.NewClientset()
-	enforceLeaseVersions(client)
-	ctx := t.Context()
-	leases := client.CoordinationV1().Leases("default")
-	created, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	updated, err := leases.Update(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if updated.ResourceVersion == created.ResourceVersion {
-		t.Errorf("update kept resource version %q", created.ResourceVersion)
-	}
-	if _, err := leases.Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
-		t.Errorf("update of a stale version: got %v, want a conflict", err)
-	}
-}
-
-func TestLeaseSeconds(t *testing.T) {
-	tests := map[string]struct {
-		duration time.Duration
-		want     int
-	}{
-		"whole seconds":            {duration: 15 * time.Second, want: 15},
-		"fraction rounds up":       {duration: 1500 * time.Millisecond, want: 2},
-		"less than a second is 1s": {duration: 100 * time.Millisecond, want: 1},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, leaseSeconds(tc.duration)); diff != "" {
-				t.Errorf("leaseSeconds(%v) (-want +got):\n%s", tc.duration, diff)
-			}
-		})
-	}
-}
 
 // honourVolumeDeletion makes the fake clientset delete PersistentVolumes as
 // the apiserver does: a delete checks its preconditions, a volume with

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package provisioning
+package leaderelection
 
 import (
 	"context"
@@ -34,7 +34,7 @@ import (
 )
 
 // newLeaseInformer returns an informer of the one Lease namespace/name, for
-// an elector that was given no shared Lease informer.
+// an elector that was given no Lease router.
 func newLeaseInformer(client Client, namespace, name string) cache.SharedIndexInformer {
 	byName := fields.OneTermEqualSelector("metadata.name", name).String()
 	leases := client.CoordinationV1().Leases(namespace)

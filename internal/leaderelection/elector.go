@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package provisioning
+package leaderelection
 
 import (
 	"context"
@@ -29,49 +29,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/provfleet/provfleet/internal/eventrouter"
 )
 
-// elector decides when a controller may work.
-type elector interface {
-	// Run campaigns until ctx ends. Each time it wins, it calls lead, which
-	// starts the term's work under a context that ends when leadership is lost
-	// or ctx ends, and returns a stop that waits for that work to end. The
-	// elector keeps the leadership until stop returned, so work never outlives
-	// the term.
-	Run(ctx context.Context, lead leadFunc)
-	// IsLeader reports whether a term's work is running.
-	IsLeader() bool
-	// Healthy returns an error when this instance leads but its renewal is
-	// overdue.
-	Healthy() error
-	// KeepLease makes the term that ends next keep the Lease held instead of
-	// releasing it, for a successor with the same identity.
-	KeepLease()
-}
-
-// leadFunc starts the work of one term and returns what stops it.
-type leadFunc func(ctx context.Context) (stop func())
-
-// alwaysLeader is the elector when leader election is off: one term, as long
-// as Run.
-type alwaysLeader struct{}
-
-func (alwaysLeader) Run(ctx context.Context, lead leadFunc) {
-	stop := lead(ctx)
-	<-ctx.Done()
-	stop()
-}
-
-func (alwaysLeader) IsLeader() bool { return true }
-func (alwaysLeader) Healthy() error { return nil }
-func (alwaysLeader) KeepLease()     {}
-
-// leaseElector elects the leader of one provisioner on a coordination.k8s.io
+// LeaderElector elects the leader of one controller on a coordination.k8s.io
 // Lease, written in the record format of client-go's LeaseLock, so that it and
 // a client-go elector of the same Lease (an older single-provisioner
 // deployment) never both lead.
@@ -98,14 +66,13 @@ func (alwaysLeader) KeepLease()     {}
 // replica that starts while this one leads can take the expired lock, and
 // leads next to it until this one's next renewal, so a migration scales the
 // older version to zero rather than back up.
-type leaseElector struct {
+type LeaderElector struct {
 	client   Client
-	leases   *route            // nil: a private informer of this one Lease
-	lease    metav1.ObjectMeta // namespace and name only
+	leases   *eventrouter.Router[types.NamespacedName] // nil: a private informer of this one Lease
+	lease    metav1.ObjectMeta                         // namespace and name only
 	identity string
-	cfg      LeaderElectionConfig
+	cfg      Config
 	clock    clock.Clock
-	onChange func(holderIdentity string)
 
 	leading atomic.Bool
 	// keep skips the release at the end of the term, see KeepLease.
@@ -134,25 +101,32 @@ type leaseElector struct {
 	legacyHolder string
 }
 
-func newLeaseElector(client Client, leases *route, provisionerName string,
-	cfg LeaderElectionConfig, onChange func(string), clk clock.Clock) *leaseElector {
-	return &leaseElector{
-		client:   client,
-		leases:   leases,
-		lease:    metav1.ObjectMeta{Namespace: cfg.Namespace, Name: LeaseName(provisionerName)},
+// NewLeaderElector returns the elector of cfg.Lease; it starts nothing until
+// Run.
+func NewLeaderElector(cfg Config) *LeaderElector {
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &LeaderElector{
+		client:   cfg.Client,
+		leases:   cfg.Leases,
+		lease:    metav1.ObjectMeta{Namespace: cfg.Lease.Namespace, Name: cfg.Lease.Name},
 		identity: cfg.Identity,
 		cfg:      cfg,
 		clock:    clk,
-		onChange: onChange,
 		wake:     make(chan struct{}, 1),
 	}
 }
 
-func (e *leaseElector) IsLeader() bool { return e.leading.Load() }
+// IsLeader reports whether a term's work is running: from before
+// OnStartedLeading is called until the function it returned has returned.
+func (e *LeaderElector) IsLeader() bool { return e.leading.Load() }
 
-// Healthy fails once the term outlived the lease: another elector may hold it
-// now while lead, told to stop at the renew deadline, still has not returned.
-func (e *leaseElector) Healthy() error {
+// CheckRenewal fails once the term outlived the lease: another elector may
+// hold it now while the term's work, told to stop at the renew deadline,
+// still has not ended. It is nil while following.
+func (e *LeaderElector) CheckRenewal() error {
 	if !e.leading.Load() {
 		return nil
 	}
@@ -167,17 +141,21 @@ func (e *leaseElector) Healthy() error {
 }
 
 // renewInterval leaves room for two retries before the renew deadline.
-func (e *leaseElector) renewInterval() time.Duration {
+func (e *LeaderElector) renewInterval() time.Duration {
 	return max(e.cfg.RetryPeriod, e.cfg.RenewDeadline-2*e.cfg.RetryPeriod)
 }
 
-func (e *leaseElector) Run(ctx context.Context, lead leadFunc) {
+// Run campaigns until ctx ends. Each time it wins it calls
+// OnStartedLeading, renews the Lease until the term ends, waits for the
+// function OnStartedLeading returned and releases the Lease (see KeepLease).
+// It returns once ctx ended and the last term is over.
+func (e *LeaderElector) Run(ctx context.Context) {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "lease", klog.KRef(e.lease.Namespace, e.lease.Name))
 	ctx = klog.NewContext(ctx, logger)
 	leases := e.leases
 	if leases == nil {
 		informer := newLeaseInformer(e.client, e.lease.Namespace, e.lease.Name)
-		leases = newRoute(informer, leaseKeys)
+		leases = NewLeaseRouter(informer)
 		// The informer stops after the last term released the Lease.
 		informerCtx, stopInformer := context.WithCancel(context.WithoutCancel(ctx))
 		stopped := make(chan struct{})
@@ -190,14 +168,12 @@ func (e *leaseElector) Run(ctx context.Context, lead leadFunc) {
 			<-stopped
 		}()
 	}
-	sub := leases.subscription(func() []routeKey {
-		return []routeKey{{namespace: e.lease.Namespace, name: e.lease.Name}}
-	})
+	keys := func() []types.NamespacedName { return []types.NamespacedName{e.cfg.Lease} }
 	for ctx.Err() == nil {
-		err := sub.start(e.leaseEvents())
+		sub, err := leases.Subscribe(keys, e.leaseEvents())
 		if err == nil {
-			e.elect(ctx, leases.informer, lead)
-			if err := sub.stop(); err != nil {
+			e.elect(ctx, leases.Informer())
+			if err := sub.Stop(); err != nil {
 				utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching the Lease")
 			}
 			return
@@ -209,7 +185,7 @@ func (e *leaseElector) Run(ctx context.Context, lead leadFunc) {
 }
 
 // leaseEvents hands the events of this elector's Lease to observe.
-func (e *leaseElector) leaseEvents() cache.ResourceEventHandler {
+func (e *LeaderElector) leaseEvents() cache.ResourceEventHandler {
 	observe := func(obj any) {
 		if lease, ok := obj.(*coordinationv1.Lease); ok {
 			e.observe(lease)
@@ -223,7 +199,7 @@ func (e *leaseElector) leaseEvents() cache.ResourceEventHandler {
 }
 
 // elect runs terms until ctx ends.
-func (e *leaseElector) elect(ctx context.Context, informer cache.SharedIndexInformer, lead leadFunc) {
+func (e *LeaderElector) elect(ctx context.Context, informer cache.SharedIndexInformer) {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, informer.HasSynced) {
 		return
 	}
@@ -237,13 +213,13 @@ func (e *leaseElector) elect(ctx context.Context, informer cache.SharedIndexInfo
 		if held == nil {
 			return
 		}
-		e.term(ctx, held, lead)
+		e.term(ctx, held)
 	}
 }
 
 // observe takes in a copy of the Lease, from the informer or from a request;
 // nil when it is gone.
-func (e *leaseElector) observe(lease *coordinationv1.Lease) {
+func (e *LeaderElector) observe(lease *coordinationv1.Lease) {
 	e.mu.Lock()
 	changed := (lease == nil) != (e.seen == nil) ||
 		lease != nil && !equality.Semantic.DeepEqual(lease.Spec, e.seen.Spec)
@@ -270,7 +246,7 @@ func (e *leaseElector) observe(lease *coordinationv1.Lease) {
 
 // campaign waits until the Lease is free and takes it; it returns the Lease
 // as written, or nil once ctx ended.
-func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
+func (e *LeaderElector) campaign(ctx context.Context) *coordinationv1.Lease {
 	logger := klog.FromContext(ctx)
 	var notBefore time.Time // after a failed attempt
 	for {
@@ -323,7 +299,7 @@ func (e *leaseElector) campaign(ctx context.Context) *coordinationv1.Lease {
 // freeAt is when the Lease, seen with record since seenAt, may be taken: at
 // once when no record was seen, it was released or it is this elector's own;
 // otherwise once it expired, also when the Lease was deleted meanwhile.
-func (e *leaseElector) freeAt(record resourcelock.LeaderElectionRecord, seenAt time.Time) time.Time {
+func (e *LeaderElector) freeAt(record resourcelock.LeaderElectionRecord, seenAt time.Time) time.Time {
 	if record.HolderIdentity == "" || record.HolderIdentity == e.identity {
 		return time.Time{}
 	}
@@ -333,7 +309,7 @@ func (e *leaseElector) freeAt(record resourcelock.LeaderElectionRecord, seenAt t
 // acquire writes this elector into the Lease, replacing the copy seen (or
 // creating it when none was seen); the resource version makes the write fail
 // when the Lease changed since.
-func (e *leaseElector) acquire(ctx context.Context, seen *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+func (e *LeaderElector) acquire(ctx context.Context, seen *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	now := e.clock.Now()
 	record := resourcelock.LeaderElectionRecord{
 		HolderIdentity:       e.identity,
@@ -376,7 +352,7 @@ func (e *leaseElector) acquire(ctx context.Context, seen *coordinationv1.Lease) 
 
 // refresh reads the Lease from the API server, for when a write showed that
 // the copy seen is stale; it returns what it read.
-func (e *leaseElector) refresh(ctx context.Context) (*coordinationv1.Lease, error) {
+func (e *LeaderElector) refresh(ctx context.Context) (*coordinationv1.Lease, error) {
 	lease, err := e.client.CoordinationV1().Leases(e.lease.Namespace).Get(ctx, e.lease.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		e.observe(nil)
@@ -392,12 +368,12 @@ func (e *leaseElector) refresh(ctx context.Context) (*coordinationv1.Lease, erro
 // term leads while renewing the Lease held, then releases it. The renewals
 // run in the calling goroutine; the work is stopped in a goroutine of its own
 // only once the term ended, so a leading instance holds one goroutine here.
-func (e *leaseElector) term(ctx context.Context, held *coordinationv1.Lease, lead leadFunc) {
+func (e *LeaderElector) term(ctx context.Context, held *coordinationv1.Lease) {
 	termCtx, endTerm := context.WithCancel(ctx)
 	defer endTerm()
 	e.leading.Store(true)
 	e.report(e.identity)
-	stopWork := lead(termCtx)
+	stopWork := e.cfg.Callbacks.OnStartedLeading(termCtx)
 	drained := make(chan struct{})
 	context.AfterFunc(termCtx, func() {
 		stopWork()
@@ -413,17 +389,18 @@ func (e *leaseElector) term(ctx context.Context, held *coordinationv1.Lease, lea
 	e.dropSelf()
 }
 
-// KeepLease leaves the Lease held by this identity when the term ends. The
-// Lease stays valid for its duration, so no other replica can win it, and a
-// successor elector with the same identity takes it over at once.
-func (e *leaseElector) KeepLease() { e.keep.Store(true) }
+// KeepLease leaves the Lease held by this identity when the term that ends
+// next ends, instead of releasing it. The Lease stays valid for its duration,
+// so no other replica can win it, and a successor elector with the same
+// identity takes it over at once.
+func (e *LeaderElector) KeepLease() { e.keep.Store(true) }
 
 // renew keeps the Lease held until stop is closed, also after ctx ended, so
-// that lead drains under a valid lease. When no renewal succeeded within the
-// renew deadline, or the Lease is deleted or another holder shows up, it ends
-// the term and waits for stop. It returns the Lease as last written, or nil
+// that the term's work drains under a valid lease. When no renewal succeeded
+// within the renew deadline, or the Lease is deleted or another holder shows
+// up, it ends the term and waits for stop. It returns the Lease as last written, or nil
 // when it is not this elector's any more.
-func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, endTerm func(), stop <-chan struct{}) *coordinationv1.Lease {
+func (e *LeaderElector) renew(ctx context.Context, held *coordinationv1.Lease, endTerm func(), stop <-chan struct{}) *coordinationv1.Lease {
 	logger := klog.FromContext(ctx)
 	ctx = context.WithoutCancel(ctx)
 	e.mu.Lock()
@@ -438,30 +415,20 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 		}
 		if lost {
 			logger.Info("Lost the lease: deleted or held by another elector")
-			endTerm()
-			<-stop
+			stepDown(endTerm, stop)
 			return nil
 		}
 		start := e.clock.Now()
 		left := deadline.Sub(start)
 		if left <= 0 {
 			logger.Info("Lost the lease: not renewed within the renew deadline", "renewDeadline", e.cfg.RenewDeadline)
-			endTerm()
-			<-stop
+			stepDown(endTerm, stop)
 			return held
 		}
-		written, err := e.write(ctx, held, left, func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
-			old.HolderIdentity = e.identity
-			old.LeaseDurationSeconds = leaseSeconds(e.cfg.LeaseDuration)
-			old.RenewTime = metav1.NewTime(start)
-			return old
-		})
+		written, err := e.renewOnce(ctx, held, start, left)
 		switch {
 		case err == nil:
 			held, deadline, wait = written, start.Add(e.cfg.RenewDeadline), e.renewInterval()
-			e.mu.Lock()
-			e.renewedAt = start
-			e.mu.Unlock()
 			// Renewing goes on until the work drained, under the Lease.
 			if !legacyHeld && e.legacyLockTaken(ctx) {
 				legacyHeld = true
@@ -470,8 +437,7 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 			continue
 		case errors.Is(err, errLeaseTaken):
 			logger.Info("Lost the lease: another elector holds it")
-			endTerm()
-			<-stop
+			stepDown(endTerm, stop)
 			return nil
 		case errors.Is(err, errStaleLease):
 			held = written
@@ -481,11 +447,34 @@ func (e *leaseElector) renew(ctx context.Context, held *coordinationv1.Lease, en
 	}
 }
 
+// stepDown ends the term and waits for its work to stop.
+func stepDown(endTerm func(), stop <-chan struct{}) {
+	endTerm()
+	<-stop
+}
+
+// renewOnce writes the renewal that started at start into the Lease held,
+// within timeout, and notes when it started once it succeeded.
+func (e *LeaderElector) renewOnce(ctx context.Context, held *coordinationv1.Lease, start time.Time, timeout time.Duration) (*coordinationv1.Lease, error) {
+	written, err := e.write(ctx, held, timeout, func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
+		old.HolderIdentity = e.identity
+		old.LeaseDurationSeconds = leaseSeconds(e.cfg.LeaseDuration)
+		old.RenewTime = metav1.NewTime(start)
+		return old
+	})
+	if err == nil {
+		e.mu.Lock()
+		e.renewedAt = start
+		e.mu.Unlock()
+	}
+	return written, err
+}
+
 // awaitRenewal waits d for the next renewal. It reports stopped once stop is
 // closed, and lost as soon as the Lease is seen deleted or held by another
 // elector and a read confirms it: the informer may still deliver an event
 // older than this elector's own last write.
-func (e *leaseElector) awaitRenewal(ctx context.Context, stop <-chan struct{}, d time.Duration) (lost, stopped bool) {
+func (e *LeaderElector) awaitRenewal(ctx context.Context, stop <-chan struct{}, d time.Duration) (lost, stopped bool) {
 	if d <= 0 {
 		return false, !e.sleepUntil(stop, 0)
 	}
@@ -524,7 +513,7 @@ func (e *leaseElector) awaitRenewal(ctx context.Context, stop <-chan struct{}, d
 
 // legacyLock reads the Endpoints lock of an older provisioner, within a
 // retry period; see legacyLockUntil.
-func (e *leaseElector) legacyLock(ctx context.Context) (string, time.Time, error) {
+func (e *LeaderElector) legacyLock(ctx context.Context) (string, time.Time, error) {
 	if e.cfg.LegacyLockNamespace == "" {
 		return "", time.Time{}, nil
 	}
@@ -537,7 +526,7 @@ func (e *leaseElector) legacyLock(ctx context.Context) (string, time.Time, error
 // holds a live record of another holder or cannot be read, when to look
 // again; the zero time when this elector may lead. It looks again at least
 // once per lease duration, to notice a removed lock at a read per duration.
-func (e *leaseElector) legacyLockHeld(ctx context.Context) time.Time {
+func (e *LeaderElector) legacyLockHeld(ctx context.Context) time.Time {
 	holder, until, err := e.legacyLock(ctx)
 	now := e.clock.Now()
 	again := now.Add(e.cfg.LeaseDuration)
@@ -564,7 +553,7 @@ func (e *leaseElector) legacyLockHeld(ctx context.Context) time.Time {
 // legacyLockTaken reports whether an older provisioner now holds its
 // Endpoints lock with a live record. A lock that cannot be read does not end
 // a term: the next renewal looks again.
-func (e *leaseElector) legacyLockTaken(ctx context.Context) bool {
+func (e *LeaderElector) legacyLockTaken(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
 	holder, until, err := e.legacyLock(ctx)
 	if err != nil {
@@ -589,7 +578,7 @@ var (
 // within timeout. When the Lease changed meanwhile it reads it again: it fails
 // with errLeaseTaken when another elector holds it now, and with
 // errStaleLease, returning the current Lease, when it is still held.
-func (e *leaseElector) write(ctx context.Context, held *coordinationv1.Lease, timeout time.Duration,
+func (e *LeaderElector) write(ctx context.Context, held *coordinationv1.Lease, timeout time.Duration,
 	change func(resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -614,7 +603,7 @@ func (e *leaseElector) write(ctx context.Context, held *coordinationv1.Lease, ti
 
 // release gives the Lease up as client-go does, so that a follower takes over
 // at once instead of after it expired.
-func (e *leaseElector) release(ctx context.Context, held *coordinationv1.Lease) {
+func (e *LeaderElector) release(ctx context.Context, held *coordinationv1.Lease) {
 	logger := klog.FromContext(ctx)
 	ctx = context.WithoutCancel(ctx)
 	now := metav1.NewTime(e.clock.Now())
@@ -640,7 +629,7 @@ func (e *leaseElector) release(ctx context.Context, held *coordinationv1.Lease) 
 
 // sleepUntil waits for d and reports true, or reports false once stop is
 // closed.
-func (e *leaseElector) sleepUntil(stop <-chan struct{}, d time.Duration) bool {
+func (e *LeaderElector) sleepUntil(stop <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		select {
 		case <-stop:
@@ -660,7 +649,7 @@ func (e *leaseElector) sleepUntil(stop <-chan struct{}, d time.Duration) bool {
 }
 
 // report tells the owner about a new lease holder, once per change.
-func (e *leaseElector) report(holderIdentity string) {
+func (e *LeaderElector) report(holderIdentity string) {
 	e.reportMu.Lock()
 	defer e.reportMu.Unlock()
 	e.reportLocked(holderIdentity)
@@ -668,7 +657,7 @@ func (e *leaseElector) report(holderIdentity string) {
 
 // dropSelf reports that this instance no longer holds the lease, unless a
 // newer holder was reported already.
-func (e *leaseElector) dropSelf() {
+func (e *LeaderElector) dropSelf() {
 	e.reportMu.Lock()
 	defer e.reportMu.Unlock()
 	if e.reported == e.identity {
@@ -676,12 +665,12 @@ func (e *leaseElector) dropSelf() {
 	}
 }
 
-func (e *leaseElector) reportLocked(holderIdentity string) {
+func (e *LeaderElector) reportLocked(holderIdentity string) {
 	if holderIdentity == e.reported {
 		return
 	}
 	e.reported = holderIdentity
-	if e.onChange != nil {
-		e.onChange(holderIdentity)
+	if e.cfg.Callbacks.OnNewLeader != nil {
+		e.cfg.Callbacks.OnNewLeader(holderIdentity)
 	}
 }
