@@ -27,11 +27,22 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// claimCall runs a backend call about a claim (Provision and the questions
+// asked before it) under the provision deadline, Timeouts.Provision.
+func (c *Controller) claimCall(ctx context.Context, operation string, call func(ctx context.Context) error) error {
+	return c.guard(ctx, operation, c.config().Timeouts.Provision, call)
+}
+
+// volumeCall runs a backend call about a volume (Delete, ShouldDelete and a
+// Reclaimer's calls) under the delete deadline, Timeouts.Delete.
+func (c *Controller) volumeCall(ctx context.Context, operation string, call func(ctx context.Context) error) error {
+	return c.guard(ctx, operation, c.config().Timeouts.Delete, call)
+}
+
 // guard runs one backend call under its deadline, turning a panic into an
 // error of that call alone. A call that ignores its deadline is reported by
 // Stuck until it returns.
-func (c *Controller) guard(ctx context.Context, operation string, call func(ctx context.Context) error) (err error) {
-	timeout := callTimeout(c.config().Timeouts, operation)
+func (c *Controller) guard(ctx context.Context, operation string, timeout time.Duration, call func(ctx context.Context) error) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer c.watchDeadline(ctx, operation, timeout)()
@@ -47,16 +58,6 @@ func (c *Controller) guard(ctx context.Context, operation string, call func(ctx 
 		err = fmt.Errorf("backend did not finish %s within %v: %w", operation, timeout, err)
 	}
 	return err
-}
-
-// callTimeout is the deadline of a backend call: the provision timeout for
-// the calls about a claim, the delete timeout for the calls about a volume.
-func callTimeout(t TimeoutConfig, operation string) time.Duration {
-	switch operation {
-	case "provision", "qualify", "supportsBlock", "supportsDataSource":
-		return t.Provision
-	}
-	return t.Delete
 }
 
 // backendCall is a backend call that outlived its deadline.
@@ -85,7 +86,7 @@ func (c *Controller) watchDeadline(ctx context.Context, operation string, timeou
 		}
 		late = true
 		logger.Info("Backend call outlived its deadline and has not returned", "operation", operation, "timeout", timeout)
-		c.setOverdue(call, true)
+		c.markOverdue(call)
 	})
 	return func() {
 		timer.Stop()
@@ -94,20 +95,26 @@ func (c *Controller) watchDeadline(ctx context.Context, operation string, timeou
 		done = true
 		if late {
 			logger.Info("Overdue backend call returned", "operation", operation, "overdue", time.Since(call.deadline).Round(time.Millisecond))
-			c.setOverdue(call, false)
+			c.clearOverdue(call)
 		}
 	}
 }
 
-func (c *Controller) setOverdue(call *backendCall, overdue bool) {
+// markOverdue counts call among the calls that outlived their deadline.
+func (c *Controller) markOverdue(call *backendCall) {
 	c.overdueMu.Lock()
-	if overdue {
-		c.overdue[call] = struct{}{}
-	} else {
-		delete(c.overdue, call)
-	}
+	c.overdue[call] = struct{}{}
 	c.overdueMu.Unlock()
-	c.metrics.countOverdue(c.name, call.operation, overdue)
+	c.metrics.countOverdue(c.name, call.operation, true)
+	c.notifyStuck()
+}
+
+// clearOverdue stops counting call, which returned, as overdue.
+func (c *Controller) clearOverdue(call *backendCall) {
+	c.overdueMu.Lock()
+	delete(c.overdue, call)
+	c.overdueMu.Unlock()
+	c.metrics.countOverdue(c.name, call.operation, false)
 	c.notifyStuck()
 }
 

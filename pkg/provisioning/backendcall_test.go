@@ -29,6 +29,7 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // deadlineBackend records, per operation, whether its calls had a deadline.
@@ -284,19 +285,124 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 	}
 }
 
+// callDeadlines is a backend of every optional interface that records, per
+// operation, how long its call had until its deadline.
+type callDeadlines struct {
+	*fakeBackend
+
+	mu   sync.Mutex
+	left map[string]time.Duration
+}
+
+func newCallDeadlines() *callDeadlines {
+	b := &callDeadlines{fakeBackend: newFakeBackend(), left: map[string]time.Duration{}}
+	b.provision = func(ctx context.Context, _ int, _ ProvisionOptions) (ProvisioningState, error) {
+		b.record("provision", ctx)
+		return ProvisioningFinished, nil
+	}
+	return b
+}
+
+func (b *callDeadlines) record(operation string, ctx context.Context) {
+	deadline, _ := ctx.Deadline()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.left[operation] = time.Until(deadline)
+}
+
+func (b *callDeadlines) ShouldProvision(ctx context.Context, _ *v1.PersistentVolumeClaim) bool {
+	b.record("qualify", ctx)
+	return true
+}
+
+func (b *callDeadlines) SupportsBlock(ctx context.Context) bool {
+	b.record("supportsBlock", ctx)
+	return true
+}
+
+func (b *callDeadlines) SupportsDataSource(ctx context.Context, _ schema.GroupKind) bool {
+	b.record("supportsDataSource", ctx)
+	return true
+}
+
+func (b *callDeadlines) Delete(ctx context.Context, _ *v1.PersistentVolume) error {
+	b.record("delete", ctx)
+	return nil
+}
+
+func (b *callDeadlines) ShouldDelete(ctx context.Context, _ *v1.PersistentVolume) bool {
+	b.record("shouldDelete", ctx)
+	return true
+}
+
+func (b *callDeadlines) Unsaved(ctx context.Context) ([]UnsavedVolume, error) {
+	b.record("unsaved", ctx)
+	return nil, nil
+}
+
+func (b *callDeadlines) Saved(ctx context.Context, _, _ *v1.PersistentVolume) error {
+	b.record("saved", ctx)
+	return nil
+}
+
+// deadlines rounds what each call had left to the configured timeout it came
+// from: a minute or an hour.
+func (b *callDeadlines) deadlines() map[string]time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	got := map[string]time.Duration{}
+	for operation, left := range b.left {
+		got[operation] = left.Round(time.Minute)
+	}
+	return got
+}
+
 // Every backend call about a claim has the provision deadline, every call
 // about a volume the delete deadline.
-func TestCallTimeout(t *testing.T) {
-	timeouts := TimeoutConfig{Provision: time.Minute, Delete: time.Hour}
-	got := map[string]time.Duration{}
-	for _, operation := range []string{"provision", "qualify", "supportsBlock", "supportsDataSource", "delete", "shouldDelete", "saved", "unsaved"} {
-		got[operation] = callTimeout(timeouts, operation)
+func TestCallDeadlines(t *testing.T) {
+	f := newFixture(t)
+	f.fill(newClass("fast", testProvisioner))
+	backend := newCallDeadlines()
+	cfg := testConfig(testProvisioner)
+	cfg.Timeouts.Provision, cfg.Timeouts.Delete = time.Minute, time.Hour
+	c := f.newController(cfg, backend, &testRecorder{})
+	ctx := context.Background()
+
+	claim := newClaim("c", "fast", testProvisioner)
+	block := v1.PersistentVolumeBlock
+	claim.Spec.VolumeMode = &block
+	volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	calls := map[string]func() error{
+		"qualify":            func() error { _, err := c.shouldProvision(ctx, claim); return err },
+		"supportsBlock":      func() error { return c.checkBlock(ctx, claim) },
+		"supportsDataSource": func() error { _, err := c.checkDataSource(ctx, dataSourceOf(withSnapshotSource(claim))); return err },
+		"provision": func() error {
+			_, _, err := c.provisionVolume(ctx, ProvisionOptions{PVName: volume.Name, PVC: claim})
+			return err
+		},
+		"delete":       func() error { _, err := c.deleteBackendVolume(ctx, volume); return err },
+		"shouldDelete": func() error { _, err := c.shouldDelete(ctx, volume); return err },
+		"saved":        func() error { _, err := c.savedVolumeOf(ctx, volume, volume); return err },
+		"unsaved":      func() error { _, err := c.reclaim(ctx, newTestTerm(t, c)); return err },
+	}
+	for operation, call := range calls {
+		if err := call(); err != nil {
+			t.Errorf("%s: %v", operation, err)
+		}
 	}
 	want := map[string]time.Duration{
 		"provision": time.Minute, "qualify": time.Minute, "supportsBlock": time.Minute, "supportsDataSource": time.Minute,
 		"delete": time.Hour, "shouldDelete": time.Hour, "saved": time.Hour, "unsaved": time.Hour,
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, backend.deadlines()); diff != "" {
 		t.Errorf("deadline by operation (-want +got):\n%s", diff)
 	}
+}
+
+// withSnapshotSource is claim filled from a VolumeSnapshot.
+func withSnapshotSource(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+	claim = claim.DeepCopy()
+	group := "snapshot.storage.k8s.io"
+	claim.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: "snap"}
+	return claim
 }

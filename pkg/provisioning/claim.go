@@ -50,30 +50,36 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "claim", klog.KObj(claim)))
 	_, inProgress := c.inProgress.Load(claim.UID)
-	gone := abandoned(claim, live)
 	switch {
-	case gone && inProgress:
-		return c.provisionClaim(ctx, t, claim, live)
-	case gone:
-		if live && hasFinalizer(claim, c.finalizer) {
-			return claim.ResourceVersion, c.abandonClaim(ctx, claim, nil, true)
+	case !live && inProgress:
+		return c.provisionClaim(ctx, claim, c.finishForGoneClaim)
+	case abandoned(claim) && inProgress:
+		return c.provisionClaim(ctx, claim, c.finishForAbandonedClaim)
+	case !live:
+		return claim.ResourceVersion, nil
+	case abandoned(claim):
+		if hasFinalizer(claim, c.finalizer) {
+			return claim.ResourceVersion, c.abandonClaim(ctx, claim, nil)
 		}
 		return claim.ResourceVersion, nil
 	case claim.Spec.VolumeName != "":
-		claim, err := c.setClaimFinalizer(ctx, claim, false)
+		claim, err := c.removeClaimFinalizer(ctx, claim)
 		return claim.ResourceVersion, err
 	}
 	should, err := c.shouldProvision(ctx, claim)
 	if err != nil || !should {
 		return claim.ResourceVersion, err
 	}
-	return c.provisionClaim(ctx, t, claim, true)
+	return c.provisionClaim(ctx, claim, func(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+		return c.provisionOperation(ctx, t, claim)
+	})
 }
 
-// abandoned reports whether a claim no longer wants the volume made for it:
-// it is gone, being deleted, or bound to another PersistentVolume.
-func abandoned(claim *v1.PersistentVolumeClaim, live bool) bool {
-	return !live || claim.DeletionTimestamp != nil ||
+// abandoned reports whether a claim the informer shows no longer wants the
+// volume made for it: it is being deleted, or bound to another
+// PersistentVolume. A claim that is gone abandoned its volume too.
+func abandoned(claim *v1.PersistentVolumeClaim) bool {
+	return claim.DeletionTimestamp != nil ||
 		(claim.Spec.VolumeName != "" && claim.Spec.VolumeName != volumeNameFor(claim))
 }
 
@@ -95,17 +101,29 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 		return true, nil
 	}
 	var should bool
-	err := c.guard(ctx, "qualify", func(ctx context.Context) error {
+	err := c.claimCall(ctx, "qualify", func(ctx context.Context) error {
 		should = qualifier.ShouldProvision(ctx, claim)
 		return nil
 	})
 	return should, err
 }
 
-// abandonClaim deletes the backend volume a claim that no longer wants it may
-// have, unless a PersistentVolume took it over, and then removes the claim's
-// intent finalizer.
-func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume, live bool) error {
+// abandonClaim deletes the backend volume of a claim that the informer still
+// shows but that no longer wants it (deleteAbandonedVolume), and then removes
+// the claim's intent finalizer.
+func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) error {
+	if err := c.deleteAbandonedVolume(ctx, claim, volume); err != nil {
+		return err
+	}
+	_, err := c.removeClaimFinalizer(ctx, claim)
+	return err
+}
+
+// deleteAbandonedVolume deletes the backend volume a claim that no longer
+// wants it may have, unless a PersistentVolume took it over. Without the
+// volume Provision returned, a Reclaimer's record or else the claim tells
+// what to delete.
+func (c *Controller) deleteAbandonedVolume(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) error {
 	saved, err := c.savedVolume(ctx, volumeNameFor(claim))
 	if err != nil {
 		return err
@@ -119,7 +137,7 @@ func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolum
 		if volume == nil {
 			volume = c.recoveredVolume(claim)
 		}
-		err := c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+		err := c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 		if err != nil && !IsIgnoredError(err) {
 			err = fmt.Errorf("cannot delete the backend volume %q of an abandoned claim: %w", volume.Name, err)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
@@ -127,11 +145,7 @@ func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolum
 		}
 		klog.FromContext(ctx).Info("Deleted the backend volume of an abandoned claim", "volume", volume.Name)
 	}
-	if !live {
-		return nil
-	}
-	_, err = c.setClaimFinalizer(ctx, claim, false)
-	return err
+	return nil
 }
 
 // recoveredVolume rebuilds, from the claim alone, the PersistentVolume a

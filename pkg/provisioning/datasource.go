@@ -68,7 +68,7 @@ func (c *Controller) checkDataSource(ctx context.Context, source *v1.TypedObject
 	kind := sourceKind(source)
 	supports := false
 	if p, ok := c.provisioner.(DataSourceProvisioner); ok {
-		if err := c.guard(ctx, "supportsDataSource", func(ctx context.Context) error {
+		if err := c.claimCall(ctx, "supportsDataSource", func(ctx context.Context) error {
 			supports = p.SupportsDataSource(ctx, kind)
 			return nil
 		}); err != nil {

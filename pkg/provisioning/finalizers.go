@@ -29,11 +29,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// setClaimFinalizer adds or removes this provisioner's intent finalizer. A
-// claim that is gone needs no removal.
-func (c *Controller) setClaimFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, present bool) (*v1.PersistentVolumeClaim, error) {
-	updated, err := patchFinalizer(ctx, c.client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, c.finalizer, present)
-	if !present && apierrors.IsNotFound(err) {
+// addClaimFinalizer puts this provisioner's intent finalizer on a claim.
+func (c *Controller) addClaimFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+	return addFinalizer(ctx, c.client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, c.finalizer)
+}
+
+// removeClaimFinalizer takes this provisioner's intent finalizer off a
+// claim. A claim that is gone needs no removal.
+func (c *Controller) removeClaimFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+	updated, err := removeFinalizer(ctx, c.client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, c.finalizer)
+	if apierrors.IsNotFound(err) {
 		return updated, nil
 	}
 	return updated, err
@@ -43,21 +48,30 @@ type patcher[T any] interface {
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 }
 
-// patchFinalizer adds or removes finalizer unless obj has it so already, and
-// returns the object after the write, or obj. The strategic merge patch
-// touches nothing but the finalizer, so other writers of the object (the PV
-// binder on claims) cannot make it conflict; its uid keeps it from changing a
-// later object of the same name.
-func patchFinalizer[T metav1.Object](ctx context.Context, api patcher[T], obj T, finalizer string, present bool) (T, error) {
-	if hasFinalizer(obj, finalizer) == present {
+// addFinalizer puts finalizer on obj unless it has it already, and returns
+// the object after the write, or obj.
+func addFinalizer[T metav1.Object](ctx context.Context, api patcher[T], obj T, finalizer string) (T, error) {
+	if hasFinalizer(obj, finalizer) {
 		return obj, nil
 	}
-	meta := map[string]any{"uid": obj.GetUID()}
-	if present {
-		meta["finalizers"] = []string{finalizer}
-	} else {
-		meta["$deleteFromPrimitiveList/finalizers"] = []string{finalizer}
+	return patchFinalizers(ctx, api, obj, "finalizers", finalizer)
+}
+
+// removeFinalizer takes finalizer off obj if it has it, and returns the
+// object after the write, or obj.
+func removeFinalizer[T metav1.Object](ctx context.Context, api patcher[T], obj T, finalizer string) (T, error) {
+	if !hasFinalizer(obj, finalizer) {
+		return obj, nil
 	}
+	return patchFinalizers(ctx, api, obj, "$deleteFromPrimitiveList/finalizers", finalizer)
+}
+
+// patchFinalizers writes finalizer under the metadata key field, which adds
+// or removes it. The strategic merge patch touches nothing but the finalizer,
+// so other writers of the object (the PV binder on claims) cannot make it
+// conflict; its uid keeps it from changing a later object of the same name.
+func patchFinalizers[T metav1.Object](ctx context.Context, api patcher[T], obj T, field, finalizer string) (T, error) {
+	meta := map[string]any{"uid": obj.GetUID(), field: []string{finalizer}}
 	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return obj, fmt.Errorf("cannot encode the finalizer patch of %s: %w", obj.GetName(), err)

@@ -82,7 +82,7 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 	if err != nil {
 		err = fmt.Errorf("cannot save PersistentVolume %q after %d tries: %w", volume.Name, cfg.Retries, lastErr)
 		c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "%v; deleting the backend volume", err)
-		if derr := c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) }); derr != nil && !IsIgnoredError(derr) {
+		if derr := c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) }); derr != nil && !IsIgnoredError(derr) {
 			derr = fmt.Errorf("cannot delete backend volume %q: %w", volume.Name, derr)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventCleanupFailed, derr.Error())
 			err = errors.Join(err, derr)
@@ -145,7 +145,7 @@ func (c *Controller) volumeSaved(ctx context.Context, claim *v1.PersistentVolume
 			klog.FromContext(ctx).Info("Cannot tell the backend that the volume is saved", "volume", volume.Name, "err", err)
 		}
 	}
-	claim, err := c.setClaimFinalizer(ctx, claim, false)
+	claim, err := c.removeClaimFinalizer(ctx, claim)
 	return claim, ProvisioningFinished, err
 }
 
