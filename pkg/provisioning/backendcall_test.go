@@ -32,39 +32,40 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// deadlineBackend records, per operation, whether its calls had a deadline.
+// deadlineBackend records, per operation, the deadline of its calls (zero
+// for none).
 type deadlineBackend struct {
 	*fakeBackend
 
 	mu        sync.Mutex
-	deadlines map[string]bool
+	deadlines map[string]time.Time
 }
 
 func newDeadlineBackend() *deadlineBackend {
-	b := &deadlineBackend{fakeBackend: newFakeBackend(), deadlines: map[string]bool{}}
+	b := &deadlineBackend{fakeBackend: newFakeBackend(), deadlines: map[string]time.Time{}}
 	b.provision = func(ctx context.Context, _ int, _ ProvisionOptions) (ProvisioningState, error) {
-		b.record("provision", ctx)
+		b.record(ctx, "provision")
 		return ProvisioningFinished, nil
 	}
 	return b
 }
 
-func (b *deadlineBackend) record(operation string, ctx context.Context) {
-	_, ok := ctx.Deadline()
+func (b *deadlineBackend) record(ctx context.Context, operation string) {
+	deadline, _ := ctx.Deadline()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.deadlines[operation] = ok
+	b.deadlines[operation] = deadline
 }
 
 func (b *deadlineBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
-	b.record("delete", ctx)
+	b.record(ctx, "delete")
 	return b.fakeBackend.Delete(ctx, volume)
 }
 
 func (b *deadlineBackend) seen() map[string]bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return map[string]bool{"provision": b.deadlines["provision"], "delete": b.deadlines["delete"]}
+	return map[string]bool{"provision": !b.deadlines["provision"].IsZero(), "delete": !b.deadlines["delete"].IsZero()}
 }
 
 func TestBackendCallsHaveADeadline(t *testing.T) {
@@ -285,74 +286,47 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 	}
 }
 
-// callDeadlines is a backend of every optional interface that records, per
-// operation, how long its call had until its deadline.
-type callDeadlines struct {
-	*fakeBackend
-
-	mu   sync.Mutex
-	left map[string]time.Duration
-}
-
-func newCallDeadlines() *callDeadlines {
-	b := &callDeadlines{fakeBackend: newFakeBackend(), left: map[string]time.Duration{}}
-	b.provision = func(ctx context.Context, _ int, _ ProvisionOptions) (ProvisioningState, error) {
-		b.record("provision", ctx)
-		return ProvisioningFinished, nil
-	}
-	return b
-}
-
-func (b *callDeadlines) record(operation string, ctx context.Context) {
-	deadline, _ := ctx.Deadline()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.left[operation] = time.Until(deadline)
-}
+// callDeadlines is a deadlineBackend of every optional interface.
+type callDeadlines struct{ *deadlineBackend }
 
 func (b *callDeadlines) ShouldProvision(ctx context.Context, _ *v1.PersistentVolumeClaim) bool {
-	b.record("qualify", ctx)
+	b.record(ctx, "qualify")
 	return true
 }
 
 func (b *callDeadlines) SupportsBlock(ctx context.Context) bool {
-	b.record("supportsBlock", ctx)
+	b.record(ctx, "supportsBlock")
 	return true
 }
 
 func (b *callDeadlines) SupportsDataSource(ctx context.Context, _ schema.GroupKind) bool {
-	b.record("supportsDataSource", ctx)
+	b.record(ctx, "supportsDataSource")
 	return true
 }
 
-func (b *callDeadlines) Delete(ctx context.Context, _ *v1.PersistentVolume) error {
-	b.record("delete", ctx)
-	return nil
-}
-
 func (b *callDeadlines) ShouldDelete(ctx context.Context, _ *v1.PersistentVolume) bool {
-	b.record("shouldDelete", ctx)
+	b.record(ctx, "shouldDelete")
 	return true
 }
 
 func (b *callDeadlines) Unsaved(ctx context.Context) ([]UnsavedVolume, error) {
-	b.record("unsaved", ctx)
+	b.record(ctx, "unsaved")
 	return nil, nil
 }
 
 func (b *callDeadlines) Saved(ctx context.Context, _, _ *v1.PersistentVolume) error {
-	b.record("saved", ctx)
+	b.record(ctx, "saved")
 	return nil
 }
 
-// deadlines rounds what each call had left to the configured timeout it came
-// from: a minute or an hour.
-func (b *callDeadlines) deadlines() map[string]time.Duration {
+// timeouts rounds what each call had left until its deadline to the
+// configured timeout it came from: a minute or an hour.
+func (b *callDeadlines) timeouts() map[string]time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	got := map[string]time.Duration{}
-	for operation, left := range b.left {
-		got[operation] = left.Round(time.Minute)
+	for operation, deadline := range b.deadlines {
+		got[operation] = time.Until(deadline).Round(time.Minute)
 	}
 	return got
 }
@@ -362,7 +336,7 @@ func (b *callDeadlines) deadlines() map[string]time.Duration {
 func TestCallDeadlines(t *testing.T) {
 	f := newFixture(t)
 	f.fill(newClass("fast", testProvisioner))
-	backend := newCallDeadlines()
+	backend := &callDeadlines{newDeadlineBackend()}
 	cfg := testConfig(testProvisioner)
 	cfg.Timeouts.Provision, cfg.Timeouts.Delete = time.Minute, time.Hour
 	c := f.newController(cfg, backend, &testRecorder{})
@@ -394,7 +368,7 @@ func TestCallDeadlines(t *testing.T) {
 		"provision": time.Minute, "qualify": time.Minute, "supportsBlock": time.Minute, "supportsDataSource": time.Minute,
 		"delete": time.Hour, "shouldDelete": time.Hour, "saved": time.Hour, "unsaved": time.Hour,
 	}
-	if diff := cmp.Diff(want, backend.deadlines()); diff != "" {
+	if diff := cmp.Diff(want, backend.timeouts()); diff != "" {
 		t.Errorf("deadline by operation (-want +got):\n%s", diff)
 	}
 }
