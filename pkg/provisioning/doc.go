@@ -15,20 +15,102 @@ limitations under the License.
 */
 
 // Package provisioning is a stoppable, multi-instance-safe Kubernetes external
-// volume provision controller. Many controllers can run in one process on one set
-// of shared informers, whose events a Router hands to the controllers they
-// concern: each controller has its own work queues, metric series and Lease, an
-// idle one holds no worker goroutine, and Run returns once its workers drained
-// and its subscriptions ended.
+// volume provision controller, the job sig-storage-lib-external-provisioner
+// does. Many controllers run in one process on one set of shared informers;
+// each has its own work queues, metric series and Lease, an idle one holds no
+// worker goroutine, and Run returns once its workers drained and its
+// subscriptions ended.
 //
-// Backend calls get a deadline (Config.Timeouts). A call that ignores it
-// cannot be cancelled: Run waits for it at most Timeouts.Drain, then returns
+// # In and out
+//
+// In: a Config (Reconfigure re-tunes a running controller), a Provisioner
+// (the backend, with its optional interfaces: Qualifier, BlockProvisioner,
+// DataSourceProvisioner, DeletionGuard, Reclaimer), and the events of the
+// shared claim, volume, class and node informers, which the event router hands
+// to the controllers they concern.
+//
+// Out: PersistentVolumes created for claims and deleted with their backend
+// volumes, finalizer patches of claims and PersistentVolumes, Events on
+// claims and volumes, and metric series labelled with the provisioner.
+//
+// # Goroutines
+//
+// The Lease elector of each controller campaigns for its Lease and starts a
+// term when it wins (without leader election, Run starts one at once). A
+// term runs the work queues' workers on demand (claims, volumes, PV saves
+// and, for a Reclaimer, reclaim), started when work arrives and ended when
+// the queue is idle, and a resync timer that queues everything again every
+// ResyncPeriod. Every backend call runs under a deadline whose watcher, a
+// timer, reports it once it is overdue.
+//
+// # Reading the code
+//
+// A claim goes through syncClaim (claim.go), which provisions it
+// (provision.go), saves its PersistentVolume (save.go) or abandons it; a
+// PersistentVolume goes through syncVolume (delete.go). reclaim.go goes
+// through a Reclaimer's record, backendcall.go puts each backend call under
+// its deadline, finalizers.go and names.go hold the finalizers, annotations
+// and names the others share.
+//
+// # Glossary
+//
+// Tenant: one provisioner of the fleet, that is one Controller (and one
+// ProvisionerConfig object in the manager), sharing the process, its
+// informers and its API budget with the others but nothing else.
+//
+// Known names: the provisioner name and its additional names; a claim, class
+// or PersistentVolume naming one of them is this controller's.
+//
+// Term: one period of leadership of a controller, from winning its Lease to
+// losing it or stopping. The work queues, workers and event handlers belong
+// to a term and end with it.
+//
+// Backend volume: what a Provisioner made for a claim (a directory, an
+// export), described by the PersistentVolume that Provision returns.
+//
+// Saved volume: a backend volume whose PersistentVolume exists in the API.
+// Until then the backend volume is unsaved: only the backend knows about it.
+// With VolumeSave mode Retry the save is tried a few times and the backend
+// volume deleted when all fail; with RetryForever it waits in the PV save
+// queue (a pending save) until it succeeds.
+//
+// Claim in progress: a claim whose provisioning the backend continues in the
+// background (ProvisioningInBackground). It is remembered even once the claim
+// is deleted, so that whatever the backend makes is deleted and never leaked.
+//
+// Abandoned claim: a claim that no longer wants the volume made for it: gone
+// (only the claims in progress still know it), being deleted, or bound to
+// another PersistentVolume. Abandoning it deletes its backend volume unless a
+// PersistentVolume took the volume over, and removes its intent finalizer.
+//
+// Intent finalizer: a claim finalizer (IntentFinalizer) with which a
+// controller whose backend is no Reclaimer records, before it asks the
+// backend for a volume, that a backend volume may exist for the claim. It
+// goes once the PersistentVolume is saved or the backend volume deleted, so a
+// process that dies in between leaks nothing, at two more API writes per
+// claim.
+//
+// Volume finalizer: VolumeFinalizer on a PersistentVolume (Config.Finalizer),
+// which keeps the PersistentVolume, Terminating, until its backend volume is
+// deleted.
+//
+// Unsaved record: the record a Reclaimer keeps of the backend volumes it made
+// whose PersistentVolume it has not seen saved yet (Reclaimer.Unsaved).
+//
+// Reclaim: the leader's pass over the unsaved record, when a term starts and
+// at every resync: a volume whose PersistentVolume exists is handed back to
+// the backend to settle (Reclaimer.Saved), one that no claim wants any more is
+// deleted.
+//
+// Backend call: one call of the Provisioner, with a deadline: Timeouts.Provision
+// for calls about a claim (Provision and the questions before it),
+// Timeouts.Delete for calls about a volume (Delete, ShouldDelete, Unsaved,
+// Saved).
+//
+// Stuck call: a backend call that outlived its deadline by a grace period
+// and has not returned (it may ignore its context, as a call on a hard NFS
+// mount does). It cannot be cancelled: Stuck and the stuck-calls metric report
+// it until it returns. Run waits for it at most Timeouts.Drain, then returns
 // without releasing the Lease, which expires, and leaves only that call's
-// worker behind until the call returns; Stuck reports it meanwhile.
-//
-// No backend volume is leaked when a process dies between a backend's
-// Provision and the creation of the PersistentVolume: a backend that is a
-// Reclaimer keeps its own record, which the leader goes through when it starts
-// leading and at every resync; for other backends an intent finalizer on the
-// claim guards the window, at two more API writes per claim.
+// worker behind.
 package provisioning

@@ -86,7 +86,7 @@ func TestHonourVolumeDeletion(t *testing.T) {
 	if err != nil || deleting.DeletionTimestamp == nil {
 		t.Fatalf("after a delete, a volume with a finalizer must stay with a deletion timestamp: %v, %v", deleting, err)
 	}
-	if _, err := patchFinalizer(ctx, volumes, deleting, VolumeFinalizer, false); err != nil {
+	if _, err := removeFinalizer(ctx, volumes, deleting, VolumeFinalizer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := volumes.Get(ctx, "pv", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

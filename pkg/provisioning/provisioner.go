@@ -31,17 +31,17 @@ import (
 type ProvisioningState string
 
 const (
-	// ProvisioningFinished: the operation is over, successfully or not. A failed
+	// ProvisioningFinished means the operation is over, successfully or not. A failed
 	// Finished call is final for this attempt; nothing was left behind.
 	ProvisioningFinished ProvisioningState = "Finished"
-	// ProvisioningInBackground: the backend is still working and a retry must
+	// ProvisioningInBackground means the backend is still working and a retry must
 	// continue the same operation, even if the claim was deleted meanwhile, so the
 	// backend can clean up.
 	ProvisioningInBackground ProvisioningState = "InBackground"
-	// ProvisioningNoChange: nothing changed since the previous call; keep whatever
+	// ProvisioningNoChange means nothing changed since the previous call; keep whatever
 	// in-progress state the claim had.
 	ProvisioningNoChange ProvisioningState = "NoChange"
-	// ProvisioningReschedule: the selected node cannot host the volume; the
+	// ProvisioningReschedule means the selected node cannot host the volume; the
 	// controller removes the selected-node annotation so the scheduler picks again.
 	ProvisioningReschedule ProvisioningState = "Reschedule"
 )

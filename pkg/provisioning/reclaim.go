@@ -57,7 +57,7 @@ func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
 // It returns how many volumes it left on the record.
 func (c *Controller) reclaim(ctx context.Context, t *term) (kept int, err error) {
 	var unsaved []UnsavedVolume
-	err = c.guard(ctx, "unsaved", func(ctx context.Context) error {
+	err = c.volumeCall(ctx, "unsaved", func(ctx context.Context) error {
 		var err error
 		unsaved, err = c.reclaimer.Unsaved(ctx)
 		return err
@@ -102,7 +102,7 @@ func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.Pers
 	if err != nil || wanted {
 		return wanted, err
 	}
-	err = c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+	err = c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 	if err != nil && !IsIgnoredError(err) {
 		return false, fmt.Errorf("cannot delete the unsaved backend volume %q: %w", volume.Name, err)
 	}
@@ -120,7 +120,7 @@ func (c *Controller) savedVolumeOf(ctx context.Context, volume, saved *v1.Persis
 			"volume", volume.Name, "provisionedBy", by)
 		return true, nil
 	}
-	if err := c.guard(ctx, "saved", func(ctx context.Context) error { return c.reclaimer.Saved(ctx, volume, saved) }); err != nil {
+	if err := c.volumeCall(ctx, "saved", func(ctx context.Context) error { return c.reclaimer.Saved(ctx, volume, saved) }); err != nil {
 		return false, fmt.Errorf("cannot tell the backend that volume %q is saved: %w", volume.Name, err)
 	}
 	return false, nil

@@ -29,43 +29,45 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/provfleet/provfleet/internal/leaderelection/leasetest"
 )
 
-// deadlineBackend records, per operation, whether its calls had a deadline.
+// deadlineBackend records, per operation, the deadline of its calls (zero
+// for none).
 type deadlineBackend struct {
 	*fakeBackend
 
 	mu        sync.Mutex
-	deadlines map[string]bool
+	deadlines map[string]time.Time
 }
 
 func newDeadlineBackend() *deadlineBackend {
-	b := &deadlineBackend{fakeBackend: newFakeBackend(), deadlines: map[string]bool{}}
+	b := &deadlineBackend{fakeBackend: newFakeBackend(), deadlines: map[string]time.Time{}}
 	b.provision = func(ctx context.Context, _ int, _ ProvisionOptions) (ProvisioningState, error) {
-		b.record("provision", ctx)
+		b.record(ctx, "provision")
 		return ProvisioningFinished, nil
 	}
 	return b
 }
 
-func (b *deadlineBackend) record(operation string, ctx context.Context) {
-	_, ok := ctx.Deadline()
+func (b *deadlineBackend) record(ctx context.Context, operation string) {
+	deadline, _ := ctx.Deadline()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.deadlines[operation] = ok
+	b.deadlines[operation] = deadline
 }
 
 func (b *deadlineBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
-	b.record("delete", ctx)
+	b.record(ctx, "delete")
 	return b.fakeBackend.Delete(ctx, volume)
 }
 
 func (b *deadlineBackend) seen() map[string]bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return map[string]bool{"provision": b.deadlines["provision"], "delete": b.deadlines["delete"]}
+	return map[string]bool{"provision": !b.deadlines["provision"].IsZero(), "delete": !b.deadlines["delete"].IsZero()}
 }
 
 func TestBackendCallsHaveADeadline(t *testing.T) {
@@ -286,19 +288,97 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 	}
 }
 
+// callDeadlines is a deadlineBackend of every optional interface.
+type callDeadlines struct{ *deadlineBackend }
+
+func (b *callDeadlines) ShouldProvision(ctx context.Context, _ *v1.PersistentVolumeClaim) bool {
+	b.record(ctx, "qualify")
+	return true
+}
+
+func (b *callDeadlines) SupportsBlock(ctx context.Context) bool {
+	b.record(ctx, "supportsBlock")
+	return true
+}
+
+func (b *callDeadlines) SupportsDataSource(ctx context.Context, _ schema.GroupKind) bool {
+	b.record(ctx, "supportsDataSource")
+	return true
+}
+
+func (b *callDeadlines) ShouldDelete(ctx context.Context, _ *v1.PersistentVolume) bool {
+	b.record(ctx, "shouldDelete")
+	return true
+}
+
+func (b *callDeadlines) Unsaved(ctx context.Context) ([]UnsavedVolume, error) {
+	b.record(ctx, "unsaved")
+	return nil, nil
+}
+
+func (b *callDeadlines) Saved(ctx context.Context, _, _ *v1.PersistentVolume) error {
+	b.record(ctx, "saved")
+	return nil
+}
+
+// timeouts rounds what each call had left until its deadline to the
+// configured timeout it came from: a minute or an hour.
+func (b *callDeadlines) timeouts() map[string]time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	got := map[string]time.Duration{}
+	for operation, deadline := range b.deadlines {
+		got[operation] = time.Until(deadline).Round(time.Minute)
+	}
+	return got
+}
+
 // Every backend call about a claim has the provision deadline, every call
 // about a volume the delete deadline.
-func TestCallTimeout(t *testing.T) {
-	timeouts := TimeoutConfig{Provision: time.Minute, Delete: time.Hour}
-	got := map[string]time.Duration{}
-	for _, operation := range []string{"provision", "qualify", "supportsBlock", "supportsDataSource", "delete", "shouldDelete", "saved", "unsaved"} {
-		got[operation] = callTimeout(timeouts, operation)
+func TestCallDeadlines(t *testing.T) {
+	f := newFixture(t)
+	f.fill(newClass("fast", testProvisioner))
+	backend := &callDeadlines{newDeadlineBackend()}
+	cfg := testConfig(testProvisioner)
+	cfg.Timeouts.Provision, cfg.Timeouts.Delete = time.Minute, time.Hour
+	c := f.newController(cfg, backend, &testRecorder{})
+	ctx := context.Background()
+
+	claim := newClaim("c", "fast", testProvisioner)
+	block := v1.PersistentVolumeBlock
+	claim.Spec.VolumeMode = &block
+	volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	calls := map[string]func() error{
+		"qualify":            func() error { _, err := c.shouldProvision(ctx, claim); return err },
+		"supportsBlock":      func() error { return c.checkBlock(ctx, claim) },
+		"supportsDataSource": func() error { _, err := c.checkDataSource(ctx, dataSourceOf(withSnapshotSource(claim))); return err },
+		"provision": func() error {
+			_, _, err := c.provisionVolume(ctx, ProvisionOptions{PVName: volume.Name, PVC: claim})
+			return err
+		},
+		"delete":       func() error { _, err := c.deleteBackendVolume(ctx, volume); return err },
+		"shouldDelete": func() error { _, err := c.shouldDelete(ctx, volume); return err },
+		"saved":        func() error { _, err := c.savedVolumeOf(ctx, volume, volume); return err },
+		"unsaved":      func() error { _, err := c.reclaim(ctx, newTestTerm(t, c)); return err },
+	}
+	for operation, call := range calls {
+		if err := call(); err != nil {
+			t.Errorf("%s: %v", operation, err)
+		}
 	}
 	want := map[string]time.Duration{
 		"provision": time.Minute, "qualify": time.Minute, "supportsBlock": time.Minute, "supportsDataSource": time.Minute,
 		"delete": time.Hour, "shouldDelete": time.Hour, "saved": time.Hour, "unsaved": time.Hour,
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, backend.timeouts()); diff != "" {
 		t.Errorf("deadline by operation (-want +got):\n%s", diff)
 	}
+}
+
+// withSnapshotSource is claim filled from a VolumeSnapshot.
+func withSnapshotSource(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+	claim = claim.DeepCopy()
+	group := "snapshot.storage.k8s.io"
+	claim.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: "snap"}
+	return claim
 }

@@ -49,8 +49,11 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 	if err != nil {
 		return volume.ResourceVersion, err
 	}
-	volume, err = c.reconcileVolumeFinalizer(ctx, volume, should)
-	if err != nil || !should {
+	if !should {
+		volume, err = c.reconcileVolumeFinalizer(ctx, volume)
+		return volume.ResourceVersion, err
+	}
+	if volume, err = c.ensureVolumeFinalizer(ctx, volume); err != nil {
 		return volume.ResourceVersion, err
 	}
 	start := time.Now()
@@ -63,22 +66,28 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 // provisioner's volumes that it will delete, and takes it off those it will
 // not, so that they can go away. With the finalizer turned off it takes it off
 // every volume, as the upstream library does on rollback, so none hangs in
-// Terminating once this provisioner is gone; but for a volume whose backend
-// volume is to be deleted now (due): deleteVolume takes it off after that, so
-// the backend volume is not leaked.
-func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *v1.PersistentVolume, due bool) (*v1.PersistentVolume, error) {
-	deletable := volume.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete
-	enabled := c.config().Finalizer
-	var want bool
-	switch has := hasFinalizer(volume, VolumeFinalizer); {
-	case has && (!deletable || !enabled && !due):
-		want = false
-	case !has && deletable && volume.DeletionTimestamp == nil && enabled:
-		want = true
-	default:
+// Terminating once this provisioner is gone.
+func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if !hasFinalizer(volume, VolumeFinalizer) {
+		return c.ensureVolumeFinalizer(ctx, volume)
+	}
+	if volume.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || !c.config().Finalizer {
+		return removeFinalizer(ctx, c.client.CoreV1().PersistentVolumes(), volume, VolumeFinalizer)
+	}
+	return volume, nil
+}
+
+// ensureVolumeFinalizer puts the PersistentVolume finalizer on a volume this
+// provisioner will delete, unless it is turned off or the volume is on its
+// way out already. It never takes it off: for a volume whose backend volume is
+// to be deleted now, deleteVolume takes it off after that, so the backend
+// volume is not leaked even with the finalizer just turned off.
+func (c *Controller) ensureVolumeFinalizer(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if hasFinalizer(volume, VolumeFinalizer) || volume.DeletionTimestamp != nil ||
+		volume.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || !c.config().Finalizer {
 		return volume, nil
 	}
-	return patchFinalizer(ctx, c.client.CoreV1().PersistentVolumes(), volume, VolumeFinalizer, want)
+	return addFinalizer(ctx, c.client.CoreV1().PersistentVolumes(), volume, VolumeFinalizer)
 }
 
 // shouldDelete reports whether the backend volume of a PersistentVolume is to
@@ -99,7 +108,7 @@ func (c *Controller) shouldDelete(ctx context.Context, volume *v1.PersistentVolu
 		return true, nil
 	}
 	var should bool
-	err := c.guard(ctx, "shouldDelete", func(ctx context.Context) error {
+	err := c.volumeCall(ctx, "shouldDelete", func(ctx context.Context) error {
 		should = guard.ShouldDelete(ctx, volume)
 		return nil
 	})
@@ -180,7 +189,7 @@ func (c *Controller) deleteFinalizedVolume(ctx context.Context, volume *v1.Persi
 	if done, err := c.deleteBackendVolume(ctx, volume); !done || err != nil {
 		return err
 	}
-	if _, err := patchFinalizer(ctx, api, volume, VolumeFinalizer, false); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := removeFinalizer(ctx, api, volume, VolumeFinalizer); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	c.deleted.Store(volume.Name, volume.UID)
@@ -203,7 +212,7 @@ func (c *Controller) getVolume(ctx context.Context, name string) (*v1.Persistent
 // deleteBackendVolume asks the backend to delete the volume of a
 // PersistentVolume; done is false when the backend ignored it.
 func (c *Controller) deleteBackendVolume(ctx context.Context, volume *v1.PersistentVolume) (done bool, err error) {
-	err = c.guard(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+	err = c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 	if IsIgnoredError(err) {
 		klog.FromContext(ctx).V(2).Info("Backend ignored the volume", "reason", err)
 		return false, nil

@@ -18,21 +18,15 @@ package provisioning
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -64,125 +58,6 @@ type qualifyingBackend struct {
 
 func (b qualifyingBackend) ShouldProvision(context.Context, *v1.PersistentVolumeClaim) bool {
 	return b.qualifies
-}
-
-type panickingQualifier struct{ *fakeBackend }
-
-func (panickingQualifier) ShouldProvision(context.Context, *v1.PersistentVolumeClaim) bool {
-	panic("qualifier bug")
-}
-
-func TestShouldProvision(t *testing.T) {
-	bound := newClaim("c", "fast", testProvisioner)
-	bound.Spec.VolumeName = "pv"
-	beta := newClaim("c", "fast", "")
-	beta.Annotations[annBetaStorageProvisioner] = testProvisioner
-	chosen := newClaim("c", "wffc", testProvisioner)
-	chosen.Annotations[annSelectedNode] = "node-1"
-	unchosen := newClaim("c", "wffc", testProvisioner)
-	unchosen.Annotations[annSelectedNode] = ""
-	tests := map[string]struct {
-		claim   *v1.PersistentVolumeClaim
-		backend func(*fakeBackend) Provisioner
-		want    bool
-		wantErr bool
-	}{
-		"annotated with our name":                    {claim: newClaim("c", "fast", testProvisioner), want: true},
-		"annotated with beta annotation":             {claim: beta, want: true},
-		"annotated with additional name":             {claim: newClaim("c", "fast", "provfleet.io/alias"), want: true},
-		"annotated with another name":                {claim: newClaim("c", "fast", "other.io/x")},
-		"not annotated":                              {claim: newClaim("c", "fast", "")},
-		"bound":                                      {claim: bound},
-		"wait for first consumer, node selected":     {claim: chosen, want: true},
-		"wait for first consumer, no node selected":  {claim: newClaim("c", "wffc", testProvisioner)},
-		"wait for first consumer, empty node":        {claim: unchosen},
-		"wait for first consumer, class unknown yet": {claim: newClaim("c", "missing", testProvisioner), want: true},
-		"qualifier agrees": {
-			claim:   newClaim("c", "fast", testProvisioner),
-			backend: func(b *fakeBackend) Provisioner { return qualifyingBackend{b, true} },
-			want:    true,
-		},
-		"qualifier refuses": {
-			claim:   newClaim("c", "fast", testProvisioner),
-			backend: func(b *fakeBackend) Provisioner { return qualifyingBackend{b, false} },
-		},
-		"qualifier panics": {
-			claim:   newClaim("c", "fast", testProvisioner),
-			backend: func(b *fakeBackend) Provisioner { return panickingQualifier{b} },
-			wantErr: true,
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			f.fill(newClass("fast", testProvisioner), newWaitingClass("wffc", testProvisioner))
-			var backend Provisioner = newFakeBackend()
-			if tc.backend != nil {
-				backend = tc.backend(newFakeBackend())
-			}
-			cfg := testConfig(testProvisioner)
-			cfg.AdditionalProvisionerNames = []string{"provfleet.io/alias"}
-			c := f.newController(cfg, backend, &testRecorder{})
-			got, err := c.shouldProvision(context.Background(), tc.claim)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("shouldProvision error = %v, want error %v", err, tc.wantErr)
-			}
-			if got != tc.want {
-				t.Errorf("shouldProvision = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func newWaitingClass(name, provisioner string) *storagev1.StorageClass {
-	class := newClass(name, provisioner)
-	mode := storagev1.VolumeBindingWaitForFirstConsumer
-	class.VolumeBindingMode = &mode
-	return class
-}
-
-// A claim of a WaitForFirstConsumer class that the backend sent back to the
-// scheduler is not provisioned again until the scheduler chose a node: the
-// retry of the failed attempt and the update that removed the node provision
-// nothing.
-func TestRescheduledClaimWaitsForNode(t *testing.T) {
-	claim := newClaim("c", "wffc", testProvisioner)
-	claim.Annotations[annSelectedNode] = "node-1"
-	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
-	f := newFixture(t, objects...)
-	f.fill(objects...)
-	backend := newFakeBackend()
-	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
-		return ProvisioningReschedule, errBackend
-	}
-	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
-	tm := newTestTerm(t, c)
-	if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(claim)); err == nil {
-		t.Fatal("want the rescheduled attempt to fail")
-	}
-	rescheduled := f.getClaim("c")
-	if node, ok := rescheduled.Annotations[annSelectedNode]; ok {
-		t.Fatalf("selected node %q kept after a reschedule", node)
-	}
-	f.fill(rescheduled)
-	for range 2 {
-		if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(claim)); err != nil {
-			t.Errorf("sync without a selected node: %v", err)
-		}
-	}
-	var nodes []string
-	backend.mu.Lock()
-	for _, options := range backend.options {
-		node := "<none>"
-		if options.SelectedNode != nil {
-			node = options.SelectedNode.Name
-		}
-		nodes = append(nodes, node)
-	}
-	backend.mu.Unlock()
-	if diff := cmp.Diff([]string{"node-1"}, nodes); diff != "" {
-		t.Errorf("selected node of each Provision call (-want +got):\n%s", diff)
-	}
 }
 
 func TestProvision(t *testing.T) {
@@ -426,52 +301,6 @@ func TestProvision(t *testing.T) {
 	}
 }
 
-func TestSameSource(t *testing.T) {
-	unset, dir := v1.HostPathUnset, v1.HostPathDirectory
-	tests := map[string]struct {
-		saved, made v1.PersistentVolumeSource
-		want        bool
-	}{
-		"equal": {
-			saved: v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/a"}},
-			made:  v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/a"}},
-			want:  true,
-		},
-		"saved with a default": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
-			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a"}},
-			want:  true,
-		},
-		"other path": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
-			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/b"}},
-		},
-		"other type": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
-			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &dir}},
-		},
-		"other kind": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a"}},
-			made:  v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/a"}},
-		},
-		"other list": {
-			saved: v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"m1", "m2"}}},
-			made:  v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"m1"}}},
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := sameSource(tc.saved, tc.made)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("sameSource = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestProvisionedVolume(t *testing.T) {
 	claim := newClaim("c", "fast", testProvisioner)
 	objects := []runtime.Object{claim, newClass("fast", testProvisioner)}
@@ -544,60 +373,6 @@ func TestInBackgroundThenNoChangeKeepsClaimInProgress(t *testing.T) {
 	}
 	if diff := cmp.Diff([]bool{true, true, false}, got); diff != "" {
 		t.Errorf("in progress after each call (-want +got):\n%s", diff)
-	}
-}
-
-func TestIntentFinalizer(t *testing.T) {
-	tests := map[string]struct {
-		name string
-		want string
-	}{
-		"plain":       {name: "provfleet.io/fast-local", want: "provfleet.io/provisioning-provfleet.io-fast-local"},
-		"no slash":    {name: "example", want: "provfleet.io/provisioning-example"},
-		"long name":   {name: "a.very.long.domain.example.com/with-a-very-long-provisioner-name-indeed"},
-		"odd trailer": {name: "example.com/x_"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := IntentFinalizer(tc.name)
-			if errs := validation.IsQualifiedName(got); len(errs) > 0 {
-				t.Errorf("IntentFinalizer(%q) = %q, not a valid finalizer: %v", tc.name, got, errs)
-			}
-			if tc.want != "" && got != tc.want {
-				t.Errorf("IntentFinalizer(%q) = %q, want %q", tc.name, got, tc.want)
-			}
-			if other := IntentFinalizer(tc.name + "2"); other == got {
-				t.Errorf("IntentFinalizer of different names are both %q", got)
-			}
-		})
-	}
-}
-
-func TestUpdateClaimRetriesConflict(t *testing.T) {
-	claim := newClaim("c", "fast", testProvisioner)
-	claim.Annotations[annSelectedNode] = "node-1"
-	f := newFixture(t, claim)
-	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
-	conflicts := 1
-	f.client.PrependReactor("update", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if conflicts > 0 {
-			conflicts--
-			return true, nil, apierrors.NewConflict(v1.Resource("persistentvolumeclaims"), "c", errors.New("stale"))
-		}
-		return false, nil, nil
-	})
-	_, err := c.updateClaim(context.Background(), claim, func(claim *v1.PersistentVolumeClaim) bool {
-		delete(claim.Annotations, annSelectedNode)
-		return true
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if conflicts != 0 {
-		t.Fatal("the update met no conflict")
-	}
-	if node, ok := f.getClaim("c").Annotations[annSelectedNode]; ok {
-		t.Errorf("selected node %q still set after a conflict", node)
 	}
 }
 
@@ -687,96 +462,6 @@ func TestProvisionSkipsUnchangedFinalizer(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// sourceBackend fills volumes from the data source kinds it lists.
-type sourceBackend struct {
-	*fakeBackend
-	kinds []schema.GroupKind
-}
-
-func (b sourceBackend) SupportsDataSource(_ context.Context, kind schema.GroupKind) bool {
-	return slices.Contains(b.kinds, kind)
-}
-
-// A claim that asks for its volume to be filled from a data source is
-// provisioned only by a backend that supports that kind; other backends
-// refuse it for good, with an Event, rather than make an empty volume. A
-// volume populator's kind is left to the populator.
-func TestProvisionDataSource(t *testing.T) {
-	snapshots := "snapshot.storage.k8s.io"
-	other := "other"
-	populators := "populators.example.com"
-	withSource := func(kind string, group *string) *v1.PersistentVolumeClaim {
-		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "origin"}
-		return c
-	}
-	withSourceRef := func(kind string, group, namespace *string) *v1.PersistentVolumeClaim {
-		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "origin", Namespace: namespace}
-		return c
-	}
-	clones := []schema.GroupKind{{Kind: "PersistentVolumeClaim"}}
-	type want struct {
-		Err    bool
-		Calls  int
-		Events []string
-		Volume bool
-		Intent bool
-		// Source is the data source the backend was given.
-		Source string
-	}
-	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true}
-	provisionedFrom := func(source string) want {
-		w := provisioned
-		w.Source = source
-		return w
-	}
-	refused := want{Events: []string{EventProvisioningFailed}}
-	tests := map[string]struct {
-		claim *v1.PersistentVolumeClaim
-		kinds []schema.GroupKind
-		want  want
-	}{
-		"no data source":                       {claim: newClaim("c", "fast", testProvisioner), want: provisioned},
-		"claim, unsupported":                   {claim: withSource("PersistentVolumeClaim", nil), want: refused},
-		"snapshot, unsupported":                {claim: withSource("VolumeSnapshot", &snapshots), want: refused},
-		"claim by reference, unsupported":      {claim: withSourceRef("PersistentVolumeClaim", nil, nil), want: refused},
-		"snapshot by reference, unsupported":   {claim: withSourceRef("VolumeSnapshot", &snapshots, nil), want: refused},
-		"claim of another namespace":           {claim: withSourceRef("PersistentVolumeClaim", nil, &other), want: refused},
-		"snapshot of another group":            {claim: withSource("VolumeSnapshot", &other), kinds: []schema.GroupKind{{Group: snapshots, Kind: "VolumeSnapshot"}}, want: refused},
-		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
-		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
-		"snapshot, clones supported":           {claim: withSource("VolumeSnapshot", &snapshots), kinds: clones, want: refused},
-		"populator kind":                       {claim: withSourceRef("Sample", &populators, nil), want: want{Events: []string{EventProvisioning}}},
-		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisionedFrom("Sample.populators.example.com default/origin")},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			objects := []runtime.Object{tc.claim, newClass("fast", testProvisioner)}
-			f := newFixture(t, objects...)
-			f.fill(objects...)
-			backend := newFakeBackend()
-			recorder := &testRecorder{}
-			c := f.newController(testConfig(testProvisioner), sourceBackend{backend, tc.kinds}, recorder)
-			_, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(tc.claim))
-			calls, _, _ := backend.snapshot()
-			got := want{
-				Err:    err != nil,
-				Calls:  calls,
-				Events: recorder.events(),
-				Volume: f.volumeExists("pvc-uid-c"),
-				Intent: hasFinalizer(f.getClaim("c"), c.finalizer),
-			}
-			if calls > 0 && backend.options[0].DataSource != nil {
-				got.Source = describeSource(backend.options[0].DataSource)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("after sync (-want +got):\n%s\nerror: %v", diff, err)
 			}
 		})
 	}

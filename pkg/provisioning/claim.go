@@ -1,0 +1,177 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// lookupClaim finds the claim of key in the informer, or else among the
+// claims in progress; live tells which.
+func (c *Controller) lookupClaim(key claimKey) (claim *v1.PersistentVolumeClaim, live bool) {
+	obj, exists, err := c.informers.Claims.GetStore().GetByKey(key.Namespace + "/" + key.Name)
+	if err == nil && exists {
+		if claim, ok := obj.(*v1.PersistentVolumeClaim); ok && claim.UID == key.UID {
+			return claim, true
+		}
+	}
+	if obj, ok := c.inProgress.Load(key.UID); ok {
+		return obj.(*v1.PersistentVolumeClaim), false
+	}
+	return nil, false
+}
+
+// syncClaim brings one claim forward and returns the claim's resource
+// version after its own writes.
+func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (string, error) {
+	claim, live := c.lookupClaim(key)
+	if claim == nil {
+		return "", nil
+	}
+	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "claim", klog.KObj(claim)))
+	_, inProgress := c.inProgress.Load(claim.UID)
+	switch {
+	case !live && inProgress:
+		return c.provisionClaim(ctx, claim, c.finishForGoneClaim)
+	case abandoned(claim) && inProgress:
+		return c.provisionClaim(ctx, claim, c.finishForAbandonedClaim)
+	case !live:
+		return claim.ResourceVersion, nil
+	case abandoned(claim):
+		if hasFinalizer(claim, c.finalizer) {
+			return claim.ResourceVersion, c.abandonClaim(ctx, claim, nil)
+		}
+		return claim.ResourceVersion, nil
+	case claim.Spec.VolumeName != "":
+		claim, err := c.removeClaimFinalizer(ctx, claim)
+		return claim.ResourceVersion, err
+	}
+	should, err := c.shouldProvision(ctx, claim)
+	if err != nil || !should {
+		return claim.ResourceVersion, err
+	}
+	return c.provisionClaim(ctx, claim, func(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+		return c.provisionOperation(ctx, t, claim)
+	})
+}
+
+// abandoned reports whether a claim the informer shows no longer wants the
+// volume made for it: it is being deleted, or bound to another
+// PersistentVolume. A claim that is gone abandoned its volume too.
+func abandoned(claim *v1.PersistentVolumeClaim) bool {
+	return claim.DeletionTimestamp != nil ||
+		(claim.Spec.VolumeName != "" && claim.Spec.VolumeName != volumeNameFor(claim))
+}
+
+// shouldProvision reports whether a volume is wanted for claim from this
+// provisioner.
+func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) (bool, error) {
+	if claim.Spec.VolumeName != "" || !c.knownName(storageProvisioner(claim)) {
+		return false, nil
+	}
+	// The scheduler chooses where a WaitForFirstConsumer volume goes, and
+	// chooses again once a backend asked to reschedule: until then there is
+	// nothing to provision. A class not seen yet fails the provisioning.
+	if class, err := c.classOf(claim); err == nil && claim.Annotations[annSelectedNode] == "" &&
+		class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+		return false, nil
+	}
+	qualifier, ok := c.provisioner.(Qualifier)
+	if !ok {
+		return true, nil
+	}
+	var should bool
+	err := c.claimCall(ctx, "qualify", func(ctx context.Context) error {
+		should = qualifier.ShouldProvision(ctx, claim)
+		return nil
+	})
+	return should, err
+}
+
+// abandonClaim deletes the backend volume of a claim that the informer still
+// shows but that no longer wants it (deleteAbandonedVolume), and then removes
+// the claim's intent finalizer.
+func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) error {
+	if err := c.deleteAbandonedVolume(ctx, claim, volume); err != nil {
+		return err
+	}
+	_, err := c.removeClaimFinalizer(ctx, claim)
+	return err
+}
+
+// deleteAbandonedVolume deletes the backend volume a claim that no longer
+// wants it may have, unless a PersistentVolume took it over. Without the
+// volume Provision returned, a Reclaimer's record or else the claim tells
+// what to delete.
+func (c *Controller) deleteAbandonedVolume(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) error {
+	saved, err := c.savedVolume(ctx, volumeNameFor(claim))
+	if err != nil {
+		return err
+	}
+	switch {
+	case saved != nil:
+	case volume == nil && c.reclaimer != nil:
+		// The backend's record knows what it made, if anything.
+		c.reclaimSoon()
+	default:
+		if volume == nil {
+			volume = c.recoveredVolume(claim)
+		}
+		err := c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+		if err != nil && !IsIgnoredError(err) {
+			err = fmt.Errorf("cannot delete the backend volume %q of an abandoned claim: %w", volume.Name, err)
+			c.recorder.Event(claim, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
+			return err
+		}
+		klog.FromContext(ctx).Info("Deleted the backend volume of an abandoned claim", "volume", volume.Name)
+	}
+	return nil
+}
+
+// recoveredVolume rebuilds, from the claim alone, the PersistentVolume a
+// backend may have provisioned for it, to hand to Provisioner.Delete.
+func (c *Controller) recoveredVolume(claim *v1.PersistentVolumeClaim) *v1.PersistentVolume {
+	volume := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        volumeNameFor(claim),
+			Annotations: map[string]string{annDynamicallyProvisioned: c.name},
+		},
+		Spec: v1.PersistentVolumeSpec{
+			ClaimRef:                      claimRef(claim),
+			StorageClassName:              claimClassName(claim),
+			AccessModes:                   claim.Spec.AccessModes,
+			VolumeMode:                    claim.Spec.VolumeMode,
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+		},
+	}
+	if size, ok := claim.Spec.Resources.Requests[v1.ResourceStorage]; ok {
+		volume.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: size}
+	}
+	if class, err := c.classOf(claim); err == nil {
+		volume.Spec.MountOptions = class.MountOptions
+		if class.ReclaimPolicy != nil {
+			volume.Spec.PersistentVolumeReclaimPolicy = *class.ReclaimPolicy
+		}
+	}
+	return volume
+}

@@ -1,0 +1,118 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package provisioning
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// sourceBackend fills volumes from the data source kinds it lists.
+type sourceBackend struct {
+	*fakeBackend
+	kinds []schema.GroupKind
+}
+
+func (b sourceBackend) SupportsDataSource(_ context.Context, kind schema.GroupKind) bool {
+	return slices.Contains(b.kinds, kind)
+}
+
+// A claim that asks for its volume to be filled from a data source is
+// provisioned only by a backend that supports that kind; other backends
+// refuse it for good, with an Event, rather than make an empty volume. A
+// volume populator's kind is left to the populator.
+func TestProvisionDataSource(t *testing.T) {
+	snapshots := "snapshot.storage.k8s.io"
+	other := "other"
+	populators := "populators.example.com"
+	withSource := func(kind string, group *string) *v1.PersistentVolumeClaim {
+		c := newClaim("c", "fast", testProvisioner)
+		c.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "origin"}
+		return c
+	}
+	withSourceRef := func(kind string, group, namespace *string) *v1.PersistentVolumeClaim {
+		c := newClaim("c", "fast", testProvisioner)
+		c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "origin", Namespace: namespace}
+		return c
+	}
+	clones := []schema.GroupKind{{Kind: "PersistentVolumeClaim"}}
+	type want struct {
+		Err    bool
+		Calls  int
+		Events []string
+		Volume bool
+		Intent bool
+		// Source is the data source the backend was given.
+		Source string
+	}
+	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true}
+	provisionedFrom := func(source string) want {
+		w := provisioned
+		w.Source = source
+		return w
+	}
+	refused := want{Events: []string{EventProvisioningFailed}}
+	tests := map[string]struct {
+		claim *v1.PersistentVolumeClaim
+		kinds []schema.GroupKind
+		want  want
+	}{
+		"no data source":                       {claim: newClaim("c", "fast", testProvisioner), want: provisioned},
+		"claim, unsupported":                   {claim: withSource("PersistentVolumeClaim", nil), want: refused},
+		"snapshot, unsupported":                {claim: withSource("VolumeSnapshot", &snapshots), want: refused},
+		"claim by reference, unsupported":      {claim: withSourceRef("PersistentVolumeClaim", nil, nil), want: refused},
+		"snapshot by reference, unsupported":   {claim: withSourceRef("VolumeSnapshot", &snapshots, nil), want: refused},
+		"claim of another namespace":           {claim: withSourceRef("PersistentVolumeClaim", nil, &other), want: refused},
+		"snapshot of another group":            {claim: withSource("VolumeSnapshot", &other), kinds: []schema.GroupKind{{Group: snapshots, Kind: "VolumeSnapshot"}}, want: refused},
+		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
+		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
+		"snapshot, clones supported":           {claim: withSource("VolumeSnapshot", &snapshots), kinds: clones, want: refused},
+		"populator kind":                       {claim: withSourceRef("Sample", &populators, nil), want: want{Events: []string{EventProvisioning}}},
+		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisionedFrom("Sample.populators.example.com default/origin")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects := []runtime.Object{tc.claim, newClass("fast", testProvisioner)}
+			f := newFixture(t, objects...)
+			f.fill(objects...)
+			backend := newFakeBackend()
+			recorder := &testRecorder{}
+			c := f.newController(testConfig(testProvisioner), sourceBackend{backend, tc.kinds}, recorder)
+			_, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(tc.claim))
+			calls, _, _ := backend.snapshot()
+			got := want{
+				Err:    err != nil,
+				Calls:  calls,
+				Events: recorder.events(),
+				Volume: f.volumeExists("pvc-uid-c"),
+				Intent: hasFinalizer(f.getClaim("c"), c.finalizer),
+			}
+			if calls > 0 && backend.options[0].DataSource != nil {
+				got.Source = describeSource(backend.options[0].DataSource)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("after sync (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}

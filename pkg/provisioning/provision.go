@@ -1,0 +1,293 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// provisionFunc is one provision operation on a claim. It returns the claim
+// as last written and how far the backend got.
+type provisionFunc func(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error)
+
+// provisionClaim runs one provision operation, records its metrics and keeps
+// the claims-in-progress set, and returns the claim's last resource version.
+func (c *Controller) provisionClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, provision provisionFunc) (string, error) {
+	start := time.Now()
+	latest, state, err := provision(ctx, claim)
+	var source string
+	if claim.Spec.DataSource != nil {
+		source = claim.Spec.DataSource.Kind
+	}
+	c.metrics.observeProvision(c.name, claimClassName(claim), source, start, err)
+	switch {
+	case err == nil || state == ProvisioningFinished:
+		c.inProgress.Delete(claim.UID)
+	case state == ProvisioningInBackground:
+		c.inProgress.Store(claim.UID, latest)
+	}
+	return latest.ResourceVersion, err
+}
+
+// provisionOperation provisions a volume for a claim that wants one and
+// saves its PersistentVolume.
+func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+	claim, done, err := c.skipProvisioning(ctx, t, claim)
+	if done {
+		return claim, ProvisioningFinished, err
+	}
+	options, state, err := c.provisionOptions(ctx, claim)
+	if options == nil {
+		return claim, state, err
+	}
+	if claim, err = c.recordIntent(ctx, claim); err != nil {
+		return claim, ProvisioningNoChange, err
+	}
+	options.PVC = claim
+	defer c.markProvisioning(options.PVName)()
+	volume, state, err := c.provisionVolume(ctx, *options)
+	if err != nil || state == ProvisioningReschedule {
+		return c.provisionFailed(ctx, claim, state, err)
+	}
+	klog.FromContext(ctx).Info("Backend provisioned a volume", "volume", options.PVName)
+	c.fillVolume(volume, claim, options.StorageClass)
+	return c.saveVolume(ctx, t, claim, volume)
+}
+
+// skipProvisioning reports whether there is nothing to provision for a claim
+// that wants a volume (done): its PersistentVolume exists or is being saved,
+// the backend cannot make it, or a volume populator will. It returns the
+// claim as last written.
+func (c *Controller) skipProvisioning(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim) (_ *v1.PersistentVolumeClaim, done bool, _ error) {
+	logger := klog.FromContext(ctx)
+	pvName := volumeNameFor(claim)
+	// Only the informer is asked: a PersistentVolume it has not seen yet
+	// is found when its creation meets AlreadyExists (createVolume).
+	if _, exists, err := c.informers.Volumes.GetStore().GetByKey(pvName); err == nil && exists {
+		logger.V(4).Info("PersistentVolume exists already", "volume", pvName)
+		claim, err := c.removeClaimFinalizer(ctx, claim)
+		return claim, true, err
+	}
+	if _, saving := t.pending.Load(pvName); saving {
+		return claim, true, nil
+	}
+	if err := c.checkBlock(ctx, claim); err != nil {
+		c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+		logger.Info("Cannot provision", "reason", err)
+		return claim, true, nil
+	}
+	source := dataSourceOf(claim)
+	populated, err := c.checkDataSource(ctx, source)
+	if err != nil {
+		c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+		logger.Info("Cannot provision", "reason", err)
+		return claim, true, nil
+	}
+	if populated {
+		c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "Leaving the volume to the populator of %s", describeSource(source))
+		logger.V(2).Info("Leaving the claim to a volume populator", "dataSource", describeSource(source))
+		return claim, true, nil
+	}
+	return claim, false, nil
+}
+
+// provisionOptions gathers what Provision is told about a claim. Without
+// options, the claim is not this provisioner's or cannot be provisioned yet,
+// as state and err say.
+func (c *Controller) provisionOptions(ctx context.Context, claim *v1.PersistentVolumeClaim) (*ProvisionOptions, ProvisioningState, error) {
+	class, err := c.classOf(claim)
+	if err != nil {
+		return nil, ProvisioningFinished, err
+	}
+	if !c.knownName(class.Provisioner) {
+		klog.FromContext(ctx).Info("StorageClass names another provisioner", "class", class.Name, "classProvisioner", class.Provisioner)
+		return nil, ProvisioningFinished, nil
+	}
+	options := &ProvisionOptions{StorageClass: class, PVName: volumeNameFor(claim), PVC: claim, DataSource: dataSourceOf(claim)}
+	if nodeName := claim.Annotations[annSelectedNode]; nodeName != "" {
+		obj, exists, err := c.informers.Nodes.GetStore().GetByKey(nodeName)
+		if err != nil || !exists {
+			err = fmt.Errorf("cannot find selected node %q: %w", nodeName, errors.Join(err, errNotFound))
+			c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+			return nil, ProvisioningNoChange, err
+		}
+		options.SelectedNode = obj.(*v1.Node)
+	}
+	return options, ProvisioningFinished, nil
+}
+
+// recordIntent records, before the backend is asked, that a backend volume
+// may come for the claim: without a backend record, the intent finalizer is
+// on the claim before any backend volume can exist. The first try, not a
+// retry, announces the provisioning with an Event.
+func (c *Controller) recordIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+	var retry bool
+	if c.reclaimer != nil {
+		retry = c.claimRetries.Failing(keyOfClaim(claim))
+	} else {
+		retry = hasFinalizer(claim, c.finalizer)
+		var err error
+		if claim, err = c.addClaimFinalizer(ctx, claim); err != nil {
+			return claim, err
+		}
+	}
+	if !retry {
+		c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "External provisioner %s is provisioning a volume for claim %s/%s", c.name, claim.Namespace, claim.Name)
+	}
+	return claim, nil
+}
+
+// markProvisioning keeps reclaim from taking the backend volume of name for
+// an orphan until the PersistentVolume is saved: until the returned function
+// is called.
+func (c *Controller) markProvisioning(name string) (unmark func()) {
+	c.provisioning.Store(name, struct{}{})
+	return func() { c.provisioning.Delete(name) }
+}
+
+// provisionVolume asks the backend for a volume.
+func (c *Controller) provisionVolume(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error) {
+	var volume *v1.PersistentVolume
+	state := ProvisioningFinished
+	err := c.claimCall(ctx, "provision", func(ctx context.Context) error {
+		var err error
+		volume, state, err = c.provisioner.Provision(ctx, options)
+		return err
+	})
+	if err == nil && volume == nil {
+		err = errors.New("backend returned no PersistentVolume")
+	}
+	return volume, state, err
+}
+
+// fillVolume sets what the controller, not the backend, decides about the
+// PersistentVolume of a provisioned volume: its name, claim, class,
+// provisioner annotation and finalizer.
+func (c *Controller) fillVolume(volume *v1.PersistentVolume, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) {
+	volume.Name = volumeNameFor(claim)
+	volume.Spec.ClaimRef = claimRef(claim)
+	volume.Spec.StorageClassName = class.Name
+	metav1.SetMetaDataAnnotation(&volume.ObjectMeta, annDynamicallyProvisioned, c.name)
+	if c.config().Finalizer && !hasFinalizer(volume, VolumeFinalizer) {
+		volume.Finalizers = append(volume.Finalizers, VolumeFinalizer)
+	}
+}
+
+var errNotFound = errors.New("not found")
+
+// provisionFailed handles a failed or rescheduled Provision call.
+func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVolumeClaim, state ProvisioningState, err error) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+	if IsIgnoredError(err) {
+		klog.FromContext(ctx).V(2).Info("Backend ignored the claim", "reason", err)
+		claim, err := c.removeClaimFinalizer(ctx, claim)
+		return claim, ProvisioningFinished, err
+	}
+	if state == ProvisioningReschedule {
+		if err == nil {
+			err = errors.New("backend cannot use the selected node")
+		}
+		c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "Rescheduling: %v", err)
+		updated, uerr := c.updateClaim(ctx, claim, func(claim *v1.PersistentVolumeClaim) bool {
+			if _, ok := claim.Annotations[annSelectedNode]; !ok {
+				return false
+			}
+			delete(claim.Annotations, annSelectedNode)
+			return true
+		})
+		return updated, ProvisioningFinished, errors.Join(err, uerr)
+	}
+	err = fmt.Errorf("cannot provision a volume with StorageClass %q: %w", claimClassName(claim), err)
+	c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+	return claim, state, err
+}
+
+// finishForAbandonedClaim continues a background provisioning of a claim that
+// the informer shows being deleted or bound elsewhere: whatever the backend
+// made is deleted, then the intent finalizer removed.
+func (c *Controller) finishForAbandonedClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+	return c.finishAbandoned(ctx, claim, c.abandonClaim)
+}
+
+// finishForGoneClaim continues a background provisioning of a claim that is
+// gone: whatever the backend made is deleted; a claim that is gone has no
+// finalizer to remove.
+func (c *Controller) finishForGoneClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+	return c.finishAbandoned(ctx, claim, c.deleteAbandonedVolume)
+}
+
+// finishAbandoned continues a background provisioning of a claim that no
+// longer wants its volume: once the backend is done, abandon deletes whatever
+// it made.
+func (c *Controller) finishAbandoned(ctx context.Context, claim *v1.PersistentVolumeClaim,
+	abandon func(context.Context, *v1.PersistentVolumeClaim, *v1.PersistentVolume) error) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+	options, state, err := c.provisionOptions(ctx, claim)
+	if options == nil {
+		return claim, state, err
+	}
+	defer c.markProvisioning(options.PVName)()
+	volume, state, err := c.provisionVolume(ctx, *options)
+	if err != nil && (state == ProvisioningInBackground || state == ProvisioningNoChange) {
+		return claim, state, err
+	}
+	if volume != nil {
+		volume.Name = options.PVName
+	}
+	return claim, ProvisioningFinished, abandon(ctx, claim, volume)
+}
+
+func (c *Controller) checkBlock(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+	if claim.Spec.VolumeMode == nil || *claim.Spec.VolumeMode != v1.PersistentVolumeBlock {
+		return nil
+	}
+	supports := false
+	if block, ok := c.provisioner.(BlockProvisioner); ok {
+		if err := c.claimCall(ctx, "supportsBlock", func(ctx context.Context) error {
+			supports = block.SupportsBlock(ctx)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if !supports {
+		return fmt.Errorf("%s does not support block volume provisioning", c.name)
+	}
+	return nil
+}
+
+func (c *Controller) classOf(claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
+	name := claimClassName(claim)
+	obj, exists, err := c.informers.Classes.GetStore().GetByKey(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot get StorageClass %q: %w", name, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("cannot get StorageClass %q: %w", name, errNotFound)
+	}
+	class, ok := obj.(*storagev1.StorageClass)
+	if !ok {
+		return nil, fmt.Errorf("cannot use StorageClass %q of type %T", name, obj)
+	}
+	return class, nil
+}
