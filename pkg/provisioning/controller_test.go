@@ -29,6 +29,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
 func (f *fixture) createClaim(claim *v1.PersistentVolumeClaim) {
@@ -483,5 +485,37 @@ func TestRaisedThresholdGivesTheRemainingRetries(t *testing.T) {
 	eventually(t, "giving up again", gaveUp)
 	if calls, _, _ := backend.snapshot(); calls != 4 {
 		t.Errorf("backend calls = %d, want 4", calls)
+	}
+}
+
+// An item given up on stays given up until its object changes, even when a
+// retry it was queued for before it was given up comes due afterwards: an
+// update seen during its first failing sync queues it again at once, and the
+// backoff of that first failure must not then bring a third try.
+func TestGivenUpItemIsNotSyncedByAnEarlierRetry(t *testing.T) {
+	limits := workqueue.RateLimits{InitialDelay: time.Hour, MaxDelay: time.Hour, QPS: 10, Burst: 100}
+	retries := workqueue.NewRetries[string](limits)
+	queue := workqueue.NewRateLimitingQueue[string](retries.Limiter(), workqueue.Config{Name: "test", MaxWorkers: 1}, func() {})
+	t.Cleanup(queue.ShutDown)
+	syncs := 0
+	l := loop[string]{
+		queue:     queue,
+		retries:   retries,
+		threshold: func() int { return 1 },
+		paused:    func() bool { return false },
+		sync: func(context.Context, string) (string, error) {
+			syncs++
+			return "1", errors.New("backend down")
+		},
+	}
+	ctx := context.Background()
+	l.handle(ctx, "pv") // fails, and is due again in an hour
+	l.handle(ctx, "pv") // an update queued it meanwhile: fails, and is given up
+	if !retries.GaveUp("pv") {
+		t.Fatal("not given up after a retry with threshold 1")
+	}
+	l.handle(ctx, "pv") // the hour of the first failure has passed
+	if syncs != 2 {
+		t.Errorf("syncs = %d, want 2: a given-up item was synced again without a change", syncs)
 	}
 }
