@@ -410,8 +410,10 @@ type loop[K comparable] struct {
 // handle syncs one item and, when that fails, queues it again after its
 // backoff or gives up on it.
 func (l *loop[K]) handle(ctx context.Context, key K) {
-	// A stopping or paused controller leaves its items untouched.
-	if ctx.Err() != nil || l.paused() {
+	// A stopping or paused controller leaves its items untouched. An item
+	// given up on waits for a change of its object, which forgets the
+	// failures: a retry queued before it was given up is not one.
+	if ctx.Err() != nil || l.paused() || l.retries.GaveUp(key) {
 		return
 	}
 	version, err := l.sync(ctx, key)
