@@ -45,6 +45,12 @@ limitations under the License.
 //
 // # Reading the code
 //
+// Run (controller.go) hands the Lease elector (internal/leaderelection) lead,
+// which starts a term: its work queues (internal/workqueue) start runWorker
+// goroutines, whose processNextWorkItem calls syncClaim or syncVolume. The
+// event router (internal/eventrouter, router.go here) queues the claims and
+// volumes whose events concern this controller.
+//
 // A claim goes through syncClaim (claim.go), which provisions it
 // (provision.go), saves its PersistentVolume (save.go) or abandons it; a
 // PersistentVolume goes through syncVolume (delete.go). reclaim.go goes
