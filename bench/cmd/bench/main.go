@@ -44,76 +44,115 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	smoke := fs.Bool("smoke", false, "Every scenario with a few tenants and claims.")
-	root := fs.String("repo", "", "The provfleet repository. Empty: found above the working directory.")
-	out := fs.String("out", "", "Results folder. Empty: bench/results of the repository.")
-	work := fs.String("work", "", "Scratch folder for volumes, logs and profiles. Empty: _output/bench of the repository.")
-	bin := fs.String("bin", "", "Folder for the built binaries; kept between runs, only what changed is relinked. Empty: bin in the scratch folder.")
-	scenarios := fs.String("scenarios", "", "Comma-separated scenarios to run (1-6). Empty: all.")
-	sizes := map[string]*int{}
+	cfg, err := config(args)
+	if err != nil {
+		return err
+	}
+	result, err := harness.Run(ctx, cfg)
+	if result != nil {
+		printRatios(stdout, result)
+		fmt.Fprintf(stdout, "results in %s\n", cfg.Out)
+	}
+	return err
+}
+
+// flags are the command line.
+type flags struct {
+	smoke                           *bool
+	root, out, work, bin, scenarios *string
+	sizes                           map[string]*int
+	s3                              *string
+}
+
+// config is the run the command line asks for.
+func config(args []string) (harness.Config, error) {
 	full := harness.Full()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	f := flags{
+		smoke:     fs.Bool("smoke", false, "Every scenario with a few tenants and claims."),
+		root:      fs.String("repo", "", "The provfleet repository. Empty: found above the working directory."),
+		out:       fs.String("out", "", "Results folder. Empty: bench/results of the repository."),
+		work:      fs.String("work", "", "Scratch folder for volumes, logs and profiles. Empty: _output/bench of the repository."),
+		bin:       fs.String("bin", "", "Folder for the built binaries; kept between runs, only what changed is relinked. Empty: bin in the scratch folder."),
+		scenarios: fs.String("scenarios", "", "Comma-separated scenarios to run (1-6). Empty: all."),
+		sizes:     map[string]*int{},
+	}
 	for name, def := range map[string]int{
 		"s1-claims": full.S1Claims, "s2-tenants": full.S2Tenants, "s2-claims": full.S2Claims,
 		"s3-peer-max": full.S3PeerMax, "s4-bad": full.S4Bad, "s4-good": full.S4Good,
 		"s5-edits": full.S5Edits, "s6-claims": full.S6Claims,
 	} {
-		sizes[name] = fs.Int(name, def, "Size of a scenario; see the issue. Ignored with -smoke.")
+		f.sizes[name] = fs.Int(name, def, "Size of a scenario; see the issue. Ignored with -smoke.")
 	}
-	s3 := fs.String("s3-counts", "1,10,100,500", "Idle fleet sizes. Ignored with -smoke.")
+	f.s3 = fs.String("s3-counts", "1,10,100,500", "Idle fleet sizes. Ignored with -smoke.")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return harness.Config{}, err
 	}
+	cfg, err := f.sized(full)
+	if err != nil {
+		return cfg, err
+	}
+	if err := f.placed(&cfg); err != nil {
+		return cfg, err
+	}
+	cfg.ControlPlaneBin = os.Getenv("PROVFLEET_CONTROLPLANE_BIN")
+	cfg.Log = os.Stderr
+	return cfg, nil
+}
 
+// sized is full with the sizes and scenarios of the flags, or the smoke run.
+func (f flags) sized(full harness.Config) (harness.Config, error) {
 	cfg := full
-	if *smoke {
+	if *f.smoke {
 		cfg = harness.Smoke()
 	} else {
-		cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims = *sizes["s1-claims"], *sizes["s2-tenants"], *sizes["s2-claims"]
-		cfg.S3PeerMax, cfg.S4Bad, cfg.S4Good = *sizes["s3-peer-max"], *sizes["s4-bad"], *sizes["s4-good"]
-		cfg.S5Edits, cfg.S6Claims = *sizes["s5-edits"], *sizes["s6-claims"]
-		counts, err := ints(*s3)
+		cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims = *f.sizes["s1-claims"], *f.sizes["s2-tenants"], *f.sizes["s2-claims"]
+		cfg.S3PeerMax, cfg.S4Bad, cfg.S4Good = *f.sizes["s3-peer-max"], *f.sizes["s4-bad"], *f.sizes["s4-good"]
+		cfg.S5Edits, cfg.S6Claims = *f.sizes["s5-edits"], *f.sizes["s6-claims"]
+		counts, err := ints(*f.s3)
 		if err != nil {
-			return fmt.Errorf("cannot parse -s3-counts: %w", err)
+			return cfg, fmt.Errorf("cannot parse -s3-counts: %w", err)
 		}
 		cfg.S3Counts = counts
 	}
-	if *scenarios != "" {
-		list, err := ints(*scenarios)
+	if *f.scenarios != "" {
+		list, err := ints(*f.scenarios)
 		if err != nil {
-			return fmt.Errorf("cannot parse -scenarios: %w", err)
+			return cfg, fmt.Errorf("cannot parse -scenarios: %w", err)
 		}
 		cfg.Scenarios = list
 	}
+	return cfg, nil
+}
+
+// placed sets the folders of cfg from the flags, the repository's where
+// they are empty.
+func (f flags) placed(cfg *harness.Config) error {
 	var err error
-	if cfg.RepoRoot = *root; cfg.RepoRoot == "" {
+	if cfg.RepoRoot = *f.root; cfg.RepoRoot == "" {
 		if cfg.RepoRoot, err = repoRoot(); err != nil {
 			return err
 		}
 	}
-	if cfg.Out = *out; cfg.Out == "" {
+	if cfg.Out = *f.out; cfg.Out == "" {
 		cfg.Out = filepath.Join(cfg.RepoRoot, "bench", "results")
 	}
-	if cfg.Work = *work; cfg.Work == "" {
+	if cfg.Work = *f.work; cfg.Work == "" {
 		cfg.Work = filepath.Join(cfg.RepoRoot, "_output", "bench")
 	}
-	cfg.BinDir = *bin
-	cfg.ControlPlaneBin = os.Getenv("PROVFLEET_CONTROLPLANE_BIN")
-	cfg.Log = os.Stderr
+	cfg.BinDir = *f.bin
+	return nil
+}
 
-	result, err := harness.Run(ctx, cfg)
-	if result != nil {
-		fmt.Fprintln(stdout, "ratios against the targets:")
-		for _, r := range report.Ratios(result) {
-			met := "n/a"
-			if r.Met != nil {
-				met = strconv.FormatBool(*r.Met)
-			}
-			fmt.Fprintf(stdout, "  %-75s %10s  target %-40s met: %s\n", r.What, r.Value, r.Target, met)
+func printRatios(stdout io.Writer, result *report.Run) {
+	fmt.Fprintln(stdout, "ratios against the targets:")
+	for _, r := range report.Ratios(result) {
+		met := "n/a"
+		if r.Met != nil {
+			met = strconv.FormatBool(*r.Met)
 		}
-		fmt.Fprintf(stdout, "results in %s\n", cfg.Out)
+		fmt.Fprintf(stdout, "  %-75s %10s  target %-40s met: %s\n", r.What, r.Value, r.Target, met)
 	}
-	return err
 }
 
 func ints(list string) ([]int, error) {

@@ -32,7 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/provfleet/provfleet/bench/internal/kubeclient"
 )
 
 type options struct {
@@ -69,12 +70,10 @@ func run(ctx context.Context, o options) error {
 	if o.count < 1 {
 		return errors.New("--count must be at least 1")
 	}
-	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	config, err := kubeclient.Config(o.kubeconfig, o.qps, o.burst, "limit")
 	if err != nil {
-		return fmt.Errorf("cannot load the client configuration: %w", err)
+		return err
 	}
-	config.QPS, config.Burst = float32(o.qps), o.burst
-	config.UserAgent = "limit"
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("cannot build the client: %w", err)

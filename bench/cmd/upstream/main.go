@@ -32,10 +32,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
+	"github.com/provfleet/provfleet/bench/internal/kubeclient"
 	"github.com/provfleet/provfleet/internal/apirequests"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
@@ -86,12 +86,10 @@ func run(ctx context.Context, o options) error {
 	if o.provisionerName == "" || o.namespace == "" || o.path == "" || o.hostPathRoot == "" {
 		return errors.New("--provisioner-name, --namespace, --host-path-root and --path are required")
 	}
-	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	config, err := kubeclient.Config(o.kubeconfig, o.qps, o.burst, "upstream-provisioner")
 	if err != nil {
-		return fmt.Errorf("cannot load the client configuration: %w", err)
+		return err
 	}
-	config.QPS, config.Burst = float32(o.qps), o.burst
-	config.UserAgent = "upstream-provisioner"
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector())
 	// The manager's request counter, so that both systems' own requests

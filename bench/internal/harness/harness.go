@@ -82,48 +82,14 @@ type bench struct {
 // scenarios and writes <UTC date>.md and latest.jsonl to cfg.Out. It returns
 // the run, also when a scenario failed (with the error).
 func Run(ctx context.Context, cfg Config) (*report.Run, error) {
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
-	if cfg.ControlPlaneBin == "" {
-		cfg.ControlPlaneBin = filepath.Join(cfg.RepoRoot, "_output", "controlplane")
-	}
-	if cfg.BinDir == "" {
-		cfg.BinDir = filepath.Join(cfg.Work, "bin")
-	}
+	cfg = withDefaults(cfg)
 	for _, dir := range []string{cfg.Out, filepath.Join(cfg.Work, "logs"), filepath.Join(cfg.Work, "volumes"), cfg.BinDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cannot create %s: %w", dir, err)
 		}
 	}
-	b := &bench{
-		cfg:        cfg,
-		tracker:    newTracker(),
-		volumes:    filepath.Join(cfg.Work, "volumes"),
-		pprofAddrs: map[int]string{},
-		run: &report.Run{
-			Started:      time.Now().UTC(),
-			Machine:      machine(),
-			LeaseTimeout: cfg.S6Lease.Duration + cfg.S6Lease.RetryPeriod,
-			Settings:     settings(cfg),
-		},
-	}
-	b.logf("building the manager, the peer and the limit; starting the control plane")
-	// Neither needs the other: the build is seconds when cached, minutes
-	// when not, the control plane seconds.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return b.build(gctx) })
-	g.Go(func() error {
-		var err error
-		b.env, err = testenv.Start(gctx, testenv.Options{
-			BinDir:                 cfg.ControlPlaneBin,
-			CRDDir:                 filepath.Join(cfg.RepoRoot, "crds"),
-			ControllerManagerQPS:   binderQPS,
-			ControllerManagerBurst: binderBurst,
-		})
-		return err
-	})
-	err := g.Wait()
+	b := newBench(cfg)
+	err := b.buildAndStart(ctx)
 	if b.env != nil {
 		defer b.env.Stop()
 	}
@@ -142,6 +108,57 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 		return b.run, err
 	}
 	return b.run, runErr
+}
+
+// withDefaults fills what cfg leaves empty: no log, the control plane
+// binaries of the repository, the binaries under Work.
+func withDefaults(cfg Config) Config {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.ControlPlaneBin == "" {
+		cfg.ControlPlaneBin = filepath.Join(cfg.RepoRoot, "_output", "controlplane")
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = filepath.Join(cfg.Work, "bin")
+	}
+	return cfg
+}
+
+func newBench(cfg Config) *bench {
+	return &bench{
+		cfg:        cfg,
+		tracker:    newTracker(),
+		volumes:    filepath.Join(cfg.Work, "volumes"),
+		pprofAddrs: map[int]string{},
+		run: &report.Run{
+			Started:      time.Now().UTC(),
+			Machine:      machine(),
+			LeaseTimeout: cfg.S6Lease.Duration + cfg.S6Lease.RetryPeriod,
+			Settings:     settings(cfg),
+		},
+	}
+}
+
+// buildAndStart builds the manager, the peer and the limit while it starts
+// the control plane. The caller stops b.env when set, also on an error.
+func (b *bench) buildAndStart(ctx context.Context) error {
+	b.logf("building the manager, the peer and the limit; starting the control plane")
+	// Neither needs the other: the build is seconds when cached, minutes
+	// when not, the control plane seconds.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return b.build(gctx) })
+	g.Go(func() error {
+		var err error
+		b.env, err = testenv.Start(gctx, testenv.Options{
+			BinDir:                 b.cfg.ControlPlaneBin,
+			CRDDir:                 filepath.Join(b.cfg.RepoRoot, "crds"),
+			ControllerManagerQPS:   binderQPS,
+			ControllerManagerBurst: binderBurst,
+		})
+		return err
+	})
+	return g.Wait()
 }
 
 func (b *bench) logf(format string, args ...any) {

@@ -466,21 +466,37 @@ type runMixes struct {
 	ownProvision, ownRemove map[string]float64
 }
 
+// provisionRun is one system's run of scenario 1 or 2: the provisioning
+// phase, then the deletion phase of the same claims, each measured.
 func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove string, n, perTenant int) (runMixes, error) {
-	var mixes runMixes
 	tenants := b.tenants(sys.name(), n)
 	defer sys.stop(ctx)
 	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
 	if err != nil {
-		return mixes, err
+		return runMixes{}, err
 	}
 	time.Sleep(b.cfg.Settle)
-	w, err := b.open(ctx, sys.pids())
+	refs, mixes, err := b.provisionPhase(ctx, sys, provision, ns, baseline, tenants, perTenant)
 	if err != nil {
 		return mixes, err
 	}
+	if mixes.ownRemove, err = b.deletionPhase(ctx, sys, remove, baseline, refs, n); err != nil {
+		return mixes, err
+	}
+	return mixes, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// provisionPhase creates perTenant claims of each tenant at once in ns and
+// records how long until every one is provisioned and bound. It returns the
+// claims and the phase's request mixes.
+func (b *bench) provisionPhase(ctx context.Context, sys system, scenario, ns string, baseline apiSnapshot, tenants []tenant, perTenant int) ([]claimRef, runMixes, error) {
+	var mixes runMixes
+	w, err := b.open(ctx, sys.pids())
+	if err != nil {
+		return nil, mixes, err
+	}
 	var profile <-chan string
-	if b.cfg.Profile && provision == report.S2Provision && sys.name() == report.SystemProvfleet {
+	if b.cfg.Profile && scenario == report.S2Provision && sys.name() == report.SystemProvfleet {
 		profile = b.profile(ctx, sys.pids()[0], 20*time.Second, "s2-provision")
 	}
 	classes := make([]string, len(tenants))
@@ -489,64 +505,80 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 	}
 	ownBefore, err := ownRequests(ctx, sys.metricsURLs())
 	if err != nil {
-		return mixes, err
+		return nil, mixes, err
 	}
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "c", classes, perTenant)
 	if err != nil {
-		return mixes, err
+		return nil, mixes, err
 	}
 	st, err := b.waitProvisioned(ctx, refs, time.Time{})
 	if err != nil {
-		return mixes, err
+		return nil, mixes, err
 	}
-	m := report.Measurement{Result: report.Result{Scenario: provision, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1,
-		Seconds: st.last.Sub(start).Seconds()}}
-	latencies(&m, st.toPV, st.toBound)
-	m.Note = fmt.Sprintf("claims handed to the provisioner from +%.2f s to +%.2f s", st.firstAnnotated.Sub(start).Seconds(), st.lastAnnotated.Sub(start).Seconds())
+	m := provisionMeasurement(scenario, sys, len(tenants), len(refs), start, st)
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
 	end, err := b.closeSnapshot(ctx, w, baseline, &m)
 	if err != nil {
-		return mixes, err
+		return nil, mixes, err
 	}
 	mixes.all = requestMix(w.api, end, len(refs))
-	ownProvisioned, err := ownRequests(ctx, sys.metricsURLs())
-	if err != nil {
-		return mixes, err
+	if mixes.ownProvision, err = ownRequestsSince(ctx, sys, ownBefore, len(refs)); err != nil {
+		return nil, mixes, err
 	}
-	mixes.ownProvision = perClaim(ownBefore, ownProvisioned, len(refs))
 	b.record(m)
 	b.addProfile(profile, "provfleet CPU profile, s2 provisioning")
+	return refs, mixes, nil
+}
 
+// provisionMeasurement is the time and latencies of claims created at start
+// until every one is provisioned and bound.
+func provisionMeasurement(scenario string, sys system, tenants, claims int, start time.Time, st claimStats) report.Measurement {
+	m := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: tenants, Claims: claims, Replicas: 1,
+		Seconds: st.last.Sub(start).Seconds()}}
+	latencies(&m, st.toPV, st.toBound)
+	m.Note = fmt.Sprintf("claims handed to the provisioner from +%.2f s to +%.2f s", st.firstAnnotated.Sub(start).Seconds(), st.lastAnnotated.Sub(start).Seconds())
+	return m
+}
+
+// deletionPhase waits until the system sent what provisioning left it to
+// send, then deletes the claims and records how long until their PVs are
+// gone. It returns the system's own requests per claim while deleting.
+func (b *bench) deletionPhase(ctx context.Context, sys system, scenario string, baseline apiSnapshot, refs []claimRef, tenants int) (map[string]float64, error) {
 	if err := b.quiesce(ctx, sys); err != nil {
-		return mixes, err
+		return nil, err
 	}
-	w, err = b.open(ctx, sys.pids())
+	w, err := b.open(ctx, sys.pids())
 	if err != nil {
-		return mixes, err
+		return nil, err
 	}
-	ownBefore, err = ownRequests(ctx, sys.metricsURLs())
+	ownBefore, err := ownRequests(ctx, sys.metricsURLs())
 	if err != nil {
-		return mixes, err
+		return nil, err
 	}
-	start = time.Now()
+	start := time.Now()
 	gone, err := b.deleteClaims(ctx, refs)
 	if err != nil {
-		return mixes, err
+		return nil, err
 	}
-	d := report.Measurement{Result: report.Result{Scenario: remove, System: sys.name(), Tenants: n, Claims: len(refs), Replicas: 1}}
+	d := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: tenants, Claims: len(refs), Replicas: 1}}
 	d.Seconds, d.P50MS, d.P99MS = since(start, gone)
 	d.Goroutines = goroutines(ctx, sys.metricsURLs())
 	if err := b.close(ctx, w, baseline, &d); err != nil {
-		return mixes, err
+		return nil, err
 	}
 	b.record(d)
-	ownRemoved, err := ownRequests(ctx, sys.metricsURLs())
+	return ownRequestsSince(ctx, sys, ownBefore, len(refs))
+}
+
+// ownRequestsSince is what the system sent itself per claim since before,
+// counted by ownRequests.
+func ownRequestsSince(ctx context.Context, sys system, before map[string]float64, claims int) (map[string]float64, error) {
+	after, err := ownRequests(ctx, sys.metricsURLs())
 	if err != nil {
-		return mixes, err
+		return nil, err
 	}
-	mixes.ownRemove = perClaim(ownBefore, ownRemoved, len(refs))
-	return mixes, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return perClaim(before, after, claims), nil
 }
 
 // since returns the span from start to the last of times, and the p50 and
@@ -561,65 +593,89 @@ func since(start time.Time, times []time.Time) (seconds, p50, p99 float64) {
 	return last.Seconds(), ms(measure.Percentile(ds, 50)), ms(measure.Percentile(ds, 99))
 }
 
-// limitRun creates and then deletes count PVs with the limit client.
+// limitRun creates and then deletes count PVs with the limit client, each
+// phase measured; it returns every client's requests per claim while
+// creating.
 func (b *bench) limitRun(ctx context.Context, provision, remove string, tenants, count int) (map[string]float64, error) {
 	prefix := fmt.Sprintf("limit-%d", b.nextSeq())
-	var mix map[string]float64
-	for _, phase := range []string{provision, remove} {
-		baseline, err := b.snapshot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		args := []string{
-			"--kubeconfig=" + b.kubeconfigs.limit, "--prefix=" + prefix, "--count=" + strconv.Itoa(count),
-			"--dir=" + filepath.Join(b.volumes, prefix),
-			"--kube-api-qps=" + strconv.FormatFloat(float64(b.cfg.QPS), 'f', -1, 32), "--kube-api-burst=" + strconv.Itoa(b.cfg.Burst),
-		}
-		if phase == remove {
-			args = append(args, "--delete")
-		}
-		cmd := exec.CommandContext(ctx, b.bins.limit, args...)
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("the limit failed: %w\n%s", err, out)
-		}
-		var times []time.Time
-		err = b.poll(ctx, "the limit's volumes seen", func(context.Context) (bool, error) {
-			times = times[:0]
-			for i := range count {
-				v := b.tracker.volume(fmt.Sprintf("%s-%d", prefix, i))
-				t := v.created
-				if phase == remove {
-					t = v.gone
-				}
-				if t.IsZero() {
-					return false, nil
-				}
-				times = append(times, t)
-			}
-			return true, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		m := report.Measurement{Result: report.Result{Scenario: phase, System: report.SystemLimit, Tenants: tenants, Claims: count, Replicas: 1}, Goroutines: -1}
-		m.Seconds, m.P50MS, m.P99MS = since(start, times)
-		after, err := b.snapshot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		m.APIRPS = rate(apiSnapshot{at: start, requests: baseline.requests}, after)
-		if phase == provision {
-			mix = requestMix(baseline, after, count)
-		}
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			m.RSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
-		}
-		m.CPUS = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
-		m.Note = "latency from the start of the burst"
-		b.record(m)
+	baseline, after, err := b.limitPhase(ctx, limitBurst{scenario: provision, prefix: prefix, tenants: tenants, count: count,
+		at: func(v volumeTimes) time.Time { return v.created }})
+	if err != nil {
+		return nil, err
+	}
+	mix := requestMix(baseline, after, count)
+	if _, _, err := b.limitPhase(ctx, limitBurst{scenario: remove, prefix: prefix, tenants: tenants, count: count,
+		args: []string{"--delete"}, at: func(v volumeTimes) time.Time { return v.gone }}); err != nil {
+		return nil, err
 	}
 	return mix, nil
+}
+
+// limitBurst is one phase of the limit: count PVs named prefix-<i>,
+// created, or deleted with args --delete.
+type limitBurst struct {
+	scenario       string
+	prefix         string
+	tenants, count int
+	// args are added to the limit's flags.
+	args []string
+	// at is when a PV's phase is done, zero until then.
+	at func(volumeTimes) time.Time
+}
+
+// limitPhase runs the limit for one burst and records how long until the
+// harness saw each PV done. It returns the apiserver's figures before and
+// after.
+func (b *bench) limitPhase(ctx context.Context, l limitBurst) (baseline, after apiSnapshot, err error) {
+	baseline, err = b.snapshot(ctx)
+	if err != nil {
+		return baseline, after, err
+	}
+	args := []string{
+		"--kubeconfig=" + b.kubeconfigs.limit, "--prefix=" + l.prefix, "--count=" + strconv.Itoa(l.count),
+		"--dir=" + filepath.Join(b.volumes, l.prefix),
+		"--kube-api-qps=" + strconv.FormatFloat(float64(b.cfg.QPS), 'f', -1, 32), "--kube-api-burst=" + strconv.Itoa(b.cfg.Burst),
+	}
+	cmd := exec.CommandContext(ctx, b.bins.limit, append(args, l.args...)...)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return baseline, after, fmt.Errorf("the limit failed: %w\n%s", err, out)
+	}
+	times, err := b.waitLimitVolumes(ctx, l)
+	if err != nil {
+		return baseline, after, err
+	}
+	m := report.Measurement{Result: report.Result{Scenario: l.scenario, System: report.SystemLimit, Tenants: l.tenants, Claims: l.count, Replicas: 1}, Goroutines: -1}
+	m.Seconds, m.P50MS, m.P99MS = since(start, times)
+	if after, err = b.snapshot(ctx); err != nil {
+		return baseline, after, err
+	}
+	m.APIRPS = rate(apiSnapshot{at: start, requests: baseline.requests}, after)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		m.RSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	m.CPUS = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	m.Note = "latency from the start of the burst"
+	b.record(m)
+	return baseline, after, nil
+}
+
+// waitLimitVolumes waits until the harness saw every PV of the burst done
+// and returns when each was.
+func (b *bench) waitLimitVolumes(ctx context.Context, l limitBurst) ([]time.Time, error) {
+	var times []time.Time
+	err := b.poll(ctx, "the limit's volumes seen", func(context.Context) (bool, error) {
+		times = times[:0]
+		for i := range l.count {
+			t := l.at(b.tracker.volume(fmt.Sprintf("%s-%d", l.prefix, i)))
+			if t.IsZero() {
+				return false, nil
+			}
+			times = append(times, t)
+		}
+		return true, nil
+	})
+	return times, err
 }
 
 // idleStartTimeout bounds how long an idle fleet gets to take its Leases.
@@ -628,10 +684,6 @@ const idleStartTimeout = 3 * time.Minute
 // idleScenario is scenario 3: fleets that do nothing, with one and with two
 // replicas.
 func (b *bench) idleScenario(ctx context.Context) error {
-	largest := 0
-	for _, n := range b.cfg.S3Counts {
-		largest = max(largest, n)
-	}
 	for _, n := range b.cfg.S3Counts {
 		var runs []func() error
 		for _, sys := range b.systems() {
@@ -639,7 +691,7 @@ func (b *bench) idleScenario(ctx context.Context) error {
 				continue
 			}
 			runs = append(runs, func() error {
-				if err := b.idleRun(ctx, sys, n, n == largest); err != nil {
+				if err := b.idleRun(ctx, sys, n); err != nil {
 					return fmt.Errorf("%s with %d provisioners: %w", sys.name(), n, err)
 				}
 				return nil
@@ -652,23 +704,17 @@ func (b *bench) idleScenario(ctx context.Context) error {
 	return nil
 }
 
-func (b *bench) idleRun(ctx context.Context, sys system, n int, profile bool) error {
+// idleRun starts a fleet of n idle provisioners and measures it with one
+// replica, then with two.
+func (b *bench) idleRun(ctx context.Context, sys system, n int) error {
 	baseline, err := b.snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	defer sys.stop(ctx)
-	// A fleet that cannot hold all its Leases is a result, not a failure.
-	startCtx, cancel := context.WithTimeout(ctx, idleStartTimeout)
-	err = sys.start(startCtx, b.tenants(sys.name(), n), 1, b.cfg.Lease)
-	cancel()
-	note := ""
+	note, err := b.startIdle(ctx, sys, n)
 	if err != nil {
-		if ctx.Err() != nil || len(sys.pids()) == 0 {
-			return err
-		}
-		note = fmt.Sprintf("not every provisioner led within %v of the start", idleStartTimeout)
-		b.logf("%s %d: %s: %v", sys.name(), n, note, err)
+		return err
 	}
 	for replicas := 1; replicas <= 2; replicas++ {
 		if replicas == 2 {
@@ -680,28 +726,59 @@ func (b *bench) idleRun(ctx context.Context, sys system, n int, profile bool) er
 				return err
 			}
 		}
-		time.Sleep(b.cfg.S3Settle)
-		w, err := b.open(ctx, sys.pids())
-		if err != nil {
+		if err := b.idleWindow(ctx, sys, n, replicas, baseline, note); err != nil {
 			return err
 		}
-		var prof <-chan string
-		if profile && b.cfg.Profile && sys.name() == report.SystemProvfleet {
-			prof = b.profile(ctx, sys.pids()[0], b.cfg.S3Window, fmt.Sprintf("s3-idle-%d-r%d", n, replicas))
-		}
-		time.Sleep(b.cfg.S3Window)
-		m := report.Measurement{Result: report.Result{Scenario: report.S3Idle, System: sys.name(), Tenants: n, Replicas: replicas}, Note: note}
-		m.Goroutines = goroutines(ctx, sys.metricsURLs())
-		if err := b.close(ctx, w, baseline, &m); err != nil {
-			return err
-		}
-		// Idle: what the fleet holds now, not its start-up peak.
-		m.RSSMiB = mib(total(usage(w.pids)).RSS)
-		m.Seconds = b.cfg.S3Window.Seconds()
-		b.record(m)
-		b.addProfile(prof, fmt.Sprintf("provfleet CPU profile, s3 idle, %d provisioners, replica 1 of %d", n, replicas))
 	}
 	return nil
+}
+
+// startIdle starts a fleet of n provisioners. A fleet that cannot hold all
+// its Leases is a result, not a failure: the note says so.
+func (b *bench) startIdle(ctx context.Context, sys system, n int) (note string, err error) {
+	startCtx, cancel := context.WithTimeout(ctx, idleStartTimeout)
+	err = sys.start(startCtx, b.tenants(sys.name(), n), 1, b.cfg.Lease)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil || len(sys.pids()) == 0 {
+			return "", err
+		}
+		note = fmt.Sprintf("not every provisioner led within %v of the start", idleStartTimeout)
+		b.logf("%s %d: %s: %v", sys.name(), n, note, err)
+	}
+	return note, nil
+}
+
+// idleWindow measures an idle fleet of n provisioners and replicas replicas
+// over S3Window, after S3Settle.
+func (b *bench) idleWindow(ctx context.Context, sys system, n, replicas int, baseline apiSnapshot, note string) error {
+	time.Sleep(b.cfg.S3Settle)
+	w, err := b.open(ctx, sys.pids())
+	if err != nil {
+		return err
+	}
+	var prof <-chan string
+	if b.idleProfiled(sys, n) {
+		prof = b.profile(ctx, sys.pids()[0], b.cfg.S3Window, fmt.Sprintf("s3-idle-%d-r%d", n, replicas))
+	}
+	time.Sleep(b.cfg.S3Window)
+	m := report.Measurement{Result: report.Result{Scenario: report.S3Idle, System: sys.name(), Tenants: n, Replicas: replicas}, Note: note}
+	m.Goroutines = goroutines(ctx, sys.metricsURLs())
+	if err := b.close(ctx, w, baseline, &m); err != nil {
+		return err
+	}
+	// Idle: what the fleet holds now, not its start-up peak.
+	m.RSSMiB = mib(total(usage(w.pids)).RSS)
+	m.Seconds = b.cfg.S3Window.Seconds()
+	b.record(m)
+	b.addProfile(prof, fmt.Sprintf("provfleet CPU profile, s3 idle, %d provisioners, replica 1 of %d", n, replicas))
+	return nil
+}
+
+// idleProfiled says whether the idle windows of a fleet of n are profiled:
+// provfleet's largest fleet, when asked for.
+func (b *bench) idleProfiled(sys system, n int) bool {
+	return b.cfg.Profile && sys.name() == report.SystemProvfleet && n == slices.Max(b.cfg.S3Counts)
 }
 
 // noisyScenario is scenario 4: a good tenant's claims alone, then next to a
@@ -820,17 +897,11 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 	}
 	var all []claimRef
 	if noisy {
-		bad, err := b.createClaims(ctx, ns, "bad", []string{tenants[0].name}, b.cfg.S4Bad)
+		bad, err := b.createFailingClaims(ctx, ns, scenario, tenants[0])
 		if err != nil {
 			return noisyResult{}, err
 		}
 		all = append(all, bad...)
-		if scenario == report.S4Settled {
-			if err := b.waitAnnotated(ctx, bad); err != nil {
-				return noisyResult{}, err
-			}
-			time.Sleep(b.cfg.Settle)
-		}
 	}
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "good", []string{good.name}, b.cfg.S4Good)
@@ -838,22 +909,49 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		return noisyResult{}, err
 	}
 	all = append(all, refs...)
+	r, err := b.measureGoodTenant(ctx, sys, scenario, len(tenants), refs, start, w, baseline)
+	if err != nil {
+		return noisyResult{}, err
+	}
+	if _, err := b.deleteClaims(ctx, all); err != nil {
+		return noisyResult{}, err
+	}
+	return r, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// createFailingClaims creates the failing tenant's claims; for S4Settled it
+// waits until the control plane annotated every one and the system had
+// Settle to fail each.
+func (b *bench) createFailingClaims(ctx context.Context, ns, scenario string, failing tenant) ([]claimRef, error) {
+	bad, err := b.createClaims(ctx, ns, "bad", []string{failing.name}, b.cfg.S4Bad)
+	if err != nil {
+		return nil, err
+	}
+	if scenario == report.S4Settled {
+		if err := b.waitAnnotated(ctx, bad); err != nil {
+			return nil, err
+		}
+		time.Sleep(b.cfg.Settle)
+	}
+	return bad, nil
+}
+
+// measureGoodTenant waits until the good tenant's claims, created at start,
+// are provisioned and bound, and closes the window w on the run's figures.
+func (b *bench) measureGoodTenant(ctx context.Context, sys system, scenario string, tenants int, refs []claimRef, start time.Time, w window, baseline apiSnapshot) (noisyResult, error) {
 	st, err := b.waitProvisioned(ctx, refs, time.Time{})
 	if err != nil {
 		return noisyResult{}, err
 	}
 	r := noisyResult{toPV: st.toPV, toBound: st.toBound}
-	r.m = report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: len(tenants), Claims: len(refs), Replicas: 1,
+	r.m = report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: tenants, Claims: len(refs), Replicas: 1,
 		Seconds: st.last.Sub(start).Seconds()}}
 	r.m.Goroutines = goroutines(ctx, sys.metricsURLs())
 	if err := b.close(ctx, w, baseline, &r.m); err != nil {
 		return noisyResult{}, err
 	}
 	b.logf("%s %s round: %.2fs p99 %.0fms", scenario, sys.name(), r.m.Seconds, ms(measure.Percentile(st.toPV, 99)))
-	if _, err := b.deleteClaims(ctx, all); err != nil {
-		return noisyResult{}, err
-	}
-	return r, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return r, nil
 }
 
 // retuneScenario is scenario 5: spec edits of a running provisioner. The
@@ -998,6 +1096,8 @@ func (b *bench) failoverScenario(ctx context.Context) error {
 	return b.together(runs...)
 }
 
+// failoverRun is one system's run of scenario 6: its leader gets SIGTERM,
+// then the new leader SIGKILL, each a measured phase.
 func (b *bench) failoverRun(ctx context.Context, sys system) error {
 	tenants := b.tenants(sys.name(), 1)
 	defer sys.stop(ctx)
@@ -1010,41 +1110,9 @@ func (b *bench) failoverRun(ctx context.Context, sys system) error {
 		scenario string
 		sig      syscall.Signal
 	}{{report.S6SIGTERM, syscall.SIGTERM}, {report.S6SIGKILL, syscall.SIGKILL}} {
-		time.Sleep(b.cfg.Settle)
-		leader, err := b.leader(ctx, sys, tenants[0])
-		if err != nil {
-			return err
-		}
-		w, err := b.open(ctx, sys.pids())
-		if err != nil {
-			return err
-		}
-		start := time.Now()
-		signalled := make(chan struct{})
-		go func() {
-			defer close(signalled)
-			sys.signal(leader, f.sig)
-		}()
-		refs, err := b.createClaims(ctx, ns, f.scenario, []string{tenants[0].name}, b.cfg.S6Claims)
-		if err != nil {
-			return err
-		}
+		refs, err := b.failoverPhase(ctx, sys, f.scenario, f.sig, ns, tenants[0], baseline)
 		all = append(all, refs...)
-		st, err := b.waitProvisioned(ctx, refs, start)
-		<-signalled
 		if err != nil {
-			return err
-		}
-		m := report.Measurement{Result: report.Result{Scenario: f.scenario, System: sys.name(), Tenants: 1, Claims: len(refs), Replicas: 2,
-			Seconds: st.last.Sub(start).Seconds()}}
-		latencies(&m, st.toPV, st.toBound)
-		m.Goroutines = goroutines(ctx, sys.metricsURLs())
-		m.Note = "latency from the signal to the leader"
-		if err := b.close(ctx, w, baseline, &m); err != nil {
-			return err
-		}
-		b.record(m)
-		if err := sys.restart(ctx, leader); err != nil {
 			return err
 		}
 	}
@@ -1052,4 +1120,44 @@ func (b *bench) failoverRun(ctx context.Context, sys system) error {
 		return err
 	}
 	return b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// failoverPhase sends sig to the replica leading t while creating claims of
+// t, records how long until every one is provisioned and bound, and restarts
+// the signalled replica. It returns the claims it created.
+func (b *bench) failoverPhase(ctx context.Context, sys system, scenario string, sig syscall.Signal, ns string, t tenant, baseline apiSnapshot) ([]claimRef, error) {
+	time.Sleep(b.cfg.Settle)
+	leader, err := b.leader(ctx, sys, t)
+	if err != nil {
+		return nil, err
+	}
+	w, err := b.open(ctx, sys.pids())
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	signalled := make(chan struct{})
+	go func() {
+		defer close(signalled)
+		sys.signal(leader, sig)
+	}()
+	refs, err := b.createClaims(ctx, ns, scenario, []string{t.name}, b.cfg.S6Claims)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.waitProvisioned(ctx, refs, start)
+	<-signalled
+	if err != nil {
+		return refs, err
+	}
+	m := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: 1, Claims: len(refs), Replicas: 2,
+		Seconds: st.last.Sub(start).Seconds()}}
+	latencies(&m, st.toPV, st.toBound)
+	m.Goroutines = goroutines(ctx, sys.metricsURLs())
+	m.Note = "latency from the signal to the leader"
+	if err := b.close(ctx, w, baseline, &m); err != nil {
+		return refs, err
+	}
+	b.record(m)
+	return refs, sys.restart(ctx, leader)
 }

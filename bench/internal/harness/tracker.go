@@ -76,9 +76,9 @@ func (t *tracker) start(ctx context.Context, client kubernetes.Interface) error 
 		return fmt.Errorf("cannot watch claims: %w", err)
 	}
 	if _, err := volumes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observeVolume(obj, false) },
-		UpdateFunc: func(_, obj any) { t.observeVolume(obj, false) },
-		DeleteFunc: func(obj any) { t.observeVolume(obj, true) },
+		AddFunc:    t.observeVolume,
+		UpdateFunc: func(_, obj any) { t.observeVolume(obj) },
+		DeleteFunc: t.observeVolumeDeleted,
 	}); err != nil {
 		return fmt.Errorf("cannot watch volumes: %w", err)
 	}
@@ -127,7 +127,32 @@ func (t *tracker) observeClaim(obj any) {
 	}
 }
 
-func (t *tracker) observeVolume(obj any, deleted bool) {
+// observeVolume records when a PV was first seen; a PV seen again after
+// its deletion is a new one of the same name.
+func (t *tracker) observeVolume(obj any) {
+	t.withVolume(obj, func(name string, now time.Time) {
+		if v := t.volumes[name]; v == nil || !v.gone.IsZero() {
+			t.volumes[name] = &volumeTimes{created: now}
+		}
+	})
+}
+
+// observeVolumeDeleted records when a PV went; one never seen before counts
+// as created then too.
+func (t *tracker) observeVolumeDeleted(obj any) {
+	t.withVolume(obj, func(name string, now time.Time) {
+		v := t.volumes[name]
+		if v == nil {
+			v = &volumeTimes{created: now}
+			t.volumes[name] = v
+		}
+		v.gone = now
+	})
+}
+
+// withVolume calls observe under the lock with the name of the PV obj, or
+// of the PV a deletion tombstone holds, and the time it is observed.
+func (t *tracker) withVolume(obj any, observe func(name string, now time.Time)) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -138,14 +163,7 @@ func (t *tracker) observeVolume(obj any, deleted bool) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := t.volumes[pv.Name]
-	if v == nil || (!deleted && !v.gone.IsZero()) {
-		v = &volumeTimes{created: now}
-		t.volumes[pv.Name] = v
-	}
-	if deleted {
-		v.gone = now
-	}
+	observe(pv.Name, now)
 }
 
 // claimVolume returns the timestamps of a claim and of its PV, named

@@ -38,8 +38,9 @@ func claim(uid, annotation string, phase v1.PersistentVolumeClaimPhase) *v1.Pers
 	return c
 }
 
-func pv(name string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}}
+// volumeU1 is the PV of claim u1, named as both provisioners name it.
+func volumeU1() *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-u1"}}
 }
 
 func TestTrackerTimestampsFirstSightings(t *testing.T) {
@@ -60,7 +61,7 @@ func TestTrackerTimestampsFirstSightings(t *testing.T) {
 				{at: 1, obj: claim("u1", "", v1.ClaimPending)},
 				{at: 2, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
 				{at: 3, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
-				{at: 4, obj: pv("pvc-u1")},
+				{at: 4, obj: volumeU1()},
 				{at: 5, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
 				{at: 6, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
 			},
@@ -70,7 +71,7 @@ func TestTrackerTimestampsFirstSightings(t *testing.T) {
 		"the volume's watch delivers before the claim's": {
 			events: []event{
 				{at: 1, obj: claim("u1", "", v1.ClaimPending)},
-				{at: 3, obj: pv("pvc-u1")},
+				{at: 3, obj: volumeU1()},
 				{at: 4, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
 			},
 			wantClaim:  claimTimes{uid: "u1", annotated: at(3)},
@@ -90,8 +91,8 @@ func TestTrackerTimestampsFirstSightings(t *testing.T) {
 		"a deleted volume, also through a tombstone": {
 			events: []event{
 				{at: 1, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
-				{at: 2, obj: pv("pvc-u1")},
-				{at: 8, obj: cache.DeletedFinalStateUnknown{Key: "pvc-u1", Obj: pv("pvc-u1")}, deleted: true},
+				{at: 2, obj: volumeU1()},
+				{at: 8, obj: cache.DeletedFinalStateUnknown{Key: "pvc-u1", Obj: volumeU1()}, deleted: true},
 			},
 			wantClaim:  claimTimes{uid: "u1", annotated: at(1), bound: at(1)},
 			wantVolume: volumeTimes{created: at(2), gone: at(8)},
@@ -108,7 +109,11 @@ func TestTrackerTimestampsFirstSightings(t *testing.T) {
 				case *v1.PersistentVolumeClaim:
 					tr.observeClaim(e.obj)
 				default:
-					tr.observeVolume(e.obj, e.deleted)
+					if e.deleted {
+						tr.observeVolumeDeleted(e.obj)
+					} else {
+						tr.observeVolume(e.obj)
+					}
 				}
 			}
 			c, v, ok := tr.claimVolume("ns", "c")

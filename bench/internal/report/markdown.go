@@ -139,46 +139,86 @@ func (r Ratio) verdict() string {
 // Ratios computes the targets from a run. A target whose inputs the
 // run lacks is listed as not applicable.
 func Ratios(run *Run) []Ratio {
-	ms := run.Measurements
-	find := func(scenario, system string, tenants, replicas int) *Measurement {
-		for i := range ms {
-			m := &ms[i]
-			if m.Scenario == scenario && m.System == system && (tenants < 0 || m.Tenants == tenants) && (replicas < 0 || m.Replicas == replicas) {
-				return m
-			}
-		}
-		return nil
-	}
-	// The largest idle fleet both systems ran with one replica.
-	var idleN int
-	for _, m := range ms {
-		if m.Scenario == S3Idle && m.System == SystemUpstream && m.Replicas == 1 && m.Tenants > idleN && find(S3Idle, SystemProvfleet, m.Tenants, 1) != nil {
-			idleN = m.Tenants
-		}
-	}
-	var out []Ratio
-	add := func(what, target string, value float64, unit string, ok bool, met bool) {
-		r := Ratio{What: what, Target: target, Value: "-"}
-		if ok && !math.IsNaN(value) && !math.IsInf(value, 0) {
-			r.Value = fmt.Sprintf("%.3g%s", value, unit)
-			r.Met = &met
-		}
-		out = append(out, r)
-	}
+	r := &ratios{ms: run.Measurements}
+	r.idleRSS()
+	n := r.idleGrowth()
+	r.idleRequests(n)
+	r.provisioning()
+	r.noisyNeighbour()
+	r.retune()
+	r.failover(run.LeaseTimeout)
+	return r.out
+}
 
-	pf, up := find(S3Idle, SystemProvfleet, idleN, 1), find(S3Idle, SystemUpstream, idleN, 1)
-	ok := pf != nil && up != nil && up.RSSMiB > 0
-	v := ratio(pf, up, func(m *Measurement) float64 { return m.RSSMiB })
-	add(fmt.Sprintf("s3 idle RSS, %d provisioners: provfleet / upstream", idleN), "≤ 0.2", v, "", ok, v <= 0.2)
+// ratios gathers the targets computed from a run's measurements.
+type ratios struct {
+	ms  []Measurement
+	out []Ratio
+}
 
+// find returns the first measurement of scenario and system with tenants
+// and replicas, either of which matches any when below 0.
+func (r *ratios) find(scenario, system string, tenants, replicas int) *Measurement {
+	for i := range r.ms {
+		m := &r.ms[i]
+		if m.Scenario == scenario && m.System == system && (tenants < 0 || m.Tenants == tenants) && (replicas < 0 || m.Replicas == replicas) {
+			return m
+		}
+	}
+	return nil
+}
+
+// largest returns the measurement with the most tenants of those that
+// match, nil if none does.
+func (r *ratios) largest(match func(*Measurement) bool) *Measurement {
 	var largest *Measurement
-	for i := range ms {
-		if m := &ms[i]; m.Scenario == S3Idle && m.System == SystemProvfleet && m.Replicas == 1 && m.Tenants > 1 && (largest == nil || m.Tenants > largest.Tenants) {
+	for i := range r.ms {
+		if m := &r.ms[i]; match(m) && (largest == nil || m.Tenants > largest.Tenants) {
 			largest = m
 		}
 	}
-	one := find(S3Idle, SystemProvfleet, 1, 1)
-	ok = largest != nil && one != nil
+	return largest
+}
+
+// figure is the value of a target, known when the run had its inputs.
+type figure struct {
+	value float64
+	known bool
+}
+
+// add lists a target; its value counts only when known and a number.
+func (r *ratios) add(what, target string, f figure, unit string, met bool) {
+	ratio := Ratio{What: what, Target: target, Value: "-"}
+	if f.known && !math.IsNaN(f.value) && !math.IsInf(f.value, 0) {
+		ratio.Value = fmt.Sprintf("%.3g%s", f.value, unit)
+		ratio.Met = &met
+	}
+	r.out = append(r.out, ratio)
+}
+
+// idleRSS compares the RSS of the largest idle fleet both systems ran with
+// one replica.
+func (r *ratios) idleRSS() {
+	var idleN int
+	for _, m := range r.ms {
+		if m.Scenario == S3Idle && m.System == SystemUpstream && m.Replicas == 1 && m.Tenants > idleN && r.find(S3Idle, SystemProvfleet, m.Tenants, 1) != nil {
+			idleN = m.Tenants
+		}
+	}
+	pf, up := r.find(S3Idle, SystemProvfleet, idleN, 1), r.find(S3Idle, SystemUpstream, idleN, 1)
+	v := ratio(pf, up, func(m *Measurement) float64 { return m.RSSMiB })
+	r.add(fmt.Sprintf("s3 idle RSS, %d provisioners: provfleet / upstream", idleN), "≤ 0.2", figure{v, pf != nil && up != nil && up.RSSMiB > 0}, "", v <= 0.2)
+}
+
+// idleGrowth is what each idle provisioner beyond the first adds to
+// provfleet with one replica; it returns the size of the largest fleet, 0
+// without one.
+func (r *ratios) idleGrowth() int {
+	largest := r.largest(func(m *Measurement) bool {
+		return m.Scenario == S3Idle && m.System == SystemProvfleet && m.Replicas == 1 && m.Tenants > 1
+	})
+	one := r.find(S3Idle, SystemProvfleet, 1, 1)
+	ok := largest != nil && one != nil
 	var perExtra, extraWatches float64
 	n := 0
 	if ok {
@@ -186,60 +226,76 @@ func Ratios(run *Run) []Ratio {
 		perExtra = (largest.RSSMiB - one.RSSMiB) * 1024 / float64(n-1)
 		extraWatches = float64(largest.Watches - one.Watches)
 	}
-	add(fmt.Sprintf("s3 provfleet RSS per extra idle provisioner (1 → %d)", n), "< 100 KiB", perExtra, " KiB", ok, perExtra < 100)
-	add(fmt.Sprintf("s3 provfleet extra watches (1 → %d provisioners)", n), "0", extraWatches, "", ok, extraWatches <= 0)
+	r.add(fmt.Sprintf("s3 provfleet RSS per extra idle provisioner (1 → %d)", n), "< 100 KiB", figure{perExtra, ok}, " KiB", perExtra < 100)
+	r.add(fmt.Sprintf("s3 provfleet extra watches (1 → %d provisioners)", n), "0", figure{extraWatches, ok}, "", extraWatches <= 0)
+	return n
+}
 
-	var two *Measurement
-	for i := range ms {
-		if m := &ms[i]; m.Scenario == S3Idle && m.System == SystemProvfleet && m.Replicas == 2 && (two == nil || m.Tenants > two.Tenants) {
-			two = m
-		}
-	}
-	ok = two != nil && two.Tenants > 0
+// idleRequests is the request rate per provisioner of provfleet's largest
+// idle fleet with two replicas; without one, the title names n.
+func (r *ratios) idleRequests(n int) {
+	two := r.largest(func(m *Measurement) bool {
+		return m.Scenario == S3Idle && m.System == SystemProvfleet && m.Replicas == 2
+	})
+	ok := two != nil && two.Tenants > 0
 	var perProvisioner float64
 	if ok {
 		n = two.Tenants
 		perProvisioner = two.APIRPS / float64(n)
 	}
-	add(fmt.Sprintf("s3 apiserver req/s per provisioner, %d provisioners, 2 replicas", n), "≤ 0.2", perProvisioner, "", ok, perProvisioner <= 0.2)
+	r.add(fmt.Sprintf("s3 apiserver req/s per provisioner, %d provisioners, 2 replicas", n), "≤ 0.2", figure{perProvisioner, ok}, "", perProvisioner <= 0.2)
+}
 
-	pf, up = find(S2Provision, SystemProvfleet, -1, -1), find(S2Provision, SystemUpstream, -1, -1)
-	v = ratio(pf, up, func(m *Measurement) float64 { return m.CPUS })
-	add("s2 CPU to provision: provfleet / upstream", "≤ 0.2", v, "", pf != nil && up != nil && up.CPUS > 0, v <= 0.2)
-
-	lim := find(S2Provision, SystemLimit, -1, -1)
+// provisioning compares scenario 2's CPU with the peer's and its time with
+// the limit's.
+func (r *ratios) provisioning() {
+	pf, up := r.find(S2Provision, SystemProvfleet, -1, -1), r.find(S2Provision, SystemUpstream, -1, -1)
+	v := ratio(pf, up, func(m *Measurement) float64 { return m.CPUS })
+	r.add("s2 CPU to provision: provfleet / upstream", "≤ 0.2", figure{v, pf != nil && up != nil && up.CPUS > 0}, "", v <= 0.2)
+	lim := r.find(S2Provision, SystemLimit, -1, -1)
 	v = ratio(pf, lim, func(m *Measurement) float64 { return m.Seconds })
-	add("s2 time until all PVs exist: provfleet / limit", "≤ 1.2", v, "", pf != nil && lim != nil && lim.Seconds > 0, v <= 1.2)
+	r.add("s2 time until all PVs exist: provfleet / limit", "≤ 1.2", figure{v, pf != nil && lim != nil && lim.Seconds > 0}, "", v <= 1.2)
+}
 
-	alone, noisy := find(S4Alone, SystemProvfleet, -1, -1), find(S4Noisy, SystemProvfleet, -1, -1)
-	v = ratio(noisy, alone, func(m *Measurement) float64 { return m.P99MS })
-	add("s4 good tenant's p99: with noisy neighbour / alone (provfleet)", "≤ 1.1", v, "", alone != nil && noisy != nil && alone.P99MS > 0, v <= 1.1)
-	settled := find(S4Settled, SystemProvfleet, -1, -1)
-	v = ratio(settled, alone, func(m *Measurement) float64 { return m.P99MS })
-	add("s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)", "≤ 1.1", v, "", alone != nil && settled != nil && alone.P99MS > 0, v <= 1.1)
+// noisyNeighbour compares the good tenant's p99 next to a failing tenant
+// with its p99 alone.
+func (r *ratios) noisyNeighbour() {
+	alone := r.find(S4Alone, SystemProvfleet, -1, -1)
+	for _, c := range []struct{ scenario, what string }{
+		{S4Noisy, "s4 good tenant's p99: with noisy neighbour / alone (provfleet)"},
+		{S4Settled, "s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)"},
+	} {
+		next := r.find(c.scenario, SystemProvfleet, -1, -1)
+		v := ratio(next, alone, func(m *Measurement) float64 { return m.P99MS })
+		r.add(c.what, "≤ 1.1", figure{v, alone != nil && next != nil && alone.P99MS > 0}, "", v <= 1.1)
+	}
+}
 
-	retune := find(S5Retune, SystemProvfleet, -1, -1)
-	v = 0
+func (r *ratios) retune() {
+	retune := r.find(S5Retune, SystemProvfleet, -1, -1)
+	v := 0.0
 	if retune != nil {
 		v = retune.P99MS / 1000
 	}
-	add("s5 re-tune in effect, p99 over the edits", "≤ 2 s", v, " s", retune != nil, v <= 2)
+	r.add("s5 re-tune in effect, p99 over the edits", "≤ 2 s", figure{v, retune != nil}, " s", v <= 2)
+}
 
+// failover is how long provfleet's pending claims waited after each signal.
+func (r *ratios) failover(leaseTimeout time.Duration) {
 	for _, f := range []struct {
 		scenario, target string
 		limit            time.Duration
 	}{
 		{S6SIGTERM, "≤ 3 s", 3 * time.Second},
-		{S6SIGKILL, fmt.Sprintf("≤ %v (leaseDuration + retryPeriod)", run.LeaseTimeout), run.LeaseTimeout},
+		{S6SIGKILL, fmt.Sprintf("≤ %v (leaseDuration + retryPeriod)", leaseTimeout), leaseTimeout},
 	} {
-		m := find(f.scenario, SystemProvfleet, -1, -1)
-		v = 0
+		m := r.find(f.scenario, SystemProvfleet, -1, -1)
+		v := 0.0
 		if m != nil {
 			v = m.Seconds
 		}
-		add(f.scenario+" pending claims provisioned again after the signal (provfleet)", f.target, v, " s", m != nil && f.limit > 0, v <= f.limit.Seconds())
+		r.add(f.scenario+" pending claims provisioned again after the signal (provfleet)", f.target, figure{v, m != nil && f.limit > 0}, " s", v <= f.limit.Seconds())
 	}
-	return out
 }
 
 func ratio(a, b *Measurement, field func(*Measurement) float64) float64 {
