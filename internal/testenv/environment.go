@@ -126,13 +126,9 @@ func Start(ctx context.Context, opts Options) (_ *Environment, err error) {
 	if err != nil {
 		return nil, err
 	}
-	binaries := map[string]string{}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		path := filepath.Join(opts.BinDir, name)
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("cannot find %s in %s (run make controlplane, or set %s): %w", name, opts.BinDir, BinDirEnv, err)
-		}
-		binaries[name] = path
+	binaries, err := findBinaries(opts.BinDir)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "provfleet-e2e-")
 	if err != nil {
@@ -174,6 +170,20 @@ func Start(ctx context.Context, opts Options) (_ *Environment, err error) {
 		return nil, err
 	}
 	return env, nil
+}
+
+// findBinaries returns the paths of the control plane's servers in binDir,
+// by name.
+func findBinaries(binDir string) (map[string]string, error) {
+	binaries := map[string]string{}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		path := filepath.Join(binDir, name)
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("cannot find %s in %s (run make controlplane, or set %s): %w", name, binDir, BinDirEnv, err)
+		}
+		binaries[name] = path
+	}
+	return binaries, nil
 }
 
 // credentialFiles are the paths of the PEM files the servers read.
@@ -444,10 +454,14 @@ func waitFor(ctx context.Context, s *server, timeout time.Duration, what string,
 		last = check(ctx)
 		return last == nil, nil
 	})
-	if err != nil {
-		return fmt.Errorf("cannot wait for %s: %w (last: %v)", what, err, last)
+	switch {
+	case err == nil:
+		return nil
+	case last == nil:
+		return fmt.Errorf("cannot wait for %s: %w", what, err)
+	default:
+		return fmt.Errorf("cannot wait for %s: %w (last: %w)", what, err, last)
 	}
-	return nil
 }
 
 // httpOK returns nil once GET url answers 200 OK, else what it answered.

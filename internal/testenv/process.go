@@ -51,7 +51,7 @@ func startServer(name, binary, logPath string, args ...string) (*server, error) 
 // exited returns an error when the server is no longer running.
 func (s *server) exited() error {
 	if exited, err := s.Exited(); exited {
-		return fmt.Errorf("%s exited early (%v); its log:\n%s", s.Name(), err, tail(s.LogPath(), 40))
+		return fmt.Errorf("%s exited early (%w); its log:\n%s", s.Name(), err, tail(s.LogPath(), 40))
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func (c *Controller) markOverdue(call *backendCall) {
 	c.overdueMu.Lock()
 	c.overdue[call] = struct{}{}
 	c.overdueMu.Unlock()
-	c.metrics.countOverdue(c.name, call.operation, true)
+	c.metrics.addOverdue(c.name, call.operation)
 	c.notifyStuck()
 }
 
@@ -114,7 +114,7 @@ func (c *Controller) clearOverdue(call *backendCall) {
 	c.overdueMu.Lock()
 	delete(c.overdue, call)
 	c.overdueMu.Unlock()
-	c.metrics.countOverdue(c.name, call.operation, false)
+	c.metrics.removeOverdue(c.name, call.operation)
 	c.notifyStuck()
 }
 

@@ -71,69 +71,19 @@ type Metrics struct {
 // NewMetrics creates the metric vectors and registers them with reg. Call it
 // once per registry and share the result between controllers.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	byClassAndSource := []string{labelProvisioner, labelClass, labelSource}
-	byClass := []string{labelProvisioner, labelClass}
-	byQueue := []string{labelProvisioner, labelQueue}
 	m := &Metrics{
-		provisionTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_total",
-			Help: "Total number of persistent volumes provisioned successfully, by storage class and data source kind of the claim.",
-		}, byClassAndSource),
-		provisionFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_failed_total",
-			Help: "Total number of failed provision attempts, by storage class and data source kind of the claim.",
-		}, byClassAndSource),
-		provisionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_duration_seconds",
-			Help:    "Latency in seconds of successful provision attempts, by storage class and data source kind of the claim.",
-			Buckets: prometheus.DefBuckets,
-		}, byClassAndSource),
-		deleteTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: provisionSubsystem, Name: "persistentvolume_delete_total",
-			Help: "Total number of persistent volumes deleted successfully, by storage class.",
-		}, byClass),
-		deleteFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: provisionSubsystem, Name: "persistentvolume_delete_failed_total",
-			Help: "Total number of failed delete attempts, by storage class.",
-		}, byClass),
-		deleteDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: provisionSubsystem, Name: "persistentvolume_delete_duration_seconds",
-			Help:    "Latency in seconds of successful delete attempts, by storage class.",
-			Buckets: prometheus.DefBuckets,
-		}, byClass),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "provisioner_backend_panics_total",
 			Help: "Total number of panics recovered from a backend.",
 		}, []string{labelProvisioner, labelOperation}),
-		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "depth",
-			Help: "Current depth of a provisioner's work queue.",
-		}, byQueue),
-		queueAdds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "adds_total",
-			Help: "Total number of adds handled by a provisioner's work queue.",
-		}, byQueue),
-		queueLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "queue_duration_seconds",
-			Help:    "How long in seconds an item stays in a work queue before being requested.",
-			Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
-		}, byQueue),
-		queueWorkDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "work_duration_seconds",
-			Help:    "How long in seconds processing an item from a work queue takes.",
-			Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
-		}, byQueue),
-		queueRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "retries_total",
-			Help: "Total number of retries handled by a provisioner's work queue.",
-		}, byQueue),
-		inFlight: newInFlightCollector(byQueue),
 		overdueCalls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "provisioner_backend_calls_stuck",
 			Help: "Number of backend calls running past their deadline, which ignore its cancellation.",
 		}, []string{labelProvisioner, labelOperation}),
 		overdue: map[[2]string]int{},
 	}
+	m.declareOperationMetrics()
+	m.declareQueueMetrics()
 	collectors := []prometheus.Collector{m.inFlight, m.overdueCalls}
 	for _, c := range m.collectors() {
 		collectors = append(collectors, c)
@@ -144,6 +94,68 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// declareOperationMetrics declares the series of provision and delete
+// attempts, named as the upstream library names them.
+func (m *Metrics) declareOperationMetrics() {
+	byClassAndSource := []string{labelProvisioner, labelClass, labelSource}
+	byClass := []string{labelProvisioner, labelClass}
+	m.provisionTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_total",
+		Help: "Total number of persistent volumes provisioned successfully, by storage class and data source kind of the claim.",
+	}, byClassAndSource)
+	m.provisionFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_failed_total",
+		Help: "Total number of failed provision attempts, by storage class and data source kind of the claim.",
+	}, byClassAndSource)
+	m.provisionDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_provision_duration_seconds",
+		Help:    "Latency in seconds of successful provision attempts, by storage class and data source kind of the claim.",
+		Buckets: prometheus.DefBuckets,
+	}, byClassAndSource)
+	m.deleteTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: provisionSubsystem, Name: "persistentvolume_delete_total",
+		Help: "Total number of persistent volumes deleted successfully, by storage class.",
+	}, byClass)
+	m.deleteFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: provisionSubsystem, Name: "persistentvolume_delete_failed_total",
+		Help: "Total number of failed delete attempts, by storage class.",
+	}, byClass)
+	m.deleteDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: provisionSubsystem, Name: "persistentvolume_delete_duration_seconds",
+		Help:    "Latency in seconds of successful delete attempts, by storage class.",
+		Buckets: prometheus.DefBuckets,
+	}, byClass)
+}
+
+// declareQueueMetrics declares the work queues' series, named as client-go's
+// workqueue metrics are, with the provisioner as a label.
+func (m *Metrics) declareQueueMetrics() {
+	byQueue := []string{labelProvisioner, labelQueue}
+	m.queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: "workqueue", Name: "depth",
+		Help: "Current depth of a provisioner's work queue.",
+	}, byQueue)
+	m.queueAdds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "workqueue", Name: "adds_total",
+		Help: "Total number of adds handled by a provisioner's work queue.",
+	}, byQueue)
+	m.queueLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: "workqueue", Name: "queue_duration_seconds",
+		Help:    "How long in seconds an item stays in a work queue before being requested.",
+		Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
+	}, byQueue)
+	m.queueWorkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: "workqueue", Name: "work_duration_seconds",
+		Help:    "How long in seconds processing an item from a work queue takes.",
+		Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
+	}, byQueue)
+	m.queueRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "workqueue", Name: "retries_total",
+		Help: "Total number of retries handled by a provisioner's work queue.",
+	}, byQueue)
+	m.inFlight = newInFlightCollector(byQueue)
 }
 
 type partialDeleter interface {
@@ -190,17 +202,22 @@ func (m *Metrics) countPanic(provisionerName, operation string) {
 	m.panics.WithLabelValues(provisionerName, operation).Inc()
 }
 
-// countOverdue counts a backend call that outlived its deadline, or that
-// returned after it did.
-func (m *Metrics) countOverdue(provisionerName, operation string, overdue bool) {
+// addOverdue counts a backend call that outlived its deadline.
+func (m *Metrics) addOverdue(provisionerName, operation string) {
+	m.adjustOverdue([2]string{provisionerName, operation}, 1)
+}
+
+// removeOverdue uncounts an overdue backend call that returned.
+func (m *Metrics) removeOverdue(provisionerName, operation string) {
+	m.adjustOverdue([2]string{provisionerName, operation}, -1)
+}
+
+// adjustOverdue changes the count of overdue calls of key by delta; a series
+// exists while its count is positive.
+func (m *Metrics) adjustOverdue(key [2]string, delta int) {
 	m.overdueMu.Lock()
 	defer m.overdueMu.Unlock()
-	key := [2]string{provisionerName, operation}
-	if overdue {
-		m.overdue[key]++
-	} else {
-		m.overdue[key]--
-	}
+	m.overdue[key] += delta
 	if m.overdue[key] > 0 {
 		m.overdueCalls.WithLabelValues(key[:]...).Set(float64(m.overdue[key]))
 		return

@@ -96,10 +96,18 @@ func (p *Process) LogPath() string { return p.logPath }
 // Done is closed when the process ended.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Exited reports whether the process ended, and how.
+// ErrExitedCleanly is how Exited reports an exit with status 0, which a
+// server that should still run did no less unexpectedly than a crash.
+var ErrExitedCleanly = errors.New("exited with status 0")
+
+// Exited reports whether the process ended, and how: its exit error, or
+// ErrExitedCleanly.
 func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
+		if p.waitErr == nil {
+			return true, ErrExitedCleanly
+		}
 		return true, p.waitErr
 	default:
 		return false, nil

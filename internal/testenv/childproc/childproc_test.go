@@ -27,6 +27,23 @@ import (
 	"time"
 )
 
+// A clean exit is reported as one, so that a caller's message about a
+// server that stopped says how.
+func TestExitedReportsACleanExit(t *testing.T) {
+	p, err := Start("child", "true", nil, Options{LogPath: filepath.Join(t.TempDir(), "child.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the child did not exit")
+	}
+	if exited, err := p.Exited(); !exited || !errors.Is(err, ErrExitedCleanly) {
+		t.Fatalf("want exited with ErrExitedCleanly, got exited=%v err=%v", exited, err)
+	}
+}
+
 func TestStartWritesTheLogAndReportsTheExit(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	p, err := Start("child", "sh", []string{"-c", `echo "out $CHILD_VAR"; echo err >&2; exit 3`},

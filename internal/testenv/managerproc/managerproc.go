@@ -106,7 +106,7 @@ func Start(opts Options) (*Process, error) {
 func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("the manager exited: %v", err)
+			return false, fmt.Errorf("the manager exited: %w", err)
 		}
 		_, err := p.get(ctx, p.HealthURL+"/readyz")
 		return err == nil, nil

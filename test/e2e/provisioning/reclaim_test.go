@@ -107,7 +107,7 @@ func crashAfterProvision(t *testing.T, f *fixture, root, claimName string) *core
 	first := f.start(f.config(), dying)
 	f.createClass(f.class, nil)
 	claim := f.createClaim(claimName, f.class, nil)
-	waitClosed(t, dying.created, "the backend to create the volume")
+	waitCreated(t, dying.created)
 	live, err := f.admin.CoreV1().PersistentVolumeClaims(f.namespace).Get(t.Context(), claim.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

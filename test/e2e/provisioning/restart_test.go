@@ -48,12 +48,13 @@ func dyingBackend(root string) (*dirBackend, <-chan struct{}) {
 	}, created
 }
 
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+// waitCreated waits until the backend created the volume, which closes created.
+func waitCreated(t *testing.T, created <-chan struct{}) {
 	t.Helper()
 	select {
-	case <-ch:
+	case <-created:
 	case <-time.After(waitTimeout):
-		t.Fatalf("timed out waiting for %s", what)
+		t.Fatal("timed out waiting for the backend to create the volume")
 	}
 }
 
@@ -67,7 +68,7 @@ func TestRestartAfterProvisionWithClaimDeletedLeaksNothing(t *testing.T) {
 	dying := f.start(f.config(), first)
 	f.createClass(f.class, nil)
 	claim := f.createClaim("orphan", f.class, nil)
-	waitClosed(t, created, "the backend to create the volume")
+	waitCreated(t, created)
 	dying.stop(t)
 
 	if _, err := f.admin.CoreV1().PersistentVolumes().Get(t.Context(), volumeName(claim), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -102,7 +103,7 @@ func TestRestartAfterProvisionFinishesTheClaim(t *testing.T) {
 	dying := f.start(f.config(), first)
 	f.createClass(f.class, nil)
 	claim := f.createClaim("survivor", f.class, nil)
-	waitClosed(t, created, "the backend to create the volume")
+	waitCreated(t, created)
 	dying.stop(t)
 
 	second := &dirBackend{root: root}
@@ -127,7 +128,7 @@ func TestRestartAfterProvisionWithClaimBoundElsewhereLeaksNothing(t *testing.T) 
 	dying := f.start(f.config(), first)
 	f.createClass(f.class, nil)
 	claim := f.createClaim("elsewhere", f.class, nil)
-	waitClosed(t, created, "the backend to create the volume")
+	waitCreated(t, created)
 	dying.stop(t)
 	if diff := cmp.Diff([]string{volumeName(claim)}, mustVolumes(t, first)); diff != "" {
 		t.Fatalf("backend volumes after the crash (-want +got):\n%s", diff)

@@ -82,7 +82,7 @@ func TestVolumeSavedMeanwhileIsTheClaims(t *testing.T) {
 				o.FieldSelector = fields.OneTermNotEqualSelector("metadata.name", pvName).String()
 			})
 			f.start(f.config(), backend, hidden)
-			waitClosed(t, created, "the backend to create the volume")
+			waitCreated(t, created)
 
 			dir := filepath.Join(backend.root, pvName)
 			if tc.earlierDir != "" {
