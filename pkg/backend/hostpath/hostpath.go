@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,28 +79,12 @@ type Config struct {
 }
 
 // Options are what the provisioner needs from the process that runs it, as
-// opposed to what the ProvisionerConfig says.
-type Options struct {
-	// ProvisionerNames are the names the controller writes into the
-	// pv.kubernetes.io/provisioned-by annotation of the volumes it saves for
-	// this provisioner; volumes carrying one of them count towards Capacity.
-	ProvisionerNames []string
-	// Volumes are the cluster's PersistentVolumes, usually a
-	// backend.PathIndex. They are how capacity and directory collisions
-	// survive restarts; nil means only volumes provisioned since New are
-	// known.
-	Volumes Volumes
-	// Now stamps archived directories; nil means time.Now.
-	Now func() time.Time
-}
-
-// Volumes is what the provisioner reads of the cluster's PersistentVolumes:
-// backend.PathIndex and backend.ListedVolumes have it.
-type Volumes interface {
-	List() ([]*v1.PersistentVolume, error)
-	Exists(name string) (bool, error)
-	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
-}
+// opposed to what the ProvisionerConfig says: the names whose volumes count
+// towards Capacity, the cluster's PersistentVolumes (usually a
+// backend.PathIndex, so that capacity and directory collisions survive
+// restarts) and the clock that stamps archived directories. The directory store
+// both backends share reads them.
+type Options = dirvol.Options
 
 // Provisioner provisions hostPath and local volumes. It implements
 // provisioning.Provisioner and provisioning.Reclaimer and is safe for
@@ -147,16 +130,12 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		return nil, err
 	}
 	p.store, err = dirvol.New(dirvol.Config{
-		Root:     root,
-		Base:     base,
-		Pattern:  cfg.PathPattern,
-		OnDelete: cfg.OnDelete,
-		Capacity: cfg.Capacity,
-		Options: dirvol.Options{
-			ProvisionerNames: opts.ProvisionerNames,
-			Volumes:          opts.Volumes,
-			Now:              opts.Now,
-		},
+		Root:      root,
+		Base:      base,
+		Pattern:   cfg.PathPattern,
+		OnDelete:  cfg.OnDelete,
+		Capacity:  cfg.Capacity,
+		Options:   opts,
 		VolumeDir: p.volumeDir,
 		OwnDir:    p.ownDir,
 		Locate:    p.locate,

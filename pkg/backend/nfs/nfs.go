@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	v1 "k8s.io/api/core/v1"
@@ -54,27 +53,12 @@ type Config struct {
 }
 
 // Options are what the provisioner needs from the process that runs it, as
-// opposed to what the ProvisionerConfig says.
-type Options struct {
-	// ProvisionerNames are the names of the volumes that count towards
-	// Capacity, as the controller writes them into their
-	// pv.kubernetes.io/provisioned-by annotation.
-	ProvisionerNames []string
-	// Volumes finds the cluster's PersistentVolumes, usually through a
-	// backend.PathIndex, so capacity and subdirectory collisions survive
-	// restarts; nil means only volumes provisioned since New are known.
-	Volumes Volumes
-	// Now stamps archived subdirectories; nil means time.Now.
-	Now func() time.Time
-}
-
-// Volumes is how the provisioner finds PersistentVolumes on its server and
-// elsewhere: backend.PathIndex and backend.ListedVolumes have it.
-type Volumes interface {
-	List() ([]*v1.PersistentVolume, error)
-	Exists(name string) (bool, error)
-	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
-}
+// opposed to what the ProvisionerConfig says: the names whose volumes count
+// towards Capacity, the cluster's PersistentVolumes (usually a
+// backend.PathIndex, so that capacity and subdirectory collisions survive
+// restarts) and the clock that stamps archived subdirectories. The directory store
+// both backends share reads them.
+type Options = dirvol.Options
 
 // Provisioner provisions NFS subdirectory volumes. It implements
 // provisioning.Provisioner and provisioning.Reclaimer and is safe for
@@ -109,16 +93,12 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	}
 	var err error
 	p.store, err = dirvol.New(dirvol.Config{
-		Root:     cfg.MountPath,
-		Base:     ".",
-		Pattern:  cfg.PathPattern,
-		OnDelete: cfg.OnDelete,
-		Capacity: cfg.Capacity,
-		Options: dirvol.Options{
-			ProvisionerNames: opts.ProvisionerNames,
-			Volumes:          opts.Volumes,
-			Now:              opts.Now,
-		},
+		Root:      cfg.MountPath,
+		Base:      ".",
+		Pattern:   cfg.PathPattern,
+		OnDelete:  cfg.OnDelete,
+		Capacity:  cfg.Capacity,
+		Options:   opts,
 		VolumeDir: p.volumeDir,
 		Locate:    p.locate,
 	})
