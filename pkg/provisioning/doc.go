@@ -46,10 +46,11 @@ limitations under the License.
 // # Reading the code
 //
 // Run (controller.go) hands the Lease elector (internal/leaderelection) lead,
-// which starts a term: its work queues (internal/workqueue) start runWorker
-// goroutines, whose processNextWorkItem calls syncClaim or syncVolume. The
-// event router (internal/eventrouter, router.go here) queues the claims and
-// volumes whose events concern this controller.
+// which starts a term (term.go): its work queues (internal/workqueue) start
+// runWorker goroutines, whose processNextWorkItem calls syncClaim or
+// syncVolume. The event router (internal/eventrouter, router.go here) hands
+// the term the events of this controller's claims and volumes, which the
+// handlers of events.go filter and queue.
 //
 // A claim goes through syncClaim (claim.go), which provisions it
 // (provision.go), saves its PersistentVolume (save.go) or abandons it; a
