@@ -145,11 +145,15 @@ type Manager struct {
 
 // New returns a Manager that talks to the API server of config, spending at
 // most settings.QPS requests a second for the whole fleet.
-func New(config *rest.Config, settings Settings, opts ...Option) (*Manager, error) {
+func New(config *rest.Config, settings Settings, opts ...Option) (_ *Manager, err error) {
 	b := newBudgets(settings)
+	defer func() {
+		if err != nil {
+			b.stop()
+		}
+	}()
 	deps, err := newDependencies(config, b)
 	if err != nil {
-		b.stop()
 		return nil, err
 	}
 	return newManager(settings, deps, opts...)
