@@ -57,23 +57,29 @@ var managerBinary string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	os.Exit(runTests(m))
+}
+
+// runTests builds the manager, runs the tests and removes the build, which a
+// deferred call in TestMain itself would not, as os.Exit skips it.
+func runTests(m *testing.M) int {
 	if !testing.Short() {
 		dir, err := os.MkdirTemp("", "provfleet-manager-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return 1
 		}
+		defer os.RemoveAll(dir)
 		root, err := testenv.RepoRoot()
 		if err == nil {
 			managerBinary, err = managerproc.Build(context.Background(), root, dir)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return 1
 		}
-		defer os.RemoveAll(dir)
 	}
-	os.Exit(testenv.RunMain(m, testenv.Options{PVClaimBinderSyncPeriod: 2 * time.Second}))
+	return testenv.RunMain(m, testenv.Options{PVClaimBinderSyncPeriod: 2 * time.Second})
 }
 
 var (
