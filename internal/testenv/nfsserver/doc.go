@@ -1,0 +1,40 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package nfsserver serves a host folder over NFSv3 on loopback, for tests
+// and local runs that need a real NFS server without a kernel mount.
+//
+//	Start(ctx, Options{Dir, Path, Secure, RootSquash}) ──▶ *Server
+//	    one TCP port answers MOUNT and NFS (github.com/willscott/go-nfs);
+//	    no portmapper: clients dial Addr() directly
+//	Stop() ──▶ closes the listener and every connection, waits for them
+//
+// What it serves: Dir through go-billy's bound osfs, which does not follow a
+// symlink out of Dir on the host, so a link planted in the export cannot
+// reach files outside it. FSSTAT answers the statfs figures of Dir (go-nfs
+// alone answers 2^62 bytes).
+//
+// To mimic Linux knfsd it can be made to refuse clients whose source port is
+// 1024 or above (Options.Secure: every call on such a connection is denied
+// with AUTH_ERROR/AUTH_TOOWEAK, as knfsd's "secure" export does) and to
+// squash root (Options.RootSquash: requests run as nobody, so changing a
+// file's owner is refused with NFS3ERR_ACCES). go-nfs ignores the caller's
+// credentials otherwise: files belong to the user running this process.
+//
+// Goroutines: one accepting connections, one per connection serving its
+// calls (two with go-nfs's write serializer), and one per refused
+// connection answering its calls; Stop ends them all.
+package nfsserver

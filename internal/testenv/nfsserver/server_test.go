@@ -1,0 +1,238 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nfsserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	billy "github.com/go-git/go-billy/v5"
+	"github.com/google/go-cmp/cmp"
+	nfs "github.com/willscott/go-nfs"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// exported returns the file system the handler serves for a mount of "/".
+func exported(t *testing.T, opts Options) (nfs.Handler, billy.Filesystem) {
+	t.Helper()
+	h := newHandler(opts)
+	status, served, _ := h.Mount(context.Background(), nil, nfs.MountRequest{Dirpath: []byte("/")})
+	if status != nfs.MountStatusOk {
+		t.Fatalf("mount of / answered %d", status)
+	}
+	return h, served
+}
+
+func TestBoundFileSystemKeepsLinksInside(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "export")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{dir, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	_, served := exported(t, Options{Dir: dir})
+
+	if _, err := served.Open("link/secret"); err == nil {
+		t.Error("a file outside the export was opened through a link")
+	}
+	// The bound osfs reads the link's target as a path under the export:
+	// what is created through it lands inside, if anywhere.
+	if f, err := served.Create("link/planted"); err == nil {
+		_ = f.Close()
+	}
+	_ = served.MkdirAll("link/dir", 0o755)
+	_ = served.Rename("link", "link/moved")
+	_ = served.Remove("link/secret")
+	entries, err := os.ReadDir(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("the folder outside the export holds %d entries, want only its secret", len(entries))
+	}
+}
+
+func TestFSStatAnswersTheFolderFigures(t *testing.T) {
+	dir := t.TempDir()
+	h, served := exported(t, Options{Dir: dir})
+	var got nfs.FSStat
+	if err := h.FSStat(context.Background(), served, &got); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	bsize := uint64(st.Bsize) //nolint:gosec // a block size is positive
+	if got.TotalSize != st.Blocks*bsize {
+		t.Errorf("total %d bytes, statfs says %d", got.TotalSize, st.Blocks*bsize)
+	}
+	if got.TotalSize == 1<<62 || got.AvailableSize > got.TotalSize || got.FreeSize > got.TotalSize {
+		t.Errorf("figures are not the folder's: %+v", got)
+	}
+}
+
+func TestRootSquashRefusesOwnerChanges(t *testing.T) {
+	tests := []struct {
+		name       string
+		rootSquash bool
+		wantErr    error
+	}{
+		{name: "squashed", rootSquash: true, wantErr: fs.ErrPermission},
+		{name: "not squashed", rootSquash: false, wantErr: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h, served := exported(t, Options{Dir: dir, RootSquash: tt.rootSquash})
+			// Owning the file already: allowed unprivileged, refused when squashed.
+			err := h.Change(served).Lchown("f", os.Getuid(), os.Getgid())
+			if !errors.Is(err, tt.wantErr) && (tt.wantErr != nil || err != nil) {
+				t.Errorf("Lchown: %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestMountRefusesOtherPaths(t *testing.T) {
+	h := newHandler(Options{Dir: t.TempDir(), Path: "/export"})
+	tests := []struct {
+		path string
+		want nfs.MountStatus
+	}{
+		{path: "/export", want: nfs.MountStatusOk},
+		{path: "/", want: nfs.MountStatusErrNoEnt},
+		{path: "/export/sub", want: nfs.MountStatusErrNoEnt},
+	}
+	for _, tt := range tests {
+		got, _, _ := h.Mount(context.Background(), nil, nfs.MountRequest{Dirpath: []byte(tt.path)})
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("mount %s (-want +got):\n%s", tt.path, diff)
+		}
+	}
+}
+
+// nullCall sends the NULL procedure of MOUNT from laddr and returns the
+// reply's words after the xid.
+func nullCall(t *testing.T, addr string, laddr *net.TCPAddr) []uint32 {
+	t.Helper()
+	raddr, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTCP("tcp", laddr, raddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	// xid, CALL, rpcvers 2, MOUNT 100005, v3, NULL, AUTH_NULL cred and verifier.
+	call := []uint32{lastFragment | 10*4, 7, 0, 2, 100005, 3, 0, 0, 0, 0, 0}
+	if err := binary.Write(conn, binary.BigEndian, call); err != nil {
+		t.Fatal(err)
+	}
+	var marker, xid uint32
+	if err := binary.Read(conn, binary.BigEndian, &marker); err != nil {
+		t.Fatal(err)
+	}
+	reply := make([]uint32, (marker&^lastFragment)/4)
+	if err := binary.Read(conn, binary.BigEndian, reply); err != nil {
+		t.Fatal(err)
+	}
+	if reply[0] != 7 {
+		t.Fatalf("reply to xid %d, want 7", xid)
+	}
+	return reply[1:]
+}
+
+func TestSecureRefusesUnreservedPorts(t *testing.T) {
+	ctx := context.Background()
+	s, err := Start(ctx, Options{Dir: t.TempDir(), Secure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	denied := []uint32{rpcReply, rpcMsgDenied, rpcAuthError, rpcAuthTooWeak}
+	if diff := cmp.Diff(denied, nullCall(t, s.Addr(), nil)); diff != "" {
+		t.Errorf("call from an unreserved port (-want +got):\n%s", diff)
+	}
+	if os.Geteuid() != 0 {
+		t.Log("not root: cannot bind a reserved port to check that it is accepted")
+		return
+	}
+	// Accepted: REPLY, MSG_ACCEPTED, AUTH_NULL verifier, SUCCESS.
+	accepted := []uint32{rpcReply, 0, 0, 0, 0}
+	if diff := cmp.Diff(accepted, nullCall(t, s.Addr(), &net.TCPAddr{Port: 1000})); diff != "" {
+		t.Errorf("call from a reserved port (-want +got):\n%s", diff)
+	}
+}
+
+func TestStopEndsConnections(t *testing.T) {
+	ctx := context.Background()
+	s, err := Start(ctx, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The server closed its side: a read ends instead of waiting.
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Error("the connection is still served after Stop")
+	}
+	if _, err := net.Dial("tcp", s.Addr()); err == nil {
+		t.Error("the server still accepts after Stop")
+	}
+}
+
+func TestStartRefusesAMissingFolder(t *testing.T) {
+	_, err := Start(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing")})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Start: %v, want not exist", err)
+	}
+}
