@@ -136,10 +136,12 @@ func newHandler(opts Options) nfs.Handler {
 }
 
 func (h *handler) Mount(ctx context.Context, conn net.Conn, req nfs.MountRequest) (nfs.MountStatus, billy.Filesystem, []nfs.AuthFlavor) {
+	status, fs, flavors := h.Handler.Mount(ctx, conn, req)
 	if string(req.Dirpath) != h.path {
-		return nfs.MountStatusErrNoEnt, nil, nil
+		// go-nfs makes a handle of the file system even for a refusal.
+		return nfs.MountStatusErrNoEnt, fs, nil
 	}
-	return h.Handler.Mount(ctx, conn, req)
+	return status, fs, flavors
 }
 
 func (h *handler) Change(billy.Filesystem) billy.Change {

@@ -1,0 +1,312 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nfsclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/willscott/go-nfs-client/nfs"
+	"github.com/willscott/go-nfs-client/nfs/xdr"
+)
+
+// Every path below is slash-separated and relative to the export's root
+// ("." is the root itself), as io/fs.ValidPath defines. No call follows a
+// symlink: a link, or a file, where a directory is needed fails with an
+// error wrapping ErrNotDirectory (and so fs.ErrInvalid).
+
+// Lstat returns the attributes of name itself, a link not followed.
+func (c *Client) Lstat(ctx context.Context, name string) (Attr, error) {
+	var attr Attr
+	err := c.do(ctx, func(ctx context.Context) error {
+		f, err := c.walk(ctx, name)
+		attr = f.attr
+		return err
+	})
+	return attr, err
+}
+
+// Mkdir makes the directory name with exactly perm, whatever umask the
+// server applies. An existing name fails with fs.ErrExist.
+func (c *Client) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		dir, base, err := c.parent(ctx, name)
+		if err != nil {
+			return err
+		}
+		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
+		r, err := c.call(ctx, nfs.NFSProc3Mkdir, "MKDIR", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, mode)
+		if err != nil {
+			return err
+		}
+		made, err := c.created(ctx, r, dir.fh, name)
+		if err != nil {
+			return err
+		}
+		return c.setMode(ctx, made, name, perm)
+	})
+}
+
+// CreateFile makes the new file name with data and exactly perm; an
+// existing name fails with fs.ErrExist (write a temporary name and Rename
+// it over to replace a file). It is meant for small files.
+func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		dir, base, err := c.parent(ctx, name)
+		if err != nil {
+			return err
+		}
+		const guarded = uint32(1) // fail when name exists
+		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
+		r, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
+		if err != nil {
+			return err
+		}
+		made, err := c.created(ctx, r, dir.fh, name)
+		if err != nil {
+			return err
+		}
+		if err := c.write(ctx, made.fh, name, data); err != nil {
+			return err
+		}
+		return c.setMode(ctx, made, name, perm)
+	})
+}
+
+func (c *Client) write(ctx context.Context, fh []byte, name string, data []byte) error {
+	const fileSync = uint32(2) // on stable storage before the reply
+	for offset := 0; offset < len(data); {
+		chunk := data[offset:min(offset+ioChunk, len(data))]
+		r, err := c.call(ctx, nfs.NFSProc3Write, "WRITE", name, fh, uint64(offset), uint32(len(chunk)), fileSync, chunk) //nolint:gosec // chunks are small
+		if err != nil {
+			return err
+		}
+		var res struct {
+			Wcc   nfs.WccData
+			Count uint32
+		}
+		if err := xdr.Read(r, &res); err != nil {
+			return fmt.Errorf("malformed WRITE reply: %w", err)
+		}
+		if res.Count == 0 {
+			return fmt.Errorf("cannot write %q: the server wrote nothing", name)
+		}
+		offset += int(res.Count)
+	}
+	return nil
+}
+
+// ReadFile returns the content of the regular file name, refusing one of
+// more than limit bytes.
+func (c *Client) ReadFile(ctx context.Context, name string, limit int) ([]byte, error) {
+	var data []byte
+	err := c.do(ctx, func(ctx context.Context) error {
+		f, err := c.walk(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !f.attr.Mode.IsRegular() {
+			return fmt.Errorf("cannot read %q: it is %s: %w", name, typeName(f.attr.Mode), fs.ErrInvalid)
+		}
+		data, err = c.read(ctx, f.fh, name, limit)
+		return err
+	})
+	return data, err
+}
+
+func (c *Client) read(ctx context.Context, fh []byte, name string, limit int) ([]byte, error) {
+	var data []byte
+	for {
+		r, err := c.call(ctx, nfs.NFSProc3Read, "READ", name, fh, uint64(len(data)), uint32(ioChunk))
+		if err != nil {
+			return nil, err
+		}
+		var res struct {
+			Attr  nfs.PostOpAttr
+			Count uint32
+			EOF   bool
+			Data  []byte
+		}
+		if err := xdr.Read(r, &res); err != nil {
+			return nil, fmt.Errorf("malformed READ reply: %w", err)
+		}
+		data = append(data, res.Data...)
+		if len(data) > limit {
+			return nil, fmt.Errorf("cannot read %q: more than %d bytes", name, limit)
+		}
+		if res.EOF || len(res.Data) == 0 {
+			return data, nil
+		}
+	}
+}
+
+// Rename moves from to to, replacing a file there as rename(2) does.
+func (c *Client) Rename(ctx context.Context, from, to string) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		fromDir, fromBase, err := c.parent(ctx, from)
+		if err != nil {
+			return err
+		}
+		toDir, toBase, err := c.parent(ctx, to)
+		if err != nil {
+			return err
+		}
+		_, err = c.call(ctx, nfs.NFSProc3Rename, "RENAME", from+" to "+to,
+			nfs.Diropargs3{FH: fromDir.fh, Filename: fromBase}, nfs.Diropargs3{FH: toDir.fh, Filename: toBase})
+		return err
+	})
+}
+
+// Remove removes the file, link or empty directory name.
+func (c *Client) Remove(ctx context.Context, name string) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		dir, base, err := c.parent(ctx, name)
+		if err != nil {
+			return err
+		}
+		f, err := c.lookup(ctx, dir.fh, name)
+		if err != nil {
+			return err
+		}
+		return c.remove(ctx, dir.fh, base, name, f.attr.Mode)
+	})
+}
+
+func (c *Client) remove(ctx context.Context, dir []byte, base, name string, mode fs.FileMode) error {
+	proc, op := uint32(nfs.NFSProc3Remove), "REMOVE"
+	if mode.IsDir() {
+		proc, op = nfs.NFSProc3RmDir, "RMDIR"
+	}
+	_, err := c.call(ctx, proc, op, name, nfs.Diropargs3{FH: dir, Filename: base})
+	return err
+}
+
+// RemoveAll removes name and, when it is a directory, all it holds; links
+// are removed, never followed. A missing name is no error.
+func (c *Client) RemoveAll(ctx context.Context, name string) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		dir, base, err := c.parent(ctx, name)
+		if err != nil {
+			return ignoreNotExist(err)
+		}
+		f, err := c.lookup(ctx, dir.fh, name)
+		if err != nil {
+			return ignoreNotExist(err)
+		}
+		return c.removeTree(ctx, dir.fh, base, name, f)
+	})
+}
+
+func (c *Client) removeTree(ctx context.Context, dir []byte, base, name string, f file) error {
+	if f.attr.Mode.IsDir() {
+		names, err := c.readDir(ctx, f.fh, name)
+		if err != nil {
+			return err
+		}
+		for _, child := range names {
+			childName := path.Join(name, child)
+			cf, err := c.lookup(ctx, f.fh, childName)
+			if err != nil {
+				return ignoreNotExist(err)
+			}
+			if err := c.removeTree(ctx, f.fh, child, childName, cf); err != nil {
+				return err
+			}
+		}
+	}
+	return ignoreNotExist(c.remove(ctx, dir, base, name, f.attr.Mode))
+}
+
+func ignoreNotExist(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// ReadDir returns the names in the directory name, "." and ".." left out.
+func (c *Client) ReadDir(ctx context.Context, name string) ([]string, error) {
+	var names []string
+	err := c.do(ctx, func(ctx context.Context) error {
+		dir, err := c.dir(ctx, name)
+		if err != nil {
+			return err
+		}
+		names, err = c.readDir(ctx, dir.fh, name)
+		return err
+	})
+	return names, err
+}
+
+// Chmod sets the permission bits of name itself.
+func (c *Client) Chmod(ctx context.Context, name string, perm fs.FileMode) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		f, err := c.walk(ctx, name)
+		if err != nil {
+			return err
+		}
+		return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}})
+	})
+}
+
+// Chown sets the owner of name itself. Under root_squash the server runs
+// the call as nobody and refuses it: the error wraps fs.ErrPermission.
+func (c *Client) Chown(ctx context.Context, name string, uid, gid uint32) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		f, err := c.walk(ctx, name)
+		if err != nil {
+			return err
+		}
+		err = c.setattr(ctx, f.fh, name, nfs.Sattr3{UID: nfs.SetUID{SetIt: true, UID: uid}, GID: nfs.SetUID{SetIt: true, UID: gid}})
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("cannot chown %q to %d:%d (an export with root_squash refuses it): %w", name, uid, gid, err)
+		}
+		return err
+	})
+}
+
+// FSStat is the space of the export's file system, in bytes.
+type FSStat struct {
+	Total     uint64
+	Free      uint64
+	Available uint64
+}
+
+// FSStat returns the export's space: Available is what an unprivileged
+// user may still write.
+func (c *Client) FSStat(ctx context.Context) (FSStat, error) {
+	var stat FSStat
+	err := c.do(ctx, func(ctx context.Context) error {
+		r, err := c.call(ctx, procFSStat, "FSSTAT", ".", c.root)
+		if err != nil {
+			return err
+		}
+		var res struct {
+			Attr                   nfs.PostOpAttr
+			Total, Free, Available uint64
+		}
+		if err := xdr.Read(r, &res); err != nil {
+			return fmt.Errorf("malformed FSSTAT reply: %w", err)
+		}
+		stat = FSStat{Total: res.Total, Free: res.Free, Available: res.Available}
+		return nil
+	})
+	return stat, err
+}

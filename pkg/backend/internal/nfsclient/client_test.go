@@ -1,0 +1,252 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nfsclient
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// export is a served folder with a sibling outside the export.
+type export struct {
+	dir, outside string
+	server       *nfsserver.Server
+}
+
+func serve(t *testing.T, opts nfsserver.Options) *export {
+	t.Helper()
+	root := t.TempDir()
+	e := &export{dir: filepath.Join(root, "export"), outside: filepath.Join(root, "outside")}
+	for _, d := range []string{e.dir, e.outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(e.outside, "secret"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts.Dir = e.dir
+	server, err := nfsserver.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.server = server
+	t.Cleanup(func() {
+		if err := e.server.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+func (e *export) dial(t *testing.T, opts Options) *Client {
+	t.Helper()
+	c, err := Dial(context.Background(), e.options(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (e *export) options(opts Options) Options {
+	host, _, _ := net.SplitHostPort(e.server.Addr())
+	opts.Server, opts.Port = host, e.server.Port()
+	if opts.Path == "" {
+		opts.Path = "/"
+	}
+	return opts
+}
+
+// tree lists what the host holds under dir: path, type and, for files,
+// content.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var got []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		entry := rel + " " + d.Type().String()
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			entry += " " + string(data)
+		}
+		got = append(got, entry)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestOperations(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"mkdir", func() error { return c.Mkdir(ctx, "vol", 0o770) }},
+		{"mkdir nested", func() error { return c.Mkdir(ctx, "vol/sub", 0o700) }},
+		{"create", func() error { return c.CreateFile(ctx, "vol/owner", []byte("marker"), 0o640) }},
+		{"create large", func() error { return c.CreateFile(ctx, "vol/sub/big", []byte(strings.Repeat("x", 3*ioChunk+5)), 0o600) }},
+		{"create temporary", func() error { return c.CreateFile(ctx, "record.tmp", []byte("r1"), 0o600) }},
+		{"rename", func() error { return c.Rename(ctx, "record.tmp", "vol/sub/record") }},
+		{"chmod", func() error { return c.Chmod(ctx, "vol/sub", 0o755) }},
+		{"mkdir doomed", func() error { return c.Mkdir(ctx, "doomed", 0o755) }},
+		{"create in doomed", func() error { return c.CreateFile(ctx, "doomed/f", nil, 0o600) }},
+		{"remove tree", func() error { return c.RemoveAll(ctx, "doomed") }},
+		{"remove tree again", func() error { return c.RemoveAll(ctx, "doomed") }},
+		{"mkdir empty", func() error { return c.Mkdir(ctx, "empty", 0o755) }},
+		{"remove empty dir", func() error { return c.Remove(ctx, "empty") }},
+	}
+	for _, step := range steps {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+	}
+	want := []string{
+		". d---------",
+		"vol d---------",
+		"vol/owner ---------- marker",
+		"vol/sub d---------",
+		"vol/sub/big ---------- " + strings.Repeat("x", 3*ioChunk+5),
+		"vol/sub/record ---------- r1",
+	}
+	if diff := cmp.Diff(want, tree(t, e.dir)); diff != "" {
+		t.Errorf("export after the steps (-want +got):\n%s", diff)
+	}
+
+	attrs := map[string]fs.FileMode{}
+	for _, name := range []string{"vol", "vol/sub", "vol/owner", "vol/sub/record"} {
+		attr, err := c.Lstat(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs[name] = attr.Mode
+		if attr.UID != uint32(os.Getuid()) || attr.GID != uint32(os.Getgid()) { //nolint:gosec // ids are small
+			t.Errorf("%s owned by %d:%d, want the server's user", name, attr.UID, attr.GID)
+		}
+	}
+	wantModes := map[string]fs.FileMode{
+		"vol": fs.ModeDir | 0o770, "vol/sub": fs.ModeDir | 0o755, "vol/owner": 0o640, "vol/sub/record": 0o600,
+	}
+	if diff := cmp.Diff(wantModes, attrs); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+
+	data, err := c.ReadFile(ctx, "vol/owner", 100)
+	if diff := cmp.Diff("marker", string(data)); err != nil || diff != "" {
+		t.Errorf("ReadFile: %v (-want +got):\n%s", err, diff)
+	}
+	if _, err := c.ReadFile(ctx, "vol/sub/big", ioChunk); err == nil {
+		t.Error("ReadFile read a file beyond its limit")
+	}
+	names, err := c.ReadDir(ctx, "vol")
+	sort.Strings(names)
+	if diff := cmp.Diff([]string{"owner", "sub"}, names); err != nil || diff != "" {
+		t.Errorf("ReadDir: %v (-want +got):\n%s", err, diff)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+	if err := c.Mkdir(ctx, "dir", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateFile(ctx, "file", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"mkdir existing", c.Mkdir(ctx, "dir", 0o755), fs.ErrExist},
+		{"create existing", c.CreateFile(ctx, "file", nil, 0o644), fs.ErrExist},
+		{"lstat missing", func() error { _, err := c.Lstat(ctx, "missing"); return err }(), fs.ErrNotExist},
+		{"remove missing", c.Remove(ctx, "missing"), fs.ErrNotExist},
+		{"mkdir under a file", c.Mkdir(ctx, "file/sub", 0o755), ErrNotDirectory},
+		{"create under a file", c.CreateFile(ctx, "file/sub", nil, 0o644), ErrNotDirectory},
+		{"read a directory", func() error { _, err := c.ReadFile(ctx, "dir", 10); return err }(), fs.ErrInvalid},
+		{"absolute path", c.Mkdir(ctx, "/abs", 0o755), fs.ErrInvalid},
+		{"dot dot", c.Mkdir(ctx, "dir/../../up", 0o755), fs.ErrInvalid},
+		{"remove the root", c.Remove(ctx, "."), fs.ErrInvalid},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, tt.want) {
+			t.Errorf("%s: %v, want an error wrapping %v", tt.name, tt.err, tt.want)
+		}
+	}
+}
+
+func TestRemoveRefusesANonEmptyDirectory(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+	if err := c.Mkdir(ctx, "dir", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateFile(ctx, "dir/f", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// knfsd answers NFS3ERR_NOTEMPTY, go-nfs NFS3ERR_IO: only failing is sure.
+	if err := c.Remove(ctx, "dir"); err == nil {
+		t.Error("a non-empty directory was removed")
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "dir", "f")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestMountOfAnotherPathFails(t *testing.T) {
+	e := serve(t, nfsserver.Options{Path: "/export"})
+	_, err := Dial(context.Background(), e.options(Options{Path: "/other"}))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Dial: %v, want not exist", err)
+	}
+	c := e.dial(t, Options{Path: "/export"})
+	if _, err := c.Lstat(context.Background(), "."); err != nil {
+		t.Error(err)
+	}
+}

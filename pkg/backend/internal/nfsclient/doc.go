@@ -1,0 +1,62 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package nfsclient talks NFSv3 over TCP to one export, in user space: no
+// mount, no privilege. It offers what a directory store needs, with a
+// store's semantics rather than a file system's.
+//
+//	Dial(ctx, Options{Server, Path, Port, UID, GID, SourcePort, Timeout}) ──▶ *Client
+//	    Port 0: MOUNT and NFS ports from the portmapper (port 111, real servers);
+//	    Port set: MOUNT and NFS both on it (go-nfs)
+//	Lstat, Mkdir, CreateFile, ReadFile, ReadDir, Rename, Remove, RemoveAll,
+//	Chmod, Chown, FSStat ──▶ the server, by paths relative to the export
+//	Close
+//
+// Paths never follow symlinks: each element is looked up with LOOKUP, which
+// does not follow them, and any element but the last must be a directory;
+// a link or a file there fails with an error wrapping ErrNotDirectory. So a
+// link planted on the export cannot send a create, rename or removal
+// elsewhere. Paths are re-walked from the export's root on every call; no
+// handle is cached but the root's.
+//
+// Errors: a server's status is a *StatusError, matching fs.ErrNotExist,
+// fs.ErrExist and fs.ErrPermission (a chown refused under root_squash).
+// A call denied for its credentials is an *AuthError; from an unreserved
+// source port (a "secure" export) its message says what to do: the pod
+// sysctl net.ipv4.ip_unprivileged_port_start or the export's "insecure"
+// option. The client connects from a reserved port (512-1023) when the
+// process may bind one, else from any port.
+//
+// Deadlines: every call takes a context; its deadline, or Options.Timeout
+// when sooner, bounds the whole operation, connecting included, so a dead
+// server fails calls instead of hanging them.
+//
+// Reconnection: a call that loses the connection fails; the next call
+// connects again, and mounts again when the server no longer knows the
+// root handle (NFS3ERR_STALE, as after a go-nfs restart), then retries
+// once, since the server did not run it. Calls are not retried otherwise:
+// the caller decides, as a create or rename may have happened.
+//
+// Concurrency: a Client is safe for concurrent use. It holds one
+// connection and runs one operation at a time; others wait for their turn
+// until their context ends. It starts no goroutine.
+//
+// Library: the protocol's XDR types and codec come from
+// github.com/willscott/go-nfs-client; its RPC transport and its Target are
+// not used. They take no context, retry a lost call for minutes, panic on
+// a malformed or denied reply, leak a goroutine per Target, follow ".."
+// in paths and cache lookups; see the package's test for what is relied on.
+package nfsclient

@@ -1,0 +1,234 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nfsclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/willscott/go-nfs-client/nfs/rpc"
+	"github.com/willscott/go-nfs-client/nfs/xdr"
+)
+
+// ONC RPC (RFC 5531) words this client reads and writes.
+const (
+	rpcVersion     = 2
+	msgCall        = 0
+	msgReply       = 1
+	replyAccepted  = 0
+	replyDenied    = 1
+	acceptSuccess  = 0
+	rejectAuth     = 1
+	lastFragment   = 1 << 31
+	maxRecordBytes = 4 << 20
+)
+
+// Reserved source ports are tried from this one up to 1023: the range a
+// pod sysctl net.ipv4.ip_unprivileged_port_start=512 makes bindable.
+const (
+	firstReservedPort = 512
+	reservedPorts     = 1024
+	reservedTries     = 32
+)
+
+// transport is one TCP connection carrying one RPC call at a time.
+type transport struct {
+	conn   net.Conn
+	r      *bufio.Reader
+	xid    uint32
+	broken bool
+}
+
+// dial connects to addr, from a reserved source port first when
+// sourcePort asks for it and the process may bind one.
+func dial(ctx context.Context, addr string, sourcePort SourcePort) (*transport, error) {
+	var conn net.Conn
+	var err error
+	if sourcePort == ReservedFirst {
+		conn, err = dialReserved(ctx, addr)
+	}
+	if conn == nil && err == nil {
+		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
+	}
+	return &transport{conn: conn, r: bufio.NewReader(conn), xid: rand.Uint32()}, nil //nolint:gosec // an xid needs no secrecy
+}
+
+// dialReserved returns no connection and no error when the process may not
+// bind a reserved port, so the caller falls back to an unreserved one.
+func dialReserved(ctx context.Context, addr string) (net.Conn, error) {
+	start := rand.IntN(reservedPorts - firstReservedPort) //nolint:gosec // spreading ports needs no secrecy
+	for i := range reservedTries {
+		port := firstReservedPort + (start+i)%(reservedPorts-firstReservedPort)
+		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		switch {
+		case err == nil:
+			return conn, nil
+		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+			return nil, nil
+		case errors.Is(err, syscall.EADDRINUSE), errors.Is(err, syscall.EADDRNOTAVAIL):
+			continue
+		default:
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// localPort is the source port of the connection.
+func (t *transport) localPort() int {
+	if a, ok := t.conn.LocalAddr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
+}
+
+func (t *transport) close() {
+	_ = t.conn.Close()
+}
+
+// call sends one call and returns the reader of its result. Any failure to
+// exchange a whole call and reply marks the transport broken; replies
+// that deny or refuse the call do not.
+func (t *transport) call(ctx context.Context, header rpc.Header, args ...any) (*bytes.Reader, error) {
+	t.xid++
+	record, err := encodeCall(t.xid, header, args)
+	if err != nil {
+		return nil, err
+	}
+	stop := t.bound(ctx)
+	defer stop()
+	reply, err := t.exchange(record)
+	if err != nil {
+		t.broken = true
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("%w: %w", ctxErr, err)
+		}
+		return nil, err
+	}
+	return decodeReply(t.xid, reply)
+}
+
+// bound makes blocked reads and writes return when ctx ends.
+func (t *transport) bound(ctx context.Context) func() {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Time{}
+	}
+	_ = t.conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = t.conn.SetDeadline(time.Unix(1, 0)) })
+	return func() { stop() }
+}
+
+func encodeCall(xid uint32, header rpc.Header, args []any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Write(make([]byte, 4)) // record marker, set below
+	for _, v := range append([]any{xid, uint32(msgCall), header}, args...) {
+		if err := xdr.Write(&buf, v); err != nil {
+			return nil, fmt.Errorf("cannot encode an RPC call: %w", err)
+		}
+	}
+	record := buf.Bytes()
+	binary.BigEndian.PutUint32(record, lastFragment|uint32(len(record)-4)) //nolint:gosec // calls are small
+	return record, nil
+}
+
+// exchange writes a record and reads the reply record, skipping replies
+// to other xids.
+func (t *transport) exchange(record []byte) ([]byte, error) {
+	if _, err := t.conn.Write(record); err != nil {
+		return nil, fmt.Errorf("cannot send an RPC call: %w", err)
+	}
+	for {
+		reply, err := t.readRecord()
+		if err != nil {
+			return nil, fmt.Errorf("cannot read an RPC reply: %w", err)
+		}
+		if len(reply) >= 4 && binary.BigEndian.Uint32(reply) == t.xid {
+			return reply, nil
+		}
+	}
+}
+
+func (t *transport) readRecord() ([]byte, error) {
+	var record []byte
+	for {
+		var marker uint32
+		if err := binary.Read(t.r, binary.BigEndian, &marker); err != nil {
+			return nil, err
+		}
+		size := int(marker &^ lastFragment)
+		if len(record)+size > maxRecordBytes {
+			return nil, fmt.Errorf("record of more than %d bytes", maxRecordBytes)
+		}
+		fragment := make([]byte, size)
+		if _, err := io.ReadFull(t.r, fragment); err != nil {
+			return nil, err
+		}
+		record = append(record, fragment...)
+		if marker&lastFragment != 0 {
+			return record, nil
+		}
+	}
+}
+
+// decodeReply checks the reply header and returns the procedure's result.
+func decodeReply(xid uint32, reply []byte) (*bytes.Reader, error) {
+	r := bytes.NewReader(reply)
+	var head struct{ Xid, Type, Stat uint32 }
+	if err := xdr.Read(r, &head); err != nil || head.Type != msgReply {
+		return nil, fmt.Errorf("malformed RPC reply to call %d", xid)
+	}
+	if head.Stat == replyDenied {
+		return nil, decodeDenied(r)
+	}
+	var accepted struct {
+		VerfFlavor uint32
+		VerfBody   []byte
+		Stat       uint32
+	}
+	if err := xdr.Read(r, &accepted); err != nil {
+		return nil, fmt.Errorf("malformed RPC reply to call %d: %w", xid, err)
+	}
+	if accepted.Stat != acceptSuccess {
+		return nil, &RPCError{AcceptStat: accepted.Stat}
+	}
+	return r, nil
+}
+
+func decodeDenied(r io.Reader) error {
+	var denied struct{ Stat, Detail uint32 }
+	if err := xdr.Read(r, &denied); err != nil {
+		return fmt.Errorf("malformed RPC denial: %w", err)
+	}
+	if denied.Stat == rejectAuth {
+		return &AuthError{Stat: denied.Detail}
+	}
+	return &RPCError{Mismatch: true}
+}
