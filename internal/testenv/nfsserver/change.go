@@ -19,7 +19,6 @@ package nfsserver
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -44,11 +43,11 @@ func (c boundChange) Chmod(name string, mode os.FileMode) error {
 
 // Lchown changes the owner of name itself, a link included.
 func (c boundChange) Lchown(name string, uid, gid int) error {
-	parent, err := securejoin.SecureJoin(c.dir, filepath.Dir(filepath.Clean("/"+name)))
+	path, err := linkSafeFS{dir: c.dir}.entry(name)
 	if err != nil {
-		return fmt.Errorf("cannot resolve %q: %w", name, err)
+		return err
 	}
-	return os.Lchown(filepath.Join(parent, filepath.Base(name)), uid, gid)
+	return os.Lchown(path, uid, gid)
 }
 
 // Chown changes the owner of what name resolves to inside dir.

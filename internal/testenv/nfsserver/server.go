@@ -121,7 +121,7 @@ type handler struct {
 
 func newHandler(opts Options) nfs.Handler {
 	// Bound: the host's symlinks under Dir are never followed out of it.
-	fs := osfs.New(opts.Dir, osfs.WithBoundOS())
+	fs := linkSafeFS{Filesystem: osfs.New(opts.Dir, osfs.WithBoundOS()), dir: opts.Dir}
 	path := opts.Path
 	if path == "" {
 		path = "/"

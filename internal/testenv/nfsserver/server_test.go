@@ -85,6 +85,48 @@ func TestBoundFileSystemKeepsLinksInside(t *testing.T) {
 	}
 }
 
+func TestRemoveAndRenameActOnLinks(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "target"), []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Absolute, as a user of another volume would plant it: the bound osfs
+	// reads it as dir/<dir>/target, so point there too.
+	inner := filepath.Join(dir, dir)
+	if err := os.MkdirAll(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inner, "target"), []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{"a", "b"} {
+		if err := os.Symlink(filepath.Join(dir, "target"), filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, served := exported(t, Options{Dir: dir})
+	if err := served.Remove("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := served.Rename("b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := served.Remove("/"); err == nil {
+		t.Error("the export's root was removed")
+	}
+	for _, name := range []string{"target", filepath.Join(dir, "target")} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("a link's target was touched: %v", err)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "c")); err != nil || target != filepath.Join(dir, "target") {
+		t.Errorf("the link was not renamed: %q, %v", target, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "a")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link was not removed: %v", err)
+	}
+}
+
 func TestFSStatAnswersTheFolderFigures(t *testing.T) {
 	dir := t.TempDir()
 	h, served := exported(t, Options{Dir: dir})
