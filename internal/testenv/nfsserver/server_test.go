@@ -190,25 +190,17 @@ func TestMountRefusesOtherPaths(t *testing.T) {
 	}
 }
 
-// nullCall sends the NULL procedure of MOUNT from laddr and returns the
+// nullCall sends the NULL procedure of MOUNT on conn and returns the
 // reply's words after the xid.
-func nullCall(t *testing.T, addr string, laddr *net.TCPAddr) []uint32 {
+func nullCall(t *testing.T, conn net.Conn) []uint32 {
 	t.Helper()
-	raddr, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.DialTCP("tcp", laddr, raddr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer func() { _ = conn.Close() }()
 	// xid, CALL, rpcvers 2, MOUNT 100005, v3, NULL, AUTH_NULL cred and verifier.
 	call := []uint32{lastFragment | 10*4, 7, 0, 2, 100005, 3, 0, 0, 0, 0, 0}
 	if err := binary.Write(conn, binary.BigEndian, call); err != nil {
 		t.Fatal(err)
 	}
-	var marker, xid uint32
+	var marker uint32
 	if err := binary.Read(conn, binary.BigEndian, &marker); err != nil {
 		t.Fatal(err)
 	}
@@ -217,9 +209,27 @@ func nullCall(t *testing.T, addr string, laddr *net.TCPAddr) []uint32 {
 		t.Fatal(err)
 	}
 	if reply[0] != 7 {
-		t.Fatalf("reply to xid %d, want 7", xid)
+		t.Fatalf("reply to xid %d, want 7", reply[0])
 	}
 	return reply[1:]
+}
+
+// dialReserved connects from a free reserved port: one a previous run
+// used may still be in TIME_WAIT.
+func dialReserved(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	for port := reservedPorts - 1; port >= reservedPorts/2; port-- {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}}
+		conn, err := d.Dial("tcp", addr)
+		if err == nil {
+			return conn
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, syscall.EADDRNOTAVAIL) {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("no free reserved port")
+	return nil
 }
 
 func TestSecureRefusesUnreservedPorts(t *testing.T) {
@@ -235,7 +245,11 @@ func TestSecureRefusesUnreservedPorts(t *testing.T) {
 	}()
 
 	denied := []uint32{rpcReply, rpcMsgDenied, rpcAuthError, rpcAuthTooWeak}
-	if diff := cmp.Diff(denied, nullCall(t, s.Addr(), nil)); diff != "" {
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(denied, nullCall(t, conn)); diff != "" {
 		t.Errorf("call from an unreserved port (-want +got):\n%s", diff)
 	}
 	if os.Geteuid() != 0 {
@@ -244,7 +258,7 @@ func TestSecureRefusesUnreservedPorts(t *testing.T) {
 	}
 	// Accepted: REPLY, MSG_ACCEPTED, AUTH_NULL verifier, SUCCESS.
 	accepted := []uint32{rpcReply, 0, 0, 0, 0}
-	if diff := cmp.Diff(accepted, nullCall(t, s.Addr(), &net.TCPAddr{Port: 1000})); diff != "" {
+	if diff := cmp.Diff(accepted, nullCall(t, dialReserved(t, s.Addr()))); diff != "" {
 		t.Errorf("call from a reserved port (-want +got):\n%s", diff)
 	}
 }
