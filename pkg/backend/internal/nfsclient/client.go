@@ -101,7 +101,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		auth: rpc.NewAuthUnix(opts.MachineName, opts.UID, opts.GID).Auth(),
 		turn: make(chan struct{}, 1),
 	}
-	if err := c.resolvePorts(ctx); err != nil {
+	if err := c.resolvePortsWithin(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.do(ctx, func(context.Context) error { return nil }); err != nil {
@@ -109,6 +109,12 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+func (c *Client) resolvePortsWithin(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	return c.resolvePorts(ctx)
 }
 
 func (c *Client) resolvePorts(ctx context.Context) error {

@@ -59,6 +59,15 @@ func (e *StatusError) Error() string {
 }
 
 func statusName(status uint32) string {
+	// go-nfs-client names all but these, which it turns into os errors.
+	switch status {
+	case statusPerm:
+		return "NFS3ERR_PERM"
+	case statusNoEnt:
+		return "NFS3ERR_NOENT"
+	case statusExist:
+		return "NFS3ERR_EXIST"
+	}
 	if err := nfs.NFS3Error(status); err != nil {
 		var named *nfs.Error
 		if errors.As(err, &named) {

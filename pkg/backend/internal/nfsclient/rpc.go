@@ -26,6 +26,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -127,8 +128,12 @@ func (t *transport) call(ctx context.Context, header rpc.Header, args ...any) (*
 	reply, err := t.exchange(record)
 	if err != nil {
 		t.broken = true
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%w: %w", ctxErr, err)
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The connection's deadline is the context's, reached first.
+			return nil, fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 		}
 		return nil, err
 	}

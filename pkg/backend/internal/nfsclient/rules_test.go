@@ -1,0 +1,306 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nfsclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
+)
+
+func TestPlantedLinksAreNotFollowed(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+	if err := os.Symlink(e.outside, filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "mine"), []byte("m"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, e.outside)
+
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"mkdir through", c.Mkdir(ctx, "link/dir", 0o755)},
+		{"create through", c.CreateFile(ctx, "link/file", []byte("x"), 0o644)},
+		{"read through", func() error { _, err := c.ReadFile(ctx, "link/secret", 100); return err }()},
+		{"lstat through", func() error { _, err := c.Lstat(ctx, "link/secret"); return err }()},
+		{"list through", func() error { _, err := c.ReadDir(ctx, "link"); return err }()},
+		{"rename out of", c.Rename(ctx, "link/secret", "stolen")},
+		{"rename into", c.Rename(ctx, "mine", "link/mine")},
+		{"remove through", c.Remove(ctx, "link/secret")},
+		{"remove tree through", c.RemoveAll(ctx, "link/secret")},
+		{"chmod through", c.Chmod(ctx, "link/secret", 0o777)},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, ErrNotDirectory) || !errors.Is(tt.err, fs.ErrInvalid) {
+			t.Errorf("%s: %v, want an error wrapping ErrNotDirectory", tt.name, tt.err)
+		}
+	}
+	if _, err := c.ReadFile(ctx, "link", 100); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("ReadFile of the link: %v, want invalid", err)
+	}
+	attr, err := c.Lstat(ctx, "link")
+	if err != nil || attr.Mode&fs.ModeSymlink == 0 {
+		t.Errorf("Lstat of the link: %v, %v, want a symlink", attr.Mode, err)
+	}
+	// Removing a tree holding the link removes the link, not its target.
+	if err := c.Mkdir(ctx, "vol", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(e.outside, filepath.Join(e.dir, "vol", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveAll(ctx, "vol"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, tree(t, e.outside)); diff != "" {
+		t.Errorf("the folder outside the export changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{". d---------", "link L---------", "mine ---------- m"}, tree(t, e.dir)); diff != "" {
+		t.Errorf("the export (-want +got):\n%s", diff)
+	}
+}
+
+func TestFSStatAnswersTheFolderFigures(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	got, err := c.FSStat(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(e.dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	bsize := uint64(st.Bsize) //nolint:gosec // a block size is positive
+	want := FSStat{Total: st.Blocks * bsize, Free: st.Bfree * bsize, Available: st.Bavail * bsize}
+	// Other writers on this machine move the free figures a little.
+	const tolerance = 256 << 20
+	near := cmp.Comparer(func(a, b uint64) bool { return max(a, b)-min(a, b) <= tolerance })
+	if diff := cmp.Diff(want, got, near); diff != "" {
+		t.Errorf("FSSTAT against statfs (-want +got):\n%s", diff)
+	}
+}
+
+func TestServerThatStopsAndComesBack(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+	if err := c.Mkdir(ctx, "before", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := e.server.Addr()
+	if err := e.server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The connection was closed, and nothing listens any more.
+	for i := range 2 {
+		if _, err := c.Lstat(ctx, "before"); err == nil {
+			t.Fatalf("call %d succeeded while the server is down", i)
+		}
+	}
+	server, err := nfsserver.Start(ctx, nfsserver.Options{Dir: e.dir, Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.server = server
+	// The same client connects and mounts again: go-nfs forgot the root handle.
+	if err := c.Mkdir(ctx, "before/after", 0o755); err != nil {
+		t.Fatalf("after the server came back: %v", err)
+	}
+}
+
+func TestRootSquashRefusesChown(t *testing.T) {
+	tests := []struct {
+		name       string
+		rootSquash bool
+		want       error
+	}{
+		{name: "root_squash", rootSquash: true, want: fs.ErrPermission},
+		{name: "no_root_squash", rootSquash: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := serve(t, nfsserver.Options{RootSquash: tt.rootSquash})
+			c := e.dial(t, Options{})
+			ctx := context.Background()
+			if err := c.Mkdir(ctx, "vol", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// To the server's own user: allowed unless squashed, even unprivileged.
+			uid, gid := uint32(os.Getuid()), uint32(os.Getgid()) //nolint:gosec // ids are small
+			if os.Geteuid() == 0 {
+				uid, gid = 1234, 5678
+			}
+			err := c.Chown(ctx, "vol", uid, gid)
+			switch {
+			case tt.want == nil && err != nil:
+				t.Fatalf("Chown: %v", err)
+			case tt.want != nil && !errors.Is(err, tt.want):
+				t.Fatalf("Chown: %v, want an error wrapping %v", err, tt.want)
+			case tt.want != nil && !strings.Contains(err.Error(), "root_squash"):
+				t.Errorf("Chown: %q does not name root_squash", err)
+			}
+			attr, err := c.Lstat(ctx, "vol")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == nil && (attr.UID != uid || attr.GID != gid) {
+				t.Errorf("owner %d:%d, want %d:%d", attr.UID, attr.GID, uid, gid)
+			}
+		})
+	}
+}
+
+func TestSecureExport(t *testing.T) {
+	root := os.Geteuid() == 0
+	tests := []struct {
+		name       string
+		sourcePort SourcePort
+		refused    bool
+	}{
+		// Root binds a reserved port; others fall back and meet the refusal.
+		{name: "reserved first", sourcePort: ReservedFirst, refused: !root},
+		{name: "unreserved", sourcePort: Unreserved, refused: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := serve(t, nfsserver.Options{Secure: true})
+			c, err := Dial(context.Background(), e.options(Options{SourcePort: tt.sourcePort}))
+			if !tt.refused {
+				if err != nil {
+					t.Fatalf("Dial from a reserved port: %v", err)
+				}
+				c.Close()
+				return
+			}
+			var auth *AuthError
+			if !errors.As(err, &auth) || !errors.Is(err, fs.ErrPermission) {
+				t.Fatalf("Dial: %v, want an AuthError", err)
+			}
+			for _, advice := range []string{"net.ipv4.ip_unprivileged_port_start", "insecure"} {
+				if !strings.Contains(err.Error(), advice) {
+					t.Errorf("the refusal %q does not advise %s", err, advice)
+				}
+			}
+		})
+	}
+}
+
+// silentServer accepts connections and never answers, like a hung server.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, conn)
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		for _, conn := range conns {
+			_ = conn.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestDeadServerFailsCalls(t *testing.T) {
+	host, port, err := net.SplitHostPort(silentServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var portNumber int
+	if _, err := fmt.Sscan(port, &portNumber); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts Options
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"context deadline", Options{}, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}},
+		{"client timeout", Options{Timeout: 100 * time.Millisecond}, func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.Background())
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			tt.opts.Server, tt.opts.Port, tt.opts.Path = host, portNumber, "/"
+			_, err := Dial(ctx, tt.opts)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Dial: %v, want a deadline error", err)
+			}
+		})
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			name := fmt.Sprintf("vol%d", i)
+			if errs[i] = c.Mkdir(ctx, name, 0o755); errs[i] != nil {
+				return
+			}
+			errs[i] = c.CreateFile(ctx, name+"/owner", []byte(name), 0o644)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	names, err := c.ReadDir(ctx, ".")
+	if err != nil || len(names) != len(errs) {
+		t.Errorf("ReadDir: %v, %v, want %d volumes", names, err, len(errs))
+	}
+}
