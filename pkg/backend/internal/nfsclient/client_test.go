@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -171,6 +172,18 @@ func TestOperations(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantModes, attrs); diff != "" {
 		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+
+	renamed, err := c.Lstat(ctx, "vol/sub/record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(e.dir, "vol", "sub", "record"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if renamed.FileID != st.Ino {
+		t.Errorf("file id %d, want the inode %d", renamed.FileID, st.Ino)
 	}
 
 	data, err := c.ReadFile(ctx, "vol/owner", 100)

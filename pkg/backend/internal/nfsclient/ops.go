@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
@@ -48,10 +49,21 @@ type Attr struct {
 	UID  uint32
 	GID  uint32
 	Size uint64
+	// FileID tells files apart within the export, as an inode number
+	// does: what os.SameFile compares.
+	FileID  uint64
+	ModTime time.Time
 }
 
 func attrOf(f *nfs.Fattr) Attr {
-	return Attr{Mode: fileType(f.Type) | fs.FileMode(f.FileMode)&fs.ModePerm, UID: f.UID, GID: f.GID, Size: f.Filesize}
+	return Attr{
+		Mode:    fileType(f.Type) | fs.FileMode(f.FileMode)&fs.ModePerm,
+		UID:     f.UID,
+		GID:     f.GID,
+		Size:    f.Filesize,
+		FileID:  f.Fileid,
+		ModTime: f.ModTime(),
+	}
 }
 
 func fileType(t uint32) fs.FileMode {

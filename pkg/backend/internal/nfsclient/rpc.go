@@ -147,8 +147,18 @@ func (t *transport) bound(ctx context.Context) func() {
 		deadline = time.Time{}
 	}
 	_ = t.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = t.conn.SetDeadline(time.Unix(1, 0)) })
-	return func() { stop() }
+	expired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(expired)
+		_ = t.conn.SetDeadline(time.Unix(1, 0))
+	})
+	return func() {
+		if !stop() {
+			// Already running: let it finish before the next call sets
+			// its own deadline.
+			<-expired
+		}
+	}
 }
 
 func encodeCall(xid uint32, header rpc.Header, args []any) ([]byte, error) {
