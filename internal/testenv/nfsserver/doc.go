@@ -24,8 +24,11 @@ limitations under the License.
 //
 // What it serves: Dir through go-billy's bound osfs, which does not follow a
 // symlink out of Dir on the host, so a link planted in the export cannot
-// reach files outside it. FSSTAT answers the statfs figures of Dir (go-nfs
-// alone answers 2^62 bytes).
+// reach files outside it (an absolute link is read as a path under Dir).
+// Remove and Rename act on a link itself, and SETATTR's chown, chmod and
+// utimes (which the bound osfs lacks) resolve paths inside Dir the same
+// way. FSSTAT answers the statfs figures of Dir (go-nfs alone answers
+// 2^62 bytes). go-nfs answers NFS3ERR_IO where knfsd says NOTEMPTY.
 //
 // To mimic Linux knfsd it can be made to refuse clients whose source port is
 // 1024 or above (Options.Secure: every call on such a connection is denied

@@ -54,9 +54,10 @@ limitations under the License.
 // connection and runs one operation at a time; others wait for their turn
 // until their context ends. It starts no goroutine.
 //
-// Library: the protocol's XDR types and codec come from
-// github.com/willscott/go-nfs-client; its RPC transport and its Target are
-// not used. They take no context, retry a lost call for minutes, panic on
-// a malformed or denied reply, leak a goroutine per Target, follow ".."
-// in paths and cache lookups; see the package's test for what is relied on.
+// Library: the protocol's XDR codec and types come from
+// github.com/willscott/go-nfs-client; its RPC client and its Target are not
+// used. They take no context and retry a lost call for minutes, panic on
+// a malformed reply or an RPC version mismatch, bind a reserved port only
+// as uid 0, start a goroutine per Target that never ends, cache lookups,
+// pass ".." in paths to the server and have no FSSTAT.
 package nfsclient
