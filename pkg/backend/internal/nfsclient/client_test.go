@@ -263,3 +263,15 @@ func TestMountOfAnotherPathFails(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestDialWithoutPortmapper(t *testing.T) {
+	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", "111"))
+	if err == nil {
+		_ = conn.Close()
+		t.Skip("a portmapper runs on this machine")
+	}
+	_, err = Dial(context.Background(), Options{Server: "127.0.0.1", Path: "/"})
+	if err == nil || !strings.Contains(err.Error(), "portmapper") {
+		t.Errorf("Dial with no portmapper: %v, want an error naming it", err)
+	}
+}
