@@ -85,6 +85,9 @@ type Client struct {
 	conn *transport
 	root []byte
 	done bool
+	// answered counts calls the server ran, to tell whether an operation
+	// that met a stale handle changed anything.
+	answered int
 }
 
 // Dial resolves the export's ports and mounts it. Later calls reconnect
@@ -101,8 +104,9 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		auth: rpc.NewAuthUnix(opts.MachineName, opts.UID, opts.GID).Auth(),
 		turn: make(chan struct{}, 1),
 	}
-	if err := c.resolvePortsWithin(ctx); err != nil {
-		return nil, err
+	if opts.Port != 0 {
+		c.mntAddr = net.JoinHostPort(opts.Server, strconv.Itoa(opts.Port))
+		c.nfsAddr = c.mntAddr
 	}
 	if err := c.do(ctx, func(context.Context) error { return nil }); err != nil {
 		c.Close()
@@ -111,18 +115,9 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	return c, nil
 }
 
-func (c *Client) resolvePortsWithin(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	return c.resolvePorts(ctx)
-}
-
+// resolvePorts asks the portmapper for the ports of MOUNT and NFS, again
+// on every reconnection: mountd's port changes when the server restarts.
 func (c *Client) resolvePorts(ctx context.Context) error {
-	if c.opts.Port != 0 {
-		c.mntAddr = net.JoinHostPort(c.opts.Server, strconv.Itoa(c.opts.Port))
-		c.nfsAddr = c.mntAddr
-		return nil
-	}
 	pmap, err := dial(ctx, net.JoinHostPort(c.opts.Server, strconv.Itoa(PortmapperPort)), Unreserved)
 	if err != nil {
 		return fmt.Errorf("cannot reach the portmapper: %w", err)
@@ -156,9 +151,9 @@ func getPort(ctx context.Context, pmap *transport, prog uint32) (int, error) {
 }
 
 // do runs op with the connection and the mounted root, connecting and
-// mounting first when needed. A stale root (the server forgot it, as
-// go-nfs does when restarted) is mounted again and op retried once: the
-// server did not run the call.
+// mounting first when needed. A stale handle (the server forgot it, as
+// go-nfs does when restarted) makes the root be mounted again, and op
+// retried once when none of its calls had succeeded.
 func (c *Client) do(ctx context.Context, op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
@@ -173,13 +168,18 @@ func (c *Client) do(ctx context.Context, op func(context.Context) error) error {
 	}
 	err := c.ready(ctx)
 	if err == nil {
+		answered := c.answered
 		err = op(ctx)
 		var status *StatusError
 		if errors.As(err, &status) && status.stale() {
-			klog.FromContext(ctx).V(2).Info("NFS root handle is stale, mounting again", "server", c.nfsAddr, "path", c.opts.Path)
+			// Mounted again by the next operation, or now to retry this one
+			// when the server has run none of its calls.
 			c.root = nil
-			if err = c.ready(ctx); err == nil {
-				err = op(ctx)
+			if c.answered == answered {
+				klog.FromContext(ctx).V(2).Info("NFS root handle is stale, mounting again", "server", c.nfsAddr, "path", c.opts.Path)
+				if err = c.ready(ctx); err == nil {
+					err = op(ctx)
+				}
 			}
 		}
 	}
@@ -192,6 +192,11 @@ func (c *Client) do(ctx context.Context, op func(context.Context) error) error {
 
 // ready connects and mounts the export when not done yet.
 func (c *Client) ready(ctx context.Context) error {
+	if (c.conn == nil || c.root == nil) && c.opts.Port == 0 {
+		if err := c.resolvePorts(ctx); err != nil {
+			return err
+		}
+	}
 	if c.conn == nil {
 		conn, err := dial(ctx, c.nfsAddr, c.opts.SourcePort)
 		if err != nil {
@@ -255,6 +260,7 @@ func (c *Client) checked(ctx context.Context, conn *transport, header rpc.Header
 	if status != statusOK {
 		return nil, &StatusError{Op: op, Path: path, Status: status}
 	}
+	c.answered++
 	return r, nil
 }
 
@@ -275,9 +281,6 @@ func (c *Client) Close() {
 		c.conn = nil
 	}
 }
-
-// Addr is the address NFS calls go to, host:port.
-func (c *Client) Addr() string { return c.nfsAddr }
 
 // closedByServer says the server ended the connection instead of answering.
 func closedByServer(err error) bool {
