@@ -113,8 +113,17 @@ type AuthError struct {
 	SourcePort int
 }
 
+// authStats names the reasons of AUTH_ERROR (RFC 5531).
+var authStats = map[uint32]string{
+	1: "AUTH_BADCRED", 2: "AUTH_REJECTEDCRED", 3: "AUTH_BADVERF", 4: "AUTH_REJECTEDVERF", 5: "AUTH_TOOWEAK",
+}
+
 func (e *AuthError) Error() string {
-	msg := fmt.Sprintf("NFS server denied the call: auth error %d", e.Stat)
+	name, ok := authStats[e.Stat]
+	if !ok {
+		name = fmt.Sprintf("auth error %d", e.Stat)
+	}
+	msg := "NFS server denied the call: " + name
 	if e.SourcePort >= reservedPorts {
 		msg += fmt.Sprintf(" from unreserved source port %d; "+securePortAdvice, e.SourcePort, firstReservedPort)
 	}

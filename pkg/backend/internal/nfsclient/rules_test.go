@@ -209,7 +209,7 @@ func TestSecureExport(t *testing.T) {
 			if !errors.As(err, &auth) || !errors.Is(err, fs.ErrPermission) {
 				t.Fatalf("Dial: %v, want an AuthError", err)
 			}
-			for _, advice := range []string{"net.ipv4.ip_unprivileged_port_start", "insecure"} {
+			for _, advice := range []string{"AUTH_TOOWEAK", "net.ipv4.ip_unprivileged_port_start", "insecure"} {
 				if !strings.Contains(err.Error(), advice) {
 					t.Errorf("the refusal %q does not advise %s", err, advice)
 				}
