@@ -45,4 +45,9 @@ limitations under the License.
 // mode); the servers' last log lines are printed when a test failed, and two
 // goroutines that wait for SIGINT or SIGTERM stop the Environment before the
 // binary ends.
+//
+// Beside it: childproc starts and stops the child processes, managerproc
+// runs the manager binary against an Environment, and nfsserver serves a
+// folder over NFSv3 on loopback, with knfsd's secure and root_squash rules on
+// request, for the NFS backend's tests.
 package testenv
