@@ -29,8 +29,9 @@ limitations under the License.
 //
 // A Store gets from its backend the file system that holds the base
 // (Config.FS: LocalFS, the host's through os.Root, or any implementation of
-// Filesystem and Dir), the mapping between PersistentVolumes and directories
-// (Config.VolumeDir, OwnDir, Locate) and, through Options.Volumes, what it reads of the cluster's
+// Filesystem and Dir, which dirvoltest.TestFilesystem checks), the mapping
+// between PersistentVolumes and directories (Config.VolumeDir, OwnDir,
+// Locate) and, through Options.Volumes, what it reads of the cluster's
 // PersistentVolumes; it gives the backend the directories, Delete and Saved
 // for provisioning.Provisioner and Reclaimer, and the records of unsaved
 // volumes. It runs no goroutine: every method runs on its caller's, and a
