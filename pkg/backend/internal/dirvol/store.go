@@ -58,7 +58,7 @@ const (
 
 // Config configures a Store.
 type Config struct {
-	// FS holds Root.
+	// FS is the file system that holds Root: LocalFS for the host's.
 	FS Filesystem
 	// Root is an absolute directory of FS no operation ever leaves.
 	Root string
