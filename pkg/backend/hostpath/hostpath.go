@@ -130,6 +130,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		return nil, err
 	}
 	p.store, err = dirvol.New(dirvol.Config{
+		FS:        dirvol.LocalFS{},
 		Root:      root,
 		Base:      base,
 		Pattern:   cfg.PathPattern,

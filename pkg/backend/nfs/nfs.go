@@ -93,6 +93,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	}
 	var err error
 	p.store, err = dirvol.New(dirvol.Config{
+		FS:        dirvol.LocalFS{},
 		Root:      cfg.MountPath,
 		Base:      ".",
 		Pattern:   cfg.PathPattern,

@@ -16,22 +16,25 @@ limitations under the License.
 
 // Package dirvol is the directory logic the hostpath and nfs backends share: it
 // renders a claim's path pattern, refuses hostile results, reserves capacity,
-// and creates, archives and removes volume directories through os.Root so no
-// operation can leave the base directory, symlinks included. Beside each
-// directory a hidden owner marker names its PersistentVolume; before making a
-// directory it writes a record of it, tagged with its provisioner and synced
-// to disk, in the hidden folder .provfleet-unsaved at the top of the base,
-// kept until it is told that the PersistentVolume exists or the directory is
-// removed, so a directory whose PersistentVolume was never created can be
-// found and deleted. A deleted directory is moved into the hidden folder
-// .provfleet-deleting, and its files deleted from there without holding up
-// other claims.
+// and creates, archives and removes volume directories through a Filesystem,
+// one directory handle at a time and never through a symlink, so no operation
+// can leave the base directory. Beside each directory a hidden owner marker
+// names its PersistentVolume; before making a directory it writes a record of
+// it, tagged with its provisioner and synced to disk, in the hidden folder
+// .provfleet-unsaved at the top of the base, kept until it is told that the
+// PersistentVolume exists or the directory is removed, so a directory whose
+// PersistentVolume was never created can be found and deleted. A deleted
+// directory is moved into the hidden folder .provfleet-deleting, and its files
+// deleted from there without holding up other claims.
 //
-// A Store gets from its backend the mapping between PersistentVolumes and
-// directories (Config.VolumeDir, OwnDir, Locate) and, through Options.Volumes,
-// what it reads of the cluster's PersistentVolumes; it gives the backend the
-// directories, Delete and Saved for provisioning.Provisioner and Reclaimer,
-// and the records of unsaved volumes. It runs no goroutine: every method runs
-// on its caller's, and a deleted directory's files are deleted by the call
-// that moved it aside, outside the lock.
+// A Store gets from its backend the file system that holds the base
+// (Config.FS: LocalFS, the host's through os.Root, or any implementation of
+// Filesystem and Dir, which dirvoltest.TestFilesystem checks), the mapping
+// between PersistentVolumes and directories (Config.VolumeDir, OwnDir,
+// Locate) and, through Options.Volumes, what it reads of the cluster's
+// PersistentVolumes; it gives the backend the directories, Delete and Saved
+// for provisioning.Provisioner and Reclaimer, and the records of unsaved
+// volumes. It runs no goroutine: every method runs on its caller's, and a
+// deleted directory's files are deleted by the call that moved it aside,
+// outside the lock.
 package dirvol

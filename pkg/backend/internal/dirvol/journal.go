@@ -24,9 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -81,8 +79,8 @@ type recordFile struct {
 // that the base is not the directory the Store started on: most often an
 // export or disk that is no longer mounted, whose empty mount point must not
 // receive volumes nor let a missing directory pass for a deleted one.
-func (s *Store) openJournal(base *os.Root) (*os.Root, error) {
-	journal, err := openDir(base, []string{JournalDir})
+func (s *Store) openJournal(ctx context.Context, base Dir) (Dir, error) {
+	journal, err := openDir(ctx, base, []string{JournalDir})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %q holds no %s folder, which the backend made when it started: is the file system that holds it mounted? "+
@@ -112,40 +110,36 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 	logger := klog.FromContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	base, err := s.openBase()
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
-	journal, err := s.openJournal(base)
+	journal, err := s.openJournal(ctx, base)
 	if err != nil {
 		return nil, err
 	}
 	defer journal.Close()
-	dir, err := journal.Open(".")
+	names, err := journal.ReadNames(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open the volume records: %w", err)
-	}
-	entries, err := dir.ReadDir(-1)
-	if err := errors.Join(err, dir.Close()); err != nil {
 		return nil, fmt.Errorf("cannot list the volume records: %w", err)
 	}
 	var records []Record
-	for _, entry := range entries {
-		record, err := readRecord(journal, entry.Name())
+	for _, name := range names {
+		record, err := readRecord(ctx, journal, name)
 		if errors.Is(err, errIncomplete) {
 			// Records reach the disk before their directory is made, so
 			// this one's directory never was: the record guards nothing.
 			// Failing to drop it must not hide the others either.
-			if err := removeRecord(journal, entry.Name()); err != nil {
-				logger.Error(err, "Cannot drop an incomplete volume record", "record", path.Join(JournalDir, entry.Name()))
+			if err := removeRecord(ctx, journal, name); err != nil {
+				logger.Error(err, "Cannot drop an incomplete volume record", "record", path.Join(JournalDir, name))
 				continue
 			}
-			logger.Info("Dropped a volume record a crash left incomplete", "record", path.Join(JournalDir, entry.Name()))
+			logger.Info("Dropped a volume record a crash left incomplete", "record", path.Join(JournalDir, name))
 			continue
 		}
 		if err != nil {
-			logger.Error(err, "Skipping an unreadable volume record", "record", path.Join(JournalDir, entry.Name()))
+			logger.Error(err, "Skipping an unreadable volume record", "record", path.Join(JournalDir, name))
 			continue
 		}
 		if record.Provisioner != "" && !slices.Contains(s.cfg.Options.ProvisionerNames, record.Provisioner) {
@@ -187,27 +181,27 @@ func (s *Store) Forget(ctx context.Context, pvName, dir string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.forget(pvName, dir); err != nil {
+	if err := s.forget(ctx, pvName, dir); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(4).Info("Volume record dropped", "pv", pvName, "dir", dir)
 	return nil
 }
 
-func (s *Store) forget(pvName, dir string) error {
-	base, err := s.openBase()
+func (s *Store) forget(ctx context.Context, pvName, dir string) error {
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return err
 	}
 	defer base.Close()
-	if err := forgetRecord(base, pvName, dir); err != nil {
+	if err := forgetRecord(ctx, base, pvName, dir); err != nil {
 		return fmt.Errorf("cannot drop the record of directory %q: %w", dir, err)
 	}
 	return nil
 }
 
-func forgetRecord(base *os.Root, pvName, dir string) error {
-	journal, err := openDir(base, []string{JournalDir})
+func forgetRecord(ctx context.Context, base Dir, pvName, dir string) error {
+	journal, err := openDir(ctx, base, []string{JournalDir})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -215,12 +209,12 @@ func forgetRecord(base *os.Root, pvName, dir string) error {
 		return err
 	}
 	defer journal.Close()
-	return removeRecord(journal, recordName(pvName, dir))
+	return removeRecord(ctx, journal, recordName(pvName, dir))
 }
 
 // removeRecord unlinks a record; a symlink is removed, never followed.
-func removeRecord(journal *os.Root, name string) error {
-	if err := journal.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func removeRecord(ctx context.Context, journal Dir, name string) error {
+	if err := journal.Remove(ctx, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -232,8 +226,8 @@ func removeRecord(journal *os.Root, name string) error {
 // directory always has a complete record, and an incomplete record no
 // directory. It costs about a millisecond, less than the API write of the
 // PersistentVolume it waits for.
-func (s *Store) writeRecord(base *os.Root, req Request, dir string) (bool, error) {
-	journal, err := s.openJournal(base)
+func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir string) (bool, error) {
+	journal, err := s.openJournal(ctx, base)
 	if err != nil {
 		return false, err
 	}
@@ -248,49 +242,45 @@ func (s *Store) writeRecord(base *os.Root, req Request, dir string) (bool, error
 		return false, err
 	}
 	// Creating first costs a new volume, the common case, one call.
-	err = s.createRecord(journal, name, data)
+	err = s.createRecord(ctx, journal, name, data)
 	if !errors.Is(err, fs.ErrExist) {
 		return err == nil, err
 	}
-	if _, err := readRecord(journal, name); err == nil {
+	if _, err := readRecord(ctx, journal, name); err == nil {
 		// Keep the time of the first record: it says how long the volume
 		// has been waiting for its PersistentVolume.
 		return false, nil
 	}
 	// Left unreadable by a crash while it was written, or not a file.
-	if err := removeRecord(journal, name); err != nil {
+	if err := removeRecord(ctx, journal, name); err != nil {
 		return false, err
 	}
-	if err := s.createRecord(journal, name, data); err != nil {
+	if err := s.createRecord(ctx, journal, name, data); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
 // createRecord writes a record that does not exist yet and syncs it and its
-// folder. O_EXCL also fails on a symlink rather than follow it.
-func (s *Store) createRecord(journal *os.Root, name string, data []byte) error {
-	f, err := journal.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// folder.
+func (s *Store) createRecord(ctx context.Context, journal Dir, name string, data []byte) error {
+	f, err := journal.CreateFile(ctx, name, 0o600)
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(data)
+	werr := f.Write(ctx, data)
 	if werr == nil {
-		werr = f.Sync()
+		werr = f.Sync(ctx)
 	}
 	if err := errors.Join(werr, f.Close()); err != nil {
-		return errors.Join(err, removeRecord(journal, name))
+		return errors.Join(err, removeRecord(ctx, journal, name))
 	}
 	if err := s.did(stepRecordSynced); err != nil {
 		return err
 	}
 	// The record's name lives in the folder: without this sync a power cut
 	// may lose it while the directory made next survives.
-	dir, err := journal.Open(".")
-	if err != nil {
-		return fmt.Errorf("cannot open the record folder: %w", err)
-	}
-	if err := errors.Join(dir.Sync(), dir.Close()); err != nil {
+	if err := journal.Sync(ctx); err != nil {
 		return fmt.Errorf("cannot sync the record folder: %w", err)
 	}
 	return s.did(stepJournalSynced)
@@ -301,30 +291,11 @@ var errIncomplete = errors.New("the record is incomplete")
 
 // readRecord reads and checks one record: a regular file whose content is
 // valid and whose name matches it.
-func readRecord(journal *os.Root, name string) (Record, error) {
-	checked, err := journal.Lstat(name)
-	if err != nil {
-		return Record{}, err
-	}
-	if !checked.Mode().IsRegular() {
-		return Record{}, fmt.Errorf("%q is not a regular file (%s)", name, checked.Mode().Type())
-	}
-	f, err := journal.Open(name)
-	if err != nil {
-		return Record{}, err
-	}
-	defer f.Close()
-	opened, err := f.Stat()
-	if err != nil {
-		return Record{}, err
-	}
-	if !os.SameFile(checked, opened) {
-		return Record{}, fmt.Errorf("%q changed while being opened", name)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
+func readRecord(ctx context.Context, journal Dir, name string) (Record, error) {
+	data, info, err := journal.ReadFile(ctx, name, maxRecordSize+1)
 	switch {
 	case err != nil:
-		return Record{}, fmt.Errorf("cannot read %q: %w", name, err)
+		return Record{}, err
 	case len(data) > maxRecordSize:
 		return Record{}, fmt.Errorf("%q is larger than %d bytes", name, maxRecordSize)
 	}
@@ -350,7 +321,7 @@ func readRecord(journal *os.Root, name string) (Record, error) {
 		Claim:       types.NamespacedName{Namespace: content.ClaimNamespace, Name: content.ClaimName},
 		ClaimUID:    content.ClaimUID,
 		Provisioner: content.Provisioner,
-		Since:       opened.ModTime(),
+		Since:       info.ModTime(),
 	}, nil
 }
 

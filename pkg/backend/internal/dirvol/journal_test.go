@@ -166,12 +166,12 @@ func TestRecords(t *testing.T) {
 		"a record left by a crash goes when the directory turns out to be someone else's": {
 			steps: func(t *testing.T, f *fixture) {
 				req := request(t, "team", "data", "1Gi", nsPattern)
-				base, err := os.OpenRoot(f.base)
+				base, err := f.store.openBase(t.Context())
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer base.Close()
-				if _, err := f.store.writeRecord(base, req, "team/data"); err != nil {
+				if _, err := f.store.writeRecord(t.Context(), base, req, "team/data"); err != nil {
 					t.Fatal(err)
 				}
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/secret"), "x")

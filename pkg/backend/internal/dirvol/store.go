@@ -22,9 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -61,7 +58,9 @@ const (
 
 // Config configures a Store.
 type Config struct {
-	// Root is an absolute directory no operation ever leaves.
+	// FS is the file system that holds Root: LocalFS for the host's.
+	FS Filesystem
+	// Root is an absolute directory of FS no operation ever leaves.
 	Root string
 	// Base is where volume directories go, relative to Root ("." for Root).
 	Base string
@@ -166,6 +165,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Capacity.Storage.Sign() < 0 || cfg.Capacity.MaxVolumes < 0 {
 		return nil, fmt.Errorf("%w: capacity may not be negative", backend.ErrInvalidSpec)
 	}
+	if cfg.FS == nil {
+		return nil, fmt.Errorf("%w: no file system", backend.ErrInvalidSpec)
+	}
 	if cfg.VolumeDir == nil || cfg.Locate == nil {
 		return nil, fmt.Errorf("%w: no volume directory mapping", backend.ErrInvalidSpec)
 	}
@@ -180,12 +182,14 @@ func New(cfg Config) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	base, err := s.openBase()
+	// New is called without a context: its callers check a configuration.
+	ctx := context.Background()
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
-	journal, err := createDir(base, []string{JournalDir})
+	journal, err := createDir(ctx, base, []string{JournalDir})
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot open the volume records in %q: %w", backend.ErrUnavailable, cfg.Base, err)
 	}
@@ -195,25 +199,10 @@ func New(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// openBase opens the base through the root each time, so a base replaced by a
+// openBase opens the base anew for each operation, so a base replaced by a
 // symlink leading out of the root is refused at the moment of use.
-func (s *Store) openBase() (*os.Root, error) {
-	if !filepath.IsAbs(s.cfg.Root) {
-		return nil, fmt.Errorf("%w: root %q is not absolute", backend.ErrInvalidSpec, s.cfg.Root)
-	}
-	root, err := os.OpenRoot(s.cfg.Root)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot open %q: %w", backend.ErrUnavailable, s.cfg.Root, err)
-	}
-	defer root.Close()
-	base, err := root.OpenRoot(s.cfg.Base)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w: cannot open %q in %q: %w", backend.ErrUnavailable, s.cfg.Base, s.cfg.Root, err)
-	case err != nil:
-		return nil, fmt.Errorf("%w: cannot open %q in %q: %w", backend.ErrInvalidSpec, s.cfg.Base, s.cfg.Root, err)
-	}
-	return base, nil
+func (s *Store) openBase(ctx context.Context) (Dir, error) {
+	return s.cfg.FS.OpenBase(ctx, s.cfg.Root, s.cfg.Base)
 }
 
 // Create renders the claim's directory, checks it against capacity and every
@@ -243,7 +232,7 @@ func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 		res = &reservation{dir: dir, size: req.Size}
 		s.reservations[req.PVName] = res
 	}
-	if err := s.create(req, dir); err != nil {
+	if err := s.create(ctx, req, dir); err != nil {
 		if !res.done {
 			delete(s.reservations, req.PVName)
 		}
@@ -371,24 +360,24 @@ var errNotOurs = errors.New("the directory is not this volume's")
 // create records dir for the request's PV, then makes dir and its owner
 // marker. A record of a directory that is not the volume's would let Delete
 // remove someone else's, so it is dropped when the marker was not taken.
-func (s *Store) create(req Request, dir string) error {
-	base, err := s.openBase()
+func (s *Store) create(ctx context.Context, req Request, dir string) error {
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return err
 	}
 	defer base.Close()
-	written, err := s.writeRecord(base, req, dir)
+	written, err := s.writeRecord(ctx, base, req, dir)
 	if errors.Is(err, backend.ErrUnavailable) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w: cannot record the volume: %w", backend.ErrUnavailable, err)
 	}
-	claimed, err := s.makeVolume(base, dir, req.PVName)
+	claimed, err := s.makeVolume(ctx, base, dir, req.PVName)
 	// An earlier record may have a marker this call failed to read: keep it,
 	// unless the directory is certainly not the volume's.
 	if err != nil && !claimed && (written || errors.Is(err, errNotOurs)) {
-		if ferr := forgetRecord(base, req.PVName, dir); ferr != nil {
+		if ferr := forgetRecord(ctx, base, req.PVName, dir); ferr != nil {
 			return errors.Join(err, fmt.Errorf("cannot drop the record: %w", ferr))
 		}
 	}
@@ -398,47 +387,47 @@ func (s *Store) create(req Request, dir string) error {
 // makeVolume makes dir and its owner marker, and reports whether the marker
 // is the PV's. The marker is created exclusively first, so two processes
 // sharing a base cannot both take one directory.
-func (s *Store) makeVolume(base *os.Root, dir, pvName string) (bool, error) {
+func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string) (bool, error) {
 	components := strings.Split(dir, "/")
 	parents, leaf := components[:len(components)-1], components[len(components)-1]
-	parent, err := createDir(base, parents)
+	parent, err := createDir(ctx, base, parents)
 	if err != nil {
-		s.removeEmptyParents(base, parents)
+		s.removeEmptyParents(ctx, base, parents)
 		return false, err
 	}
 	defer parent.Close()
-	if err := claimMarker(parent, leaf, pvName); err != nil {
-		s.removeEmptyParents(base, parents)
+	if err := claimMarker(ctx, parent, leaf, pvName); err != nil {
+		s.removeEmptyParents(ctx, base, parents)
 		return false, err
 	}
-	err = parent.Mkdir(leaf, volumeMode)
+	err = parent.Mkdir(ctx, leaf, volumeMode)
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		// The marker is ours, so an existing directory is ours too, from an
-		// earlier call; openDir below checks it is a real directory.
+		// earlier call; OpenDir below checks it is a real directory.
 	case err != nil:
 		return true, err
 	}
 	if err := s.did(stepVolumeMade); err != nil {
 		return true, err
 	}
-	volume, err := openDir(parent, []string{leaf})
+	volume, err := parent.OpenDir(ctx, leaf)
 	if err != nil {
 		return true, err
 	}
 	defer volume.Close()
 	// Mkdir is subject to the umask; chmod through the opened directory.
-	return true, volume.Chmod(".", volumeMode)
+	return true, volume.Chmod(ctx, volumeMode)
 }
 
 // claimMarker records pvName as the owner of leaf in parent, or checks that
 // an existing marker names it. An existing directory without a marker was not
 // made for this PV, so it is refused.
-func claimMarker(parent *os.Root, leaf, pvName string) error {
+func claimMarker(ctx context.Context, parent Dir, leaf, pvName string) error {
 	marker := markerName(leaf)
-	f, err := parent.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := parent.CreateFile(ctx, marker, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		owner, err := readMarker(parent, leaf)
+		owner, err := readMarker(ctx, parent, leaf)
 		if err != nil {
 			return err
 		}
@@ -450,12 +439,12 @@ func claimMarker(parent *os.Root, leaf, pvName string) error {
 	if err != nil {
 		return fmt.Errorf("cannot create owner marker: %w", err)
 	}
-	_, werr := f.WriteString(pvName)
+	werr := f.Write(ctx, []byte(pvName))
 	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("cannot write owner marker: %w", err)
 	}
-	if _, err := parent.Lstat(leaf); !errors.Is(err, fs.ErrNotExist) {
-		if rmErr := parent.Remove(marker); rmErr != nil {
+	if _, err := parent.Lstat(ctx, leaf); !errors.Is(err, fs.ErrNotExist) {
+		if rmErr := parent.Remove(ctx, marker); rmErr != nil {
 			return fmt.Errorf("directory already exists and cannot remove owner marker: %w", rmErr)
 		}
 		return fmt.Errorf("%w: it already exists", errNotOurs)
@@ -463,8 +452,12 @@ func claimMarker(parent *os.Root, leaf, pvName string) error {
 	return nil
 }
 
-func readMarker(parent *os.Root, leaf string) (string, error) {
-	owner, err := parent.ReadFile(markerName(leaf))
+// maxMarkerSize bounds what is read of an owner marker: longer than any PV
+// name, so a longer marker names none.
+const maxMarkerSize = 1 << 10
+
+func readMarker(ctx context.Context, parent Dir, leaf string) (string, error) {
+	owner, _, err := parent.ReadFile(ctx, markerName(leaf), maxMarkerSize)
 	if err != nil {
 		return "", fmt.Errorf("cannot read owner marker: %w", err)
 	}
@@ -475,27 +468,24 @@ func markerName(leaf string) string {
 	return "." + leaf + markerSuffix
 }
 
-// openDir opens the directory components below r one at a time. It refuses
-// symlinks and compares what it opened with what it checked, so a swap in
-// between is caught.
-func openDir(r *os.Root, components []string) (*os.Root, error) {
-	return walkDir(r, components, openChild)
+// openDir opens the directory components below d one at a time, never
+// through a symlink.
+func openDir(ctx context.Context, d Dir, components []string) (Dir, error) {
+	return walkDir(ctx, d, components, openChild)
 }
 
 // createDir is openDir creating the missing components; it refuses to
 // descend into another volume's directory.
-func createDir(r *os.Root, components []string) (*os.Root, error) {
-	return walkDir(r, components, createChild)
+func createDir(ctx context.Context, d Dir, components []string) (Dir, error) {
+	return walkDir(ctx, d, components, createChild)
 }
 
-// walkDir opens the directory components below r, each with child.
-func walkDir(r *os.Root, components []string, child func(cur *os.Root, name string) (*os.Root, error)) (*os.Root, error) {
-	cur, err := r.OpenRoot(".")
-	if err != nil {
-		return nil, err
-	}
+// walkDir opens the directory components below d, each with child. For no
+// component it returns d, which its caller keeps open and closes.
+func walkDir(ctx context.Context, d Dir, components []string, child func(ctx context.Context, cur Dir, name string) (Dir, error)) (Dir, error) {
+	var cur Dir = borrowed{d}
 	for _, c := range components {
-		next, err := child(cur, c)
+		next, err := child(ctx, cur, c)
 		cur.Close()
 		if err != nil {
 			return nil, err
@@ -505,38 +495,25 @@ func walkDir(r *os.Root, components []string, child func(cur *os.Root, name stri
 	return cur, nil
 }
 
-func createChild(cur *os.Root, name string) (*os.Root, error) {
-	if _, err := cur.Lstat(markerName(name)); err == nil {
-		return nil, fmt.Errorf("%q is the directory of another volume", name)
-	}
-	if err := cur.Mkdir(name, parentMode); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
-	}
-	return openChild(cur, name)
+// borrowed is a Dir its holder must not close: the one walkDir was given.
+type borrowed struct {
+	Dir
 }
 
-func openChild(cur *os.Root, name string) (*os.Root, error) {
-	checked, err := cur.Lstat(name)
-	if err != nil {
+func (borrowed) Close() error { return nil }
+
+func createChild(ctx context.Context, cur Dir, name string) (Dir, error) {
+	if _, err := cur.Lstat(ctx, markerName(name)); err == nil {
+		return nil, fmt.Errorf("%q is the directory of another volume", name)
+	}
+	if err := cur.Mkdir(ctx, name, parentMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	if !checked.IsDir() {
-		return nil, fmt.Errorf("%q is not a directory (%s)", name, checked.Mode().Type())
-	}
-	next, err := cur.OpenRoot(name)
-	if err != nil {
-		return nil, err
-	}
-	opened, err := next.Stat(".")
-	if err != nil {
-		next.Close()
-		return nil, err
-	}
-	if !os.SameFile(checked, opened) {
-		next.Close()
-		return nil, fmt.Errorf("%q changed while being opened", name)
-	}
-	return next, nil
+	return openChild(ctx, cur, name)
+}
+
+func openChild(ctx context.Context, cur Dir, name string) (Dir, error) {
+	return cur.OpenDir(ctx, name)
 }
 
 // AnnDeleteUnmarked is the annotation that, set to "true" on a
@@ -575,7 +552,7 @@ func (s *Store) removeDir(ctx context.Context, pvName, dir string, unmarked bool
 	if s.cfg.OnDelete != backend.OnDeleteDelete {
 		return nil
 	}
-	if err := s.purge(); err != nil {
+	if err := s.purge(ctx); err != nil {
 		return fmt.Errorf("cannot delete the files of directory %q, moved to %s: %w", dir, trashDir, err)
 	}
 	return nil
@@ -593,7 +570,7 @@ func (s *Store) releaseDir(ctx context.Context, pvName, dir string, unmarked boo
 	if err := s.checkOverlap(ctx, pvName, dir); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
-	found, err := s.remove(dir, pvName, unmarked)
+	found, err := s.remove(ctx, dir, pvName, unmarked)
 	if errors.Is(err, errUnmarked) {
 		return fmt.Errorf("refusing to remove directory %q: %w; it may hold retained or archived data, "+
 			"or data of a volume made by hand: set the annotation %s: \"true\" on the PersistentVolume to release it anyway",
@@ -603,13 +580,13 @@ func (s *Store) releaseDir(ctx context.Context, pvName, dir string, unmarked boo
 		return fmt.Errorf("cannot remove directory %q: %w", dir, err)
 	}
 	delete(s.reservations, pvName)
-	if err := s.forget(pvName, dir); err != nil {
+	if err := s.forget(ctx, pvName, dir); err != nil {
 		return err
 	}
 	if !found {
 		// Success keeps Delete idempotent, unless the record folder is gone
 		// too: then the base itself is not what it was.
-		if err := s.checkJournal(); err != nil {
+		if err := s.checkJournal(ctx); err != nil {
 			return err
 		}
 		logger.Info("Volume directory not found, nothing to remove")
@@ -620,13 +597,13 @@ func (s *Store) releaseDir(ctx context.Context, pvName, dir string, unmarked boo
 }
 
 // checkJournal reports an error when the record folder is missing.
-func (s *Store) checkJournal() error {
-	base, err := s.openBase()
+func (s *Store) checkJournal(ctx context.Context) error {
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return err
 	}
 	defer base.Close()
-	journal, err := s.openJournal(base)
+	journal, err := s.openJournal(ctx, base)
 	if err != nil {
 		return err
 	}
@@ -634,15 +611,15 @@ func (s *Store) checkJournal() error {
 }
 
 // remove applies the policy and reports whether the directory existed.
-func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
-	base, err := s.openBase()
+func (s *Store) remove(ctx context.Context, dir, pvName string, unmarked bool) (bool, error) {
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer base.Close()
 	components := strings.Split(dir, "/")
 	parents, leaf := components[:len(components)-1], components[len(components)-1]
-	parent, err := openDir(base, parents)
+	parent, err := openDir(ctx, base, parents)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -650,7 +627,7 @@ func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
 		return false, err
 	}
 	defer parent.Close()
-	owner, err := readMarker(parent, leaf)
+	owner, err := readMarker(ctx, parent, leaf)
 	marked := true
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -660,7 +637,7 @@ func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
 	case owner != pvName:
 		return false, errors.New("directory belongs to another volume")
 	}
-	info, err := parent.Lstat(leaf)
+	info, err := parent.Lstat(ctx, leaf)
 	found := err == nil
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -671,63 +648,51 @@ func (s *Store) remove(dir, pvName string, unmarked bool) (bool, error) {
 	case !marked && !unmarked && s.cfg.OnDelete != backend.OnDeleteRetain:
 		return false, errUnmarked
 	default:
-		if err := s.release(base, parent, dir, info); err != nil {
+		if err := s.release(ctx, base, parent, leaf); err != nil {
 			return false, err
 		}
 	}
-	if err := parent.Remove(markerName(leaf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := parent.Remove(ctx, markerName(leaf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("cannot remove owner marker: %w", err)
 	}
-	s.removeEmptyParents(base, parents)
+	s.removeEmptyParents(ctx, base, parents)
 	return found, nil
 }
 
-// release applies the onDelete policy to an existing directory, dir below
-// base, which is info in parent.
-func (s *Store) release(base, parent *os.Root, dir string, info fs.FileInfo) error {
-	leaf := info.Name()
+// release applies the onDelete policy to the existing directory leaf in
+// parent, below base.
+func (s *Store) release(ctx context.Context, base, parent Dir, leaf string) error {
 	switch s.cfg.OnDelete {
 	case backend.OnDeleteRetain:
 		return nil
 	case backend.OnDeleteArchive:
 		archived := archivePrefix + leaf + "-" + s.now().UTC().Format(archiveTimeFormat)
 		// rename(2) replaces an empty directory silently; never do that.
-		if _, err := parent.Lstat(archived); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := parent.Lstat(ctx, archived); !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("cannot archive: %q already exists", archived)
 		}
-		return parent.Rename(leaf, archived)
+		return parent.Rename(ctx, leaf, archived)
 	default:
-		return moveAside(base, parent, dir, info)
+		return moveAside(ctx, base, parent, leaf)
 	}
 }
 
-// moveAside moves the directory dir below base, which is info in parent,
-// into trashDir under a random name, so it collides with nothing. One on
-// another file system than the base cannot be moved there and is deleted in
-// place.
-func moveAside(base, parent *os.Root, dir string, info fs.FileInfo) error {
-	trash, err := createDir(base, []string{trashDir})
+// moveAside moves the directory leaf in parent, below base, into trashDir
+// under a random name, so it collides with nothing. The move goes from
+// handle to handle, so no symlink can redirect it. One on another file
+// system than the base cannot be moved there and is deleted in place.
+func moveAside(ctx context.Context, base, parent Dir, leaf string) error {
+	trash, err := createDir(ctx, base, []string{trashDir})
 	if err != nil {
 		return fmt.Errorf("cannot open %s: %w", trashDir, err)
 	}
 	defer trash.Close()
-	name := rand.Text()
-	moved := path.Join(trashDir, name)
-	err = base.Rename(dir, moved)
+	err = parent.Move(ctx, leaf, trash, rand.Text())
 	if errors.Is(err, syscall.EXDEV) {
-		return parent.RemoveAll(info.Name())
+		return parent.RemoveAll(ctx, leaf)
 	}
 	if err != nil {
 		return fmt.Errorf("cannot move the directory to %s: %w", trashDir, err)
-	}
-	// The rename went by path: check it moved the directory parent holds,
-	// and put back anything else.
-	got, err := trash.Lstat(name)
-	if err != nil {
-		return err
-	}
-	if !os.SameFile(info, got) {
-		return errors.Join(fmt.Errorf("%q changed while being moved to %s", dir, trashDir), base.Rename(moved, dir))
 	}
 	return nil
 }
@@ -735,18 +700,18 @@ func moveAside(base, parent *os.Root, dir string, info fs.FileInfo) error {
 // purge deletes the directories in trashDir: the one Remove just moved
 // there, and any a process that stopped before deleting them left. It runs
 // outside the lock; each directory is deleted by one purge only.
-func (s *Store) purge() error {
-	trash, names, err := s.takeTrash()
+func (s *Store) purge(ctx context.Context) error {
+	trash, names, err := s.takeTrash(ctx)
 	if err != nil || trash == nil {
 		return err
 	}
 	defer trash.Close()
-	defer s.dropTrash(names)
+	defer s.dropTrash(ctx, names)
 	for _, name := range names {
 		if err := s.did(stepDelete); err != nil {
 			return err
 		}
-		if err := trash.RemoveAll(name); err != nil {
+		if err := trash.RemoveAll(ctx, name); err != nil {
 			return err
 		}
 	}
@@ -755,28 +720,23 @@ func (s *Store) purge() error {
 
 // takeTrash opens trashDir, if there is one, and takes the directories in it
 // that no other purge has taken.
-func (s *Store) takeTrash() (*os.Root, []string, error) {
+func (s *Store) takeTrash(ctx context.Context) (Dir, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	base, err := s.openBase()
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer base.Close()
-	trash, err := openDir(base, []string{trashDir})
+	trash, err := openDir(ctx, base, []string{trashDir})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("cannot open %s: %w", trashDir, err)
 	}
-	dir, err := trash.Open(".")
+	entries, err := trash.ReadNames(ctx)
 	if err != nil {
-		trash.Close()
-		return nil, nil, fmt.Errorf("cannot open %s: %w", trashDir, err)
-	}
-	entries, err := dir.Readdirnames(-1)
-	if err := errors.Join(err, dir.Close()); err != nil {
 		trash.Close()
 		return nil, nil, fmt.Errorf("cannot list %s: %w", trashDir, err)
 	}
@@ -792,7 +752,7 @@ func (s *Store) takeTrash() (*os.Root, []string, error) {
 
 // dropTrash gives back the directories a purge took, and removes trashDir
 // once no purge is under way: a move into it holds the lock too.
-func (s *Store) dropTrash(names []string) {
+func (s *Store) dropTrash(ctx context.Context, names []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range names {
@@ -801,24 +761,24 @@ func (s *Store) dropTrash(names []string) {
 	if len(s.purging) > 0 {
 		return
 	}
-	base, err := s.openBase()
+	base, err := s.openBase(ctx)
 	if err != nil {
 		return
 	}
 	defer base.Close()
 	// Fails while a directory is left in it, which the next purge retries.
-	_ = base.Remove(trashDir)
+	_ = base.Remove(ctx, trashDir)
 }
 
 // removeEmptyParents removes the folders of parents that are now empty,
 // deepest first, never the base. A folder that is not empty ends the walk.
-func (s *Store) removeEmptyParents(base *os.Root, parents []string) {
+func (s *Store) removeEmptyParents(ctx context.Context, base Dir, parents []string) {
 	for i := len(parents); i > 0; i-- {
-		dir, err := openDir(base, parents[:i-1])
+		dir, err := openDir(ctx, base, parents[:i-1])
 		if err != nil {
 			return
 		}
-		err = removeEmptyDir(dir, parents[i-1])
+		err = removeEmptyDir(ctx, dir, parents[i-1])
 		dir.Close()
 		if err != nil {
 			return
@@ -828,16 +788,16 @@ func (s *Store) removeEmptyParents(base *os.Root, parents []string) {
 
 // removeEmptyDir removes an empty folder unless it is a volume: an empty
 // volume is still somebody's.
-func removeEmptyDir(parent *os.Root, name string) error {
-	if _, err := parent.Lstat(markerName(name)); err == nil {
+func removeEmptyDir(ctx context.Context, parent Dir, name string) error {
+	if _, err := parent.Lstat(ctx, markerName(name)); err == nil {
 		return fmt.Errorf("%q is a volume", name)
 	}
-	info, err := parent.Lstat(name)
+	info, err := parent.Lstat(ctx, name)
 	if err != nil {
 		return err
 	}
 	if !info.IsDir() {
 		return fmt.Errorf("%q is not a directory", name)
 	}
-	return parent.Remove(name)
+	return parent.Remove(ctx, name)
 }

@@ -67,6 +67,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	backendtest.WriteFile(t, filepath.Join(f.tmp, "root", "other", "keep"), "inside the root, outside the base")
 	backendtest.WriteFile(t, filepath.Join(f.tmp, "outside", "keep"), "outside the root")
 	cfg := Config{
+		FS:        LocalFS{},
 		Root:      filepath.Join(f.tmp, "root"),
 		Base:      "vols",
 		VolumeDir: hostPathDir,
@@ -608,7 +609,7 @@ func TestNewRefusals(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(root, "vols"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cfg := Config{Root: root, Base: "vols", VolumeDir: hostPathDir, Locate: hostPathLocation}
+			cfg := Config{FS: LocalFS{}, Root: root, Base: "vols", VolumeDir: hostPathDir, Locate: hostPathLocation}
 			tc.mutate(t, &cfg)
 			_, err := New(cfg)
 			checkErr(t, err, tc.wantErr)

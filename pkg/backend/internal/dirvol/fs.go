@@ -1,0 +1,88 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package dirvol
+
+import (
+	"context"
+	"io/fs"
+)
+
+// Filesystem is where a Store keeps its volume directories: the host's file
+// system (LocalFS) or a file server reached over the network.
+type Filesystem interface {
+	// OpenBase opens base, a slash-separated path relative to root, as a Dir
+	// no operation leaves; root, an absolute path, bounds the walk to base.
+	// A Store calls it for each operation, so a base that was replaced or
+	// unmounted since is noticed. Errors wrap backend.ErrUnavailable when
+	// root or base cannot be reached or does not exist, and
+	// backend.ErrInvalidSpec when they are not directories inside root.
+	OpenBase(ctx context.Context, root, base string) (Dir, error)
+}
+
+// Dir is an open directory. Every name is one component of a path: never
+// empty, ".", ".." or holding a "/", which are refused with an error
+// wrapping fs.ErrInvalid. No method follows a symlink: a symlink named is
+// refused where a directory or a file is expected, and is itself what Lstat,
+// Rename, Move, Remove and RemoveAll act on. Errors wrap fs.ErrNotExist for a
+// missing name and fs.ErrExist for one that Mkdir or CreateFile finds taken.
+// A Dir is safe for use by one goroutine at a time.
+type Dir interface {
+	// OpenDir opens the directory name, and fails on anything else.
+	OpenDir(ctx context.Context, name string) (Dir, error)
+	// Lstat describes the entry name.
+	Lstat(ctx context.Context, name string) (fs.FileInfo, error)
+	// Mkdir makes the directory name with the permission bits perm, less
+	// whatever the file system masks.
+	Mkdir(ctx context.Context, name string, perm fs.FileMode) error
+	// CreateFile creates the regular file name, which must not exist, and
+	// opens it for writing.
+	CreateFile(ctx context.Context, name string, perm fs.FileMode) (File, error)
+	// ReadFile reads at most limit bytes of the regular file name, and
+	// describes the file it read.
+	ReadFile(ctx context.Context, name string, limit int64) ([]byte, fs.FileInfo, error)
+	// ReadNames lists the names in the directory, in no given order.
+	ReadNames(ctx context.Context) ([]string, error)
+	// Rename renames oldName to newName in this directory. Like rename(2)
+	// it replaces an existing file or empty directory newName.
+	Rename(ctx context.Context, oldName, newName string) error
+	// Move renames oldName in this directory to newName in to, a Dir of the
+	// same Filesystem. Across devices it fails with an error wrapping
+	// syscall.EXDEV, and the entry stays where it was.
+	Move(ctx context.Context, oldName string, to Dir, newName string) error
+	// Remove removes the file, symlink or empty directory name.
+	Remove(ctx context.Context, name string) error
+	// RemoveAll removes name and everything below it; a missing name is no
+	// error.
+	RemoveAll(ctx context.Context, name string) error
+	// Chmod sets the permission bits of the directory itself.
+	Chmod(ctx context.Context, perm fs.FileMode) error
+	// Sync makes the directory's entries durable: names created, renamed or
+	// removed in it survive a crash of the machine or the server.
+	Sync(ctx context.Context) error
+	// Close releases the directory.
+	Close() error
+}
+
+// File is a file opened for writing by Dir.CreateFile.
+type File interface {
+	// Write appends all of data.
+	Write(ctx context.Context, data []byte) error
+	// Sync makes what was written durable.
+	Sync(ctx context.Context) error
+	// Close releases the file.
+	Close() error
+}

@@ -1,0 +1,244 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package dirvol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/provfleet/provfleet/pkg/backend"
+)
+
+// LocalFS is the host's file system, reached through os.Root so that no
+// operation leaves the base directory, symlinks included.
+type LocalFS struct{}
+
+var _ Filesystem = LocalFS{}
+
+// OpenBase opens base through root, following symlinks that stay inside
+// root: hostpath resolves its path with them once, and a base replaced by
+// a symlink leading out of root is refused at the moment of use.
+func (LocalFS) OpenBase(_ context.Context, root, base string) (Dir, error) {
+	if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("%w: root %q is not absolute", backend.ErrInvalidSpec, root)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot open %q: %w", backend.ErrUnavailable, root, err)
+	}
+	defer r.Close()
+	b, err := r.OpenRoot(base)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: cannot open %q in %q: %w", backend.ErrUnavailable, base, root, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: cannot open %q in %q: %w", backend.ErrInvalidSpec, base, root, err)
+	}
+	return &localDir{root: b}, nil
+}
+
+// localDir is a Dir over an os.Root, which refuses symlinks out of it; the
+// methods below refuse the symlinks os.Root would follow inside it too.
+type localDir struct {
+	root *os.Root
+}
+
+// checkName refuses what is not one component of a path, which os.Root
+// would walk, following symlinks on the way.
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("%q is not a name in a directory: %w", name, fs.ErrInvalid)
+	}
+	return nil
+}
+
+// OpenDir compares what it opened with what it checked, so a swap in
+// between is caught.
+func (d *localDir) OpenDir(ctx context.Context, name string) (Dir, error) {
+	checked, err := d.Lstat(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !checked.IsDir() {
+		return nil, fmt.Errorf("%q is not a directory (%s)", name, checked.Mode().Type())
+	}
+	next, err := d.root.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := next.Stat(".")
+	if err != nil {
+		next.Close()
+		return nil, err
+	}
+	if !os.SameFile(checked, opened) {
+		next.Close()
+		return nil, fmt.Errorf("%q changed while being opened", name)
+	}
+	return &localDir{root: next}, nil
+}
+
+func (d *localDir) Lstat(_ context.Context, name string) (fs.FileInfo, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	return d.root.Lstat(name)
+}
+
+func (d *localDir) Mkdir(_ context.Context, name string, perm fs.FileMode) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return d.root.Mkdir(name, perm)
+}
+
+// CreateFile relies on O_EXCL, which fails on a symlink rather than follow it.
+func (d *localDir) CreateFile(_ context.Context, name string, perm fs.FileMode) (File, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, err
+	}
+	return localFile{f: f}, nil
+}
+
+// ReadFile compares what it opened with what it checked, so a swap in
+// between is caught.
+func (d *localDir) ReadFile(ctx context.Context, name string, limit int64) ([]byte, fs.FileInfo, error) {
+	checked, err := d.Lstat(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !checked.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%q is not a regular file (%s)", name, checked.Mode().Type())
+	}
+	f, err := d.root.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !os.SameFile(checked, opened) {
+		return nil, nil, fmt.Errorf("%q changed while being opened", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read %q: %w", name, err)
+	}
+	return data, opened, nil
+}
+
+func (d *localDir) ReadNames(context.Context) ([]string, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	names, err := f.Readdirnames(-1)
+	if err := errors.Join(err, f.Close()); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+func (d *localDir) Rename(_ context.Context, oldName, newName string) error {
+	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+		return err
+	}
+	return d.root.Rename(oldName, newName)
+}
+
+// Move renames through the descriptors of both directories, which os.Root
+// cannot do, so neither name can be redirected by a symlink.
+func (d *localDir) Move(_ context.Context, oldName string, to Dir, newName string) error {
+	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+		return err
+	}
+	target, ok := to.(*localDir)
+	if !ok {
+		return fmt.Errorf("cannot move %q to a directory of another file system", oldName)
+	}
+	from, err := d.root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer from.Close()
+	into, err := target.root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer into.Close()
+	if err := unix.Renameat(int(from.Fd()), oldName, int(into.Fd()), newName); err != nil {
+		return &os.LinkError{Op: "renameat", Old: oldName, New: newName, Err: err}
+	}
+	return nil
+}
+
+func (d *localDir) Remove(_ context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return d.root.Remove(name)
+}
+
+func (d *localDir) RemoveAll(_ context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return d.root.RemoveAll(name)
+}
+
+func (d *localDir) Chmod(_ context.Context, perm fs.FileMode) error {
+	return d.root.Chmod(".", perm)
+}
+
+func (d *localDir) Sync(context.Context) error {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+func (d *localDir) Close() error {
+	return d.root.Close()
+}
+
+type localFile struct {
+	f *os.File
+}
+
+func (f localFile) Write(_ context.Context, data []byte) error {
+	_, err := f.f.Write(data)
+	return err
+}
+
+func (f localFile) Sync(context.Context) error { return f.f.Sync() }
+
+func (f localFile) Close() error { return f.f.Close() }
