@@ -19,7 +19,6 @@ package eventrouter
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,6 +32,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/provfleet/provfleet/internal/eventrouter/eventroutertest"
 )
 
 // ownerAnnotation names the owner of a test object, the key it is routed by.
@@ -54,35 +55,6 @@ func fixedKeys(keys ...string) func() []string {
 	return func() []string { return keys }
 }
 
-// events records what subscribers were handed, as "subscriber event object".
-type events struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (e *events) handler(subscriber string) cache.ResourceEventHandler {
-	record := func(event string, obj any) {
-		name := "?"
-		if m, ok := obj.(metav1.Object); ok {
-			name = m.GetName()
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.got = append(e.got, subscriber+" "+event+" "+name)
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { record("add", obj) },
-		UpdateFunc: func(_, obj any) { record("update", obj) },
-		DeleteFunc: func(obj any) { record("delete", obj) },
-	}
-}
-
-func (e *events) sorted() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Sorted(slices.Values(e.got))
-}
-
 func eventually(t *testing.T, what string, condition func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 20*time.Second, true,
@@ -100,8 +72,8 @@ func TestRouterRefresh(t *testing.T) {
 	var names atomic.Pointer[[]string]
 	setNames := func(n ...string) { names.Store(&n) }
 	setNames("a")
-	var got events
-	s, err := r.Subscribe(func() []string { return *names.Load() }, got.handler("s"))
+	var got eventroutertest.Recorder
+	s, err := r.Subscribe(func() []string { return *names.Load() }, got.Handler("s"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +95,7 @@ func TestRouterRefresh(t *testing.T) {
 	}
 	s.Refresh() // stopped: no effect
 	want := []string{"s add a", "s add a", "s add alias", "s add alias"}
-	if diff := cmp.Diff(want, got.sorted()); diff != "" {
+	if diff := cmp.Diff(want, got.Sorted()); diff != "" {
 		t.Errorf("delivered (-want +got):\n%s", diff)
 	}
 	if len(r.subs) != 0 {

@@ -18,8 +18,6 @@ package provisioning
 
 import (
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,39 +33,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/provfleet/provfleet/internal/eventrouter"
+	"github.com/provfleet/provfleet/internal/eventrouter/eventroutertest"
 )
-
-// events records what subscribers were handed, as "subscriber event object".
-type events struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (e *events) handler(subscriber string) cache.ResourceEventHandler {
-	record := func(event string, obj any) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		name := "?"
-		if m, ok := obj.(metav1.Object); ok {
-			name = m.GetName()
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.got = append(e.got, subscriber+" "+event+" "+name)
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { record("add", obj) },
-		UpdateFunc: func(_, obj any) { record("update", obj) },
-		DeleteFunc: func(obj any) { record("delete", obj) },
-	}
-}
-
-func (e *events) sorted() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Sorted(slices.Values(e.got))
-}
 
 // informerName names an informer of a Router.
 type informerName string
@@ -92,9 +59,9 @@ func (i *capturingInformer) AddEventHandlerWithOptions(handler cache.ResourceEve
 
 // subscribe records what r delivers to subscriber under keys in got, until
 // the test ends.
-func subscribe[K comparable](t *testing.T, r *eventrouter.Router[K], subscriber string, got *events, keys ...K) {
+func subscribe[K comparable](t *testing.T, r *eventrouter.Router[K], subscriber string, got *eventroutertest.Recorder, keys ...K) {
 	t.Helper()
-	s, err := r.Subscribe(func() []K { return keys }, got.handler(subscriber))
+	s, err := r.Subscribe(func() []K { return keys }, got.Handler(subscriber))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +209,7 @@ func TestRouterRoutes(t *testing.T) {
 				leases:  {SharedIndexInformer: factory.Coordination().V1().Leases().Informer()},
 			}
 			router := NewRouter(informers[claims], informers[volumes], informers[leases])
-			var got events
+			var got eventroutertest.Recorder
 			subscribe(t, router.claims, "a", &got, provisionerKey(a), finalizerKey(IntentFinalizer(a)))
 			subscribe(t, router.volumes, "a", &got, provisionerKey(a))
 			subscribe(t, router.leases, "a", &got, types.NamespacedName{Namespace: "default", Name: "la"})
@@ -250,7 +217,7 @@ func TestRouterRoutes(t *testing.T) {
 			subscribe(t, router.volumes, "b", &got, provisionerKey(b), provisionerKey(b2))
 			subscribe(t, router.leases, "b", &got, types.NamespacedName{Namespace: "default", Name: "lb"})
 			tc.send(informers[tc.route].handler)
-			if diff := cmp.Diff(tc.want, got.sorted()); diff != "" {
+			if diff := cmp.Diff(tc.want, got.Sorted()); diff != "" {
 				t.Errorf("delivered (-want +got):\n%s", diff)
 			}
 		})
