@@ -54,7 +54,7 @@ func (c *Client) Mkdir(ctx context.Context, name string, perm fs.FileMode) error
 		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
 		r, err := c.call(ctx, nfs.NFSProc3Mkdir, "MKDIR", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, mode)
 		if err != nil {
-			return err
+			return c.taken(ctx, dir.fh, name, err)
 		}
 		made, err := c.created(ctx, r, dir.fh, name)
 		if err != nil {
@@ -77,7 +77,7 @@ func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm 
 		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
 		r, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
 		if err != nil {
-			return err
+			return c.taken(ctx, dir.fh, name, err)
 		}
 		made, err := c.created(ctx, r, dir.fh, name)
 		if err != nil {
@@ -104,6 +104,21 @@ func (c *Client) WriteAt(ctx context.Context, name string, offset uint64, data [
 		}
 		return c.write(ctx, f.fh, name, offset, data)
 	})
+}
+
+// taken explains a refused MKDIR or CREATE by the name being taken, with
+// an error wrapping fs.ErrExist: some servers answer NFS3ERR_ACCES there
+// (go-nfs, for a file or a link in the way), where knfsd answers
+// NFS3ERR_EXIST.
+func (c *Client) taken(ctx context.Context, dir []byte, name string, err error) error {
+	var status *StatusError
+	if errors.Is(err, fs.ErrExist) || !errors.As(err, &status) {
+		return err
+	}
+	if f, lerr := c.lookup(ctx, dir, name); lerr == nil {
+		return fmt.Errorf("%q is taken by %s: %w: %w", name, typeName(f.attr.Mode), fs.ErrExist, err)
+	}
+	return err
 }
 
 func (c *Client) write(ctx context.Context, fh []byte, name string, start uint64, data []byte) error {

@@ -210,6 +210,9 @@ func TestErrors(t *testing.T) {
 	if err := c.CreateFile(ctx, "file", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(e.outside, filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		err  error
@@ -217,6 +220,9 @@ func TestErrors(t *testing.T) {
 	}{
 		{"mkdir existing", c.Mkdir(ctx, "dir", 0o755), fs.ErrExist},
 		{"create existing", c.CreateFile(ctx, "file", nil, 0o644), fs.ErrExist},
+		{"mkdir over a file", c.Mkdir(ctx, "file", 0o755), fs.ErrExist},
+		{"mkdir over a link", c.Mkdir(ctx, "link", 0o755), fs.ErrExist},
+		{"create over a link", c.CreateFile(ctx, "link", nil, 0o644), fs.ErrExist},
 		{"lstat missing", func() error { _, err := c.Lstat(ctx, "missing"); return err }(), fs.ErrNotExist},
 		{"remove missing", c.Remove(ctx, "missing"), fs.ErrNotExist},
 		{"mkdir under a file", c.Mkdir(ctx, "file/sub", 0o755), ErrNotDirectory},
