@@ -21,6 +21,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -44,6 +45,12 @@ const exportPath = "/export"
 // returns a client that mounted it.
 func serve(t testing.TB, dir string) *nfsclient.Client {
 	t.Helper()
+	return dial(t, start(t, dir))
+}
+
+// start serves the host folder dir on loopback until the test ends.
+func start(t testing.TB, dir string) *nfsserver.Server {
+	t.Helper()
 	server, err := nfsserver.Start(context.Background(), nfsserver.Options{Dir: dir, Path: exportPath})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +60,13 @@ func serve(t testing.TB, dir string) *nfsclient.Client {
 			t.Error(err)
 		}
 	})
+	return server
+}
+
+// dial returns a client that mounted the export of server, until the test
+// ends.
+func dial(t testing.TB, server *nfsserver.Server) *nfsclient.Client {
+	t.Helper()
 	host, _, err := net.SplitHostPort(server.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -124,5 +138,25 @@ func TestMoveAcrossClients(t *testing.T) {
 	}
 	if _, err := from.Lstat(t.Context(), "moved"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("moved: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestOpenBaseOfAStoppedServer(t *testing.T) {
+	server, err := nfsserver.Start(context.Background(), nfsserver.Options{Dir: t.TempDir(), Path: exportPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := sync.OnceValue(server.Stop)
+	t.Cleanup(func() { _ = stop() })
+	fsys := New(dial(t, server), exportPath)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := fsys.OpenBase(t.Context(), exportPath, ".")
+	if err == nil {
+		d.Close()
+	}
+	if !errors.Is(err, backend.ErrUnavailable) {
+		t.Errorf("error %v, want one wrapping %v", err, backend.ErrUnavailable)
 	}
 }
