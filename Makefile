@@ -28,7 +28,7 @@ test: controlplane fuzz-short bench-smoke ## Run unit and end-to-end tests and t
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 
 FUZZ_TIME ?= 3000x
-FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs FuzzOverlapping:./pkg/backend
+FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs FuzzOverlapping:./pkg/backend FuzzNFSStore:./pkg/backend/internal/nfsfs
 
 .PHONY: fuzz-short
 fuzz-short: ## Run each fuzz target for FUZZ_TIME executions (a count: a duration races the fuzz engine's own deadline, golang/go#75804).

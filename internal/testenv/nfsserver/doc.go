@@ -25,10 +25,13 @@ limitations under the License.
 // What it serves: Dir through go-billy's bound osfs, which does not follow a
 // symlink out of Dir on the host, so a link planted in the export cannot
 // reach files outside it (an absolute link is read as a path under Dir).
-// Remove and Rename act on a link itself, and SETATTR's chown, chmod and
-// utimes (which the bound osfs lacks) resolve paths inside Dir the same
-// way. FSSTAT answers the statfs figures of Dir (go-nfs alone answers
-// 2^62 bytes). go-nfs answers NFS3ERR_IO where knfsd says NOTEMPTY.
+// Remove and Rename act on a link itself, and CREATE and MKDIR fail on a
+// link in the way rather than create its target, as knfsd does; SETATTR's
+// chown, chmod and utimes (which the bound osfs lacks) resolve paths
+// inside Dir the same way. FSSTAT answers the statfs figures of Dir (go-nfs alone answers
+// 2^62 bytes). go-nfs answers NFS3ERR_IO where knfsd says NOTEMPTY, and
+// NFS3ERR_ACCES where knfsd says EXIST for a file or link in the way of
+// MKDIR or CREATE.
 //
 // To mimic Linux knfsd it can be made to refuse clients whose source port is
 // 1024 or above (Options.Secure: every call on such a connection is denied

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	billy "github.com/go-git/go-billy/v5"
@@ -30,9 +31,10 @@ import (
 var errRoot = errors.New("the export's root cannot be removed or renamed")
 
 // linkSafeFS is the bound osfs with Remove and Rename acting on a link
-// itself: the bound osfs resolves the last element too, so removing a link
-// would remove what it points to (re-rooted in the folder), unlike a real
-// server.
+// itself, and Create and MkdirAll never following one: the bound osfs
+// resolves the last element too, so removing a link would remove what it
+// points to (re-rooted in the folder), and creating over one would create
+// its target, unlike a real server.
 type linkSafeFS struct {
 	billy.Filesystem
 	dir string
@@ -69,4 +71,34 @@ func (f linkSafeFS) Rename(from, to string) error {
 		return err
 	}
 	return os.Rename(src, dst)
+}
+
+// Create opens name for writing as go-nfs's CREATE wants it, but fails on a
+// link in the way, as knfsd does, instead of creating its target. The file
+// is made without following a link, then opened through the bound osfs,
+// whose files go-nfs expects; the test server has no one swapping names in
+// between.
+func (f linkSafeFS) Create(name string) (billy.File, error) {
+	path, err := f.entry(name)
+	if err != nil {
+		return nil, err
+	}
+	made, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	if err := made.Close(); err != nil {
+		return nil, err
+	}
+	return f.OpenFile(name, os.O_RDWR, 0)
+}
+
+// MkdirAll makes the one directory go-nfs's MKDIR asks for, whose parent
+// exists, and fails on anything in the way, a link included.
+func (f linkSafeFS) MkdirAll(name string, perm os.FileMode) error {
+	path, err := f.entry(name)
+	if err != nil {
+		return err
+	}
+	return os.Mkdir(path, perm)
 }

@@ -85,6 +85,52 @@ func TestBoundFileSystemKeepsLinksInside(t *testing.T) {
 	}
 }
 
+func TestCreateAndMkdirDoNotFollowLinks(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "export")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The bound osfs would read this target as dir/<root>/outside and
+	// create it there, parents included.
+	if err := os.Symlink(filepath.Join(root, "outside"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	_, served := exported(t, Options{Dir: dir})
+	if f, err := served.Create("link"); err == nil {
+		_ = f.Close()
+		t.Error("Create over a link succeeded")
+	}
+	if err := served.MkdirAll("link", 0o755); err == nil {
+		t.Error("MkdirAll over a link succeeded")
+	}
+	f, err := served.Create("new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := served.MkdirAll("sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		rel, _ := filepath.Rel(root, path)
+		got = append(got, rel)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{".", "export", "export/link", "export/new", "export/sub"}, got); diff != "" {
+		t.Errorf("host tree (-want +got):\n%s", diff)
+	}
+}
+
 func TestRemoveAndRenameActOnLinks(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "target"), []byte("t"), 0o600); err != nil {

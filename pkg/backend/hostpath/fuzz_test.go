@@ -27,7 +27,7 @@ import (
 
 func FuzzHostPath(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
-		New: func(root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
+		New: func(_ *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
 			return New(Config{Path: base, HostPathRoot: root, DefaultNodeName: "node-a", OnDelete: onDelete},
 				Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
 		},

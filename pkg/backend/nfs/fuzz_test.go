@@ -28,7 +28,7 @@ import (
 
 func FuzzNFS(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
-		New: func(root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
+		New: func(_ *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
 			return New(Config{Server: "nfs.example.com", Path: "/export", MountPath: base, OnDelete: onDelete},
 				Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
 		},

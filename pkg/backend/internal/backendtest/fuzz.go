@@ -33,8 +33,8 @@ import (
 type FuzzBackend struct {
 	// New returns a provisioner confined to root whose volumes go below base,
 	// a folder of root, with the onDelete policy and the runtime options of
-	// FuzzOptions.
-	New func(root, base string, onDelete backend.OnDeletePolicy, opts FuzzOptions) (Reclaiming, error)
+	// FuzzOptions. What it starts (a file server) ends with t.
+	New func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts FuzzOptions) (Reclaiming, error)
 	// LocalPath returns where the directory of a PersistentVolume is on disk.
 	LocalPath func(pv *v1.PersistentVolume, base string) string
 }
@@ -86,7 +86,7 @@ func FuzzConfinement(f *testing.F, b FuzzBackend) {
 			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return listed, nil }),
 			Now:              func() time.Time { return time.Unix(1e9, 0) },
 		}
-		p, err := b.New(root, base, policies[int(policy)%len(policies)], opts)
+		p, err := b.New(t, root, base, policies[int(policy)%len(policies)], opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -65,15 +64,6 @@ type localDir struct {
 	root *os.Root
 }
 
-// checkName refuses what is not one component of a path, which os.Root
-// would walk, following symlinks on the way.
-func checkName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return fmt.Errorf("%q is not a name in a directory: %w", name, fs.ErrInvalid)
-	}
-	return nil
-}
-
 // OpenDir compares what it opened with what it checked, so a swap in
 // between is caught.
 func (d *localDir) OpenDir(ctx context.Context, name string) (Dir, error) {
@@ -101,14 +91,14 @@ func (d *localDir) OpenDir(ctx context.Context, name string) (Dir, error) {
 }
 
 func (d *localDir) Lstat(_ context.Context, name string) (fs.FileInfo, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	return d.root.Lstat(name)
 }
 
 func (d *localDir) Mkdir(_ context.Context, name string, perm fs.FileMode) error {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return err
 	}
 	return d.root.Mkdir(name, perm)
@@ -116,7 +106,7 @@ func (d *localDir) Mkdir(_ context.Context, name string, perm fs.FileMode) error
 
 // CreateFile relies on O_EXCL, which fails on a symlink rather than follow it.
 func (d *localDir) CreateFile(_ context.Context, name string, perm fs.FileMode) (File, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
@@ -168,7 +158,7 @@ func (d *localDir) ReadNames(context.Context) ([]string, error) {
 }
 
 func (d *localDir) Rename(_ context.Context, oldName, newName string) error {
-	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+	if err := errors.Join(CheckName(oldName), CheckName(newName)); err != nil {
 		return err
 	}
 	return d.root.Rename(oldName, newName)
@@ -177,7 +167,7 @@ func (d *localDir) Rename(_ context.Context, oldName, newName string) error {
 // Move renames through the descriptors of both directories, which os.Root
 // cannot do, so neither name can be redirected by a symlink.
 func (d *localDir) Move(_ context.Context, oldName string, to Dir, newName string) error {
-	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+	if err := errors.Join(CheckName(oldName), CheckName(newName)); err != nil {
 		return err
 	}
 	target, ok := to.(*localDir)
@@ -201,14 +191,14 @@ func (d *localDir) Move(_ context.Context, oldName string, to Dir, newName strin
 }
 
 func (d *localDir) Remove(_ context.Context, name string) error {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return err
 	}
 	return d.root.Remove(name)
 }
 
 func (d *localDir) RemoveAll(_ context.Context, name string) error {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return err
 	}
 	return d.root.RemoveAll(name)

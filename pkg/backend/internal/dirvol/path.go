@@ -18,6 +18,7 @@ package dirvol
 
 import (
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 )
@@ -39,4 +40,14 @@ func RelDir(base, volumePath string) (string, error) {
 		return "", fmt.Errorf("volume path %q refused: %w", volumePath, err)
 	}
 	return dir, nil
+}
+
+// CheckName refuses, with an error wrapping fs.ErrInvalid, what is not one
+// component of a path, as every name a Dir takes must be: a file system
+// would walk it, following symlinks on the way.
+func CheckName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("%q is not a name in a directory: %w", name, fs.ErrInvalid)
+	}
+	return nil
 }

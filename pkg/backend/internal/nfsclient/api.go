@@ -54,7 +54,7 @@ func (c *Client) Mkdir(ctx context.Context, name string, perm fs.FileMode) error
 		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
 		r, err := c.call(ctx, nfs.NFSProc3Mkdir, "MKDIR", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, mode)
 		if err != nil {
-			return err
+			return c.taken(ctx, dir.fh, name, err)
 		}
 		made, err := c.created(ctx, r, dir.fh, name)
 		if err != nil {
@@ -77,24 +77,55 @@ func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm 
 		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
 		r, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
 		if err != nil {
-			return err
+			return c.taken(ctx, dir.fh, name, err)
 		}
 		made, err := c.created(ctx, r, dir.fh, name)
 		if err != nil {
 			return err
 		}
-		if err := c.write(ctx, made.fh, name, data); err != nil {
+		if err := c.write(ctx, made.fh, name, 0, data); err != nil {
 			return err
 		}
 		return c.setMode(ctx, made, name, perm)
 	})
 }
 
-func (c *Client) write(ctx context.Context, fh []byte, name string, data []byte) error {
+// WriteAt writes data at offset into the existing regular file name, on
+// the server's stable storage before it returns (FILE_SYNC writes, so no
+// COMMIT is needed). A link or anything else at name is refused.
+func (c *Client) WriteAt(ctx context.Context, name string, offset uint64, data []byte) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		f, err := c.walk(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !f.attr.Mode.IsRegular() {
+			return fmt.Errorf("cannot write %q: it is %s: %w", name, typeName(f.attr.Mode), fs.ErrInvalid)
+		}
+		return c.write(ctx, f.fh, name, offset, data)
+	})
+}
+
+// taken explains a refused MKDIR or CREATE by the name being taken, with
+// an error wrapping fs.ErrExist: some servers answer NFS3ERR_ACCES there
+// (go-nfs, for a file or a link in the way), where knfsd answers
+// NFS3ERR_EXIST.
+func (c *Client) taken(ctx context.Context, dir []byte, name string, err error) error {
+	var status *StatusError
+	if errors.Is(err, fs.ErrExist) || !errors.As(err, &status) {
+		return err
+	}
+	if f, lerr := c.lookup(ctx, dir, name); lerr == nil {
+		return fmt.Errorf("%q is taken by %s: %w: %w", name, typeName(f.attr.Mode), fs.ErrExist, err)
+	}
+	return err
+}
+
+func (c *Client) write(ctx context.Context, fh []byte, name string, start uint64, data []byte) error {
 	const fileSync = uint32(2) // on stable storage before the reply
 	for offset := 0; offset < len(data); {
 		chunk := data[offset:min(offset+ioChunk, len(data))]
-		r, err := c.call(ctx, nfs.NFSProc3Write, "WRITE", name, fh, uint64(offset), uint32(len(chunk)), fileSync, chunk) //nolint:gosec // chunks are small
+		r, err := c.call(ctx, nfs.NFSProc3Write, "WRITE", name, fh, start+uint64(offset), uint32(len(chunk)), fileSync, chunk) //nolint:gosec // chunks are small
 		if err != nil {
 			return err
 		}
@@ -116,7 +147,23 @@ func (c *Client) write(ctx context.Context, fh []byte, name string, data []byte)
 // ReadFile returns the content of the regular file name, refusing one of
 // more than limit bytes.
 func (c *Client) ReadFile(ctx context.Context, name string, limit int) ([]byte, error) {
+	data, _, err := c.readRegular(ctx, name, limit+1)
+	if err == nil && len(data) > limit {
+		return nil, fmt.Errorf("cannot read %q: more than %d bytes", name, limit)
+	}
+	return data, err
+}
+
+// ReadHead returns at most the first limit bytes of the regular file name,
+// and its attributes.
+func (c *Client) ReadHead(ctx context.Context, name string, limit int) ([]byte, Attr, error) {
+	return c.readRegular(ctx, name, limit)
+}
+
+// readRegular reads at most limit bytes of the regular file name.
+func (c *Client) readRegular(ctx context.Context, name string, limit int) ([]byte, Attr, error) {
 	var data []byte
+	var attr Attr
 	err := c.do(ctx, func(ctx context.Context) error {
 		f, err := c.walk(ctx, name)
 		if err != nil {
@@ -125,16 +172,18 @@ func (c *Client) ReadFile(ctx context.Context, name string, limit int) ([]byte, 
 		if !f.attr.Mode.IsRegular() {
 			return fmt.Errorf("cannot read %q: it is %s: %w", name, typeName(f.attr.Mode), fs.ErrInvalid)
 		}
+		attr = f.attr
 		data, err = c.read(ctx, f.fh, name, limit)
 		return err
 	})
-	return data, err
+	return data, attr, err
 }
 
+// read reads from the start of fh until its end or limit bytes.
 func (c *Client) read(ctx context.Context, fh []byte, name string, limit int) ([]byte, error) {
 	var data []byte
-	for {
-		r, err := c.call(ctx, nfs.NFSProc3Read, "READ", name, fh, uint64(len(data)), uint32(ioChunk))
+	for len(data) < limit {
+		r, err := c.call(ctx, nfs.NFSProc3Read, "READ", name, fh, uint64(len(data)), uint32(min(ioChunk, limit-len(data)))) //nolint:gosec // at most a chunk
 		if err != nil {
 			return nil, err
 		}
@@ -148,13 +197,11 @@ func (c *Client) read(ctx context.Context, fh []byte, name string, limit int) ([
 			return nil, fmt.Errorf("malformed READ reply: %w", err)
 		}
 		data = append(data, res.Data...)
-		if len(data) > limit {
-			return nil, fmt.Errorf("cannot read %q: more than %d bytes", name, limit)
-		}
 		if res.EOF || len(res.Data) == 0 {
-			return data, nil
+			break
 		}
 	}
+	return data[:min(len(data), limit)], nil
 }
 
 // Rename moves from to to, replacing a file there as rename(2) does.

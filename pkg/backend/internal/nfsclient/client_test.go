@@ -210,6 +210,9 @@ func TestErrors(t *testing.T) {
 	if err := c.CreateFile(ctx, "file", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(e.outside, filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		err  error
@@ -217,6 +220,9 @@ func TestErrors(t *testing.T) {
 	}{
 		{"mkdir existing", c.Mkdir(ctx, "dir", 0o755), fs.ErrExist},
 		{"create existing", c.CreateFile(ctx, "file", nil, 0o644), fs.ErrExist},
+		{"mkdir over a file", c.Mkdir(ctx, "file", 0o755), fs.ErrExist},
+		{"mkdir over a link", c.Mkdir(ctx, "link", 0o755), fs.ErrExist},
+		{"create over a link", c.CreateFile(ctx, "link", nil, 0o644), fs.ErrExist},
 		{"lstat missing", func() error { _, err := c.Lstat(ctx, "missing"); return err }(), fs.ErrNotExist},
 		{"remove missing", c.Remove(ctx, "missing"), fs.ErrNotExist},
 		{"mkdir under a file", c.Mkdir(ctx, "file/sub", 0o755), ErrNotDirectory},
@@ -273,5 +279,73 @@ func TestDialWithoutPortmapper(t *testing.T) {
 	_, err = Dial(context.Background(), Options{Server: "127.0.0.1", Path: "/"})
 	if err == nil || !strings.Contains(err.Error(), "portmapper") {
 		t.Errorf("Dial with no portmapper: %v, want an error naming it", err)
+	}
+}
+
+func TestWriteAtAndReadHead(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+	large := strings.Repeat("x", ioChunk+5)
+	if err := c.CreateFile(ctx, "f", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		offset uint64
+		data   string
+	}{{0, "first "}, {6, large}, {6 + uint64(len(large)), " last"}} {
+		if err := c.WriteAt(ctx, "f", w.offset, []byte(w.data)); err != nil {
+			t.Fatalf("WriteAt %d: %v", w.offset, err)
+		}
+	}
+	content := "first " + large + " last"
+	if diff := cmp.Diff([]string{". d---------", "f ---------- " + content}, tree(t, e.dir)); diff != "" {
+		t.Errorf("export after the writes (-want +got):\n%s", diff)
+	}
+	if err := os.Symlink(filepath.Join(e.outside, "secret"), filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(e.dir, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := map[string]struct {
+		name    string
+		limit   int
+		want    string
+		wantErr error
+	}{
+		"a prefix":             {name: "f", limit: 3, want: "fir"},
+		"across chunks":        {name: "f", limit: ioChunk + 10, want: content[:ioChunk+10]},
+		"all of it":            {name: "f", limit: 2 * ioChunk, want: content},
+		"a link is not read":   {name: "link", limit: 10, wantErr: fs.ErrInvalid},
+		"a directory":          {name: "dir", limit: 10, wantErr: fs.ErrInvalid},
+		"a missing file":       {name: "missing", limit: 10, wantErr: fs.ErrNotExist},
+		"a file through links": {name: "link/x", limit: 10, wantErr: ErrNotDirectory},
+	}
+	for name, tc := range tests {
+		t.Run("ReadHead "+name, func(t *testing.T) {
+			data, attr, err := c.ReadHead(ctx, tc.name, tc.limit)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, string(data)); diff != "" {
+				t.Errorf("content (-want +got):\n%s", diff)
+			}
+			if err == nil && attr.Size != uint64(len(content)) {
+				t.Errorf("size %d, want %d", attr.Size, len(content))
+			}
+		})
+		t.Run("WriteAt "+name, func(t *testing.T) {
+			if tc.wantErr == nil {
+				t.Skip("a regular file")
+			}
+			if err := c.WriteAt(ctx, tc.name, 0, []byte("over")); !errors.Is(err, tc.wantErr) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+	if data, err := os.ReadFile(filepath.Join(e.outside, "secret")); err != nil || string(data) != "secret" {
+		t.Errorf("the file outside is %q (%v), want it untouched", data, err)
 	}
 }

@@ -21,8 +21,9 @@ limitations under the License.
 //	Dial(ctx, Options{Server, Path, Port, UID, GID, SourcePort, Timeout}) ──▶ *Client
 //	    Port 0: MOUNT and NFS ports from the portmapper (port 111, real servers);
 //	    Port set: MOUNT and NFS both on it (go-nfs)
-//	Lstat, Mkdir, CreateFile, ReadFile, ReadDir, Rename, Remove, RemoveAll,
-//	Chmod, Chown, FSStat ──▶ the server, by paths relative to the export
+//	Lstat, Mkdir, CreateFile, WriteAt, ReadFile, ReadHead, ReadDir, Rename,
+//	Remove, RemoveAll, Chmod, Chown, FSStat ──▶ the server, by paths
+//	relative to the export
 //	Close
 //
 // Paths never follow symlinks: each element is looked up with LOOKUP, which
@@ -39,6 +40,10 @@ limitations under the License.
 // sysctl net.ipv4.ip_unprivileged_port_start or the export's "insecure"
 // option. The client connects from a reserved port (512-1023) when the
 // process may bind one, else from any port.
+//
+// Durability: WRITE is FILE_SYNC, on the server's stable storage before it
+// answers, and the procedures that change a directory are synchronous in
+// NFSv3 (RFC 1813), so no COMMIT is ever needed.
 //
 // Deadlines: every call takes a context; its deadline, or Options.Timeout
 // when sooner, bounds the whole operation, connecting included, so a dead
