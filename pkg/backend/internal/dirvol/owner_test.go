@@ -149,3 +149,25 @@ func (d squashedDir) OpenDir(ctx context.Context, name string) (Dir, error) {
 func (squashedDir) Chown(context.Context, int, int) error {
 	return &fs.PathError{Op: "chown", Path: ".", Err: syscall.EPERM}
 }
+
+// TestCreateOwnerRefusedKeepsFiles checks that a refused chown on a second
+// call for one PV, whose directory already holds files, removes nothing.
+func TestCreateOwnerRefusedKeepsFiles(t *testing.T) {
+	f := newFixture(t, nil)
+	req := request(t, "team", "data", "1Gi", "")
+	dir, err := f.store.Create(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "data")
+	before := backendtest.Tree(t, f.base)
+	root := int64(0)
+	f.store.cfg.FS = squashedFS{}
+	f.store.cfg.Directory = backend.Directory{UID: &root}
+	if _, err := f.store.Create(t.Context(), req); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("Create: %v, want an error wrapping fs.ErrPermission", err)
+	}
+	if diff := cmp.Diff(before, backendtest.Tree(t, f.base)); diff != "" {
+		t.Errorf("tree after a refused chown (-before +after):\n%s", diff)
+	}
+}

@@ -426,7 +426,7 @@ func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string, se
 	if cerr := volume.Close(); err == nil && cerr != nil {
 		return true, cerr
 	}
-	if refused := (*ownerRefusedError)(nil); errors.As(err, &refused) {
+	if errors.As(err, new(*ownerRefusedError)) {
 		return s.undoVolume(ctx, base, parent, parents, leaf, err)
 	}
 	return true, err
