@@ -450,6 +450,51 @@ func TestValidation(t *testing.T) {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, capacity: {storage: "0"}}}}`,
 			want: []string{`spec.backend.hostPath.capacity: Invalid value: storage must be positive`},
 		},
+		"directory mode and owner": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: "0750", uid: 1000, gid: 0}}}`,
+		},
+		"nfs directory mode with setgid": {
+			spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, mountPath: /m, mode: "2770", uid: 0, gid: 2147483647}}}`,
+		},
+		"three-digit mode": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: "750"}}}`,
+		},
+		"mode not octal": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: "0778"}}}`,
+			want: []string{`spec.backend.hostPath.mode: Invalid value: "0778": must be an octal mode of three or four digits, such as "0750" or "2770"`},
+		},
+		"mode of four letters": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: "rwxr"}}}`,
+			want: []string{`spec.backend.hostPath.mode: Invalid value: "rwxr": must be an octal mode of three or four digits, such as "0750" or "2770"`},
+		},
+		"mode symbolic": {
+			spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, mountPath: /m, mode: "u+rwx"}}}`,
+			want: []string{
+				"<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+				"spec.backend.nfs.mode: Too long: may not be more than 4 bytes",
+			},
+		},
+		"mode of five digits": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: "07777"}}}`,
+			want: []string{
+				"<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+				"spec.backend.hostPath.mode: Too long: may not be more than 4 bytes",
+			},
+		},
+		"mode as a number": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: 750}}}`,
+			want: []string{
+				"<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+				`spec.backend.hostPath.mode: Invalid value: "number": spec.backend.hostPath.mode in body must be of type string: "number"`,
+			},
+		},
+		"negative uid, gid too large": {
+			spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, mountPath: /m, uid: -1, gid: 2147483648}}}`,
+			want: []string{
+				"spec.backend.nfs.gid: Invalid value: 2.147483648e+09: spec.backend.nfs.gid in body should be less than or equal to 2.147483647e+09",
+				"spec.backend.nfs.uid: Invalid value: -1: spec.backend.nfs.uid in body should be greater than or equal to 0",
+			},
+		},
 		"misspelt field": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, ondelete: Retain}}}`,
 			want: []string{`unknown field spec.backend.hostPath.ondelete`},

@@ -507,6 +507,9 @@ type HostPathBackend struct {
 	// capacity optionally bounds what this backend hands out.
 	// +optional
 	Capacity *CapacitySpec `json:"capacity,omitempty"`
+
+	// VolumeDirectory holds mode, uid and gid of each new volume directory.
+	VolumeDirectory `json:",inline"`
 }
 
 // NFSBackend makes a subdirectory per volume on an NFS export.
@@ -548,6 +551,58 @@ type NFSBackend struct {
 	// capacity optionally bounds what this backend hands out.
 	// +optional
 	Capacity *CapacitySpec `json:"capacity,omitempty"`
+
+	// VolumeDirectory holds mode, uid and gid of each new volume
+	// subdirectory.
+	VolumeDirectory `json:",inline"`
+}
+
+// VolumeDirectory is the mode and owner of each new volume directory, set
+// when the directory is made; existing directories are left as they are. The
+// fields sit beside the backend's others, under the names of the
+// StorageClass parameters that override them for the claims of one class
+// (parameters: {mode: "0750", uid: "1000", gid: "1000"}), as pathPattern
+// does; uid and gid are also csi-driver-nfs' names, and mode is not its
+// mountPermissions, since it is a directory's mode, not a mount's. Unset, a
+// directory gets what nfs-subdir-external-provisioner gives: mode 0777 and
+// the manager's user as owner (on NFS, whom the server maps it to).
+//
+// Under root_squash, the default of NFS servers, the manager's root is the
+// server's anonymous user: a uid or gid is refused (set no_root_squash on the
+// export to use them), while mode still applies, the manager owning the
+// directory; with all_squash every directory belongs to the anonymous user
+// whatever uid and gid say, so they are refused too. A refused uid or gid
+// fails the claim with an Event saying so and leaves no directory behind. On
+// a hostPath backend they need a manager running as root.
+type VolumeDirectory struct {
+	// mode is the permission bits of a new volume directory in octal, as chmod
+	// takes them: three digits ("0750" or "750"), or four with the setuid (4),
+	// setgid (2) and sticky (1) bits first ("2770"). It is set exactly,
+	// whatever the umask, and applies under NFS root_squash too. Empty means
+	// "0777", as nfs-subdir-external-provisioner gives. The StorageClass
+	// parameter mode overrides it.
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-7]{3,4}$')",message="must be an octal mode of three or four digits, such as \"0750\" or \"2770\""
+	// +optional
+	Mode string `json:"mode,omitempty"`
+
+	// uid is the user that owns a new volume directory; unset leaves it the
+	// manager's (or whom the NFS server maps it to). Only root may set it: a
+	// hostPath backend needs a manager running as root, and an NFS export
+	// no_root_squash. The StorageClass parameter uid overrides it.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	UID *int64 `json:"uid,omitempty"`
+
+	// gid is the group that owns a new volume directory; unset leaves it the
+	// manager's (or whom the NFS server maps it to). Like uid it needs root
+	// (or a group of the manager's user). The StorageClass parameter gid
+	// overrides it.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	GID *int64 `json:"gid,omitempty"`
 }
 
 // CustomBackend selects a backend registered in a custom manager binary.

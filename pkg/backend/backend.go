@@ -18,6 +18,10 @@ package backend
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -54,3 +58,85 @@ var (
 	// reason BackendUnavailable).
 	ErrUnavailable = errors.New("backend unavailable")
 )
+
+// DefaultDirectoryMode is the mode of a new volume directory when neither the
+// backend nor the StorageClass sets one: what nfs-subdir-external-provisioner
+// gives, so that pods running as any user can write to a new volume.
+const DefaultDirectoryMode fs.FileMode = 0o777
+
+// Directory is how a new volume directory is made. A nil field is not set:
+// Mode then falls back to DefaultDirectoryMode, and a nil UID or GID leaves
+// that part of the owner to the file system (the manager's user, or whom an
+// NFS server maps it to).
+type Directory struct {
+	// Mode is the permission bits, with fs.ModeSetgid, fs.ModeSetuid and
+	// fs.ModeSticky where set; it is applied exactly, whatever the umask.
+	Mode *fs.FileMode
+	// UID is the user that owns the directory.
+	UID *int64
+	// GID is the group that owns the directory.
+	GID *int64
+}
+
+// Or returns d with each field that is not set taken from fallback: a
+// StorageClass's settings over a backend's.
+func (d Directory) Or(fallback Directory) Directory {
+	if d.Mode == nil {
+		d.Mode = fallback.Mode
+	}
+	if d.UID == nil {
+		d.UID = fallback.UID
+	}
+	if d.GID == nil {
+		d.GID = fallback.GID
+	}
+	return d
+}
+
+// MaxID is the largest uid or gid a Directory may name: the largest that
+// every file system and NFS server takes (uid_t is 32 bits, and -1 means "no
+// change" to chown).
+const MaxID = 1<<31 - 1
+
+// specialBits are the octal bits of chmod(2) that fs.FileMode keeps apart.
+var specialBits = map[uint32]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky}
+
+// ParseMode reads a directory mode written in octal, as chmod takes it: three
+// digits ("0750" or "750"), or four with the setuid (4), setgid (2) and sticky
+// (1) bits first ("2770").
+func ParseMode(s string) (fs.FileMode, error) {
+	if len(s) < 3 || len(s) > 4 || strings.Trim(s, "01234567") != "" {
+		return 0, fmt.Errorf("mode %q is not an octal mode of three or four digits, such as \"0750\"", s)
+	}
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil {
+		return 0, fmt.Errorf("mode %q is not octal: %w", s, err)
+	}
+	mode := fs.FileMode(v) & fs.ModePerm
+	for bit, flag := range specialBits {
+		if uint32(v)&bit != 0 {
+			mode |= flag
+		}
+	}
+	return mode, nil
+}
+
+// FormatMode writes mode as ParseMode reads it, in four octal digits.
+func FormatMode(mode fs.FileMode) string {
+	v := uint32(mode.Perm())
+	for bit, flag := range specialBits {
+		if mode&flag != 0 {
+			v |= bit
+		}
+	}
+	return fmt.Sprintf("%04o", v)
+}
+
+// ParseID reads a uid or gid: a decimal number from 0 to MaxID.
+func ParseID(s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || v > MaxID {
+		return 0, fmt.Errorf("%q is not a number from 0 to %d", s, MaxID)
+	}
+	return v, nil
+}

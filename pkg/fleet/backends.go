@@ -23,6 +23,7 @@ import (
 	"path"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -78,6 +79,10 @@ func factoryFor(spec *v1alpha1.BackendSpec, custom map[string]BackendFactory) (B
 
 func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
 	spec := req.Spec.HostPath
+	dir, err := directory(spec.VolumeDirectory)
+	if err != nil {
+		return nil, err
+	}
 	return hostpath.New(hostpath.Config{
 		Path:            string(spec.Path),
 		VolumeType:      hostpath.VolumeType(spec.VolumeType),
@@ -85,6 +90,7 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 		PathPattern:     string(spec.PathPattern),
 		OnDelete:        backend.OnDeletePolicy(spec.OnDelete),
 		Capacity:        capacity(spec.Capacity),
+		Directory:       dir,
 		HostPathRoot:    req.HostPathRoot,
 		DefaultNodeName: req.NodeName,
 	}, hostpath.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
@@ -92,6 +98,10 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 
 func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, error) {
 	spec := req.Spec.NFS
+	dir, err := directory(spec.VolumeDirectory)
+	if err != nil {
+		return nil, err
+	}
 	return nfs.New(nfs.Config{
 		Server:       spec.Server,
 		Path:         string(spec.Path),
@@ -100,6 +110,7 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 		OnDelete:     backend.OnDeletePolicy(spec.OnDelete),
 		MountOptions: spec.MountOptions,
 		Capacity:     capacity(spec.Capacity),
+		Directory:    dir,
 	}, nfs.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 
@@ -112,6 +123,27 @@ func capacity(spec *v1alpha1.CapacitySpec) backend.Capacity {
 		c.Storage = spec.Storage.DeepCopy()
 	}
 	return c
+}
+
+// directory maps mode, uid and gid of a backend spec; the CRD refuses a bad
+// mode, which only an object that bypassed it can have.
+func directory(spec v1alpha1.VolumeDirectory) (backend.Directory, error) {
+	var d backend.Directory
+	// Copies: the spec belongs to the informer's cache.
+	if spec.UID != nil {
+		d.UID = ptr.To(*spec.UID)
+	}
+	if spec.GID != nil {
+		d.GID = ptr.To(*spec.GID)
+	}
+	if spec.Mode != "" {
+		mode, err := backend.ParseMode(spec.Mode)
+		if err != nil {
+			return backend.Directory{}, fmt.Errorf("%w: %w", backend.ErrInvalidSpec, err)
+		}
+		d.Mode = &mode
+	}
+	return d, nil
 }
 
 // errUnknownDriver means spec.backend names a custom driver this manager was not

@@ -21,7 +21,10 @@ limitations under the License.
 // names its PersistentVolume, and the hidden folder .provfleet-unsaved at the
 // top of the folder records the directories whose PersistentVolume is not
 // known to exist yet, which the controller reclaims through
-// provisioning.Reclaimer.
+// provisioning.Reclaimer. A new directory has mode 0777 and the manager's
+// user as owner, as with nfs-subdir-external-provisioner, unless
+// Config.Directory or the StorageClass parameters mode, uid and gid (which
+// win, field by field) set them.
 //
 // New takes a Config (backend.hostPath of a ProvisionerConfig and the
 // manager's --host-path-root and node) and Options, whose Volumes, usually a

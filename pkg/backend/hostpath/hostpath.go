@@ -71,6 +71,10 @@ type Config struct {
 	// OnDelete is Delete (the default), Retain or Archive.
 	OnDelete backend.OnDeletePolicy
 	Capacity backend.Capacity
+	// Directory is the mode and owner of a new volume directory: mode 0777
+	// and the manager's own user when not set. StorageClass parameters mode,
+	// uid and gid override it field by field.
+	Directory backend.Directory
 	// HostPathRoot is the manager's --host-path-root: nothing outside it is
 	// ever touched.
 	HostPathRoot string
@@ -134,6 +138,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		Root:      root,
 		Base:      base,
 		Pattern:   cfg.PathPattern,
+		Directory: cfg.Directory,
 		OnDelete:  cfg.OnDelete,
 		Capacity:  cfg.Capacity,
 		Options:   opts,

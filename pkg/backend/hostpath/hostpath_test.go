@@ -436,3 +436,18 @@ func TestDeleteUnmarked(t *testing.T) {
 		return backendtest.UnmarkedVolume{Backend: p, Dir: dir, Source: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dir}}}, err
 	})
 }
+
+func TestProvisionDirectory(t *testing.T) {
+	backendtest.CheckDirectory(t, func(t *testing.T, dir backend.Directory, parameters map[string]string) (string, error) {
+		_, root := layout(t)
+		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a", Directory: dir}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(parameters)))
+		if err != nil {
+			return "", err
+		}
+		return pv.Spec.Local.Path, nil
+	})
+}

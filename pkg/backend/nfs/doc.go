@@ -20,7 +20,11 @@ limitations under the License.
 // owner marker names its PersistentVolume, and the hidden folder
 // .provfleet-unsaved at the top of the export records the subdirectories whose
 // PersistentVolume is not known to exist yet, which the controller reclaims
-// through provisioning.Reclaimer.
+// through provisioning.Reclaimer. A new subdirectory has mode 0777 and the
+// owner the server gives the manager's user, as with
+// nfs-subdir-external-provisioner, unless Config.Directory or the
+// StorageClass parameters mode, uid and gid (which win, field by field) set
+// them; a uid or gid needs an export with no_root_squash.
 //
 // New takes a Config (backend.nfs of a ProvisionerConfig) and Options, whose
 // Volumes, usually a backend.PathIndex, it reads to count capacity and refuse

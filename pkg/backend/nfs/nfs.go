@@ -50,6 +50,10 @@ type Config struct {
 	// MountOptions are used when the StorageClass has none.
 	MountOptions []string
 	Capacity     backend.Capacity
+	// Directory is the mode and owner of a new volume directory: mode 0777
+	// and the manager's own user when not set. StorageClass parameters mode,
+	// uid and gid override it field by field.
+	Directory backend.Directory
 }
 
 // Options are what the provisioner needs from the process that runs it, as
@@ -97,6 +101,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		Root:      cfg.MountPath,
 		Base:      ".",
 		Pattern:   cfg.PathPattern,
+		Directory: cfg.Directory,
 		OnDelete:  cfg.OnDelete,
 		Capacity:  cfg.Capacity,
 		Options:   opts,

@@ -282,3 +282,18 @@ func TestDeleteUnmarked(t *testing.T) {
 		}, err
 	})
 }
+
+func TestProvisionDirectory(t *testing.T) {
+	backendtest.CheckDirectory(t, func(t *testing.T, dir backend.Directory, parameters map[string]string) (string, error) {
+		mount := t.TempDir()
+		p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount, Directory: dir}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(parameters)))
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/")), nil
+	})
+}

@@ -17,7 +17,8 @@ limitations under the License.
 // Package backendtest holds test helpers shared by the directory backends:
 // claim builders, filesystem snapshots that prove nothing outside a base
 // directory changed, the check of New's errors, checks of their record of
-// unsaved volumes (Unsaved, Saved, Delete of unmarked directories) run as one
-// table per backend, and FuzzConfinement, the body of each backend's fuzz
+// unsaved volumes (Unsaved, Saved, Delete of unmarked directories) and of the
+// mode and owner of new directories (CheckDirectory), run as one table per
+// backend, and FuzzConfinement, the body of each backend's fuzz
 // target.
 package backendtest

@@ -18,7 +18,11 @@ limitations under the License.
 // renders a claim's path pattern, refuses hostile results, reserves capacity,
 // and creates, archives and removes volume directories through a Filesystem,
 // one directory handle at a time and never through a symlink, so no operation
-// can leave the base directory. Beside each directory a hidden owner marker
+// can leave the base directory. A new volume directory gets its mode exactly,
+// whatever the umask (0777 unless the backend or the claim's StorageClass,
+// which wins, sets one), and its owner when a uid or gid is set; a chown the
+// file system refuses fails the claim with what to do, and removes the
+// directory again. Beside each directory a hidden owner marker
 // names its PersistentVolume; before making a directory it writes a record of
 // it, tagged with its provisioner and synced to disk, in the hidden folder
 // .provfleet-unsaved at the top of the base, kept until it is told that the

@@ -68,8 +68,14 @@ type Dir interface {
 	// RemoveAll removes name and everything below it; a missing name is no
 	// error.
 	RemoveAll(ctx context.Context, name string) error
-	// Chmod sets the permission bits of the directory itself.
+	// Chmod sets the permission bits of the directory itself, with
+	// fs.ModeSetuid, fs.ModeSetgid and fs.ModeSticky where perm has them.
 	Chmod(ctx context.Context, perm fs.FileMode) error
+	// Chown gives the directory itself to user uid and group gid; -1 leaves
+	// either as it is. A change the file system refuses (a caller not root,
+	// an NFS export squashing root) fails with an error wrapping
+	// fs.ErrPermission.
+	Chown(ctx context.Context, uid, gid int) error
 	// Sync makes the directory's entries durable: names created, renamed or
 	// removed in it survive a crash of the machine or the server.
 	Sync(ctx context.Context) error

@@ -208,6 +208,10 @@ func (d *localDir) Chmod(_ context.Context, perm fs.FileMode) error {
 	return d.root.Chmod(".", perm)
 }
 
+func (d *localDir) Chown(_ context.Context, uid, gid int) error {
+	return d.root.Lchown(".", uid, gid)
+}
+
 func (d *localDir) Sync(context.Context) error {
 	f, err := d.root.Open(".")
 	if err != nil {

@@ -19,18 +19,33 @@ package dirvol
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// ParamPathPattern is the StorageClass parameter that overrides the
-// configured path pattern.
-const ParamPathPattern = "pathPattern"
+// The StorageClass parameters a directory backend reads; each overrides,
+// for the claims of its class, the backend's setting of the same name.
+const (
+	// ParamPathPattern is the path pattern.
+	ParamPathPattern = "pathPattern"
+	// ParamMode is the mode of a new volume directory, in octal ("0750").
+	ParamMode = "mode"
+	// ParamUID is the user that owns a new volume directory.
+	ParamUID = "uid"
+	// ParamGID is the group that owns a new volume directory.
+	ParamGID = "gid"
+)
+
+// knownParams lists the parameters ParseRequest accepts, for its error.
+var knownParams = []string{ParamPathPattern, ParamMode, ParamUID, ParamGID}
 
 // Request is one claim's directory request.
 type Request struct {
@@ -40,10 +55,14 @@ type Request struct {
 	Size resource.Quantity
 	// Pattern is the class's path pattern; nil means the configured one.
 	Pattern *Pattern
+	// Directory is the class's mode and owner; a field not set means the
+	// configured one.
+	Directory backend.Directory
 }
 
 // ParseRequest checks what a directory backend can serve: a filesystem claim
-// with a storage request, of a class with no parameter but pathPattern.
+// with a storage request, of a class with no parameter but pathPattern, mode,
+// uid and gid.
 func ParseRequest(opts provisioning.ProvisionOptions) (Request, error) {
 	claim := opts.PVC
 	if claim == nil {
@@ -61,16 +80,39 @@ func ParseRequest(opts provisioning.ProvisionOptions) (Request, error) {
 		return req, nil
 	}
 	for key, value := range opts.StorageClass.Parameters {
-		if key != ParamPathPattern {
-			return Request{}, fmt.Errorf("StorageClass %s: unknown parameter %q (only %q is known)", opts.StorageClass.Name, key, ParamPathPattern)
-		}
-		pattern, err := ParsePattern(value)
-		if err != nil {
+		if err := req.setParam(key, value); err != nil {
 			return Request{}, fmt.Errorf("StorageClass %s: %w", opts.StorageClass.Name, err)
 		}
-		req.Pattern = pattern
 	}
 	return req, nil
+}
+
+// setParam sets what the class parameter key says.
+func (r *Request) setParam(key, value string) error {
+	var err error
+	switch key {
+	case ParamPathPattern:
+		r.Pattern, err = ParsePattern(value)
+	case ParamMode:
+		var mode fs.FileMode
+		mode, err = backend.ParseMode(value)
+		r.Directory.Mode = &mode
+	case ParamUID:
+		r.Directory.UID, err = parseID(value)
+	case ParamGID:
+		r.Directory.GID, err = parseID(value)
+	default:
+		return fmt.Errorf("unknown parameter %q (known: %s)", key, strings.Join(knownParams, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("parameter %s: %w", key, err)
+	}
+	return nil
+}
+
+func parseID(value string) (*int64, error) {
+	id, err := backend.ParseID(value)
+	return &id, err
 }
 
 // NewPV returns the PersistentVolume for a request, with source as its volume:

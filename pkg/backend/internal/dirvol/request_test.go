@@ -17,6 +17,7 @@ limitations under the License.
 package dirvol
 
 import (
+	"io/fs"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -31,10 +33,10 @@ import (
 func TestParseRequest(t *testing.T) {
 	block := v1.PersistentVolumeBlock
 	tests := map[string]struct {
-		mutate      func(*provisioning.ProvisionOptions)
-		wantDir     string
-		wantErr     string
-		wantPattern bool
+		mutate        func(*provisioning.ProvisionOptions)
+		wantDir       string
+		wantErr       string
+		wantDirectory backend.Directory
 	}{
 		"plain claim": {wantDir: "pvc-team-data"},
 		"class pattern": {mutate: func(o *provisioning.ProvisionOptions) {
@@ -54,7 +56,57 @@ func TestParseRequest(t *testing.T) {
 			mutate: func(o *provisioning.ProvisionOptions) {
 				o.StorageClass = backendtest.Class(map[string]string{"pathPattern": "{{printf `x`}}"})
 			},
-			wantErr: "StorageClass standard: path pattern",
+			wantErr: "StorageClass standard: parameter pathPattern: path pattern",
+		},
+		"class mode and owner": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"mode": "2770", "uid": "1000", "gid": "0"})
+			},
+			wantDir:       "pvc-team-data",
+			wantDirectory: backend.Directory{Mode: ptr(fs.FileMode(0o770) | fs.ModeSetgid), UID: ptr(int64(1000)), GID: ptr(int64(0))},
+		},
+		"class mode of three digits": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"mode": "750"})
+			},
+			wantDir:       "pvc-team-data",
+			wantDirectory: backend.Directory{Mode: ptr(fs.FileMode(0o750))},
+		},
+		"mode not octal": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"mode": "0778"})
+			},
+			wantErr: `StorageClass standard: parameter mode: mode "0778" is not an octal mode`,
+		},
+		"mode too long": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"mode": "00777"})
+			},
+			wantErr: "parameter mode: mode \"00777\" is not an octal mode of three or four digits",
+		},
+		"mode as a symbol": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"mode": "rwx"})
+			},
+			wantErr: "parameter mode",
+		},
+		"negative uid": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"uid": "-1"})
+			},
+			wantErr: `StorageClass standard: parameter uid: "-1" is not a number from 0 to 2147483647`,
+		},
+		"gid too large": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"gid": "4294967295"})
+			},
+			wantErr: "parameter gid",
+		},
+		"uid not a number": {
+			mutate: func(o *provisioning.ProvisionOptions) {
+				o.StorageClass = backendtest.Class(map[string]string{"uid": "nobody"})
+			},
+			wantErr: "parameter uid",
 		},
 	}
 	for name, tc := range tests {
@@ -78,6 +130,9 @@ func TestParseRequest(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantDir, dir); diff != "" {
 				t.Errorf("directory mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDirectory, req.Directory); diff != "" {
+				t.Errorf("directory settings mismatch (-want +got):\n%s", diff)
 			}
 			if got := req.Size.String(); got != "2Gi" {
 				t.Errorf("Size = %s, want 2Gi", got)

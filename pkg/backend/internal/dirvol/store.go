@@ -42,8 +42,6 @@ const (
 	// which PersistentVolume owns it. It lives beside, not inside, so the
 	// volume starts empty (databases refuse non-empty data directories).
 	markerSuffix = ".provfleet-volume"
-	// volumeMode lets pods running as any user write to a new volume.
-	volumeMode = 0o777
 	// parentMode is for the folders a pattern creates above volumes.
 	parentMode = 0o755
 	// archiveTimeFormat is a UTC timestamp without characters some file
@@ -65,10 +63,13 @@ type Config struct {
 	// Base is where volume directories go, relative to Root ("." for Root).
 	Base string
 	// Pattern is the default path pattern; empty means the PV name.
-	Pattern  string
-	OnDelete backend.OnDeletePolicy
-	Capacity backend.Capacity
-	Options  Options
+	Pattern string
+	// Directory is the mode and owner of a new volume directory, unless the
+	// class of its claim sets them.
+	Directory backend.Directory
+	OnDelete  backend.OnDeletePolicy
+	Capacity  backend.Capacity
+	Options   Options
 	// VolumeDir returns the directory below Base that a PersistentVolume
 	// points to, and an error for a volume elsewhere.
 	VolumeDir func(*v1.PersistentVolume) (string, error)
@@ -232,7 +233,7 @@ func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 		res = &reservation{dir: dir, size: req.Size}
 		s.reservations[req.PVName] = res
 	}
-	if err := s.create(ctx, req, dir); err != nil {
+	if err := s.create(ctx, req, dir, req.Directory.Or(s.cfg.Directory)); err != nil {
 		if !res.done {
 			delete(s.reservations, req.PVName)
 		}
@@ -358,9 +359,11 @@ func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 var errNotOurs = errors.New("the directory is not this volume's")
 
 // create records dir for the request's PV, then makes dir and its owner
-// marker. A record of a directory that is not the volume's would let Delete
-// remove someone else's, so it is dropped when the marker was not taken.
-func (s *Store) create(ctx context.Context, req Request, dir string) error {
+// marker, with the mode and owner settings. A record of a directory that is
+// not the volume's would let Delete remove someone else's, so it is dropped
+// when the marker was not taken, and so is the record of a directory that
+// was removed again.
+func (s *Store) create(ctx context.Context, req Request, dir string, settings backend.Directory) error {
 	base, err := s.openBase(ctx)
 	if err != nil {
 		return err
@@ -373,10 +376,10 @@ func (s *Store) create(ctx context.Context, req Request, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%w: cannot record the volume: %w", backend.ErrUnavailable, err)
 	}
-	claimed, err := s.makeVolume(ctx, base, dir, req.PVName)
+	claimed, err := s.makeVolume(ctx, base, dir, req.PVName, settings)
 	// An earlier record may have a marker this call failed to read: keep it,
-	// unless the directory is certainly not the volume's.
-	if err != nil && !claimed && (written || errors.Is(err, errNotOurs)) {
+	// unless the directory is certainly not the volume's, or gone.
+	if err != nil && !claimed && (written || errors.Is(err, errNotOurs) || errors.As(err, new(*undoneError))) {
 		if ferr := forgetRecord(ctx, base, req.PVName, dir); ferr != nil {
 			return errors.Join(err, fmt.Errorf("cannot drop the record: %w", ferr))
 		}
@@ -387,7 +390,7 @@ func (s *Store) create(ctx context.Context, req Request, dir string) error {
 // makeVolume makes dir and its owner marker, and reports whether the marker
 // is the PV's. The marker is created exclusively first, so two processes
 // sharing a base cannot both take one directory.
-func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string) (bool, error) {
+func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string, settings backend.Directory) (bool, error) {
 	components := strings.Split(dir, "/")
 	parents, leaf := components[:len(components)-1], components[len(components)-1]
 	parent, err := createDir(ctx, base, parents)
@@ -400,7 +403,11 @@ func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string) (b
 		s.removeEmptyParents(ctx, base, parents)
 		return false, err
 	}
-	err = parent.Mkdir(ctx, leaf, volumeMode)
+	mode := backend.DefaultDirectoryMode
+	if settings.Mode != nil {
+		mode = *settings.Mode
+	}
+	err = parent.Mkdir(ctx, leaf, mode.Perm())
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		// The marker is ours, so an existing directory is ours too, from an
@@ -415,9 +422,82 @@ func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string) (b
 	if err != nil {
 		return true, err
 	}
-	defer volume.Close()
-	// Mkdir is subject to the umask; chmod through the opened directory.
-	return true, volume.Chmod(ctx, volumeMode)
+	err = setOwnerAndMode(ctx, volume, settings, mode)
+	if cerr := volume.Close(); err == nil && cerr != nil {
+		return true, cerr
+	}
+	if errors.As(err, new(*ownerRefusedError)) {
+		return s.undoVolume(ctx, base, parent, parents, leaf, err)
+	}
+	return true, err
+}
+
+// ownerRefusedError is a chown the file system refused, with what to do.
+type ownerRefusedError struct {
+	uid, gid int
+	err      error
+}
+
+func (e *ownerRefusedError) Error() string {
+	return fmt.Sprintf("cannot give the directory to uid %d, gid %d (-1: unchanged): %v; only root may: "+
+		"run the manager as root for a hostPath backend, export the NFS share with no_root_squash, "+
+		"or remove uid and gid from the ProvisionerConfig and the StorageClass and give pods access through mode",
+		e.uid, e.gid, e.err)
+}
+
+func (e *ownerRefusedError) Unwrap() error { return e.err }
+
+// undoneError is the error of a volume directory that was made and then
+// removed again, with its owner marker.
+type undoneError struct {
+	err error
+}
+
+func (e *undoneError) Error() string {
+	return e.err.Error() + " (the directory was removed again)"
+}
+
+func (e *undoneError) Unwrap() error { return e.err }
+
+// setOwnerAndMode gives the directory its owner first, since a chown may
+// clear the setuid and setgid bits, then its mode: Mkdir's is subject to
+// the umask.
+func setOwnerAndMode(ctx context.Context, volume Dir, settings backend.Directory, mode fs.FileMode) error {
+	if settings.UID != nil || settings.GID != nil {
+		uid, gid := -1, -1
+		if settings.UID != nil {
+			uid = int(*settings.UID)
+		}
+		if settings.GID != nil {
+			gid = int(*settings.GID)
+		}
+		err := volume.Chown(ctx, uid, gid)
+		if errors.Is(err, fs.ErrPermission) {
+			return &ownerRefusedError{uid: uid, gid: gid, err: err}
+		}
+		if err != nil {
+			return fmt.Errorf("cannot give the directory to uid %d, gid %d (-1: unchanged): %w", uid, gid, err)
+		}
+	}
+	if err := volume.Chmod(ctx, mode); err != nil {
+		return fmt.Errorf("cannot set mode %s: %w", backend.FormatMode(mode), err)
+	}
+	return nil
+}
+
+// undoVolume removes the directory leaf in parent that was just made, then
+// its owner marker and the folders above it that are now empty, so a volume
+// refused its owner leaves nothing behind. Once both are gone it reports the
+// marker no longer the PV's.
+func (s *Store) undoVolume(ctx context.Context, base, parent Dir, parents []string, leaf string, cause error) (bool, error) {
+	if err := parent.Remove(ctx, leaf); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, errors.Join(cause, fmt.Errorf("cannot remove the directory again: %w", err))
+	}
+	if err := parent.Remove(ctx, markerName(leaf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, errors.Join(cause, fmt.Errorf("cannot remove the owner marker again: %w", err))
+	}
+	s.removeEmptyParents(ctx, base, parents)
+	return false, &undoneError{err: cause}
 }
 
 // claimMarker records pvName as the owner of leaf in parent, or checks that

@@ -19,7 +19,6 @@ package dirvol
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -189,8 +188,8 @@ func TestCreateAndRemove(t *testing.T) {
 				t.Errorf("tree after Create (-want +got):\n%s", diff)
 			}
 			info, err := os.Stat(filepath.Join(f.base, dir))
-			if err != nil || info.Mode().Perm() != volumeMode {
-				t.Errorf("volume directory: %v, mode %v, want %v", err, info.Mode().Perm(), fs.FileMode(volumeMode))
+			if err != nil || info.Mode().Perm() != backend.DefaultDirectoryMode {
+				t.Errorf("volume directory: %v, mode %v, want %v", err, info.Mode().Perm(), backend.DefaultDirectoryMode)
 			}
 			backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "data")
 			if err := f.store.Remove(ctx, req.PVName, dir); err != nil {

@@ -21,8 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 )
@@ -175,6 +178,17 @@ func dirCases() map[string]contractCase {
 			}
 			return expect("mode", info.Mode().Perm(), fs.FileMode(0o700))
 		}},
+		"chmod keeps the setgid and sticky bits": {op: func(ctx context.Context, d dirvol.Dir) error {
+			mode := fs.FileMode(0o770) | fs.ModeSetgid | fs.ModeSticky
+			if err := withDir(ctx, d, "dir", func(sub dirvol.Dir) error { return sub.Chmod(ctx, mode) }); err != nil {
+				return err
+			}
+			info, err := d.Lstat(ctx, "dir")
+			if err != nil {
+				return err
+			}
+			return expect("mode", info.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky), mode)
+		}},
 		"sync the directory": {op: func(ctx context.Context, d dirvol.Dir) error { return d.Sync(ctx) }},
 	}
 }
@@ -241,4 +255,45 @@ func remove(name string) func(ctx context.Context, d dirvol.Dir) error {
 
 func removeAll(name string) func(ctx context.Context, d dirvol.Dir) error {
 	return func(ctx context.Context, d dirvol.Dir) error { return d.RemoveAll(ctx, name) }
+}
+
+// ownerCases give a directory to its own owner, which anyone may do, and to
+// another, which only root may: the host's view of the owner is checked.
+func ownerCases() map[string]contractCase {
+	uid, gid := os.Geteuid(), os.Getegid()
+	other := contractCase{
+		op:      chownDir(12345, 23456),
+		wantErr: fs.ErrPermission,
+		check:   ownerOfDir(uid, gid),
+	}
+	if uid == 0 {
+		other = contractCase{op: chownDir(12345, 23456), check: ownerOfDir(12345, 23456)}
+	}
+	return map[string]contractCase{
+		"chown the directory itself to its owner":                          {op: chownDir(uid, gid), check: ownerOfDir(uid, gid)},
+		"chown the directory itself, group only":                           {op: chownDir(-1, gid), check: ownerOfDir(uid, gid)},
+		"chown the directory itself to another owner, which only root may": other,
+	}
+}
+
+// chownDir gives "dir" in the base to uid and gid.
+func chownDir(uid, gid int) func(ctx context.Context, d dirvol.Dir) error {
+	return func(ctx context.Context, d dirvol.Dir) error {
+		return withDir(ctx, d, "dir", func(sub dirvol.Dir) error { return sub.Chown(ctx, uid, gid) })
+	}
+}
+
+// ownerOfDir checks the owner of "dir" in the base on the host.
+func ownerOfDir(uid, gid int) func(host string) error {
+	return func(host string) error {
+		info, err := os.Lstat(filepath.Join(host, "dir"))
+		if err != nil {
+			return err
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("no owner in %T", info.Sys())
+		}
+		return errors.Join(expect("uid", int(st.Uid), uid), expect("gid", int(st.Gid), gid))
+	}
 }

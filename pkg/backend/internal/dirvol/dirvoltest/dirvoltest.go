@@ -46,6 +46,8 @@ type contractCase struct {
 	wantErr error
 	// want is the base's tree after op; nil means unchanged.
 	want []string
+	// check, if set, checks the base at host after op.
+	check func(host string) error
 }
 
 // errAny accepts any error: the contract names no sentinel for it.
@@ -69,7 +71,7 @@ func TestFilesystem(t *testing.T, serve Serve) {
 	fsys, root, base := serve(t, export)
 	t.Run("OpenBase", func(t *testing.T) { checkOpenBase(t, fsys, root, base, export) })
 	cases := map[string]contractCase{}
-	for _, group := range []map[string]contractCase{lookupCases(), fileCases(), dirCases(), renameCases(), removeCases()} {
+	for _, group := range []map[string]contractCase{lookupCases(), fileCases(), dirCases(), ownerCases(), renameCases(), removeCases()} {
 		for name, tc := range group {
 			cases[name] = tc
 		}
@@ -138,6 +140,11 @@ func checkCase(t *testing.T, tc contractCase, tmp, host string, open func(contex
 	}
 	if diff := cmp.Diff(before, backendtest.Snapshot(t, tmp, host)); diff != "" {
 		t.Errorf("files outside the base changed (-before +after):\n%s", diff)
+	}
+	if tc.check != nil {
+		if err := tc.check(host); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
