@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 
 	"github.com/willscott/go-nfs-client/nfs"
@@ -51,7 +52,7 @@ func (c *Client) Mkdir(ctx context.Context, name string, perm fs.FileMode) error
 		if err != nil {
 			return err
 		}
-		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
+		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: wireMode(perm)}}
 		r, err := c.call(ctx, nfs.NFSProc3Mkdir, "MKDIR", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, mode)
 		if err != nil {
 			return c.taken(ctx, dir.fh, name, err)
@@ -74,7 +75,7 @@ func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm 
 			return err
 		}
 		const guarded = uint32(1) // fail when name exists
-		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}}
+		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: wireMode(perm)}}
 		r, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
 		if err != nil {
 			return c.taken(ctx, dir.fh, name, err)
@@ -309,19 +310,27 @@ func (c *Client) Chmod(ctx context.Context, name string, perm fs.FileMode) error
 		if err != nil {
 			return err
 		}
-		return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: uint32(perm.Perm())}})
+		return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: wireMode(perm)}})
 	})
 }
 
-// Chown sets the owner of name itself. Under root_squash the server runs
-// the call as nobody and refuses it: the error wraps fs.ErrPermission.
-func (c *Client) Chown(ctx context.Context, name string, uid, gid uint32) error {
+// Chown sets the owner of name itself; a negative uid or gid leaves that
+// one as it is, as with os.Chown. Under root_squash the server runs the call
+// as nobody and refuses it: the error wraps fs.ErrPermission.
+func (c *Client) Chown(ctx context.Context, name string, uid, gid int) error {
+	if uid > math.MaxUint32 || gid > math.MaxUint32 {
+		return fmt.Errorf("cannot chown %q to %d:%d: %w", name, uid, gid, fs.ErrInvalid)
+	}
+	attrs := nfs.Sattr3{
+		UID: nfs.SetUID{SetIt: uid >= 0, UID: uint32(max(uid, 0))},
+		GID: nfs.SetUID{SetIt: gid >= 0, UID: uint32(max(gid, 0))},
+	}
 	return c.do(ctx, func(ctx context.Context) error {
 		f, err := c.walk(ctx, name)
 		if err != nil {
 			return err
 		}
-		err = c.setattr(ctx, f.fh, name, nfs.Sattr3{UID: nfs.SetUID{SetIt: true, UID: uid}, GID: nfs.SetUID{SetIt: true, UID: gid}})
+		err = c.setattr(ctx, f.fh, name, attrs)
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("cannot chown %q to %d:%d (an export with root_squash refuses it): %w", name, uid, gid, err)
 		}

@@ -161,7 +161,7 @@ func TestRootSquashRefusesChown(t *testing.T) {
 			if !tt.rootSquash && os.Geteuid() != 0 {
 				t.Skip("only a server running as root may give a file away")
 			}
-			uid, gid := uint32(1234), uint32(5678)
+			uid, gid := 1234, 5678
 			err := c.Chown(ctx, "vol", uid, gid)
 			switch {
 			case tt.want == nil && err != nil:
@@ -175,7 +175,7 @@ func TestRootSquashRefusesChown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.want == nil && (attr.UID != uid || attr.GID != gid) {
+			if tt.want == nil && (int(attr.UID) != uid || int(attr.GID) != gid) {
 				t.Errorf("owner %d:%d, want %d:%d", attr.UID, attr.GID, uid, gid)
 			}
 		})

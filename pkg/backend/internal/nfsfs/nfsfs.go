@@ -183,6 +183,12 @@ func (d *dir) Chmod(ctx context.Context, perm fs.FileMode) error {
 	return d.client.Chmod(ctx, d.path, perm)
 }
 
+// Chown sets the owner of the directory itself; -1 leaves uid or gid as it
+// is.
+func (d *dir) Chown(ctx context.Context, uid, gid int) error {
+	return d.client.Chown(ctx, d.path, uid, gid)
+}
+
 // Sync has nothing to do: the server committed each change to the
 // directory before answering it (see the package doc).
 func (d *dir) Sync(context.Context) error { return nil }

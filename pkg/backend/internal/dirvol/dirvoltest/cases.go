@@ -188,7 +188,7 @@ func dirCases() map[string]contractCase {
 				return err
 			}
 			return expect("mode", info.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky), mode)
-		}},
+		}, needs: SpecialModeBits},
 		"sync the directory": {op: func(ctx context.Context, d dirvol.Dir) error { return d.Sync(ctx) }},
 	}
 }
