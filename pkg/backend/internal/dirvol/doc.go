@@ -32,8 +32,9 @@ limitations under the License.
 // deleted from there without holding up other claims.
 //
 // A Store gets from its backend the file system that holds the base
-// (Config.FS: LocalFS, the host's through os.Root, or any implementation of
-// Filesystem and Dir, which dirvoltest.TestFilesystem checks), the mapping
+// (Config.FS: LocalFS, the host's through os.Root; nfsfs, an NFSv3 export
+// through a userspace client; or any implementation of Filesystem and Dir,
+// which dirvoltest.TestFilesystem checks), the mapping
 // between PersistentVolumes and directories (Config.VolumeDir, OwnDir,
 // Locate) and, through Options.Volumes, what it reads of the cluster's
 // PersistentVolumes; it gives the backend the directories, Delete and Saved
