@@ -28,12 +28,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/provfleet/provfleet/internal/eventrouter/eventroutertest"
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // ownerAnnotation names the owner of a test object, the key it is routed by.
@@ -53,15 +53,6 @@ func owned(name, owner string) *v1.PersistentVolume {
 
 func fixedKeys(keys ...string) func() []string {
 	return func() []string { return keys }
-}
-
-func eventually(t *testing.T, what string, condition func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 20*time.Second, true,
-		func(context.Context) (bool, error) { return condition(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
 }
 
 // A subscription moves with its keys when they are refreshed, and only until
@@ -181,11 +172,11 @@ func TestRouterStopWhileEventsFlow(t *testing.T) {
 		}
 		c := subscribe()
 		all = append(all, c)
-		eventually(t, "events", func() bool { return c.calls.Load() > 0 })
+		polltest.Eventually(t, "events", func() bool { return c.calls.Load() > 0 })
 		stop(c)
 		if stays != nil {
 			seen := stays.calls.Load()
-			eventually(t, "events for the subscriber that stays", func() bool { return stays.calls.Load() > seen })
+			polltest.Eventually(t, "events for the subscriber that stays", func() bool { return stays.calls.Load() > seen })
 			stop(stays)
 		}
 	}

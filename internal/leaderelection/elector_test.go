@@ -34,7 +34,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -48,6 +47,7 @@ import (
 
 	"github.com/provfleet/provfleet/internal/eventrouter"
 	"github.com/provfleet/provfleet/internal/leaderelection/leasetest"
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // testLease is the name of the Lease the tests elect on, in "default".
@@ -174,15 +174,6 @@ func startLeaseInformer(t *testing.T, client *fake.Clientset) cache.SharedIndexI
 	return informer
 }
 
-func eventually(t *testing.T, what string, condition func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 20*time.Second, true,
-		func(context.Context) (bool, error) { return condition(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 func getLease(t *testing.T, client *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()
 	lease, err := client.CoordinationV1().Leases("default").Get(context.Background(), testLease, metav1.GetOptions{})
@@ -220,7 +211,7 @@ func TestLeaseElectorLeadsRenewsAndReleases(t *testing.T) {
 	e = newLeaseElector(client, nil, electorConfig("a", 2*time.Second, time.Second, 100*time.Millisecond), onChange, clock.RealClock{})
 	l := newLeaders()
 	stop := runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", e.IsLeader)
+	polltest.Eventually(t, "a leading", e.IsLeader)
 
 	acquired := getLease(t, client)
 	if diff := cmp.Diff(leasetest.RecordSummary{Holder: "a", LeaseDurationSeconds: 2}, leasetest.Summary(acquired)); diff != "" {
@@ -229,7 +220,7 @@ func TestLeaseElectorLeadsRenewsAndReleases(t *testing.T) {
 	if !acquired.Spec.AcquireTime.Equal(acquired.Spec.RenewTime) {
 		t.Errorf("acquired at %v but renewed at %v", acquired.Spec.AcquireTime, acquired.Spec.RenewTime)
 	}
-	eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(acquired.Spec.RenewTime.Time) })
+	polltest.Eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(acquired.Spec.RenewTime.Time) })
 	renewed := getLease(t, client)
 	if diff := cmp.Diff(leasetest.Summary(acquired), leasetest.Summary(renewed)); diff != "" {
 		t.Errorf("renewal changed the record (-acquired +renewed):\n%s", diff)
@@ -267,12 +258,12 @@ func TestLeaseElectorsContend(t *testing.T) {
 		e := newLeaseElector(client, nil, electorConfig(id, time.Minute, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
 		stops[id] = runElector(t, e, l.lead(id))
 	}
-	eventually(t, "one leader", func() bool { return len(l.leading()) == 1 })
+	polltest.Eventually(t, "one leader", func() bool { return len(l.leading()) == 1 })
 	first := l.leading()[0]
 	acquired := getLease(t, client)
 	for range 2 {
 		before := getLease(t, client).Spec.RenewTime.Time
-		eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(before) })
+		polltest.Eventually(t, "a renewal", func() bool { return getLease(t, client).Spec.RenewTime.After(before) })
 	}
 	if diff := cmp.Diff([]string{first}, l.leading()); diff != "" {
 		t.Errorf("leaders after two renewals (-want +got):\n%s", diff)
@@ -282,7 +273,7 @@ func TestLeaseElectorsContend(t *testing.T) {
 	}
 
 	stops[first]()
-	eventually(t, "another leader", func() bool { return len(l.leading()) == 1 })
+	polltest.Eventually(t, "another leader", func() bool { return len(l.leading()) == 1 })
 	second := l.leading()[0]
 	if diff := cmp.Diff(leasetest.RecordSummary{Holder: second, LeaseDurationSeconds: 60, Transitions: 1}, leasetest.Summary(getLease(t, client))); diff != "" {
 		t.Errorf("Lease after the takeover (-want +got):\n%s", diff)
@@ -303,12 +294,12 @@ func TestLeaseElectorStepsDownWhenRenewalFails(t *testing.T) {
 	leases := NewLeaseRouter(startLeaseInformer(t, client))
 	a := newLeaseElector(client, leases, cfg("a"), nil, clock.RealClock{})
 	runElector(t, a, l.lead("a"))
-	eventually(t, "a leading", a.IsLeader)
+	polltest.Eventually(t, "a leading", a.IsLeader)
 	b := newLeaseElector(client, leases, cfg("b"), nil, clock.RealClock{})
 	runElector(t, b, l.lead("b"))
 
 	failing.Store(true)
-	eventually(t, "b leading", b.IsLeader)
+	polltest.Eventually(t, "b leading", b.IsLeader)
 	if a.IsLeader() {
 		t.Error("a still leads")
 	}
@@ -326,17 +317,17 @@ func TestLeaseElectorUnhealthyWhenTermOutlivesLease(t *testing.T) {
 	e := newLeaseElector(client, nil, electorConfig("a", time.Second, 500*time.Millisecond, 100*time.Millisecond), nil, clock.RealClock{})
 	stuck := make(chan struct{})
 	runElector(t, e, func(context.Context) func() { return func() { <-stuck } })
-	eventually(t, "a leading", e.IsLeader)
+	polltest.Eventually(t, "a leading", e.IsLeader)
 	if err := e.CheckRenewal(); err != nil {
 		t.Errorf("renewing leader unhealthy: %v", err)
 	}
 	failing.Store(true)
-	eventually(t, "a unhealthy", func() bool { return e.CheckRenewal() != nil })
+	polltest.Eventually(t, "a unhealthy", func() bool { return e.CheckRenewal() != nil })
 	if !e.IsLeader() {
 		t.Error("a term that has not returned is not reported")
 	}
 	close(stuck)
-	eventually(t, "a not leading", func() bool { return !e.IsLeader() })
+	polltest.Eventually(t, "a not leading", func() bool { return !e.IsLeader() })
 	if err := e.CheckRenewal(); err != nil {
 		t.Errorf("follower unhealthy: %v", err)
 	}
@@ -348,11 +339,11 @@ func TestLeaseElectorLeaseDeleted(t *testing.T) {
 	e := newLeaseElector(client, nil, electorConfig("a", 2*time.Second, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
 	l := newLeaders()
 	stop := runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", e.IsLeader)
+	polltest.Eventually(t, "a leading", e.IsLeader)
 	if err := client.CoordinationV1().Leases("default").Delete(context.Background(), testLease, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a second term", func() bool {
+	polltest.Eventually(t, "a second term", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return len(l.history) == 3
@@ -385,7 +376,7 @@ func TestLeaseElectorTakesOverExpiredForeignLease(t *testing.T) {
 	e := newLeaseElector(client, nil, electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second), nil, fakeClock)
 	runElector(t, e, newLeaders().lead("a"))
 	// Waiting either for the Lease to expire or, once leading, to renew it.
-	settle := func() { eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 }) }
+	settle := func() { polltest.Eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 }) }
 	settle()
 	// Seconds at a time, so the acquire time tells when the Lease was taken.
 	for range 12 {
@@ -464,11 +455,11 @@ func TestLeaseElectorAndClientGoExcludeEachOther(t *testing.T) {
 	// judged it expired.
 	outlasts := func(what string) {
 		until := time.Now().Add(leaseDuration + retryPeriod)
-		eventually(t, what, func() bool { return getLease(t, client).Spec.RenewTime.After(until) })
+		polltest.Eventually(t, what, func() bool { return getLease(t, client).Spec.RenewTime.After(until) })
 	}
 
 	crash := runClientGo("old", false)
-	eventually(t, "old leading", func() bool { return slices.Equal(l.leading(), []string{"old"}) })
+	polltest.Eventually(t, "old leading", func() bool { return slices.Equal(l.leading(), []string{"old"}) })
 	ours := newLeaseElector(client, nil, electorConfig("ours", leaseDuration, renewDeadline, retryPeriod), nil, clock.RealClock{})
 	stopOurs := runElector(t, ours, l.lead("ours"))
 	outlasts("old renewing")
@@ -477,7 +468,7 @@ func TestLeaseElectorAndClientGoExcludeEachOther(t *testing.T) {
 	}
 
 	crash()
-	eventually(t, "ours leading", ours.IsLeader)
+	polltest.Eventually(t, "ours leading", ours.IsLeader)
 	runClientGo("new", true)
 	outlasts("ours renewing")
 	if diff := cmp.Diff([]string{"ours"}, l.leading()); diff != "" {
@@ -485,7 +476,7 @@ func TestLeaseElectorAndClientGoExcludeEachOther(t *testing.T) {
 	}
 
 	stopOurs()
-	eventually(t, "new leading", func() bool { return slices.Equal(l.leading(), []string{"new"}) })
+	polltest.Eventually(t, "new leading", func() bool { return slices.Equal(l.leading(), []string{"new"}) })
 	if diff := cmp.Diff(leasetest.RecordSummary{Holder: "new", LeaseDurationSeconds: 2, Transitions: 2}, leasetest.Summary(getLease(t, client))); diff != "" {
 		t.Errorf("Lease (-want +got):\n%s", diff)
 	}
@@ -503,7 +494,7 @@ func TestLeaseElectorHandsOverToSameIdentity(t *testing.T) {
 	}
 	first := newLeaseElector(client, nil, cfg("a"), nil, clock.RealClock{})
 	stopFirst := runElector(t, first, l.lead("a"))
-	eventually(t, "a leading", first.IsLeader)
+	polltest.Eventually(t, "a leading", first.IsLeader)
 	other := newLeaseElector(client, nil, cfg("b"), nil, clock.RealClock{})
 	runElector(t, other, l.lead("b"))
 
@@ -514,7 +505,7 @@ func TestLeaseElectorHandsOverToSameIdentity(t *testing.T) {
 	}
 	successor := newLeaseElector(client, nil, cfg("a"), nil, clock.RealClock{})
 	runElector(t, successor, l.lead("a"))
-	eventually(t, "the successor leading", successor.IsLeader)
+	polltest.Eventually(t, "the successor leading", successor.IsLeader)
 	if other.IsLeader() {
 		t.Error("the other replica took a handed-over Lease")
 	}
@@ -529,7 +520,7 @@ func TestLeaseElectorKeepsTheLeaseForOneTermOnly(t *testing.T) {
 	e := newLeaseElector(client, nil, electorConfig("a", time.Minute, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
 	l := newLeaders()
 	stop := runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", e.IsLeader)
+	polltest.Eventually(t, "a leading", e.IsLeader)
 
 	e.KeepLease()
 	// The holder sees its Lease deleted, ends its term and, as the last
@@ -537,7 +528,7 @@ func TestLeaseElectorKeepsTheLeaseForOneTermOnly(t *testing.T) {
 	if err := client.CoordinationV1().Leases("default").Delete(t.Context(), testLease, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a second term", func() bool {
+	polltest.Eventually(t, "a second term", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return len(l.history) >= 3
@@ -593,7 +584,7 @@ func TestLeaseElectorStopsWhenLeaseLost(t *testing.T) {
 			e := newLeaseElector(client, nil, electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second), nil, fakeClock)
 			l := newLeaders()
 			runElector(t, e, l.lead("a"))
-			eventually(t, "a leading", func() bool {
+			polltest.Eventually(t, "a leading", func() bool {
 				// The jitter before the first write waits on the clock.
 				if fakeClock.Waiters() == 1 && !e.IsLeader() {
 					fakeClock.Step(time.Second)
@@ -604,7 +595,7 @@ func TestLeaseElectorStopsWhenLeaseLost(t *testing.T) {
 			if err := tc.lose(t.Context(), client.CoordinationV1().Leases("default"), getLease(t, client)); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "a stopped", func() bool {
+			polltest.Eventually(t, "a stopped", func() bool {
 				l.mu.Lock()
 				defer l.mu.Unlock()
 				return len(l.history) >= 2
@@ -632,7 +623,7 @@ func TestLeaseElectorFollowerWaitsOutDeletedLease(t *testing.T) {
 	l := newLeaders()
 	a := newLeaseElector(client, nil, cfg("a"), nil, fakeClock)
 	runElector(t, a, l.lead("a"))
-	eventually(t, "a leading", func() bool {
+	polltest.Eventually(t, "a leading", func() bool {
 		if fakeClock.Waiters() == 1 && !a.IsLeader() {
 			fakeClock.Step(time.Second)
 		}
@@ -643,7 +634,7 @@ func TestLeaseElectorFollowerWaitsOutDeletedLease(t *testing.T) {
 	// Both wait on a timer, a to renew, b for the Lease to expire or a to
 	// take it again, and have seen the Lease as it is.
 	settle := func() {
-		eventually(t, "electors waiting", func() bool {
+		polltest.Eventually(t, "electors waiting", func() bool {
 			return fakeClock.Waiters() == 2 && seesCurrent(client, a) && seesCurrent(client, b)
 		})
 	}
@@ -739,7 +730,7 @@ func TestLeaseElectorWaitsForLegacyLock(t *testing.T) {
 			runElector(t, e, newLeaders().lead("a"))
 			var ledAt time.Duration
 			for elapsed := time.Duration(0); elapsed <= tc.by; elapsed += time.Second {
-				eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
+				polltest.Eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
 				if e.IsLeader() {
 					ledAt = elapsed
 					break
@@ -772,7 +763,7 @@ func TestLeaseElectorStopsForLegacyLock(t *testing.T) {
 	e := newLeaseElector(client, nil, cfg, nil, fakeClock)
 	l := newLeaders()
 	runElector(t, e, l.lead("a"))
-	eventually(t, "a leading", func() bool {
+	polltest.Eventually(t, "a leading", func() bool {
 		if fakeClock.Waiters() == 1 && !e.IsLeader() {
 			fakeClock.Step(time.Second)
 		}
@@ -785,10 +776,10 @@ func TestLeaseElectorStopsForLegacyLock(t *testing.T) {
 	}
 	// Past the next renewal.
 	for range 8 {
-		eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
+		polltest.Eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 })
 		fakeClock.Step(time.Second)
 	}
-	eventually(t, "a stopped", func() bool { return !e.IsLeader() })
+	polltest.Eventually(t, "a stopped", func() bool { return !e.IsLeader() })
 	l.check(t, "+a", "-a")
 	if diff := cmp.Diff(leasetest.RecordSummary{LeaseDurationSeconds: 1}, leasetest.Summary(getLease(t, client))); diff != "" {
 		t.Errorf("Lease (-want +got):\n%s", diff)
@@ -839,7 +830,7 @@ func TestRouterLeases(t *testing.T) {
 	if err := leases.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Lease deleted", func() bool { return len(delivered()) == 2 })
+	polltest.Eventually(t, "the Lease deleted", func() bool { return len(delivered()) == 2 })
 	if diff := cmp.Diff([]string{"a add a", "a delete a"}, delivered()); diff != "" {
 		t.Errorf("delivered (-want +got):\n%s", diff)
 	}

@@ -17,7 +17,6 @@ limitations under the License.
 package workqueue
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -27,7 +26,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // recorder is a process function that records what it ran and can hold items
@@ -149,27 +149,18 @@ func (q *Queue[K]) idle() bool {
 	return q.workers == 0 && len(q.order) == 0
 }
 
-func eventually(t *testing.T, what string, condition func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 20*time.Second, true,
-		func(context.Context) (bool, error) { return condition(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 func TestWorkQueueRunsAnItemOnceWhileQueuedAndAgainWhenAddedWhileHeld(t *testing.T) {
 	r := newRecorder()
 	q, _ := newTestQueue(t, 1, r)
 	r.hold("a")
 	q.Add("a")
-	eventually(t, "a held", func() bool { _, active, _, _ := r.snapshot(); return active == 1 })
+	polltest.Eventually(t, "a held", func() bool { _, active, _, _ := r.snapshot(); return active == 1 })
 	for range 3 {
 		q.Add("b")
 		q.Add("a")
 	}
 	r.release("a")
-	eventually(t, "queue drained", q.idle)
+	polltest.Eventually(t, "queue drained", q.idle)
 
 	ran, _, _, overlap := r.snapshot()
 	if diff := cmp.Diff([]string{"a", "b", "a"}, ran); diff != "" {
@@ -189,15 +180,15 @@ func TestWorkQueueStartsWorkersOnDemandWithinTheLimit(t *testing.T) {
 		r.hold(item)
 		q.Add(item)
 	}
-	eventually(t, "three workers busy", func() bool { _, active, _, _ := r.snapshot(); return active == 3 })
+	polltest.Eventually(t, "three workers busy", func() bool { _, active, _, _ := r.snapshot(); return active == 3 })
 
 	q.SetMaxWorkers(5)
-	eventually(t, "five workers busy", func() bool { _, active, _, _ := r.snapshot(); return active == 5 })
+	polltest.Eventually(t, "five workers busy", func() bool { _, active, _, _ := r.snapshot(); return active == 5 })
 	q.SetMaxWorkers(1)
 	for _, item := range items {
 		r.release(item)
 	}
-	eventually(t, "queue drained", q.idle)
+	polltest.Eventually(t, "queue drained", q.idle)
 
 	ran, _, peak, overlap := r.snapshot()
 	slices.Sort(ran)
@@ -217,7 +208,7 @@ func TestWorkQueueCreatesItsSeriesOnFirstUse(t *testing.T) {
 		t.Fatalf("series created %d times before any work, want 0", created)
 	}
 	q.Add("a")
-	eventually(t, "queue drained", q.idle)
+	polltest.Eventually(t, "queue drained", q.idle)
 	if created, deleted := p.counts(); created != 1 || deleted != 0 {
 		t.Errorf("series created %d and deleted %d times after one item, want 1 and 0", created, deleted)
 	}
@@ -231,7 +222,7 @@ func TestWorkQueueAddAfterKeepsTheEarlierDelay(t *testing.T) {
 	q.AddAfter("sooner-first", time.Millisecond)
 	q.AddAfter("sooner-first", time.Hour)
 	q.AddAfter("never", time.Hour)
-	eventually(t, "both items run", func() bool { ran, _, _, _ := r.snapshot(); return len(ran) == 2 })
+	polltest.Eventually(t, "both items run", func() bool { ran, _, _, _ := r.snapshot(); return len(ran) == 2 })
 
 	ran, _, _, _ := r.snapshot()
 	slices.Sort(ran)
@@ -257,7 +248,7 @@ func TestWorkQueueShutDownWaitsForHeldItemsAndDropsTheRest(t *testing.T) {
 	q, p := newTestQueue(t, 1, r)
 	r.hold("held")
 	q.Add("held")
-	eventually(t, "item held", func() bool { _, active, _, _ := r.snapshot(); return active == 1 })
+	polltest.Eventually(t, "item held", func() bool { _, active, _, _ := r.snapshot(); return active == 1 })
 	q.Add("queued")
 
 	if unfinished, _ := p.inFlight(time.Now()); unfinished <= 0 {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/provfleet/provfleet/internal/leaderelection/leasetest"
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // deadlineBackend records, per operation, the deadline of its calls (zero
@@ -78,7 +79,7 @@ func TestBackendCallsHaveADeadline(t *testing.T) {
 	run(t, f.newController(testConfig(testProvisioner), backend, &testRecorder{}))
 
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
+	polltest.Eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
 	pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pvc-uid-c", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestBackendCallsHaveADeadline(t *testing.T) {
 	if _, err := f.client.CoreV1().PersistentVolumes().UpdateStatus(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the volume deleted", func() bool { return !f.volumeExists("pvc-uid-c") })
+	polltest.Eventually(t, "the volume deleted", func() bool { return !f.volumeExists("pvc-uid-c") })
 
 	if diff := cmp.Diff(map[string]bool{"provision": true, "delete": true}, backend.seen()); diff != "" {
 		t.Errorf("backend calls with a deadline (-want +got):\n%s", diff)
@@ -147,13 +148,13 @@ func TestStopGivesUpOnAHungBackendCall(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	eventually(t, "a leading", c.IsLeader)
+	polltest.Eventually(t, "a leading", c.IsLeader)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	eventually(t, "the backend call to hang", hung.hasEntered)
+	polltest.Eventually(t, "the backend call to hang", hung.hasEntered)
 
 	cancel()
 	var runErr error
-	eventually(t, "Run to return", func() bool {
+	polltest.Eventually(t, "Run to return", func() bool {
 		select {
 		case runErr = <-done:
 			return true
@@ -199,8 +200,8 @@ func TestBackendCallDeadlineFires(t *testing.T) {
 	run(t, c)
 
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
-	eventually(t, "three events", func() bool { return len(recorder.events()) >= 3 })
+	polltest.Eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
+	polltest.Eventually(t, "three events", func() bool { return len(recorder.events()) >= 3 })
 	if diff := cmp.Diff([]string{EventProvisioning, EventProvisioningFailed, EventProvisioningSucceeded}, recorder.events()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -263,8 +264,8 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 	}
 	stop := run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	eventually(t, "the call to hang", hung.hasEntered)
-	eventually(t, "the call reported stuck", func() bool { return c.Stuck() != nil })
+	polltest.Eventually(t, "the call to hang", hung.hasEntered)
+	polltest.Eventually(t, "the call reported stuck", func() bool { return c.Stuck() != nil })
 	if notified.Load() == 0 {
 		t.Error("OnStuck was not called")
 	}
@@ -282,7 +283,7 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 	}
 
 	hung.release()
-	eventually(t, "the call no longer stuck", func() bool { return c.Stuck() == nil })
+	polltest.Eventually(t, "the call no longer stuck", func() bool { return c.Stuck() == nil })
 	if diff := cmp.Diff(map[string]float64{}, stuckCalls(t, f.registry)); diff != "" {
 		t.Errorf("stuck calls once the call returned (-want +got):\n%s", diff)
 	}

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
@@ -46,7 +47,7 @@ func (f *fixture) createClass(name, provisioner string) {
 	if _, err := f.client.StorageV1().StorageClasses().Create(context.Background(), newClass(name, provisioner), metav1.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
-	eventually(f.t, "class "+name, func() bool {
+	polltest.Eventually(f.t, "class "+name, func() bool {
 		_, exists, _ := f.informers.Classes.GetStore().GetByKey(name)
 		return exists
 	})
@@ -61,8 +62,8 @@ func TestRunProvisionsAndDeletes(t *testing.T) {
 	run(t, c)
 
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
-	eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), c.finalizer) })
+	polltest.Eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
+	polltest.Eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), c.finalizer) })
 
 	pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pvc-uid-c", metav1.GetOptions{})
 	if err != nil {
@@ -73,7 +74,7 @@ func TestRunProvisionsAndDeletes(t *testing.T) {
 	if _, err := f.client.CoreV1().PersistentVolumes().UpdateStatus(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the volume deleted", func() bool { return !f.volumeExists("pvc-uid-c") })
+	polltest.Eventually(t, "the volume deleted", func() bool { return !f.volumeExists("pvc-uid-c") })
 	if _, volumes, _ := backend.snapshot(); len(volumes) != 0 {
 		t.Errorf("backend volumes left: %v", volumes)
 	}
@@ -105,10 +106,10 @@ func TestFailureThreshold(t *testing.T) {
 			key := claimKey{Namespace: "default", Name: "c", UID: "uid-c"}
 
 			if tc.wantCalls == 0 {
-				eventually(t, "many retries", func() bool { calls, _, _ := backend.snapshot(); return calls > 10 })
+				polltest.Eventually(t, "many retries", func() bool { calls, _, _ := backend.snapshot(); return calls > 10 })
 				return
 			}
-			eventually(t, "giving up", func() bool { return c.claimRetries.GaveUp(key) })
+			polltest.Eventually(t, "giving up", func() bool { return c.claimRetries.GaveUp(key) })
 			// A resync of the same claim must not revive it.
 			claim := f.getClaim("c")
 			if c.claimRetries.Admit(key, claim.ResourceVersion) {
@@ -123,7 +124,7 @@ func TestFailureThreshold(t *testing.T) {
 			if _, err := f.client.CoreV1().PersistentVolumeClaims("default").Update(context.Background(), claim, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "retries after a change", func() bool { calls, _, _ := backend.snapshot(); return calls >= 2*tc.wantCalls })
+			polltest.Eventually(t, "retries after a change", func() bool { calls, _, _ := backend.snapshot(); return calls >= 2*tc.wantCalls })
 		})
 	}
 }
@@ -149,7 +150,7 @@ func TestVolumeSaveRetryDeletesBackendVolume(t *testing.T) {
 	run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 
-	eventually(t, "the backend volume deleted", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
+	polltest.Eventually(t, "the backend volume deleted", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
 	if got := creates.Load(); got != 3 {
 		t.Errorf("PersistentVolume creates = %d, want 3", got)
 	}
@@ -177,8 +178,8 @@ func TestVolumeSaveRetryForeverNeverDeletes(t *testing.T) {
 	run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 
-	eventually(t, "the volume saved", func() bool { return f.volumeExists("pvc-uid-c") })
-	eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), c.finalizer) })
+	polltest.Eventually(t, "the volume saved", func() bool { return f.volumeExists("pvc-uid-c") })
+	polltest.Eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), c.finalizer) })
 	if _, _, deleted := backend.snapshot(); len(deleted) != 0 {
 		t.Errorf("backend volumes deleted: %v", deleted)
 	}
@@ -205,13 +206,13 @@ func TestBackgroundClaimDeleted(t *testing.T) {
 	c := f.newController(cfg, backend, &testRecorder{})
 	run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	eventually(t, "the claim in progress", func() bool { _, ok := c.inProgress.Load(UIDOf("c")); return ok })
+	polltest.Eventually(t, "the claim in progress", func() bool { _, ok := c.inProgress.Load(UIDOf("c")); return ok })
 
 	// The fake clientset ignores finalizers: the claim vanishes at once.
 	if err := f.client.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), "c", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the claim gone from the informer", func() bool {
+	polltest.Eventually(t, "the claim gone from the informer", func() bool {
 		_, exists, _ := f.informers.Claims.GetStore().GetByKey("default/c")
 		return !exists
 	})
@@ -219,10 +220,10 @@ func TestBackgroundClaimDeleted(t *testing.T) {
 	// flight: calls are sequential per claim, so the second call from now on
 	// started after the informer lost the claim.
 	seen, _, _ := backend.snapshot()
-	eventually(t, "two more calls", func() bool { calls, _, _ := backend.snapshot(); return calls >= seen+2 })
+	polltest.Eventually(t, "two more calls", func() bool { calls, _, _ := backend.snapshot(); return calls >= seen+2 })
 	finish.Store(true)
-	eventually(t, "the backend volume deleted", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
-	eventually(t, "the claim done", func() bool { _, ok := c.inProgress.Load(UIDOf("c")); return !ok })
+	polltest.Eventually(t, "the backend volume deleted", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
+	polltest.Eventually(t, "the claim done", func() bool { _, ok := c.inProgress.Load(UIDOf("c")); return !ok })
 	if f.volumeExists("pvc-uid-c") {
 		t.Error("a PersistentVolume was created for a deleted claim")
 	}
@@ -255,7 +256,7 @@ func TestRestartBetweenProvisionAndVolumeCreation(t *testing.T) {
 	first := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
 	stopFirst := run(t, first)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
-	eventually(t, "the backend volume", func() bool { _, volumes, _ := backend.snapshot(); return len(volumes) == 1 })
+	polltest.Eventually(t, "the backend volume", func() bool { _, volumes, _ := backend.snapshot(); return len(volumes) == 1 })
 	stopFirst()
 	dying.Store(false)
 
@@ -271,14 +272,14 @@ func TestRestartBetweenProvisionAndVolumeCreation(t *testing.T) {
 	}
 	// The next controller starts on a cache that knows of the deletion, as
 	// one started after it would.
-	eventually(t, "the informer sees the deletion", func() bool {
+	polltest.Eventually(t, "the informer sees the deletion", func() bool {
 		obj, exists, _ := f.informers.Claims.GetStore().GetByKey("default/c")
 		return exists && obj.(*v1.PersistentVolumeClaim).DeletionTimestamp != nil
 	})
 
 	second := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
 	run(t, second)
-	eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), second.finalizer) })
+	polltest.Eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), second.finalizer) })
 	// Delete is idempotent and may be asked more than once.
 	if _, volumes, deleted := backend.snapshot(); len(volumes) != 0 || !slices.Contains(deleted, "pvc-uid-c") {
 		t.Errorf("backend volumes = %v, deleted = %v; want none left and pvc-uid-c deleted", volumes, deleted)
@@ -299,8 +300,8 @@ func TestPauseAndReconfigure(t *testing.T) {
 	run(t, c)
 	f.createClaim(newClaim("a", "fast", "provfleet.io/alias"))
 	f.createClaim(newClaim("b", "fast", testProvisioner))
-	eventually(t, "the claims in the informer", func() bool { return len(f.informers.Claims.GetStore().List()) == 2 })
-	eventually(t, "leading", c.IsLeader)
+	polltest.Eventually(t, "the claims in the informer", func() bool { return len(f.informers.Claims.GetStore().List()) == 2 })
+	polltest.Eventually(t, "leading", c.IsLeader)
 	// Paused, nothing is provisioned; the queue still sees the claim.
 	time.Sleep(50 * time.Millisecond)
 	if calls, _, _ := backend.snapshot(); calls != 0 {
@@ -313,7 +314,7 @@ func TestPauseAndReconfigure(t *testing.T) {
 	if err := c.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "claim b provisioned", func() bool { return f.volumeExists("pvc-uid-b") })
+	polltest.Eventually(t, "claim b provisioned", func() bool { return f.volumeExists("pvc-uid-b") })
 	c.mu.Lock()
 	want := c.term.claims.queue.MaxWorkers()
 	c.mu.Unlock()
@@ -334,7 +335,7 @@ func TestPauseAndReconfigure(t *testing.T) {
 	if err := c.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "claim a provisioned under its additional name", func() bool { return f.volumeExists("pvc-uid-a") })
+	polltest.Eventually(t, "claim a provisioned under its additional name", func() bool { return f.volumeExists("pvc-uid-a") })
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -382,7 +383,7 @@ func TestRunTwice(t *testing.T) {
 	f.start()
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
 	stop := run(t, c)
-	eventually(t, "running", func() bool { return c.started.Load() })
+	polltest.Eventually(t, "running", func() bool { return c.started.Load() })
 	if err := c.Run(context.Background()); err == nil {
 		t.Error("a second Run succeeded")
 	}
@@ -451,7 +452,7 @@ func TestFailureThresholdCountsRetries(t *testing.T) {
 			} else {
 				f.createClaim(newClaim("c", "fast", testProvisioner))
 			}
-			eventually(t, "giving up", gaveUp)
+			polltest.Eventually(t, "giving up", gaveUp)
 			if got := calls.Load(); got != tc.wantCalls {
 				t.Errorf("backend calls = %d, want %d", got, tc.wantCalls)
 			}
@@ -476,13 +477,13 @@ func TestRaisedThresholdGivesTheRemainingRetries(t *testing.T) {
 	run(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	gaveUp := func() bool { return c.claimRetries.GaveUp(claimKey{Namespace: "default", Name: "c", UID: "uid-c"}) }
-	eventually(t, "giving up", gaveUp)
+	polltest.Eventually(t, "giving up", gaveUp)
 
 	cfg.Retry.ProvisionFailureThreshold = 3
 	if err := c.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "giving up again", gaveUp)
+	polltest.Eventually(t, "giving up again", gaveUp)
 	if calls, _, _ := backend.snapshot(); calls != 4 {
 		t.Errorf("backend calls = %d, want 4", calls)
 	}

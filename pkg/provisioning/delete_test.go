@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 type guardedBackend struct {
@@ -193,12 +195,12 @@ func TestFinalizerTurnedOff(t *testing.T) {
 		pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv", metav1.GetOptions{})
 		return err == nil && hasFinalizer(pv, VolumeFinalizer)
 	}
-	eventually(t, "the finalizer to be put on", finalized)
+	polltest.Eventually(t, "the finalizer to be put on", finalized)
 	cfg.Finalizer = false
 	if err := c.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the finalizer to be taken off", func() bool { return !finalized() })
+	polltest.Eventually(t, "the finalizer to be taken off", func() bool { return !finalized() })
 }
 
 // Deleting a volume costs what the benchmark measures against the upstream

@@ -32,6 +32,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/provfleet/provfleet/internal/leaderelection"
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 func leaderConfig(identity string) Config {
@@ -76,7 +77,7 @@ func TestTwoReplicasLeaderElection(t *testing.T) {
 	backendA, backendB := newFakeBackend(), newFakeBackend()
 	a := newReplica("a", backendA)
 	stopA := run(t, a)
-	eventually(t, "a leading", a.IsLeader)
+	polltest.Eventually(t, "a leading", a.IsLeader)
 	b := newReplica("b", backendB)
 	run(t, b)
 
@@ -88,7 +89,7 @@ func TestTwoReplicasLeaderElection(t *testing.T) {
 			pvs = append(pvs, "pvc-uid-"+name)
 		}
 		for _, pv := range pvs {
-			eventually(t, "volume "+pv, func() bool { return f.volumeExists(pv) })
+			polltest.Eventually(t, "volume "+pv, func() bool { return f.volumeExists(pv) })
 		}
 		return pvs
 	}
@@ -107,7 +108,7 @@ func TestTwoReplicasLeaderElection(t *testing.T) {
 	if a.IsLeader() {
 		t.Error("a stopped replica still leads")
 	}
-	eventually(t, "b leading", b.IsLeader)
+	polltest.Eventually(t, "b leading", b.IsLeader)
 	second := provision("second")
 
 	for _, pv := range first {
@@ -160,11 +161,11 @@ func TestRunWithStoppedInformers(t *testing.T) {
 	f.factory.WaitForCacheSync(ctx.Done())
 	cancel()
 	f.factory.Shutdown()
-	eventually(t, "informers stopped", func() bool { return f.informers.Claims.IsStopped() })
+	polltest.Eventually(t, "informers stopped", func() bool { return f.informers.Claims.IsStopped() })
 
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
 	stop := run(t, c)
-	eventually(t, "running", func() bool { return c.IsLeader() && c.started.Load() })
+	polltest.Eventually(t, "running", func() bool { return c.IsLeader() && c.started.Load() })
 	stop()
 }
 
@@ -260,7 +261,7 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 	// the lease to expire, and has seen the current Lease: the fake clock
 	// must not run ahead of the informers.
 	settle := func() {
-		eventually(t, "electors waiting on the current Leases", func() bool {
+		polltest.Eventually(t, "electors waiting on the current Leases", func() bool {
 			if fakeClock.Waiters() != 2*provisioners {
 				return false
 			}

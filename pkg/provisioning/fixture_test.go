@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -257,15 +256,6 @@ func run(t *testing.T, c *Controller) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-func eventually(t *testing.T, what string, condition func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 20*time.Second, true,
-		func(context.Context) (bool, error) { return condition(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
 }
 
 func newClass(name, provisioner string) *storagev1.StorageClass {

@@ -27,6 +27,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // countingInformer counts the event handlers registered on an informer.
@@ -81,7 +83,7 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 	}
 	for i := range n / 2 {
 		pv := claimFor(i, "warm")
-		eventually(t, "a first volume", func() bool { return f.volumeExists(pv) })
+		polltest.Eventually(t, "a first volume", func() bool { return f.volumeExists(pv) })
 	}
 	handlers := func() []int32 { return []int32{claims.handlers.Load(), volumes.handlers.Load()} }
 	if diff := cmp.Diff([]int32{1, 1}, handlers()); diff != "" {
@@ -98,7 +100,7 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 		pvs[i] = claimFor(i, "a")
 	}
 	for i, pv := range pvs {
-		eventually(t, "volume "+pv, func() bool { return f.volumeExists(pv) })
+		polltest.Eventually(t, "volume "+pv, func() bool { return f.volumeExists(pv) })
 		if got := backends[i].provisionCount(pv); got != 1 {
 			t.Errorf("%s provisioned %d times by its own provisioner", pv, got)
 		}
@@ -135,7 +137,7 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 
 	for i := range n / 2 {
 		pv := claimFor(i, "b")
-		eventually(t, "a volume after the others stopped", func() bool { return f.volumeExists(pv) })
+		polltest.Eventually(t, "a volume after the others stopped", func() bool { return f.volumeExists(pv) })
 	}
 
 	for _, s := range keepStops {

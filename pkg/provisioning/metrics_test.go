@@ -29,6 +29,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
@@ -138,7 +139,7 @@ func TestQueueMetricsFromFirstUseToShutDown(t *testing.T) {
 		t.Fatalf("%d series before any work (err %v), want 0", n, err)
 	}
 	q.Add("a")
-	eventually(t, "queue drained", func() bool { return q.Len() == 0 && q.Workers() == 0 })
+	polltest.Eventually(t, "queue drained", func() bool { return q.Len() == 0 && q.Workers() == 0 })
 	// depth, adds, retries, latency, work duration and the two in-flight gauges.
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 7 {
 		t.Errorf("%d series after one item (err %v), want 7", n, err)

@@ -30,6 +30,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // recordingBackend is a fakeBackend that keeps a record of the volumes it
@@ -305,7 +307,7 @@ func TestLeadingReclaims(t *testing.T) {
 	backend.record(unsavedVolume(newClaim("gone", "fast", testProvisioner), "/vols/gone"))
 	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
 	run(t, c)
-	eventually(t, "the orphan to be deleted", func() bool {
+	polltest.Eventually(t, "the orphan to be deleted", func() bool {
 		_, _, deleted := backend.snapshot()
 		return slices.Equal(deleted, []string{"pvc-uid-gone"}) && len(backend.recorded()) == 0
 	})
@@ -329,7 +331,7 @@ func TestReclaimLooksAgainAtKeptVolumes(t *testing.T) {
 	if err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(context.Background(), claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the volume of the deleted claim to be deleted", func() bool {
+	polltest.Eventually(t, "the volume of the deleted claim to be deleted", func() bool {
 		_, _, deleted := backend.snapshot()
 		return slices.Equal(deleted, []string{"pvc-uid-elsewhere"}) && len(backend.recorded()) == 0
 	})
@@ -358,14 +360,14 @@ func TestGoneClaimWithoutVolumeIsReclaimed(t *testing.T) {
 	cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
 	c := f.newController(cfg, backend, &testRecorder{})
 	run(t, c)
-	eventually(t, "the claim in progress", func() bool {
+	polltest.Eventually(t, "the claim in progress", func() bool {
 		_, in := c.inProgress.Load(claim.UID)
 		return in
 	})
 	if err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(context.Background(), claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the recorded volume to be deleted", func() bool {
+	polltest.Eventually(t, "the recorded volume to be deleted", func() bool {
 		_, _, deleted := backend.snapshot()
 		return slices.Equal(deleted, []string{"pvc-uid-c"}) && len(backend.recorded()) == 0
 	})

@@ -34,6 +34,7 @@ import (
 
 	"github.com/provfleet/provfleet/internal/eventrouter"
 	"github.com/provfleet/provfleet/internal/eventrouter/eventroutertest"
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // informerName names an informer of a Router.
@@ -276,14 +277,14 @@ func TestReconfigureRoutesNewNames(t *testing.T) {
 	cfg := testConfig(testProvisioner)
 	c := f.newController(cfg, newFakeBackend(), &testRecorder{})
 	run(t, c)
-	eventually(t, "leading", c.IsLeader)
+	polltest.Eventually(t, "leading", c.IsLeader)
 
 	cfg.AdditionalProvisionerNames = []string{alias}
 	if err := c.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
 	f.createClaim(newClaim("a", "alias", alias))
-	eventually(t, "the claim of the new name provisioned", func() bool { return f.volumeExists("pvc-uid-a") })
+	polltest.Eventually(t, "the claim of the new name provisioned", func() bool { return f.volumeExists("pvc-uid-a") })
 
 	cfg.AdditionalProvisionerNames = nil
 	if err := c.Reconfigure(cfg); err != nil {
@@ -318,7 +319,7 @@ func TestResyncQueuesMissedClaims(t *testing.T) {
 	fakeClock := testingclock.NewFakeClock(time.Now())
 	c.clock = asyncClock{fakeClock}
 	stop := run(t, c)
-	eventually(t, "the resync timer", fakeClock.HasWaiters)
+	polltest.Eventually(t, "the resync timer", fakeClock.HasWaiters)
 
 	// Missed events: as if the informer had dropped them. The claims
 	// subscription comes first.
@@ -329,7 +330,7 @@ func TestResyncQueuesMissedClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.createClaim(newClaim("a", "fast", testProvisioner))
-	eventually(t, "the claim in the informer", func() bool {
+	polltest.Eventually(t, "the claim in the informer", func() bool {
 		_, exists, _ := f.informers.Claims.GetStore().GetByKey("default/a")
 		return exists
 	})
@@ -339,8 +340,8 @@ func TestResyncQueuesMissedClaims(t *testing.T) {
 		t.Fatal("the claim was provisioned before the resync")
 	}
 	fakeClock.Step(time.Second)
-	eventually(t, "the claim provisioned at the resync", func() bool { return f.volumeExists("pvc-uid-a") })
-	eventually(t, "the next resync timer", fakeClock.HasWaiters)
+	polltest.Eventually(t, "the claim provisioned at the resync", func() bool { return f.volumeExists("pvc-uid-a") })
+	polltest.Eventually(t, "the next resync timer", fakeClock.HasWaiters)
 
 	stop()
 	if fakeClock.HasWaiters() {
