@@ -98,8 +98,40 @@ func (d Directory) Or(fallback Directory) Directory {
 // change" to chown).
 const MaxID = 1<<31 - 1
 
-// specialBits are the octal bits of chmod(2) that fs.FileMode keeps apart.
-var specialBits = map[uint32]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky}
+// specialBits pairs the mode bits beyond the permissions with their octal
+// values in a chmod(2) or NFSv3 mode, which fs.FileMode keeps apart.
+var specialBits = []struct {
+	flag fs.FileMode
+	unix uint32
+}{
+	{fs.ModeSetuid, 0o4000},
+	{fs.ModeSetgid, 0o2000},
+	{fs.ModeSticky, 0o1000},
+}
+
+// UnixMode is mode's permission, setuid, setgid and sticky bits as chmod(2)
+// and NFSv3 write them; the type bits are dropped.
+func UnixMode(mode fs.FileMode) uint32 {
+	v := uint32(mode.Perm())
+	for _, s := range specialBits {
+		if mode&s.flag != 0 {
+			v |= s.unix
+		}
+	}
+	return v
+}
+
+// FileModeOf is the fs.FileMode of the permission, setuid, setgid and sticky
+// bits of a chmod(2) or NFSv3 mode.
+func FileModeOf(unix uint32) fs.FileMode {
+	mode := fs.FileMode(unix) & fs.ModePerm
+	for _, s := range specialBits {
+		if unix&s.unix != 0 {
+			mode |= s.flag
+		}
+	}
+	return mode
+}
 
 // ParseMode reads a directory mode written in octal, as chmod takes it: three
 // digits ("0750" or "750"), or four with the setuid (4), setgid (2) and sticky
@@ -112,24 +144,12 @@ func ParseMode(s string) (fs.FileMode, error) {
 	if err != nil {
 		return 0, fmt.Errorf("mode %q is not octal: %w", s, err)
 	}
-	mode := fs.FileMode(v) & fs.ModePerm
-	for bit, flag := range specialBits {
-		if uint32(v)&bit != 0 {
-			mode |= flag
-		}
-	}
-	return mode, nil
+	return FileModeOf(uint32(v)), nil
 }
 
 // FormatMode writes mode as ParseMode reads it, in four octal digits.
 func FormatMode(mode fs.FileMode) string {
-	v := uint32(mode.Perm())
-	for bit, flag := range specialBits {
-		if mode&flag != 0 {
-			v |= bit
-		}
-	}
-	return fmt.Sprintf("%04o", v)
+	return fmt.Sprintf("%04o", UnixMode(mode))
 }
 
 // ParseID reads a uid or gid: a decimal number from 0 to MaxID.

@@ -115,3 +115,30 @@ func TestDirectoryOr(t *testing.T) {
 		})
 	}
 }
+
+// The setuid, setgid and sticky bits travel as chmod(2) and NFSv3 write
+// them, and come back as fs.FileMode keeps them.
+func TestUnixMode(t *testing.T) {
+	tests := map[string]struct {
+		mode fs.FileMode
+		unix uint32
+	}{
+		"permissions":    {mode: 0o750, unix: 0o750},
+		"setgid":         {mode: 0o770 | fs.ModeSetgid, unix: 0o2770},
+		"sticky":         {mode: 0o777 | fs.ModeSticky, unix: 0o1777},
+		"setuid":         {mode: 0o755 | fs.ModeSetuid, unix: 0o4755},
+		"all three":      {mode: 0o700 | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky, unix: 0o7700},
+		"no permissions": {mode: 0, unix: 0},
+		"type bits drop": {mode: fs.ModeDir | 0o755, unix: 0o755},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.unix, UnixMode(tc.mode)); diff != "" {
+				t.Errorf("UnixMode (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.mode&^fs.ModeType, FileModeOf(tc.unix)); diff != "" {
+				t.Errorf("FileModeOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

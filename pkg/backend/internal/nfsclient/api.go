@@ -26,6 +26,8 @@ import (
 
 	"github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
+
+	"github.com/provfleet/provfleet/pkg/backend"
 )
 
 // Every path below is slash-separated and relative to the export's root
@@ -52,7 +54,7 @@ func (c *Client) Mkdir(ctx context.Context, name string, perm fs.FileMode) error
 		if err != nil {
 			return err
 		}
-		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: wireMode(perm)}}
+		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}}
 		r, err := c.call(ctx, nfs.NFSProc3Mkdir, "MKDIR", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, mode)
 		if err != nil {
 			return c.taken(ctx, dir.fh, name, err)
@@ -75,7 +77,7 @@ func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm 
 			return err
 		}
 		const guarded = uint32(1) // fail when name exists
-		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: wireMode(perm)}}
+		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}}
 		r, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
 		if err != nil {
 			return c.taken(ctx, dir.fh, name, err)
@@ -310,7 +312,7 @@ func (c *Client) Chmod(ctx context.Context, name string, perm fs.FileMode) error
 		if err != nil {
 			return err
 		}
-		return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: wireMode(perm)}})
+		return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}})
 	})
 }
 

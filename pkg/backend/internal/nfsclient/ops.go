@@ -27,6 +27,8 @@ import (
 
 	"github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
+
+	"github.com/provfleet/provfleet/pkg/backend"
 )
 
 // NFSv3 procedures (RFC 1813) beyond those go-nfs-client names.
@@ -57,48 +59,13 @@ type Attr struct {
 
 func attrOf(f *nfs.Fattr) Attr {
 	return Attr{
-		Mode:    fileType(f.Type) | fileMode(f.FileMode),
+		Mode:    fileType(f.Type) | backend.FileModeOf(f.FileMode),
 		UID:     f.UID,
 		GID:     f.GID,
 		Size:    f.Filesize,
 		FileID:  f.Fileid,
 		ModTime: f.ModTime(),
 	}
-}
-
-// specialBits pairs the mode bits beyond the permissions with their values
-// in an NFSv3 mode (RFC 1813, fattr3).
-var specialBits = []struct {
-	bit  fs.FileMode
-	wire uint32
-}{
-	{fs.ModeSetuid, 0o4000},
-	{fs.ModeSetgid, 0o2000},
-	{fs.ModeSticky, 0o1000},
-}
-
-// wireMode is perm with its setuid, setgid and sticky bits as NFSv3 sends
-// them.
-func wireMode(perm fs.FileMode) uint32 {
-	mode := uint32(perm.Perm())
-	for _, s := range specialBits {
-		if perm&s.bit != 0 {
-			mode |= s.wire
-		}
-	}
-	return mode
-}
-
-// fileMode is the permissions and setuid, setgid and sticky bits of an
-// NFSv3 mode.
-func fileMode(wire uint32) fs.FileMode {
-	mode := fs.FileMode(wire) & fs.ModePerm
-	for _, s := range specialBits {
-		if wire&s.wire != 0 {
-			mode |= s.bit
-		}
-	}
-	return mode
 }
 
 func fileType(t uint32) fs.FileMode {
@@ -238,10 +205,10 @@ func (c *Client) created(ctx context.Context, r io.Reader, dir []byte, name stri
 
 // setMode sets exactly perm when the server applied a umask of its own.
 func (c *Client) setMode(ctx context.Context, f file, name string, perm fs.FileMode) error {
-	if wireMode(f.attr.Mode) == wireMode(perm) {
+	if backend.UnixMode(f.attr.Mode) == backend.UnixMode(perm) {
 		return nil
 	}
-	return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: wireMode(perm)}})
+	return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}})
 }
 
 func (c *Client) setattr(ctx context.Context, fh []byte, name string, attr nfs.Sattr3) error {

@@ -82,7 +82,7 @@ func dial(t testing.TB, server *nfsserver.Server) *nfsclient.Client {
 }
 
 // The go-nfs server keeps permission bits only; the client's encoding of
-// the others is tested in nfsclient.
+// the others, backend.UnixMode, is tested in pkg/backend.
 func TestFilesystem(t *testing.T) {
 	dirvoltest.TestFilesystem(t, func(t *testing.T, dir string) (dirvol.Filesystem, string, string) {
 		return New(serve(t, dir), exportPath), exportPath, "."
