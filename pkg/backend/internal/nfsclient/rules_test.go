@@ -303,3 +303,56 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("ReadDir: %v, %v, want %d volumes", names, err, len(errs))
 	}
 }
+
+func TestClientMadeWhileTheServerIsDown(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	addr := e.server.Addr()
+	if err := e.server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// New talks to nobody: it succeeds with the server down.
+	c := New(e.options(Options{}))
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Mkdir(ctx, "early", 0o755); err == nil {
+		t.Fatal("Mkdir succeeded while the server is down")
+	}
+	server, err := nfsserver.Start(ctx, nfsserver.Options{Dir: e.dir, Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.server = server
+	if err := c.Mkdir(ctx, "late", 0o755); err != nil {
+		t.Fatalf("after the server came up: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "late")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCloseCutsARunningCallShort(t *testing.T) {
+	host, port, err := net.SplitHostPort(silentServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var portNumber int
+	if _, err := fmt.Sscan(port, &portNumber); err != nil {
+		t.Fatal(err)
+	}
+	// No deadline but the client's own, far off: only Close can end the call.
+	c := New(Options{Server: host, Port: portNumber, Path: "/", Timeout: time.Hour})
+	failed := make(chan error)
+	go func() {
+		_, err := c.Lstat(context.Background(), "x")
+		failed <- err
+	}()
+	// The call is under way once the server has its connection; Close ends
+	// it whether or not it got there.
+	c.Close()
+	if err := <-failed; err == nil {
+		t.Error("the call succeeded on a server that never answers")
+	}
+	if _, err := c.Lstat(context.Background(), "x"); !errors.Is(err, ErrClosed) {
+		t.Errorf("a call after Close: %v, want ErrClosed", err)
+	}
+}
