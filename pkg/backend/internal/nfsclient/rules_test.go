@@ -356,3 +356,40 @@ func TestCloseCutsARunningCallShort(t *testing.T) {
 		t.Errorf("a call after Close: %v, want ErrClosed", err)
 	}
 }
+
+// Real servers serve MOUNT on a port of its own, which the portmapper tells.
+func TestPortmapperFindsMountAndNFS(t *testing.T) {
+	e := serve(t, nfsserver.Options{Portmapper: true})
+	opts := e.options(Options{})
+	opts.Port = 0
+	c := New(opts)
+	defer c.Close()
+	c.portmapper = e.server.PortmapperAddr()
+	ctx := context.Background()
+	if err := c.Mkdir(ctx, "found", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "found")); err != nil {
+		t.Error(err)
+	}
+	if c.mntAddr == c.nfsAddr || c.nfsAddr != e.server.Addr() {
+		t.Errorf("MOUNT at %s and NFS at %s, want MOUNT on a port of its own and NFS at %s", c.mntAddr, c.nfsAddr, e.server.Addr())
+	}
+}
+
+// A port that does not serve the portmapper fails the call with the
+// reason.
+func TestPortmapperUnavailable(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	opts := e.options(Options{})
+	opts.Port = 0
+	c := New(opts)
+	defer c.Close()
+	// go-nfs answers the portmapper's program with PROG_UNAVAIL.
+	c.portmapper = e.server.Addr()
+	_, err := c.Lstat(context.Background(), ".")
+	var refused *RPCError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "portmapper") {
+		t.Errorf("Lstat with the portmapper asked of an NFS port: %v, want an RPC error naming the portmapper", err)
+	}
+}
