@@ -217,32 +217,19 @@ func TestSecureExport(t *testing.T) {
 	}
 }
 
-// silentServer accepts connections and never answers, like a hung server.
+// silentServer returns the address of a server that never answers.
 func silentServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := nfsserver.StartSilent(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, conn)
-		}
-	})
 	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		for _, conn := range conns {
-			_ = conn.Close()
+		if err := s.Stop(); err != nil {
+			t.Error(err)
 		}
 	})
-	return ln.Addr().String()
+	return s.Addr()
 }
 
 func TestDeadServerFailsCalls(t *testing.T) {
