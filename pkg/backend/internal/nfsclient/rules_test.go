@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,8 +216,8 @@ func TestSecureExport(t *testing.T) {
 	}
 }
 
-// silentServer returns the address of a server that never answers.
-func silentServer(t *testing.T) string {
+// silentServer returns a server that never answers.
+func silentServer(t *testing.T) *nfsserver.Silent {
 	t.Helper()
 	s, err := nfsserver.StartSilent(t.Context())
 	if err != nil {
@@ -229,18 +228,11 @@ func silentServer(t *testing.T) string {
 			t.Error(err)
 		}
 	})
-	return s.Addr()
+	return s
 }
 
 func TestDeadServerFailsCalls(t *testing.T) {
-	host, port, err := net.SplitHostPort(silentServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var portNumber int
-	if _, err := fmt.Sscan(port, &portNumber); err != nil {
-		t.Fatal(err)
-	}
+	silent := silentServer(t)
 	tests := []struct {
 		name string
 		opts Options
@@ -257,7 +249,7 @@ func TestDeadServerFailsCalls(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := tt.ctx()
 			defer cancel()
-			tt.opts.Server, tt.opts.Port, tt.opts.Path = host, portNumber, "/"
+			tt.opts.Server, tt.opts.Port, tt.opts.Path = silent.Host(), silent.Port(), "/"
 			_, err := Dial(ctx, tt.opts)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Dial: %v, want a deadline error", err)
@@ -318,16 +310,9 @@ func TestClientMadeWhileTheServerIsDown(t *testing.T) {
 }
 
 func TestCloseCutsARunningCallShort(t *testing.T) {
-	host, port, err := net.SplitHostPort(silentServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var portNumber int
-	if _, err := fmt.Sscan(port, &portNumber); err != nil {
-		t.Fatal(err)
-	}
+	silent := silentServer(t)
 	// No deadline but the client's own, far off: only Close can end the call.
-	c := New(Options{Server: host, Port: portNumber, Path: "/", Timeout: time.Hour})
+	c := New(Options{Server: silent.Host(), Port: silent.Port(), Path: "/", Timeout: time.Hour})
 	failed := make(chan error)
 	go func() {
 		_, err := c.Lstat(context.Background(), "x")
