@@ -111,6 +111,9 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := p.store.Probe(context.Background()); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -175,4 +178,9 @@ func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
 		return "", fmt.Errorf("it is on server %q, not %q", source.Server, p.server)
 	}
 	return dirvol.RelDir(p.path, source.Path)
+}
+
+// Probe reaches the export and reports its space.
+func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
+	return p.store.Probe(ctx)
 }

@@ -75,7 +75,7 @@ type recordFile struct {
 	Provisioner    string    `json:"provisioner,omitempty"`
 }
 
-// openJournal opens the record folder, which New made. Its absence means
+// openJournal opens the record folder, which the first Probe made. Its absence means
 // that the base is not the directory the Store started on: most often an
 // export or disk that is no longer mounted, whose empty mount point must not
 // receive volumes nor let a missing directory pass for a deleted one.
