@@ -115,10 +115,19 @@ type Reclaimer interface {
 }
 
 // Prober is implemented by backends that can tell whether their storage
-// answers, and how much room it has.
+// answers, and how much room it has. While leading, the controller probes
+// at once, every Config.ProbeInterval, and right after a failed Provision or
+// Delete, so that an outage is seen at once. While the last probe failed,
+// failures of Provision and Delete do not count towards the failure
+// thresholds: claims and volumes wait for the storage, retried at each probe
+// interval with an Event each time, rather than being given up on. Health
+// reports the last probe, Dependencies.OnHealthChange hears of its changes,
+// and the metrics provisioner_backend_up, provisioner_backend_available_bytes
+// and provisioner_backend_total_bytes export it.
 type Prober interface {
-	// Probe reaches the storage as Provision and Delete would and returns
-	// its space; an error says why the storage cannot be used now.
+	// Probe reaches the storage as Provision and Delete would, under a
+	// deadline of the probe interval, and returns its space; an error says
+	// why the storage cannot be used now.
 	Probe(ctx context.Context) (Space, error)
 }
 
