@@ -116,8 +116,13 @@ func (p *probes) wait(giveUp <-chan struct{}) []<-chan struct{} {
 }
 
 // probeSoon asks the term under way for a probe: a failed Provision or
-// Delete may be the first sign of an outage.
+// Delete may be the first sign of an outage. During a known outage the
+// probes of the interval tell when it ends: the failures of every waiting
+// item would otherwise probe the backend without pause.
 func (c *Controller) probeSoon() {
+	if c.Health().Err != nil {
+		return
+	}
 	c.mu.Lock()
 	t := c.term
 	c.mu.Unlock()

@@ -233,3 +233,27 @@ func TestHealthChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeSoonOnlyWhileAvailable: a failure asks for a probe while the
+// backend is thought available; during a known outage the interval's probes
+// suffice.
+func TestProbeSoonOnlyWhileAvailable(t *testing.T) {
+	tests := map[string]struct {
+		health Health
+		want   int
+	}{
+		"available":   {health: Health{Space: &Space{}}, want: 1},
+		"not probed":  {want: 1},
+		"unavailable": {health: Health{Err: errors.New("down")}, want: 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := &Controller{term: &term{probes: &probes{now: make(chan struct{}, 1)}}, health: tc.health}
+			c.probeSoon()
+			c.probeSoon()
+			if got := len(c.term.probes.now); got != tc.want {
+				t.Errorf("%d probes asked for, want %d", got, tc.want)
+			}
+		})
+	}
+}
