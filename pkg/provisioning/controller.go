@@ -444,7 +444,7 @@ func (l *loop[K]) handle(ctx context.Context, key K) {
 	}
 	if retryIn, down := l.backendDown(); down {
 		l.queue.AddAfter(key, retryIn)
-		utilruntime.HandleErrorWithContext(ctx, err, "Will retry once the backend is available; not counted as a failure", "item", key)
+		utilruntime.HandleErrorWithContext(ctx, err, "Backend unavailable: will retry at the next probe, not counted as a failure", "item", key)
 		return
 	}
 	if l.retries.Failed(l.queue, key, version, l.threshold()) {
