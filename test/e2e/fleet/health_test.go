@@ -27,6 +27,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -89,6 +90,57 @@ func TestBackendOutageAndRecovery(t *testing.T) {
 	}
 	if exited, err := manager.Exited(); exited {
 		t.Errorf("the manager exited: %v", err)
+	}
+}
+
+// A claim larger than the free space status.storage reports is refused with
+// a ProvisioningFailed Event saying so, and nothing is made for it.
+func TestClaimLargerThanTheFreeSpace(t *testing.T) {
+	f := newFixture(t)
+	f.startManager("space")
+	pcName := f.prefix + "-space"
+	f.provisioner(pcName)
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+	var total resource.Quantity
+	f.eventually("status.storage", func(ctx context.Context) (bool, error) {
+		st := f.config(pcName).Status.Storage
+		if st != nil {
+			total = st.Total
+		}
+		return st != nil, nil
+	})
+	total.Add(resource.MustParse("1Gi"))
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "too-large", Namespace: f.namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(pcName),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: total}},
+		},
+	}
+	if _, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Create(f.ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("a ProvisioningFailed Event about the free space", func(ctx context.Context) (bool, error) {
+		events, err := f.kube.CoreV1().Events(f.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "too-large" && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "not enough free space") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	entries, err := os.ReadDir(filepath.Join(f.root, pcName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "pvc-") {
+			t.Errorf("%s made for a claim that does not fit", e.Name())
+		}
 	}
 }
 
