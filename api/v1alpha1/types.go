@@ -407,8 +407,8 @@ type BackendSpec struct {
 	// +optional
 	HostPath *HostPathBackend `json:"hostPath,omitempty"`
 
-	// nfs makes a subdirectory per volume on an NFS export mounted into the
-	// manager.
+	// nfs makes a subdirectory per volume on an NFS export, which the
+	// manager reaches over NFSv3 itself (or through a mount in its pod).
 	// +optional
 	NFS *NFSBackend `json:"nfs,omitempty"`
 
@@ -525,9 +525,22 @@ type NFSBackend struct {
 	// +required
 	Path AbsolutePath `json:"path"`
 
-	// mountPath is where the export is mounted in the manager's pod.
-	// +required
-	MountPath AbsolutePath `json:"mountPath"`
+	// port is the one TCP port serving both MOUNT and NFS, as userspace
+	// servers such as go-nfs serve them. Unset, the ports are asked of the
+	// server's portmapper (port 111), as real servers run one. PersistentVolumes
+	// get the mount options port=<port> and mountport=<port>, so that nodes
+	// reach the same server; mountOptions may not name other ports.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// mountPath is where the export is mounted in the manager's pod. Unset,
+	// the manager speaks NFSv3 to server:path itself: the pod needs no NFS
+	// volume, no privilege and no restart to add an export. Set it for
+	// servers that serve NFSv4 only.
+	// +optional
+	MountPath AbsolutePath `json:"mountPath,omitempty"`
 
 	// pathPattern renders each volume's subdirectory; empty means the
 	// PersistentVolume name.

@@ -18,6 +18,7 @@ package backend
 
 import (
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,5 +141,62 @@ func TestUnixMode(t *testing.T) {
 				t.Errorf("FileModeOf (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestMountOptionPort(t *testing.T) {
+	tests := map[string]struct {
+		options []string
+		name    string
+		want    int
+		wantErr string
+	}{
+		"none":                   {options: []string{"nfsvers=3", "hard"}, name: "port"},
+		"an option of its own":   {options: []string{"nfsvers=3", "port=2050"}, name: "port", want: 2050},
+		"in a list":              {options: []string{"nfsvers=3, port=2050,hard"}, name: "port", want: 2050},
+		"the last wins":          {options: []string{"port=2050", "hard,port=2051"}, name: "port", want: 2051},
+		"mountport is not port":  {options: []string{"mountport=2050"}, name: "port"},
+		"port is not mountport":  {options: []string{"port=2050"}, name: "mountport"},
+		"mountport":              {options: []string{"port=2050,mountport=2051"}, name: "mountport", want: 2051},
+		"not a number":           {options: []string{"port=nfs"}, name: "port", wantErr: "port=nfs is not a port"},
+		"beyond the last port":   {options: []string{"port=65536"}, name: "port", wantErr: "not a port"},
+		"a negative port":        {options: []string{"port=-1"}, name: "port", wantErr: "not a port"},
+		"zero, the portmapper's": {options: []string{"port=0"}, name: "port"},
+		"a longer name's prefix": {options: []string{"xport=1"}, name: "port"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := MountOptionPort(tc.options, tc.name)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("MountOptionPort(%q, %q) = %d, want %d", tc.options, tc.name, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNFSServer(t *testing.T) {
+	tests := []struct {
+		host string
+		port int
+		want string
+	}{
+		{"nfs.example.com", 0, "nfs.example.com"},
+		{"nfs.example.com", DefaultNFSPort, "nfs.example.com"},
+		{"nfs.example.com", 2050, "nfs.example.com,port=2050"},
+		{"fd00::1", 2050, "fd00::1,port=2050"},
+	}
+	for _, tc := range tests {
+		if got := NFSServer(tc.host, tc.port); got != tc.want {
+			t.Errorf("NFSServer(%q, %d) = %q, want %q", tc.host, tc.port, got, tc.want)
+		}
 	}
 }

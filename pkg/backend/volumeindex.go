@@ -61,7 +61,7 @@ func location(pv *v1.PersistentVolume) (p place, volumePath string, ok bool) {
 	case onHost:
 		volumePath = hostPath
 	case pv.Spec.NFS != nil && !strings.Contains(pv.Spec.NFS.Server, "/"):
-		p = place{nfs: true, server: pv.Spec.NFS.Server}
+		p = place{nfs: true, server: NFSServerOf(pv.Spec.NFS, pv.Spec.MountOptions)}
 		volumePath = pv.Spec.NFS.Path
 	default:
 		return place{}, "", false
@@ -154,8 +154,8 @@ func (v *PathIndex) Exists(name string) (bool, error) {
 }
 
 // Overlapping returns the hostPath, local or NFS PersistentVolumes whose path
-// is volumePath, lies inside it or contains it: on NFS server server, or on
-// the host's file system when server is "". volumePath is absolute, in slash
+// is volumePath, lies inside it or contains it: on NFS server server (as
+// NFSServer names it), or on the host's file system when server is "". volumePath is absolute, in slash
 // form.
 func (v *PathIndex) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
 	p, volumePath, err := target(server, volumePath)

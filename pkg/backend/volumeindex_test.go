@@ -49,6 +49,12 @@ func nfsPV(name, server, p string) *v1.PersistentVolume {
 	}
 }
 
+// withOptions gives pv mount options.
+func withOptions(pv *v1.PersistentVolume, options ...string) *v1.PersistentVolume {
+	pv.Spec.MountOptions = options
+	return pv
+}
+
 func csiPV(name string) *v1.PersistentVolume {
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -181,6 +187,23 @@ func TestOverlapping(t *testing.T) {
 		},
 		"an NFS server without volumes": {
 			server: "nfs3", volumePath: "/",
+		},
+		"servers on one address with different ports": {
+			pvs: []*v1.PersistentVolume{
+				nfsPV("default-port", "nfs1", "/a/b"),
+				withOptions(nfsPV("default-port-written", "nfs1", "/a"), "nfsvers=3,port=2049"),
+				withOptions(nfsPV("port-2050", "nfs1", "/a/b"), "port=2050", "mountport=2050"),
+				withOptions(nfsPV("port-2051", "nfs1", "/a/b"), "port=2051"),
+			},
+			server: NFSServer("nfs1", 2050), volumePath: "/a", want: []string{"port-2050"},
+		},
+		"the default port, written or not": {
+			pvs: []*v1.PersistentVolume{
+				nfsPV("default-port", "nfs1", "/a/b"),
+				withOptions(nfsPV("default-port-written", "nfs1", "/a"), "nfsvers=3,port=2049"),
+				withOptions(nfsPV("port-2050", "nfs1", "/a/b"), "port=2050"),
+			},
+			server: NFSServer("nfs1", 0), volumePath: "/a/b", want: []string{"default-port", "default-port-written"},
 		},
 		"a relative path": {
 			volumePath: "a/b", wantErr: "not absolute",

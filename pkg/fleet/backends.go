@@ -60,7 +60,23 @@ type Volumes interface {
 // BackendFactory builds the backend of one ProvisionerConfig. It is called
 // again whenever spec.backend changes. An error wrapping backend.ErrInvalidSpec
 // is reported as Ready=False InvalidSpec, any other as BackendUnavailable.
+// A backend with a Close method (see closer) has it called once its instance
+// stopped. A factory should not wait on a slow server: the fleet's workers
+// build every backend.
 type BackendFactory func(ctx context.Context, req BackendRequest) (provisioning.Provisioner, error)
+
+// closer is a backend that holds something to release, such as a
+// connection, once its instance stopped.
+type closer interface {
+	Close()
+}
+
+// closeBackend releases p when it holds something.
+func closeBackend(p provisioning.Provisioner) {
+	if c, ok := p.(closer); ok {
+		c.Close()
+	}
+}
 
 // factoryFor returns the factory of the backend spec selects: a built-in one,
 // or the custom driver registered with WithBackend.
@@ -105,6 +121,7 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 	return nfs.New(nfs.Config{
 		Server:       spec.Server,
 		Path:         string(spec.Path),
+		Port:         int(spec.Port),
 		MountPath:    string(spec.MountPath),
 		PathPattern:  string(spec.PathPattern),
 		OnDelete:     backend.OnDeletePolicy(spec.OnDelete),
@@ -195,10 +212,11 @@ func bases(spec *v1alpha1.BackendSpec) []base {
 	case spec.HostPath != nil:
 		return []base{{field: "hostPath.path", path: string(spec.HostPath.Path)}}
 	case spec.NFS != nil:
-		return []base{
-			{field: "nfs.mountPath", path: string(spec.NFS.MountPath)},
-			{field: "nfs.path", server: spec.NFS.Server, path: string(spec.NFS.Path)},
+		export := base{field: "nfs.path", server: backend.NFSServer(spec.NFS.Server, int(spec.NFS.Port)), path: string(spec.NFS.Path)}
+		if spec.NFS.MountPath == "" {
+			return []base{export}
 		}
+		return []base{{field: "nfs.mountPath", path: string(spec.NFS.MountPath)}, export}
 	}
 	return nil
 }

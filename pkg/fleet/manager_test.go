@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,6 +311,56 @@ func TestManagerBackendFailuresStayWithTheirObject(t *testing.T) {
 			continue
 		}
 		f.eventually("a Warning Event on "+name, func() bool { return len(f.warnings(name)) > 0 && f.warnings(name)[0] == reason })
+	}
+}
+
+// closingBackend counts the calls of Close.
+type closingBackend struct {
+	fakeBackend
+	closed atomic.Int32
+}
+
+func (b *closingBackend) Close() { b.closed.Add(1) }
+
+// A backend that holds a connection has it released once its instance
+// stopped: on a change of spec.backend, which builds a new one, and on
+// deletion.
+func TestManagerClosesTheBackendsOfStoppedInstances(t *testing.T) {
+	var mu sync.Mutex
+	var built []*closingBackend
+	f := newFixture(t, WithBackend("closing", func(context.Context, BackendRequest) (provisioning.Provisioner, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		b := &closingBackend{}
+		built = append(built, b)
+		return b, nil
+	}))
+	closed := func() []int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		var counts []int32
+		for _, b := range built {
+			counts = append(counts, b.closed.Load())
+		}
+		return counts
+	}
+	pc := hostPathConfig("a", "x.io/a", 1)
+	pc.Spec.Backend = v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: "closing", Parameters: map[string]string{"v": "1"}}}
+	f.create(pc)
+	f.eventually("a is Running", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonRunning })
+	if diff := cmp.Diff([]int32{0}, closed()); diff != "" {
+		t.Errorf("Close calls of a running backend (-want +got):\n%s", diff)
+	}
+	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Backend.Custom.Parameters["v"] = "2" })
+	f.eventually("a runs its second backend", func() bool { return f.readyReason("a", 2) == v1alpha1.ReasonRunning })
+	if diff := cmp.Diff([]int32{1, 0}, closed()); diff != "" {
+		t.Errorf("Close calls after a change of backend (-want +got):\n%s", diff)
+	}
+	now := metav1.Now()
+	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.DeletionTimestamp = &now })
+	f.eventually("a lets go of its finalizer", func() bool { return len(f.get("a").Finalizers) == 0 })
+	if diff := cmp.Diff([]int32{1, 1}, closed()); diff != "" {
+		t.Errorf("Close calls after deletion (-want +got):\n%s", diff)
 	}
 }
 

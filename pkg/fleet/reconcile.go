@@ -248,9 +248,10 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 	}
 	client, err := m.deps.clientFor(cfg.ProvisionerName)
 	if err != nil {
+		closeBackend(provisioner)
 		return nil, err
 	}
-	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation}
+	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation, release: func() { closeBackend(provisioner) }}
 	if !m.settings.LeaderElection {
 		entry.leader = m.settings.Identity
 	}
@@ -267,6 +268,7 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		OnStuck: func() { m.queue.Add(key) },
 	})
 	if err != nil {
+		closeBackend(provisioner)
 		return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)
 	}
 	entry.instance = inst

@@ -164,6 +164,9 @@ func TestOverlappingBases(t *testing.T) {
 	nfs := func(server, path, mountPath string) v1alpha1.BackendSpec {
 		return v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{Server: server, Path: v1alpha1.AbsolutePath(path), MountPath: v1alpha1.AbsolutePath(mountPath)}}
 	}
+	spoken := func(server string, port int32, path string) v1alpha1.BackendSpec {
+		return v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{Server: server, Port: port, Path: v1alpha1.AbsolutePath(path)}}
+	}
 	custom := v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: "x"}}
 	tests := map[string]struct {
 		a, b v1alpha1.BackendSpec
@@ -190,8 +193,18 @@ func TestOverlappingBases(t *testing.T) {
 			a: nfs("nfs-1", "/export", "/var/lib/provfleet/nfs"), b: hostPath("/var/lib/provfleet"),
 			want: `backend nfs.mountPath "/var/lib/provfleet/nfs" overlaps hostPath.path "/var/lib/provfleet"`,
 		},
-		"NFS export path is not a local path": {a: nfs("nfs-1", "/srv/a", "/mnt/1"), b: hostPath("/srv/a")},
-		"custom backends declare no base":     {a: custom, b: hostPath("/")},
+		"NFS export path is not a local path":    {a: nfs("nfs-1", "/srv/a", "/mnt/1"), b: hostPath("/srv/a")},
+		"NFS spoken to two ports of one address": {a: spoken("127.0.0.1", 2050, "/export"), b: spoken("127.0.0.1", 2051, "/export")},
+		"NFS spoken to one port, nested": {
+			a: spoken("127.0.0.1", 2050, "/export"), b: spoken("127.0.0.1", 2050, "/export/a"),
+			want: `backend nfs.path "/export" on server "127.0.0.1,port=2050" overlaps nfs.path "/export/a" on server "127.0.0.1,port=2050"`,
+		},
+		"NFS default port, written or not": {
+			a: spoken("nfs-1", 2049, "/export"), b: nfs("nfs-1", "/export/a", "/mnt/1"),
+			want: `backend nfs.path "/export" on server "nfs-1" overlaps nfs.path "/export/a" on server "nfs-1"`,
+		},
+		"NFS spoken, no mount path to overlap": {a: spoken("nfs-1", 0, "/export"), b: hostPath("/")},
+		"custom backends declare no base":      {a: custom, b: hostPath("/")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

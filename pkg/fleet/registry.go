@@ -51,6 +51,9 @@ type running struct {
 	cfg        provisioning.Config
 	backend    string
 	generation int64
+	// release frees what the backend holds once Run returned; nil when
+	// nothing.
+	release func()
 
 	mu     sync.Mutex
 	leader string
@@ -124,6 +127,9 @@ func (g *registry) Start(ctx context.Context, key string, r *running) *running {
 	go func() {
 		defer g.wg.Done()
 		r.err = r.instance.Run(ctx)
+		if r.release != nil {
+			r.release()
+		}
 		close(r.done)
 		if ctx.Err() == nil {
 			g.onExit(key)

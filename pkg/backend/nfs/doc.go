@@ -15,19 +15,31 @@ limitations under the License.
 */
 
 // Package nfs is the backend.nfs provisioner: each claim gets a subdirectory of
-// an NFS export that the manager's pod has mounted, exposed as an nfs
-// PersistentVolume of that subdirectory. Beside each subdirectory a hidden
-// owner marker names its PersistentVolume, and the hidden folder
-// .provfleet-unsaved at the top of the export records the subdirectories whose
-// PersistentVolume is not known to exist yet, which the controller reclaims
-// through provisioning.Reclaimer. A new subdirectory has mode 0777 and the
-// owner the server gives the manager's user, as with
+// an NFS export, exposed as an nfs PersistentVolume of that subdirectory. The
+// Provisioner reaches the export in one of two ways:
+//
+//   - by speaking NFSv3 to server:path itself (no Config.MountPath): no mount,
+//     no privilege, and a new export is one ProvisionerConfig away. MOUNT and
+//     NFS are found through the server's portmapper, or both on Config.Port
+//     (as go-nfs serves them); PersistentVolumes then carry the mount options
+//     port and mountport, so that nodes mount the server provisioned on;
+//   - through a mount of server:path in the manager's pod at Config.MountPath,
+//     for servers that speak NFSv4 only.
+//
+// Beside each subdirectory a hidden owner marker names its PersistentVolume,
+// and the hidden folder .provfleet-unsaved at the top of the export records
+// the subdirectories whose PersistentVolume is not known to exist yet, which
+// the controller reclaims through provisioning.Reclaimer. A new subdirectory
+// has mode 0777 and the owner the server gives the manager's user, as with
 // nfs-subdir-external-provisioner, unless Config.Directory or the
 // StorageClass parameters mode, uid and gid (which win, field by field) set
 // them; a uid or gid needs an export with no_root_squash.
 //
 // New takes a Config (backend.nfs of a ProvisionerConfig) and Options, whose
 // Volumes, usually a backend.PathIndex, it reads to count capacity and refuse
-// subdirectories that overlap other volumes of the server. The Provisioner
-// runs no goroutine: its methods run on the controller's workers.
+// subdirectories that overlap other volumes of the server, which
+// backend.NFSServer names by host and port. Speaking NFS, New does not wait
+// for the server, and Close releases the connection. The Provisioner runs no
+// goroutine: its methods run on the controller's workers, and share the one
+// connection to the server, one call at a time.
 package nfs

@@ -22,15 +22,35 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 )
 
+// FuzzNFS drives the backend speaking NFS to a go-nfs server that exports
+// the fuzzed tree's base: nothing outside the volume's base may change on
+// the server. (FuzzNFSStore in nfsfs serves the tree's root, to keep a base
+// below the export.)
 func FuzzNFS(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
-		New: func(_ *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
-			return New(Config{Server: "nfs.example.com", Path: "/export", MountPath: base, OnDelete: onDelete},
-				Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
+		New: func(t *testing.T, _, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
+			cfg := Config{Path: "/export", OnDelete: onDelete}
+			server, err := nfsserver.Start(t.Context(), nfsserver.Options{Dir: base, Path: cfg.Path})
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() {
+				if err := server.Stop(); err != nil {
+					t.Error(err)
+				}
+			})
+			cfg.Server, cfg.Port = "127.0.0.1", server.Port()
+			p, err := New(cfg, Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(p.Close)
+			return p, nil
 		},
 		LocalPath: func(pv *v1.PersistentVolume, base string) string {
 			return base + strings.TrimPrefix(pv.Spec.NFS.Path, "/export")

@@ -23,6 +23,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -30,6 +31,8 @@ import (
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
+	"github.com/provfleet/provfleet/pkg/backend/internal/nfsclient"
+	"github.com/provfleet/provfleet/pkg/backend/internal/nfsfs"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -39,8 +42,13 @@ type Config struct {
 	Server string
 	// Path is the exported path on the server.
 	Path string
-	// MountPath is where the manager's pod mounts Server:Path; nothing
-	// outside it is ever touched.
+	// Port, when set, is the one port serving MOUNT and NFS; 0 asks the
+	// server's portmapper. PersistentVolumes get it as the mount options
+	// port and mountport.
+	Port int
+	// MountPath, when set, is where the manager's pod mounts Server:Path,
+	// and nothing outside it is ever touched. Empty, the Provisioner speaks
+	// NFSv3 to Server:Path itself.
 	MountPath string
 	// PathPattern is the subdirectory of a volume; empty means the PV name. A
 	// StorageClass parameter pathPattern overrides it.
@@ -68,10 +76,15 @@ type Options = dirvol.Options
 // provisioning.Provisioner and provisioning.Reclaimer and is safe for
 // concurrent use.
 type Provisioner struct {
-	server       string
-	path         string
+	server string
+	port   int
+	path   string
+	// serverName is server and port as backend.NFSServer names them.
+	serverName   string
 	mountOptions []string
 	store        *dirvol.Store
+	// client is the connection to Server:Path, nil with a MountPath.
+	client *nfsclient.Client
 }
 
 var (
@@ -80,25 +93,33 @@ var (
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
-// backend.ErrInvalidSpec or backend.ErrUnavailable.
+// backend.ErrInvalidSpec or backend.ErrUnavailable. Without a MountPath it
+// does not wait for the server: calls fail while the server is down and
+// succeed once it is back. Close releases the connection.
 func New(cfg Config, opts Options) (*Provisioner, error) {
-	switch {
-	case cfg.Server == "" || strings.ContainsFunc(cfg.Server, func(r rune) bool { return r == '/' || !unicode.IsGraphic(r) || unicode.IsSpace(r) }):
-		return nil, fmt.Errorf("%w: server %q is not a host name or address", backend.ErrInvalidSpec, cfg.Server)
-	case !path.IsAbs(cfg.Path):
-		return nil, fmt.Errorf("%w: export path %q is not absolute", backend.ErrInvalidSpec, cfg.Path)
-	case !filepath.IsAbs(cfg.MountPath):
-		return nil, fmt.Errorf("%w: mountPath %q is not absolute", backend.ErrInvalidSpec, cfg.MountPath)
+	if err := check(cfg); err != nil {
+		return nil, err
+	}
+	mountOptions, err := withPorts(cfg.MountOptions, cfg.Port)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mountOptions: %w", backend.ErrInvalidSpec, err)
 	}
 	p := &Provisioner{
 		server:       cfg.Server,
+		port:         cfg.Port,
 		path:         path.Clean(cfg.Path),
-		mountOptions: cfg.MountOptions,
+		serverName:   backend.NFSServer(cfg.Server, cfg.Port),
+		mountOptions: mountOptions,
 	}
-	var err error
+	var fsys dirvol.Filesystem = dirvol.LocalFS{}
+	root := cfg.MountPath
+	if cfg.MountPath == "" {
+		p.client = nfsclient.New(nfsclient.Options{Server: cfg.Server, Path: p.path, Port: cfg.Port})
+		fsys, root = nfsfs.New(p.client, p.path), p.path
+	}
 	p.store, err = dirvol.New(dirvol.Config{
-		FS:        dirvol.LocalFS{},
-		Root:      cfg.MountPath,
+		FS:        fsys,
+		Root:      root,
 		Base:      ".",
 		Pattern:   cfg.PathPattern,
 		Directory: cfg.Directory,
@@ -109,9 +130,33 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		Locate:    p.locate,
 	})
 	if err != nil {
+		p.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// check refuses what no server or mount can serve.
+func check(cfg Config) error {
+	switch {
+	case cfg.Server == "" || strings.ContainsFunc(cfg.Server, func(r rune) bool { return r == '/' || r == ',' || !unicode.IsGraphic(r) || unicode.IsSpace(r) }):
+		return fmt.Errorf("%w: server %q is not a host name or address", backend.ErrInvalidSpec, cfg.Server)
+	case !path.IsAbs(cfg.Path):
+		return fmt.Errorf("%w: export path %q is not absolute", backend.ErrInvalidSpec, cfg.Path)
+	case cfg.Port < 0 || cfg.Port > 65535:
+		return fmt.Errorf("%w: port %d is not a TCP port", backend.ErrInvalidSpec, cfg.Port)
+	case cfg.MountPath != "" && !filepath.IsAbs(cfg.MountPath):
+		return fmt.Errorf("%w: mountPath %q is not absolute", backend.ErrInvalidSpec, cfg.MountPath)
+	}
+	return nil
+}
+
+// Close releases the connection to the server; the Provisioner must not be
+// used after it.
+func (p *Provisioner) Close() {
+	if p.client != nil {
+		p.client.Close()
+	}
 }
 
 // Provision creates the claim's subdirectory and returns its PersistentVolume.
@@ -120,15 +165,18 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
+	mountOptions := slices.Clone(p.mountOptions)
+	if opts.StorageClass != nil && len(opts.StorageClass.MountOptions) > 0 {
+		if mountOptions, err = withPorts(opts.StorageClass.MountOptions, p.port); err != nil {
+			return nil, provisioning.ProvisioningFinished, fmt.Errorf("StorageClass %s: mountOptions: %w", opts.StorageClass.Name, err)
+		}
+	}
 	dir, err := p.store.Create(ctx, req)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
 	pv := dirvol.NewPV(opts, req, p.source(dir))
-	pv.Spec.MountOptions = slices.Clone(p.mountOptions)
-	if opts.StorageClass != nil && len(opts.StorageClass.MountOptions) > 0 {
-		pv.Spec.MountOptions = slices.Clone(opts.StorageClass.MountOptions)
-	}
+	pv.Spec.MountOptions = mountOptions
 	return pv, provisioning.ProvisioningFinished, nil
 }
 
@@ -142,7 +190,7 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 // provisioner was not told exist, each with the source Provision gave it.
 func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
 	return p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
-		return &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)}}
+		return &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir), MountOptions: slices.Clone(p.mountOptions)}}
 	})
 }
 
@@ -161,18 +209,41 @@ func (p *Provisioner) source(dir string) v1.PersistentVolumeSource {
 
 // locate returns where the subdirectory dir of the export is on the server.
 func (p *Provisioner) locate(dir string) (string, string) {
-	return p.server, path.Join(p.path, dir)
+	return p.serverName, path.Join(p.path, dir)
 }
 
 // volumeDir returns the subdirectory of the export that a PersistentVolume
 // names.
 func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
 	source := pv.Spec.NFS
-	switch {
-	case source == nil:
+	if source == nil {
 		return "", errors.New("it is not an nfs volume")
-	case source.Server != p.server:
-		return "", fmt.Errorf("it is on server %q, not %q", source.Server, p.server)
+	}
+	if server := backend.NFSServerOf(source, pv.Spec.MountOptions); server != p.serverName {
+		return "", fmt.Errorf("it is on server %q, not %q", server, p.serverName)
 	}
 	return dirvol.RelDir(p.path, source.Path)
+}
+
+// withPorts returns mountOptions with port=<port> and mountport=<port>
+// added when port is set and they name neither, so that nodes mount the
+// server the Provisioner reaches. Options that name another port are
+// refused: nodes would mount another server than the one provisioned on.
+func withPorts(mountOptions []string, port int) ([]string, error) {
+	options := slices.Clone(mountOptions)
+	if port == 0 {
+		return options, nil
+	}
+	for _, name := range []string{"port", "mountport"} {
+		named, err := backend.MountOptionPort(options, name)
+		switch {
+		case err != nil:
+			return nil, err
+		case named == 0:
+			options = append(options, name+"="+strconv.Itoa(port))
+		case named != port:
+			return nil, fmt.Errorf("%s=%d is not the backend's port %d", name, named, port)
+		}
+	}
+	return options, nil
 }

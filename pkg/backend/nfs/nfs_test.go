@@ -18,8 +18,10 @@ package nfs
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,10 +31,66 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 )
+
+// reach is one way the backend reaches an export: it fills in cfg (whose
+// Path is set) and returns the host folder that holds the export.
+type reach func(t *testing.T, cfg *Config) (dir string)
+
+// reaches are the two ways: a mount in the manager's pod, and NFSv3 spoken
+// to a server on loopback.
+var reaches = map[string]reach{
+	"mounted": func(t *testing.T, cfg *Config) string {
+		cfg.Server = "nfs.example.com"
+		cfg.MountPath = t.TempDir()
+		return cfg.MountPath
+	},
+	"over NFS": func(t *testing.T, cfg *Config) string {
+		dir := t.TempDir()
+		server, err := nfsserver.Start(t.Context(), nfsserver.Options{Dir: dir, Path: path.Clean(cfg.Path)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := server.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+		cfg.Server, cfg.Port = "127.0.0.1", server.Port()
+		return dir
+	},
+}
+
+// lacks are what the reaches lack of what a backend could do.
+var lacks = map[string][]backendtest.Capability{
+	// go-nfs masks every mode it sets with 0777.
+	"over NFS": {backendtest.SpecialModeBits},
+}
+
+// newProvisioner makes the Provisioner of cfg reaching its export by r,
+// closed when the test ends, and returns the export's host folder.
+func newProvisioner(t *testing.T, r reach, cfg Config, opts Options) (*Provisioner, string) {
+	t.Helper()
+	dir := r(t, &cfg)
+	p, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p, dir
+}
+
+// portOptions are the mount options the Provisioner of cfg adds.
+func portOptions(cfg Config) []string {
+	if cfg.Port == 0 {
+		return nil
+	}
+	return []string{"port=" + strconv.Itoa(cfg.Port), "mountport=" + strconv.Itoa(cfg.Port)}
+}
 
 func TestNew(t *testing.T) {
 	tests := map[string]struct {
@@ -50,7 +108,13 @@ func TestNew(t *testing.T) {
 			mutate: func(m string, c *Config) { c.MountPath = filepath.Join(m, "missing") },
 			want:   backend.ErrUnavailable, wantErr: "no such file",
 		},
-		"bad onDelete": {mutate: func(m string, c *Config) { c.OnDelete = "Keep" }, want: backend.ErrInvalidSpec, wantErr: "Keep"},
+		"bad onDelete":        {mutate: func(m string, c *Config) { c.OnDelete = "Keep" }, want: backend.ErrInvalidSpec, wantErr: "Keep"},
+		"server with a comma": {mutate: func(m string, c *Config) { c.Server = "nfs,port=1" }, want: backend.ErrInvalidSpec, wantErr: "server"},
+		"port beyond 65535":   {mutate: func(m string, c *Config) { c.Port = 65536 }, want: backend.ErrInvalidSpec, wantErr: "port 65536"},
+		"mountOptions naming another port": {
+			mutate: func(m string, c *Config) { c.Port, c.MountOptions = 2050, []string{"nfsvers=3,port=2049"} },
+			want:   backend.ErrInvalidSpec, wantErr: "mountOptions: port=2049 is not the backend's port 2050",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -62,6 +126,56 @@ func TestNew(t *testing.T) {
 			_, err := New(cfg, Options{})
 			backendtest.CheckNewError(t, err, tc.want, tc.wantErr)
 		})
+	}
+}
+
+func TestWithPorts(t *testing.T) {
+	tests := map[string]struct {
+		options []string
+		port    int
+		want    []string
+		wantErr string
+	}{
+		"no port":           {options: []string{"nfsvers=3"}, want: []string{"nfsvers=3"}},
+		"added":             {options: []string{"nfsvers=3"}, port: 2050, want: []string{"nfsvers=3", "port=2050", "mountport=2050"}},
+		"named already":     {options: []string{"nfsvers=3,port=2050"}, port: 2050, want: []string{"nfsvers=3,port=2050", "mountport=2050"}},
+		"another port":      {options: []string{"port=2049"}, port: 2050, wantErr: "port=2049 is not the backend's port 2050"},
+		"another mount":     {options: []string{"mountport=20048"}, port: 2050, wantErr: "mountport=20048 is not the backend's port 2050"},
+		"not a port":        {options: []string{"port=x"}, port: 2050, wantErr: "port=x is not a port"},
+		"no options":        {port: 2050, want: []string{"port=2050", "mountport=2050"}},
+		"no options at all": {},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := withPorts(tc.options, tc.port)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("withPorts(%q, %d) (-want +got):\n%s", tc.options, tc.port, diff)
+			}
+		})
+	}
+}
+
+// A class's mount options replace the backend's, and must not send nodes
+// to another port of the server than the one provisioned on.
+func TestProvisionRefusesAClassOfAnotherPort(t *testing.T) {
+	p, dir := newProvisioner(t, reaches["over NFS"], Config{Path: "/export"}, Options{})
+	class := backendtest.Class(nil)
+	class.MountOptions = []string{"nfsvers=3", "port=2049"}
+	_, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), class))
+	if want := "StorageClass standard: mountOptions: port=2049 is not the backend's port"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Provision() error = %v, want one containing %q", err, want)
+	}
+	if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, dir)); diff != "" {
+		t.Errorf("left on the export (-want +got):\n%s", diff)
 	}
 }
 
@@ -91,48 +205,48 @@ func TestProvision(t *testing.T) {
 		"hostile pattern": {pattern: "/{{.PVC.Name}}", wantErr: "absolute"},
 	}
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			mount := t.TempDir()
-			p, err := New(Config{Server: "nfs.example.com", Path: "/export/", MountPath: mount, MountOptions: tc.configOptions}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			class := backendtest.Class(nil)
-			if tc.pattern != "" {
-				class.Parameters = map[string]string{"pathPattern": tc.pattern}
-			}
-			class.MountOptions = tc.classOptions
-			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "5Gi"), class))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Provision() error = %v, want %q", err, tc.wantErr)
+		for reachName, r := range reaches {
+			t.Run(name+"/"+reachName, func(t *testing.T) {
+				cfg := Config{Path: "/export/", MountOptions: tc.configOptions}
+				p, dir := newProvisioner(t, r, cfg, Options{})
+				cfg.Server, cfg.Port = p.server, p.port
+				class := backendtest.Class(nil)
+				if tc.pattern != "" {
+					class.Parameters = map[string]string{"pathPattern": tc.pattern}
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Provision: %v", err)
-			}
-			want := &v1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data"},
-				Spec: v1.PersistentVolumeSpec{
-					Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("5Gi")},
-					AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-					PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
-					StorageClassName:              "standard",
-					VolumeMode:                    &filesystem,
-					MountOptions:                  tc.wantOptions,
-					PersistentVolumeSource: v1.PersistentVolumeSource{
-						NFS: &v1.NFSVolumeSource{Server: "nfs.example.com", Path: tc.wantPath},
+				class.MountOptions = tc.classOptions
+				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "5Gi"), class))
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("Provision() error = %v, want %q", err, tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Provision: %v", err)
+				}
+				want := &v1.PersistentVolume{
+					ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data"},
+					Spec: v1.PersistentVolumeSpec{
+						Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("5Gi")},
+						AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+						PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+						StorageClassName:              "standard",
+						VolumeMode:                    &filesystem,
+						MountOptions:                  append(slices.Clone(tc.wantOptions), portOptions(cfg)...),
+						PersistentVolumeSource: v1.PersistentVolumeSource{
+							NFS: &v1.NFSVolumeSource{Server: cfg.Server, Path: tc.wantPath},
+						},
 					},
-				},
-			}
-			if diff := cmp.Diff(want, pv); diff != "" {
-				t.Errorf("Provision() mismatch (-want +got):\n%s", diff)
-			}
-			if info, err := os.Stat(filepath.Join(mount, tc.wantDir)); err != nil || !info.IsDir() {
-				t.Errorf("subdirectory missing: %v", err)
-			}
-		})
+				}
+				if diff := cmp.Diff(want, pv); diff != "" {
+					t.Errorf("Provision() mismatch (-want +got):\n%s", diff)
+				}
+				if info, err := os.Stat(filepath.Join(dir, tc.wantDir)); err != nil || !info.IsDir() {
+					t.Errorf("subdirectory missing: %v", err)
+				}
+			})
+		}
 	}
 }
 
@@ -148,7 +262,11 @@ func TestDelete(t *testing.T) {
 		"retain":                    {onDelete: backend.OnDeleteRetain, wantLeft: []string{"team/", "team/x/", "team/x/data/"}},
 		"another server": {
 			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" },
-			wantErr: `on server "other.example.com"`, wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
+			wantErr: `on server "other.example.com`, wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
+		},
+		"another port": {
+			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.MountOptions = []string{"nfsvers=3,port=1"} },
+			wantErr: `,port=1", not`, wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
 		},
 		"another export": {
 			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/team/x/data" },
@@ -160,41 +278,38 @@ func TestDelete(t *testing.T) {
 		},
 	}
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			mount := t.TempDir()
-			p, err := New(Config{
-				Server: "nfs.example.com", Path: "/export", MountPath: mount, OnDelete: tc.onDelete,
-				PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
-			}, Options{Now: archiveTime})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.mutate != nil {
-				tc.mutate(pv)
-			}
-			err = p.Delete(t.Context(), pv)
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("Delete() error = %v, want %q", err, tc.wantErr)
-			}
-			// Records are checked below, by what they name.
-			records := dirvol.JournalDir + "/"
-			left := slices.DeleteFunc(backendtest.Tree(t, mount), func(p string) bool { return p != records && strings.HasPrefix(p, records) })
-			if diff := cmp.Diff(append([]string{records}, tc.wantLeft...), left); diff != "" {
-				t.Errorf("left on the export (-want +got):\n%s", diff)
-			}
-			// A refused Delete keeps the record, so the volume is not forgotten.
-			var wantUnsaved []string
-			if err != nil {
-				wantUnsaved = []string{pv.Name}
-			}
-			if diff := cmp.Diff(wantUnsaved, backendtest.UnsavedNames(t, p)); diff != "" {
-				t.Errorf("on record after Delete (-want +got):\n%s", diff)
-			}
-		})
+		for reachName, r := range reaches {
+			t.Run(name+"/"+reachName, func(t *testing.T) {
+				p, dir := newProvisioner(t, r, Config{
+					Path: "/export", OnDelete: tc.onDelete, PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
+				}, Options{Now: archiveTime})
+				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.mutate != nil {
+					tc.mutate(pv)
+				}
+				err = p.Delete(t.Context(), pv)
+				if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+					t.Fatalf("Delete() error = %v, want %q", err, tc.wantErr)
+				}
+				// Records are checked below, by what they name.
+				records := dirvol.JournalDir + "/"
+				left := slices.DeleteFunc(backendtest.Tree(t, dir), func(p string) bool { return p != records && strings.HasPrefix(p, records) })
+				if diff := cmp.Diff(append([]string{records}, tc.wantLeft...), left); diff != "" {
+					t.Errorf("left on the export (-want +got):\n%s", diff)
+				}
+				// A refused Delete keeps the record, so the volume is not forgotten.
+				var wantUnsaved []string
+				if err != nil {
+					wantUnsaved = []string{pv.Name}
+				}
+				if diff := cmp.Diff(wantUnsaved, backendtest.UnsavedNames(t, p)); diff != "" {
+					t.Errorf("on record after Delete (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
@@ -209,91 +324,99 @@ func TestReclaim(t *testing.T) {
 		"subfolders saved":   {pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}", end: backendtest.ReclaimSaved},
 	}
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			mount := t.TempDir()
-			p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount, PathPattern: tc.pattern}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
-			localPath := func(pv *v1.PersistentVolume) string {
-				return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
-			}
-			backendtest.CheckReclaim(t, p, opts, localPath, tc.end)
-		})
+		for reachName, r := range reaches {
+			t.Run(name+"/"+reachName, func(t *testing.T) {
+				p, dir := newProvisioner(t, r, Config{Path: "/export", PathPattern: tc.pattern}, Options{})
+				opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
+				localPath := func(pv *v1.PersistentVolume) string {
+					return filepath.Join(dir, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
+				}
+				backendtest.CheckReclaim(t, p, opts, localPath, tc.end)
+			})
+		}
 	}
 }
 
 func TestSavedRefusesOthersVolumes(t *testing.T) {
-	backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
-		"another server": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" }, WantErr: `on server "other.example.com"`},
-		"another export": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/pvc-team-data" }, WantErr: "not below"},
-		"not nfs":        {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil }, WantErr: "not an nfs volume"},
-	}, func(t *testing.T) (backendtest.Fixture, error) {
-		p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: t.TempDir()}, Options{})
-		return backendtest.Fixture{Backend: p}, err
-	})
+	for reachName, r := range reaches {
+		t.Run(reachName, func(t *testing.T) {
+			backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
+				"another server": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" }, WantErr: `on server "other.example.com`},
+				"another port":   {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.MountOptions = []string{"port=1"} }, WantErr: `,port=1", not`},
+				"another export": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/pvc-team-data" }, WantErr: "not below"},
+				"not nfs":        {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil }, WantErr: "not an nfs volume"},
+			}, func(t *testing.T) (backendtest.Fixture, error) {
+				p, _ := newProvisioner(t, r, Config{Path: "/export"}, Options{})
+				return backendtest.Fixture{Backend: p}, nil
+			})
+		})
+	}
 }
 
 // Saved compares a record with its saved PersistentVolume by the export
 // subdirectory each names; a server written otherwise may be the same server
 // or another one, so it keeps both.
 func TestSavedComparesDirectories(t *testing.T) {
-	backendtest.CheckSaved(t, map[string]backendtest.SavedCase{
-		"the same source": {Mutate: func(*v1.PersistentVolume) {}},
-		"the same path, written otherwise": {Mutate: func(pv *v1.PersistentVolume) {
-			pv.Spec.NFS.Path = "/export//team/x/./data/"
-		}},
-		"another directory": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x/other" },
-			Removed: true,
-		},
-		"a directory around it": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x" },
-			WantErr: "one lies inside the other",
-		},
-		"the server by address": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "192.0.2.10" },
-			WantErr: `on server "192.0.2.10"`,
-		},
-	}, func(t *testing.T) (backendtest.Fixture, error) {
-		mount := t.TempDir()
-		p, err := New(Config{
-			Server: "nfs.example.com", Path: "/export", MountPath: mount,
-			PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
-		}, Options{})
-		localPath := func(pv *v1.PersistentVolume) string {
-			return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
-		}
-		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
-	})
+	for reachName, r := range reaches {
+		t.Run(reachName, func(t *testing.T) {
+			backendtest.CheckSaved(t, map[string]backendtest.SavedCase{
+				"the same source": {Mutate: func(*v1.PersistentVolume) {}},
+				"the same path, written otherwise": {Mutate: func(pv *v1.PersistentVolume) {
+					pv.Spec.NFS.Path = "/export//team/x/./data/"
+				}},
+				"another directory": {
+					Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x/other" },
+					Removed: true,
+				},
+				"a directory around it": {
+					Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x" },
+					WantErr: "one lies inside the other",
+				},
+				"the server by another name": {
+					Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "192.0.2.10" },
+					WantErr: `on server "192.0.2.10`,
+				},
+			}, func(t *testing.T) (backendtest.Fixture, error) {
+				p, dir := newProvisioner(t, r, Config{Path: "/export", PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}"}, Options{})
+				localPath := func(pv *v1.PersistentVolume) string {
+					return filepath.Join(dir, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
+				}
+				return backendtest.Fixture{Backend: p, LocalPath: localPath}, nil
+			})
+		})
+	}
 }
 
 func archiveTime() time.Time { return time.Unix(1e9, 0) }
 
 func TestDeleteUnmarked(t *testing.T) {
-	backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
-		mount := t.TempDir()
-		p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount}, Options{})
-		return backendtest.UnmarkedVolume{
-			Backend: p,
-			Dir:     filepath.Join(mount, "made-by-hand"),
-			Source:  v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs.example.com", Path: "/export/made-by-hand"}},
-		}, err
-	})
+	for reachName, r := range reaches {
+		t.Run(reachName, func(t *testing.T) {
+			backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
+				cfg := Config{Path: "/export"}
+				p, dir := newProvisioner(t, r, cfg, Options{})
+				return backendtest.UnmarkedVolume{
+					Backend:      p,
+					Dir:          filepath.Join(dir, "made-by-hand"),
+					Source:       v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: p.server, Path: "/export/made-by-hand"}},
+					MountOptions: portOptions(Config{Port: p.port}),
+				}, nil
+			})
+		})
+	}
 }
 
 func TestProvisionDirectory(t *testing.T) {
-	backendtest.CheckDirectory(t, func(t *testing.T, dir backend.Directory, parameters map[string]string) (string, error) {
-		mount := t.TempDir()
-		p, err := New(Config{Server: "nfs.example.com", Path: "/export", MountPath: mount, Directory: dir}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(parameters)))
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(mount, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/")), nil
-	})
+	for reachName, r := range reaches {
+		t.Run(reachName, func(t *testing.T) {
+			backendtest.CheckDirectory(t, func(t *testing.T, dir backend.Directory, parameters map[string]string) (string, error) {
+				p, export := newProvisioner(t, r, Config{Path: "/export", Directory: dir}, Options{})
+				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(parameters)))
+				if err != nil {
+					return "", err
+				}
+				return filepath.Join(export, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/")), nil
+			}, lacks[reachName]...)
+		})
+	}
 }

@@ -30,11 +30,13 @@ import (
 
 // UnmarkedVolume is a backend and a directory of its base that it did not
 // make: dir is where the test finds the directory, source is how a
-// PersistentVolume made by hand names it.
+// PersistentVolume made by hand names it, with mountOptions (an NFS server's
+// port).
 type UnmarkedVolume struct {
-	Backend provisioning.Provisioner
-	Dir     string
-	Source  v1.PersistentVolumeSource
+	Backend      provisioning.Provisioner
+	Dir          string
+	Source       v1.PersistentVolumeSource
+	MountOptions []string
 }
 
 // CheckDeleteUnmarked checks that a backend's Delete passes the
@@ -59,7 +61,7 @@ func CheckDeleteUnmarked(t *testing.T, optIn map[string]string, setup func(t *te
 			WriteFile(t, filepath.Join(u.Dir, "data"), "x")
 			pv := &v1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: "pv-by-hand", Annotations: tc.annotations},
-				Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: u.Source},
+				Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: u.Source, MountOptions: u.MountOptions},
 			}
 			err = u.Backend.Delete(t.Context(), pv)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {

@@ -77,8 +77,9 @@ type Config struct {
 	// may be fewer (hostpath: those of its own node); nil means VolumeDir.
 	OwnDir func(*v1.PersistentVolume) (string, error)
 	// Locate returns where the directory dir below Base is, as
-	// PersistentVolumes say it: the NFS server ("" for the host's file
-	// system) and the absolute path in slash form.
+	// PersistentVolumes say it: the NFS server as backend.NFSServer names
+	// it ("" for the host's file system) and the absolute path in slash
+	// form.
 	Locate func(dir string) (server, volumePath string)
 }
 
@@ -102,8 +103,8 @@ type Volumes interface {
 	// Exists reports whether the PersistentVolume name exists.
 	Exists(name string) (bool, error)
 	// Overlapping returns the PersistentVolumes whose path is volumePath,
-	// lies inside it or contains it, on NFS server server ("" for the
-	// host's file system).
+	// lies inside it or contains it, on NFS server server (as
+	// backend.NFSServer names it; "" for the host's file system).
 	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
 }
 

@@ -80,6 +80,9 @@ type Client struct {
 	auth    rpc.Auth
 	mntAddr string
 	nfsAddr string
+	// portmapper is the portmapper's address when Options.Port is 0: port
+	// 111 of the server (tests point it elsewhere).
+	portmapper string
 	// turn is held by the call that owns conn and root.
 	turn chan struct{}
 	conn *transport
@@ -88,11 +91,15 @@ type Client struct {
 	// answered counts calls the server ran, to tell whether an operation
 	// that met a stale handle changed anything.
 	answered int
+	// closing ends with Close, cutting short the call that runs.
+	closing context.Context
+	close   context.CancelFunc
 }
 
-// Dial resolves the export's ports and mounts it. Later calls reconnect
-// and remount by themselves after the server went away.
-func Dial(ctx context.Context, opts Options) (*Client, error) {
+// New returns a Client of the export that has not talked to the server
+// yet: its first call connects and mounts, so a server that is down now
+// fails calls until it is back, and New never waits for it.
+func New(opts Options) *Client {
 	if opts.MachineName == "" {
 		opts.MachineName = "provfleet"
 	}
@@ -104,10 +111,20 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		auth: rpc.NewAuthUnix(opts.MachineName, opts.UID, opts.GID).Auth(),
 		turn: make(chan struct{}, 1),
 	}
+	c.closing, c.close = context.WithCancel(context.Background())
+	c.portmapper = net.JoinHostPort(opts.Server, strconv.Itoa(PortmapperPort))
 	if opts.Port != 0 {
 		c.mntAddr = net.JoinHostPort(opts.Server, strconv.Itoa(opts.Port))
 		c.nfsAddr = c.mntAddr
 	}
+	return c
+}
+
+// Dial returns a Client of the export that has resolved its ports and
+// mounted it. Later calls reconnect and remount by themselves after the
+// server went away.
+func Dial(ctx context.Context, opts Options) (*Client, error) {
+	c := New(opts)
 	if err := c.do(ctx, func(context.Context) error { return nil }); err != nil {
 		c.Close()
 		return nil, err
@@ -118,7 +135,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 // resolvePorts asks the portmapper for the ports of MOUNT and NFS, again
 // on every reconnection: mountd's port changes when the server restarts.
 func (c *Client) resolvePorts(ctx context.Context) error {
-	pmap, err := dial(ctx, net.JoinHostPort(c.opts.Server, strconv.Itoa(PortmapperPort)), Unreserved)
+	pmap, err := dial(ctx, c.portmapper, Unreserved)
 	if err != nil {
 		return fmt.Errorf("cannot reach the portmapper: %w", err)
 	}
@@ -157,6 +174,7 @@ func getPort(ctx context.Context, pmap *transport, prog uint32) (int, error) {
 func (c *Client) do(ctx context.Context, op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
+	defer context.AfterFunc(c.closing, cancel)()
 	select {
 	case c.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -270,9 +288,10 @@ func (c *Client) call(ctx context.Context, proc uint32, op, path string, args ..
 	return c.checked(ctx, c.conn, header, op, path, args...)
 }
 
-// Close ends the connection; calls after it fail with ErrClosed. It waits
-// for a running call, which its context bounds.
+// Close ends the connection; calls after it fail with ErrClosed. A running
+// call is cut short, and Close returns once it has.
 func (c *Client) Close() {
+	c.close()
 	c.turn <- struct{}{}
 	defer func() { <-c.turn }()
 	c.done = true

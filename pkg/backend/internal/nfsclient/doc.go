@@ -18,13 +18,15 @@ limitations under the License.
 // mount, no privilege. It offers what a directory store needs, with a
 // store's semantics rather than a file system's.
 //
-//	Dial(ctx, Options{Server, Path, Port, UID, GID, SourcePort, Timeout}) ──▶ *Client
+//	New(Options{Server, Path, Port, UID, GID, SourcePort, Timeout}) ──▶ *Client
+//	    talks to nobody yet: the first call connects and mounts
 //	    Port 0: MOUNT and NFS ports from the portmapper (port 111, real servers);
 //	    Port set: MOUNT and NFS both on it (go-nfs)
+//	Dial(ctx, Options) ──▶ *Client, connected and mounted
 //	Lstat, Mkdir, CreateFile, WriteAt, ReadFile, ReadHead, ReadDir, Rename,
 //	Remove, RemoveAll, Chmod, Chown, FSStat ──▶ the server, by paths
 //	relative to the export
-//	Close
+//	Close: ends the connection, cutting a running call short
 //
 // Paths never follow symlinks: each element is looked up with LOOKUP, which
 // does not follow them, and any element but the last must be a directory;

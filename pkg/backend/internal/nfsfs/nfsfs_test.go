@@ -29,6 +29,7 @@ import (
 
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol/dirvoltest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/nfsclient"
@@ -86,7 +87,7 @@ func dial(t testing.TB, server *nfsserver.Server) *nfsclient.Client {
 func TestFilesystem(t *testing.T) {
 	dirvoltest.TestFilesystem(t, func(t *testing.T, dir string) (dirvol.Filesystem, string, string) {
 		return New(serve(t, dir), exportPath), exportPath, "."
-	}, dirvoltest.SpecialModeBits)
+	}, backendtest.SpecialModeBits)
 }
 
 func TestOpenBaseRefusals(t *testing.T) {

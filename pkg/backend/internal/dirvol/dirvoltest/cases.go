@@ -27,6 +27,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 )
 
@@ -188,7 +189,7 @@ func dirCases() map[string]contractCase {
 				return err
 			}
 			return expect("mode", info.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky), mode)
-		}, needs: SpecialModeBits},
+		}, needs: backendtest.SpecialModeBits},
 		"sync the directory": {op: func(ctx context.Context, d dirvol.Dir) error { return d.Sync(ctx) }},
 	}
 }

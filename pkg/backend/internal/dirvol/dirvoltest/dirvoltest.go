@@ -49,18 +49,8 @@ type contractCase struct {
 	// check, if set, checks the base at host after op.
 	check func(host string) error
 	// needs is what the file system must offer for the case to apply.
-	needs Capability
+	needs backendtest.Capability
 }
-
-// Capability is a part of the contract that a file system may lack for a
-// reason outside the implementation under test, such as a test server that
-// cannot represent it; a case that needs one is skipped with that reason.
-type Capability string
-
-// SpecialModeBits is keeping the setuid, setgid and sticky bits. The NFSv3
-// implementation sends them, as real servers keep them, but its go-nfs test
-// server masks every mode it is asked to set with 0777.
-const SpecialModeBits Capability = "setuid, setgid and sticky bits"
 
 // errAny accepts any error: the contract names no sentinel for it.
 var errAny = errors.New("any error")
@@ -71,7 +61,7 @@ var initialTree = []string{"dir/", "dir/inner", "file", "link-dir", "link-file",
 // TestFilesystem checks the contract of dirvol.Filesystem and dirvol.Dir on
 // what serve returns, one base per case; the cases that need a capability
 // among lacking are skipped.
-func TestFilesystem(t *testing.T, serve Serve, lacking ...Capability) {
+func TestFilesystem(t *testing.T, serve Serve, lacking ...backendtest.Capability) {
 	tmp := t.TempDir()
 	export := filepath.Join(tmp, "export")
 	backendtest.WriteFile(t, filepath.Join(tmp, "outside", "keep"), "outside the served directory")
