@@ -82,7 +82,7 @@ func newNFSSystem(b *bench, server *nfsserver.Server, dir string) (*nfsSystem, e
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the NFS server's address: %w", err)
 	}
-	port := int32(server.Port()) //nolint:gosec // a TCP port fits
+	port := int32(server.Port())
 	nfs := v1alpha1.NFSBackend{Server: host, Port: port, Path: nfsExportPath}
 	return &nfsSystem{
 		provfleetSystem: &provfleetSystem{b: b, backend: func(tenant) v1alpha1.BackendSpec {
@@ -126,8 +126,17 @@ func checkExport(sys system, want []string) error {
 	}
 	slices.Sort(got)
 	want = slices.Sorted(slices.Values(want))
-	if !slices.Equal(got, want) {
-		return fmt.Errorf("the NFS export holds %d volume directories, want %d: %v, want %v", len(got), len(want), got, want)
+	missing, unexpected := absentFrom(want, got), absentFrom(got, want)
+	if len(missing) > 0 || len(unexpected) > 0 {
+		return fmt.Errorf("the NFS export's volume directories are not the PVs': %d missing %v, %d unexpected %v", len(missing), missing, len(unexpected), unexpected)
 	}
 	return nil
+}
+
+// absentFrom are the names of names that sorted lacks.
+func absentFrom(names, sorted []string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(name string) bool {
+		_, found := slices.BinarySearch(sorted, name)
+		return found
+	})
 }
