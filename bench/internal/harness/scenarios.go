@@ -522,8 +522,9 @@ func (b *bench) provisionPhase(ctx context.Context, sys system, scenario, ns str
 		return nil, mixes, err
 	}
 	var profile <-chan string
-	if b.cfg.Profile && scenario == report.S2Provision && sys.name() == report.SystemProvfleet {
-		profile = b.profile(ctx, sys.pids()[0], 20*time.Second, "s2-provision")
+	title, profiled := profiledPhases[scenario]
+	if b.cfg.Profile && profiled && sys.name() == report.SystemProvfleet {
+		profile = b.profile(ctx, sys.pids()[0], 20*time.Second, scenario)
 	}
 	classes := make([]string, len(tenants))
 	for i, t := range tenants {
@@ -553,8 +554,15 @@ func (b *bench) provisionPhase(ctx context.Context, sys system, scenario, ns str
 		return nil, mixes, err
 	}
 	b.record(m)
-	b.addProfile(profile, "provfleet CPU profile, s2 provisioning")
+	b.addProfile(profile, title)
 	return refs, mixes, nil
+}
+
+// profiledPhases are the provisioning phases whose manager a run with
+// cfg.Profile profiles, with the titles of their profiles.
+var profiledPhases = map[string]string{
+	report.S2Provision:    "provfleet CPU profile, s2 provisioning",
+	report.S7NFSProvision: "provfleet CPU profile, s7 provisioning over NFS",
 }
 
 // provisionMeasurement is the time and latencies of claims created at start
