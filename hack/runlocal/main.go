@@ -258,6 +258,7 @@ provfleet is running. Look at it with:
   export KUBECONFIG=%s
   %s get pcfg,pvc,pv
   %s describe pcfg fast-local shared-nfs
+  %s get pcfg shared-nfs -o jsonpath='{.status.storage}'
   curl -s %s/metrics | grep provision
 
 hostPath volumes appear under %s.
@@ -266,7 +267,7 @@ serves as %s; the manager makes them through NFSv3, with no mount.
 The manager's log: %s
 
 Press Ctrl-C to stop everything.
-`, d.adminKubeconfig, kubectl, kubectl, metricsURL, d.hostPathRoot, d.nfsExport, exp.host, exp.port, exp.path, d.logPath)
+`, d.adminKubeconfig, kubectl, kubectl, kubectl, metricsURL, d.hostPathRoot, d.nfsExport, exp.host, exp.port, exp.path, d.logPath)
 }
 
 // relocate copies a manifest to dst with the directories in moves replaced.
