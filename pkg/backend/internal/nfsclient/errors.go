@@ -125,7 +125,9 @@ func (e *AuthError) Error() string {
 	}
 	msg := "NFS server denied the call: " + name
 	if e.SourcePort >= reservedPorts {
-		msg += fmt.Sprintf(" from unreserved source port %d; "+securePortAdvice, e.SourcePort, firstReservedPort)
+		// Not the port itself: the message must not change from call to
+		// call, as it ends up in a status and its Events.
+		msg += fmt.Sprintf(" from an unreserved source port (1024 or above); "+securePortAdvice, firstReservedPort)
 	}
 	return msg
 }

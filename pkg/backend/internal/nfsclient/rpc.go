@@ -75,7 +75,7 @@ func dial(ctx context.Context, addr string, sourcePort SourcePort) (*transport, 
 		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
+		return nil, fmt.Errorf("cannot connect to %s: %w", addr, addressless(err))
 	}
 	return &transport{conn: conn, r: bufio.NewReader(conn), xid: rand.Uint32()}, nil //nolint:gosec // an xid needs no secrecy
 }
@@ -100,6 +100,18 @@ func dialReserved(ctx context.Context, addr string) (net.Conn, error) {
 		}
 	}
 	return nil, nil
+}
+
+// addressless drops the addresses that a *net.OpError names: its local
+// port changes with every connection, and errors end up in a status and its
+// Events, which must not change from one failed call to the next. Callers
+// name the server themselves.
+func addressless(err error) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Err == nil {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op.Op, op.Err)
 }
 
 // localPort is the source port of the connection.
@@ -178,12 +190,12 @@ func encodeCall(xid uint32, header rpc.Header, args []any) ([]byte, error) {
 // to other xids.
 func (t *transport) exchange(record []byte) ([]byte, error) {
 	if _, err := t.conn.Write(record); err != nil {
-		return nil, fmt.Errorf("cannot send an RPC call: %w", err)
+		return nil, fmt.Errorf("cannot send an RPC call: %w", addressless(err))
 	}
 	for {
 		reply, err := t.readRecord()
 		if err != nil {
-			return nil, fmt.Errorf("cannot read an RPC reply: %w", err)
+			return nil, fmt.Errorf("cannot read an RPC reply: %w", addressless(err))
 		}
 		if len(reply) >= 4 && binary.BigEndian.Uint32(reply) == t.xid {
 			return reply, nil

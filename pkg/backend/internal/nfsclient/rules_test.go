@@ -365,3 +365,37 @@ func TestPortmapperUnavailable(t *testing.T) {
 		t.Errorf("Lstat with the portmapper asked of an NFS port: %v, want an RPC error naming the portmapper", err)
 	}
 }
+
+// A failing server fails every call alike: the errors name no local port,
+// which changes with every connection, since they end up in a status that
+// must not be rewritten at every probe.
+func TestErrorsOfADownServerDoNotChange(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := context.Background()
+	if err := e.server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var messages []string
+	for range 3 {
+		_, err := c.Lstat(ctx, ".")
+		if err == nil {
+			t.Fatal("Lstat succeeded on a stopped server")
+		}
+		messages = append(messages, err.Error())
+	}
+	// The first call may meet the connection the server closed; the others
+	// find nothing listening.
+	if messages[1] != messages[2] {
+		t.Errorf("two calls to a stopped server failed differently:\n%s\n%s", messages[1], messages[2])
+	}
+	if !strings.Contains(messages[2], e.server.Addr()) {
+		t.Errorf("the error %q does not name the server %s", messages[2], e.server.Addr())
+	}
+	// The cleanup stops the server again.
+	server, err := nfsserver.Start(ctx, nfsserver.Options{Dir: e.dir, Address: e.server.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.server = server
+}
