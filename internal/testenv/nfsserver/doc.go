@@ -17,9 +17,11 @@ limitations under the License.
 // Package nfsserver serves a host folder over NFSv3 on loopback, for tests
 // and local runs that need a real NFS server without a kernel mount.
 //
-//	Start(ctx, Options{Dir, Path, Secure, RootSquash}) ──▶ *Server
-//	    one TCP port answers MOUNT and NFS (github.com/willscott/go-nfs);
-//	    no portmapper: clients dial Addr() directly
+//	Start(ctx, Options{Dir, Path, Secure, RootSquash, Portmapper}) ──▶ *Server
+//	    one TCP port answers MOUNT and NFS (github.com/willscott/go-nfs), and
+//	    clients dial Addr() directly; with Portmapper, MOUNT also has a port
+//	    of its own and a portmapper at PortmapperAddr() tells both, as with a
+//	    kernel server (on a free port: 111 needs root)
 //	Stop() ──▶ closes the listener and every connection, waits for them
 //
 // What it serves: Dir through go-billy's bound osfs, which does not follow a
@@ -40,7 +42,7 @@ limitations under the License.
 // file's owner is refused with NFS3ERR_ACCES). go-nfs ignores the caller's
 // credentials otherwise: files belong to the user running this process.
 //
-// Goroutines: one accepting connections, one per connection serving its
-// calls (two with go-nfs's write serializer), and one per refused
-// connection answering its calls; Stop ends them all.
+// Goroutines: one accepting connections per port, one per connection
+// serving its calls (two with go-nfs's write serializer), and one per
+// refused connection answering its calls; Stop ends them all.
 package nfsserver

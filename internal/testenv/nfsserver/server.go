@@ -51,6 +51,11 @@ type Options struct {
 	// RootSquash runs requests as nobody, as knfsd's default "root_squash":
 	// changing a file's owner is refused.
 	RootSquash bool
+	// Portmapper serves MOUNT on a port of its own, as kernel servers'
+	// mountd, and a portmapper that tells clients the ports of MOUNT and
+	// NFS, on a free loopback port (PortmapperAddr): the real port, 111,
+	// needs root.
+	Portmapper bool
 }
 
 // Server is a running NFSv3 server.
@@ -58,6 +63,9 @@ type Server struct {
 	listener *trackingListener
 	cancel   context.CancelFunc
 	served   chan error
+	// mountd and portmapper are nil without Options.Portmapper.
+	mountd     *trackingListener
+	portmapper *portmapper
 }
 
 // Start serves opts.Dir until Stop. ctx bounds the server's life too.
@@ -81,11 +89,49 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{
 		listener: newTrackingListener(ln, opts.Secure),
 		cancel:   cancel,
-		served:   make(chan error, 1),
+		served:   make(chan error, 2),
 	}
-	server := &nfs.Server{Handler: newHandler(opts), Context: ctx}
-	go func() { s.served <- server.Serve(s.listener) }()
+	handler := newHandler(opts)
+	go func() { s.served <- (&nfs.Server{Handler: handler, Context: ctx}).Serve(s.listener) }()
+	if opts.Portmapper {
+		if err := s.startPortmapper(ctx, handler); err != nil {
+			return nil, errors.Join(err, s.Stop())
+		}
+	}
 	return s, nil
+}
+
+// startPortmapper serves handler's MOUNT on a second port and starts the
+// portmapper that tells it and the NFS port.
+func (s *Server) startPortmapper(ctx context.Context, handler nfs.Handler) error {
+	listen := func() (net.Listener, error) {
+		host, _, _ := net.SplitHostPort(s.Addr())
+		return (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, "0"))
+	}
+	mountd, err := listen()
+	if err != nil {
+		return fmt.Errorf("cannot listen for MOUNT: %w", err)
+	}
+	s.mountd = newTrackingListener(mountd, s.listener.secure)
+	go func() { s.served <- (&nfs.Server{Handler: handler, Context: ctx}).Serve(s.mountd) }()
+	pmap, err := listen()
+	if err != nil {
+		return fmt.Errorf("cannot listen for the portmapper: %w", err)
+	}
+	s.portmapper = startPortmapper(pmap, map[uint32]uint32{
+		mountProgram: uint32(s.mountd.Addr().(*net.TCPAddr).Port), //nolint:gosec // a TCP port
+		nfsProgram:   uint32(s.Port()),                            //nolint:gosec // a TCP port
+	})
+	return nil
+}
+
+// PortmapperAddr is the host:port of the portmapper; empty without
+// Options.Portmapper.
+func (s *Server) PortmapperAddr() string {
+	if s.portmapper == nil {
+		return ""
+	}
+	return s.portmapper.listener.Addr().String()
 }
 
 // Addr is the host:port clients dial for both MOUNT and NFS.
@@ -94,21 +140,31 @@ func (s *Server) Addr() string { return s.listener.Addr().String() }
 // Port is the TCP port of Addr.
 func (s *Server) Port() int { return s.listener.Addr().(*net.TCPAddr).Port }
 
-// Stop closes the listener and every connection and waits for the accept
-// loop and the refused connections to end; the goroutines go-nfs runs per
+// Stop closes the listeners and every connection and waits for the accept
+// loops and the refused connections to end; the goroutines go-nfs runs per
 // connection end as their connections close.
 func (s *Server) Stop() error {
 	s.cancel()
-	err := s.listener.Close()
-	s.listener.closeAll()
-	serveErr := <-s.served
-	if serveErr != nil && !errors.Is(serveErr, net.ErrClosed) {
-		return fmt.Errorf("NFS server failed: %w", serveErr)
+	var errs []error
+	listeners := []*trackingListener{s.listener}
+	if s.mountd != nil {
+		listeners = append(listeners, s.mountd)
 	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("cannot close the NFS listener: %w", err)
+	for _, l := range listeners {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("cannot close the NFS listener: %w", err))
+		}
+		l.closeAll()
 	}
-	return nil
+	for range listeners {
+		if err := <-s.served; err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("NFS server failed: %w", err))
+		}
+	}
+	if s.portmapper != nil {
+		errs = append(errs, s.portmapper.stop())
+	}
+	return errors.Join(errs...)
 }
 
 // handler exports one folder, with real free space and optional root squash.

@@ -80,6 +80,9 @@ type Client struct {
 	auth    rpc.Auth
 	mntAddr string
 	nfsAddr string
+	// portmapper is the portmapper's address when Options.Port is 0: port
+	// 111 of the server (tests point it elsewhere).
+	portmapper string
 	// turn is held by the call that owns conn and root.
 	turn chan struct{}
 	conn *transport
@@ -109,6 +112,7 @@ func New(opts Options) *Client {
 		turn: make(chan struct{}, 1),
 	}
 	c.closing, c.close = context.WithCancel(context.Background())
+	c.portmapper = net.JoinHostPort(opts.Server, strconv.Itoa(PortmapperPort))
 	if opts.Port != 0 {
 		c.mntAddr = net.JoinHostPort(opts.Server, strconv.Itoa(opts.Port))
 		c.nfsAddr = c.mntAddr
@@ -131,7 +135,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 // resolvePorts asks the portmapper for the ports of MOUNT and NFS, again
 // on every reconnection: mountd's port changes when the server restarts.
 func (c *Client) resolvePorts(ctx context.Context) error {
-	pmap, err := dial(ctx, net.JoinHostPort(c.opts.Server, strconv.Itoa(PortmapperPort)), Unreserved)
+	pmap, err := dial(ctx, c.portmapper, Unreserved)
 	if err != nil {
 		return fmt.Errorf("cannot reach the portmapper: %w", err)
 	}

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,43 +216,23 @@ func TestSecureExport(t *testing.T) {
 	}
 }
 
-// silentServer accepts connections and never answers, like a hung server.
-func silentServer(t *testing.T) string {
+// silentServer returns a server that never answers.
+func silentServer(t *testing.T) *nfsserver.Silent {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := nfsserver.StartSilent(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, conn)
-		}
-	})
 	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		for _, conn := range conns {
-			_ = conn.Close()
+		if err := s.Stop(); err != nil {
+			t.Error(err)
 		}
 	})
-	return ln.Addr().String()
+	return s
 }
 
 func TestDeadServerFailsCalls(t *testing.T) {
-	host, port, err := net.SplitHostPort(silentServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var portNumber int
-	if _, err := fmt.Sscan(port, &portNumber); err != nil {
-		t.Fatal(err)
-	}
+	silent := silentServer(t)
 	tests := []struct {
 		name string
 		opts Options
@@ -270,7 +249,7 @@ func TestDeadServerFailsCalls(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := tt.ctx()
 			defer cancel()
-			tt.opts.Server, tt.opts.Port, tt.opts.Path = host, portNumber, "/"
+			tt.opts.Server, tt.opts.Port, tt.opts.Path = silent.Host(), silent.Port(), "/"
 			_, err := Dial(ctx, tt.opts)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Dial: %v, want a deadline error", err)
@@ -331,16 +310,9 @@ func TestClientMadeWhileTheServerIsDown(t *testing.T) {
 }
 
 func TestCloseCutsARunningCallShort(t *testing.T) {
-	host, port, err := net.SplitHostPort(silentServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var portNumber int
-	if _, err := fmt.Sscan(port, &portNumber); err != nil {
-		t.Fatal(err)
-	}
+	silent := silentServer(t)
 	// No deadline but the client's own, far off: only Close can end the call.
-	c := New(Options{Server: host, Port: portNumber, Path: "/", Timeout: time.Hour})
+	c := New(Options{Server: silent.Host(), Port: silent.Port(), Path: "/", Timeout: time.Hour})
 	failed := make(chan error)
 	go func() {
 		_, err := c.Lstat(context.Background(), "x")
@@ -354,5 +326,42 @@ func TestCloseCutsARunningCallShort(t *testing.T) {
 	}
 	if _, err := c.Lstat(context.Background(), "x"); !errors.Is(err, ErrClosed) {
 		t.Errorf("a call after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Real servers serve MOUNT on a port of its own, which the portmapper tells.
+func TestPortmapperFindsMountAndNFS(t *testing.T) {
+	e := serve(t, nfsserver.Options{Portmapper: true})
+	opts := e.options(Options{})
+	opts.Port = 0
+	c := New(opts)
+	defer c.Close()
+	c.portmapper = e.server.PortmapperAddr()
+	ctx := context.Background()
+	if err := c.Mkdir(ctx, "found", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "found")); err != nil {
+		t.Error(err)
+	}
+	if c.mntAddr == c.nfsAddr || c.nfsAddr != e.server.Addr() {
+		t.Errorf("MOUNT at %s and NFS at %s, want MOUNT on a port of its own and NFS at %s", c.mntAddr, c.nfsAddr, e.server.Addr())
+	}
+}
+
+// A port that does not serve the portmapper fails the call with the
+// reason.
+func TestPortmapperUnavailable(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	opts := e.options(Options{})
+	opts.Port = 0
+	c := New(opts)
+	defer c.Close()
+	// go-nfs answers the portmapper's program with PROG_UNAVAIL.
+	c.portmapper = e.server.Addr()
+	_, err := c.Lstat(context.Background(), ".")
+	var refused *RPCError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "portmapper") {
+		t.Errorf("Lstat with the portmapper asked of an NFS port: %v, want an RPC error naming the portmapper", err)
 	}
 }
