@@ -191,11 +191,11 @@ func (f *fixture) checkPlantedLink() {
 	before := contents(f.t, outside)
 
 	f.claim("planted", pcName)
-	f.t.Logf("create through the link: %s", f.waitEvent(f.namespace, "planted", provisioning.EventProvisioningFailed))
+	f.t.Logf("create through the link: %s", f.waitWarning(f.namespace, "planted", provisioning.EventProvisioningFailed))
 	if err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Delete(f.ctx, "victim", metav1.DeleteOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
-	f.t.Logf("delete through the link: %s", f.waitEvent(metav1.NamespaceDefault, pv.Name, provisioning.EventVolumeFailedDelete))
+	f.t.Logf("delete through the link: %s", f.waitWarning(metav1.NamespaceDefault, pv.Name, provisioning.EventVolumeFailedDelete))
 	if diff := cmp.Diff(before, contents(f.t, outside)); diff != "" {
 		f.t.Errorf("the folder outside the export changed (-before +after):\n%s", diff)
 	}
@@ -298,7 +298,7 @@ func (f *fixture) checkSecureExport(refused bool) {
 	if ready.Status != metav1.ConditionFalse || !containsAll(ready.Message, advice) {
 		f.t.Errorf("Ready is %s with %q, want False with %q", ready.Status, ready.Message, advice)
 	}
-	f.waitEvent(metav1.NamespaceDefault, pcName, v1alpha1.ReasonBackendUnavailable, advice...)
+	f.waitWarning(metav1.NamespaceDefault, pcName, v1alpha1.ReasonBackendUnavailable, advice...)
 }
 
 func containsAll(s string, parts []string) bool {
@@ -480,10 +480,9 @@ func (f *fixture) waitGone(pvName string) {
 	})
 }
 
-// waitEvent waits for a Warning Event of reason (any when empty) on the
-// object name in namespace whose message holds every part, and returns
-// that message.
-func (f *fixture) waitEvent(namespace, name, reason string, parts ...string) string {
+// waitWarning waits for a Warning Event of reason on the object name in
+// namespace whose message holds every part, and returns that message.
+func (f *fixture) waitWarning(namespace, name, reason string, parts ...string) string {
 	f.t.Helper()
 	var found string
 	seen := map[string]bool{}
@@ -493,7 +492,7 @@ func (f *fixture) waitEvent(namespace, name, reason string, parts ...string) str
 			return false, nil
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name != name || (reason != "" && e.Reason != reason) || e.Type != corev1.EventTypeWarning {
+			if e.InvolvedObject.Name != name || e.Reason != reason || e.Type != corev1.EventTypeWarning {
 				continue
 			}
 			seen[e.Message] = true
