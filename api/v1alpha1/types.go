@@ -58,8 +58,10 @@ const (
 	// contains the other, or overlapping exports of one NFS server); this one
 	// runs once the older is deleted or moved.
 	ReasonBackendOverlap = "BackendOverlap"
-	// ReasonBackendUnavailable: the backend could not be started, or the custom
-	// driver is not compiled into this manager.
+	// ReasonBackendUnavailable: the backend could not be started, the custom
+	// driver is not compiled into this manager, or the running instance's
+	// last probe of its storage failed (the message is the storage's error;
+	// the instance keeps running and recovers once a probe succeeds).
 	ReasonBackendUnavailable = "BackendUnavailable"
 	// ReasonBackendStuck: a backend call runs past its deadline (see
 	// spec.timeouts), or a stopped instance gave up waiting for one and its
@@ -677,4 +679,23 @@ type ProvisionerConfigStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// storage is the space of the backend's storage, as the leader's last
+	// successful probe found it; absent for a backend that cannot be probed.
+	// It is rewritten when the available space moves by a hundredth of the
+	// total or more.
+	// +optional
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus is the space of a backend's storage.
+type StorageStatus struct {
+	// available is what new volumes may still use: a claim that requests
+	// more is refused.
+	// +required
+	Available resource.Quantity `json:"available"`
+
+	// total is the size of the storage.
+	// +required
+	Total resource.Quantity `json:"total"`
 }

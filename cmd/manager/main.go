@@ -103,15 +103,16 @@ func newManager(o *options, registry prometheus.Registerer) (*fleet.Manager, err
 	}
 	config.Wrap(requests.Wrap)
 	return fleet.New(config, fleet.Settings{
-		Namespace:           o.namespace,
-		Identity:            o.identity,
-		LeaderElection:      o.leaderElect,
-		LegacyLockNamespace: o.legacyLockNamespace,
-		HostPathRoot:        o.hostPathRoot,
-		NodeName:            o.nodeName,
-		QPS:                 o.kubeAPIQPS,
-		Burst:               o.kubeAPIBurst,
-		Registerer:          registry,
+		Namespace:            o.namespace,
+		Identity:             o.identity,
+		LeaderElection:       o.leaderElect,
+		LegacyLockNamespace:  o.legacyLockNamespace,
+		HostPathRoot:         o.hostPathRoot,
+		NodeName:             o.nodeName,
+		QPS:                  o.kubeAPIQPS,
+		Burst:                o.kubeAPIBurst,
+		BackendProbeInterval: o.backendProbeInterval,
+		Registerer:           registry,
 	})
 }
 

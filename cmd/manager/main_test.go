@@ -23,6 +23,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -47,6 +48,7 @@ func TestParseOptions(t *testing.T) {
 		Burst                                          int
 		LeaderElect                                    bool
 		LegacyLockNamespace                            string
+		BackendProbeInterval                           time.Duration
 	}
 	tests := map[string]struct {
 		args          []string
@@ -57,26 +59,30 @@ func TestParseOptions(t *testing.T) {
 	}{
 		"defaults from POD_NAMESPACE and NODE_NAME": {
 			vars: map[string]string{"POD_NAMESPACE": "from-env", "NODE_NAME": "node-1"},
-			want: result{Namespace: "from-env", Identity: "host-a_", NodeName: "node-1", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true},
+			want: result{Namespace: "from-env", Identity: "host-a_", NodeName: "node-1", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true, BackendProbeInterval: 30 * time.Second},
 		},
 		"namespace from the in-cluster file": {
 			namespaceFile: "from-file",
-			want:          result{Namespace: "from-file", Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true},
+			want:          result{Namespace: "from-file", Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true, BackendProbeInterval: 30 * time.Second},
 		},
 		"flags win": {
-			args: []string{"--namespace=ns", "--identity=me", "--metrics-bind-address=0", "--health-probe-bind-address=:9", "--kube-api-qps=5", "--kube-api-burst=7", "--leader-elect=false", "--legacy-lock-namespace=kube-system"},
+			args: []string{"--namespace=ns", "--identity=me", "--metrics-bind-address=0", "--health-probe-bind-address=:9", "--kube-api-qps=5", "--kube-api-burst=7", "--leader-elect=false", "--legacy-lock-namespace=kube-system", "--backend-probe-interval=1s"},
 			vars: map[string]string{"POD_NAMESPACE": "from-env"},
-			want: result{Namespace: "ns", Identity: "me", Metrics: "0", Health: ":9", QPS: 5, Burst: 7, LegacyLockNamespace: "kube-system"},
+			want: result{Namespace: "ns", Identity: "me", Metrics: "0", Health: ":9", QPS: 5, Burst: 7, LegacyLockNamespace: "kube-system", BackendProbeInterval: time.Second},
 		},
 		"no namespace for the Leases": {
 			wantErr: true,
 		},
 		"no namespace needed without leader election": {
 			args: []string{"--leader-elect=false"},
-			want: result{Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100},
+			want: result{Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, BackendProbeInterval: 30 * time.Second},
 		},
 		"zero budget": {
 			args:    []string{"--namespace=ns", "--kube-api-qps=0"},
+			wantErr: true,
+		},
+		"no probe interval": {
+			args:    []string{"--namespace=ns", "--backend-probe-interval=0"},
 			wantErr: true,
 		},
 		"stray argument": {
@@ -93,7 +99,7 @@ func TestParseOptions(t *testing.T) {
 			if err != nil {
 				return
 			}
-			got := result{o.namespace, o.identity, o.nodeName, o.metricsBindAddress, o.healthProbeBindAddress, o.kubeAPIQPS, o.kubeAPIBurst, o.leaderElect, o.legacyLockNamespace}
+			got := result{o.namespace, o.identity, o.nodeName, o.metricsBindAddress, o.healthProbeBindAddress, o.kubeAPIQPS, o.kubeAPIBurst, o.leaderElect, o.legacyLockNamespace, o.backendProbeInterval}
 			if strings.HasPrefix(tc.want.Identity, "host-a_") {
 				if !strings.HasPrefix(got.Identity, "host-a_") || len(got.Identity) <= len("host-a_") {
 					t.Errorf("identity %q is not the host name plus a suffix", got.Identity)

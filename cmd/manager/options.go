@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -42,6 +43,7 @@ type options struct {
 	kubeAPIBurst           int
 	leaderElect            bool
 	legacyLockNamespace    string
+	backendProbeInterval   time.Duration
 	nodeName               string
 	logging                *logsapi.LoggingConfiguration
 }
@@ -69,6 +71,7 @@ func parseOptions(args []string, env environment) (*options, error) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "API request burst for the whole fleet.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader per provisioner through its own Lease, so several replicas can run.")
 	fs.StringVar(&o.legacyLockNamespace, "legacy-lock-namespace", "", "Namespace where an older provisioner (sig-storage-lib-external-provisioner v8 or older) locks an Endpoints object named like the Lease; no provisioner leads while its lock there is held by another. Empty: not checked.")
+	fs.DurationVar(&o.backendProbeInterval, "backend-probe-interval", 30*time.Second, "How often the leader of each provisioner probes its backend's storage, and the deadline of a probe. A failing probe makes the provisioner Ready=False, BackendUnavailable, until one succeeds.")
 	logsapi.AddFlags(o.logging, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -76,8 +79,8 @@ func parseOptions(args []string, env environment) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
-		return nil, errors.New("--kube-api-qps must be positive and --kube-api-burst at least 1")
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 || o.backendProbeInterval <= 0 {
+		return nil, errors.New("--kube-api-qps and --backend-probe-interval must be positive and --kube-api-burst at least 1")
 	}
 	o.nodeName = env.getenv("NODE_NAME")
 	if o.namespace == "" {

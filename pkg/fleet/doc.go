@@ -20,14 +20,15 @@ limitations under the License.
 // What comes in: ProvisionerConfig objects, from an informer whose add, update
 // and delete queue the object and every other that shares one of its names,
 // its Lease or its backend base; Settings (the manager's flags: identity, Lease
-// namespace, leader election, hostPath root, node, API budgets, metrics
-// registry) and Options (WithBackend: custom backends).
+// namespace, leader election, hostPath root, node, API budgets, backend probe
+// interval, metrics registry) and Options (WithBackend: custom backends).
 //
 // What goes out: for each object, a Manager reconcile starts, re-tunes live
 // (Reconfigure), restarts or stops one provisioning.Controller with the backend
 // of spec.backend, and writes the object's status (Ready and Leading
-// conditions, leader, observed generation) with a Warning Event when it
-// refuses the object. The fleet shares one set of claim, volume, class, node
+// conditions, leader, observed generation, the storage space the leader's
+// backend probe found) with a Warning Event when it refuses the object or
+// its backend turns unavailable, and a Normal one when the backend is back. The fleet shares one set of claim, volume, class, node
 // and Lease informers, with one event router and the PV path index; one
 // connection pool, each provisioner's requests named after it and spending its
 // share of the fleet's fair API budget (internal/fairlimit), its Lease and

@@ -97,6 +97,9 @@ type Settings struct {
 	// provisioners at the default renew interval of 6 s.
 	LeaseQPS   float32
 	LeaseBurst int
+	// BackendProbeInterval is how often the leader of each provisioner probes
+	// its backend's storage, and the deadline of a probe; zero: 30s.
+	BackendProbeInterval time.Duration
 	// Registerer receives the provisioners' metrics; nil keeps them private.
 	Registerer prometheus.Registerer
 }

@@ -73,7 +73,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 				inst := newFakeInstance(cfg)
 				f.mu.Lock()
 				defer f.mu.Unlock()
-				inst.restartOn, inst.leader, inst.onStuck = f.restartOn, f.leader, deps.OnStuck
+				inst.restartOn, inst.leader, inst.onStuck, inst.onHealth = f.restartOn, f.leader, deps.OnStuck, deps.OnHealthChange
 				f.instances[cfg.ProvisionerName] = append(f.instances[cfg.ProvisionerName], inst)
 				if f.leader {
 					deps.OnLeaderChange("replica-1")

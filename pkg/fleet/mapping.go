@@ -26,18 +26,21 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// leaseSettings are the manager-wide parts of every instance's leader election.
-type leaseSettings struct {
-	enabled             bool
+// instanceSettings are the manager-wide parts of every instance's Config:
+// its leader election and the interval of its backend's probes (zero: the
+// default).
+type instanceSettings struct {
+	leaseEnabled        bool
 	namespace           string
 	identity            string
 	legacyLockNamespace string
+	probeInterval       time.Duration
 }
 
 // provisioningConfig maps the spec of a ProvisionerConfig to the Config of its
 // instance. Fields left empty (objects that bypassed the CRD defaults) keep
 // provisioning.DefaultConfig's values. The result is validated.
-func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, lease leaseSettings) (provisioning.Config, error) {
+func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, settings instanceSettings) (provisioning.Config, error) {
 	cfg := provisioning.DefaultConfig(string(spec.ProvisionerName))
 	for _, name := range spec.AdditionalProvisionerNames {
 		cfg.AdditionalProvisionerNames = append(cfg.AdditionalProvisionerNames, string(name))
@@ -73,13 +76,16 @@ func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, lease leaseSetting
 	setDuration(&cfg.Timeouts.Drain, spec.Timeouts.Drain)
 
 	le := &cfg.LeaderElection
-	le.Enabled = lease.enabled
-	le.Namespace = lease.namespace
-	le.Identity = lease.identity
-	le.LegacyLockNamespace = lease.legacyLockNamespace
+	le.Enabled = settings.leaseEnabled
+	le.Namespace = settings.namespace
+	le.Identity = settings.identity
+	le.LegacyLockNamespace = settings.legacyLockNamespace
 	setDuration(&le.LeaseDuration, spec.LeaderElection.LeaseDuration)
 	setDuration(&le.RenewDeadline, spec.LeaderElection.RenewDeadline)
 	setDuration(&le.RetryPeriod, spec.LeaderElection.RetryPeriod)
+	if settings.probeInterval != 0 {
+		cfg.ProbeInterval = settings.probeInterval
+	}
 
 	if err := cfg.Validate(); err != nil {
 		return provisioning.Config{}, fmt.Errorf("cannot use spec: %w", err)

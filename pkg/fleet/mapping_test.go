@@ -32,15 +32,17 @@ import (
 func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
 func TestProvisioningConfig(t *testing.T) {
-	lease := leaseSettings{enabled: true, namespace: "provfleet-system", identity: "replica-1", legacyLockNamespace: "kube-system"}
+	lease := instanceSettings{leaseEnabled: true, namespace: "provfleet-system", identity: "replica-1", legacyLockNamespace: "kube-system"}
 	withLease := func(cfg provisioning.Config) provisioning.Config {
 		cfg.LeaderElection.Namespace, cfg.LeaderElection.Identity = lease.namespace, lease.identity
 		cfg.LeaderElection.LegacyLockNamespace = lease.legacyLockNamespace
 		return cfg
 	}
+	probing := lease
+	probing.probeInterval = time.Second
 	tests := map[string]struct {
 		spec    v1alpha1.ProvisionerConfigSpec
-		lease   leaseSettings
+		lease   instanceSettings
 		want    provisioning.Config
 		wantErr bool
 	}{
@@ -74,7 +76,7 @@ func TestProvisioningConfig(t *testing.T) {
 					RetryPeriod:   duration(5 * time.Second),
 				},
 			},
-			lease: lease,
+			lease: probing,
 			want: provisioning.Config{
 				ProvisionerName:            "provfleet.io/a",
 				AdditionalProvisionerNames: []string{"example.com/old"},
@@ -98,6 +100,7 @@ func TestProvisioningConfig(t *testing.T) {
 					LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
 					LegacyLockNamespace: "kube-system",
 				},
+				ProbeInterval: time.Second,
 			},
 		},
 		"leader election off": {

@@ -47,6 +47,12 @@ type observation struct {
 	retry bool
 	// leaderElectionDisabled: every replica works without a Lease.
 	leaderElectionDisabled bool
+	// running: the instance runs, whatever reason Ready has; a running one
+	// whose backend is unavailable is no refusal.
+	running bool
+	// storage is the space the leader's last successful probe found; nil
+	// when unknown.
+	storage *provisioning.Space
 }
 
 func refusal(reason string, err error) observation {
@@ -83,11 +89,12 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 
 // converge starts, re-tunes, restarts or stops the instance of pc.
 func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	cfg, err := provisioningConfig(&pc.Spec, leaseSettings{
-		enabled:             m.settings.LeaderElection,
+	cfg, err := provisioningConfig(&pc.Spec, instanceSettings{
+		leaseEnabled:        m.settings.LeaderElection,
 		namespace:           m.settings.Namespace,
 		identity:            m.settings.Identity,
 		legacyLockNamespace: m.settings.LegacyLockNamespace,
+		probeInterval:       m.settings.BackendProbeInterval,
 	})
 	if err != nil {
 		m.stop(ctx, pc.Name)
@@ -135,14 +142,18 @@ func (m *Manager) refuseConflicts(ctx context.Context, pc *v1alpha1.ProvisionerC
 	return observation{}, false
 }
 
-// observeInstance reports the state of the running instance r of cfg.
+// observeInstance reports the state of the running instance r of cfg. Only
+// a leader probes its backend, so only a leader reports it unavailable.
 func (m *Manager) observeInstance(r *running, cfg provisioning.Config) observation {
-	obs := observation{leader: r.currentLeader()}
+	health := r.instance.Health()
+	obs := observation{leader: r.currentLeader(), running: true, storage: health.Space}
 	switch stuck := r.instance.Stuck(); {
 	case stuck != nil:
 		obs.reason, obs.message = v1alpha1.ReasonBackendStuck, stuck.Error()
 	case cfg.Paused:
 		obs.reason, obs.message = v1alpha1.ReasonPaused, "spec.paused is true: nothing is provisioned or deleted"
+	case health.Err != nil:
+		obs.reason, obs.message = v1alpha1.ReasonBackendUnavailable, health.Err.Error()
 	case r.instance.IsLeader():
 		obs.reason, obs.message = v1alpha1.ReasonRunning, "provisioning as "+m.settings.Identity
 	default:
@@ -265,7 +276,8 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 			entry.setLeader(holder)
 			m.queue.Add(key)
 		},
-		OnStuck: func() { m.queue.Add(key) },
+		OnStuck:        func() { m.queue.Add(key) },
+		OnHealthChange: func() { m.queue.Add(key) },
 	})
 	if err != nil {
 		closeBackend(provisioner)

@@ -33,6 +33,7 @@ type instance interface {
 	LeaseHealthy() error
 	KeepLease()
 	Stuck() error
+	Health() provisioning.Health
 }
 
 // running is one started instance. Its token is unique for the life of the

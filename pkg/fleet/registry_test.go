@@ -39,6 +39,8 @@ type fakeInstance struct {
 	handedOver   bool
 	stuck        error
 	onStuck      func()
+	health       provisioning.Health
+	onHealth     func()
 	started      chan struct{}
 	stopped      chan struct{}
 	fail         chan error
@@ -88,6 +90,22 @@ func (f *fakeInstance) Stuck() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stuck
+}
+
+func (f *fakeInstance) Health() provisioning.Health {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.health
+}
+
+// setHealth changes what Health reports and tells the manager, as a
+// controller does.
+func (f *fakeInstance) setHealth(h provisioning.Health) {
+	f.mu.Lock()
+	f.health = h
+	onHealth := f.onHealth
+	f.mu.Unlock()
+	onHealth()
 }
 
 // setStuck changes what Stuck reports and tells the manager, as a controller

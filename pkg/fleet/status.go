@@ -19,14 +19,17 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // Reasons of the Leading condition.
@@ -37,6 +40,10 @@ const (
 	reasonLeaderElectionDisabled = "LeaderElectionDisabled"
 )
 
+// eventBackendAvailable is the reason of the Normal Event of a provisioner
+// whose backend is available again.
+const eventBackendAvailable = "BackendAvailable"
+
 var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: component}
 
 // desiredStatus is pc's status after obs. Conditions keep their transition
@@ -46,6 +53,7 @@ func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation) v1alpha1.Pro
 	st.ObservedGeneration = pc.Generation
 	st.Backend = pc.Spec.Backend.Name()
 	st.Leader = obs.leader
+	st.Storage = desiredStorage(st.Storage, obs)
 
 	ready := metav1.ConditionFalse
 	if obs.reason == v1alpha1.ReasonRunning || obs.reason == v1alpha1.ReasonStandby {
@@ -65,7 +73,7 @@ func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation) v1alpha1.Pro
 		ObservedGeneration: pc.Generation,
 	}
 	switch {
-	case isRefusal(obs.reason):
+	case isRefusal(obs.reason) && !obs.running:
 		leading.Reason, leading.Message = reasonNotRunning, "no instance runs"
 	case obs.leaderElectionDisabled:
 		leading.Status, leading.Reason, leading.Message = metav1.ConditionTrue, reasonLeaderElectionDisabled, "every replica works without a Lease"
@@ -78,6 +86,27 @@ func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation) v1alpha1.Pro
 	return st
 }
 
+// desiredStorage is status.storage after obs: what the leader's last probe
+// found, kept while it moved less than Space.Moved tells, so the status is
+// not rewritten for every byte; left to the leader by other replicas, and
+// cleared once no instance runs.
+func desiredStorage(current *v1alpha1.StorageStatus, obs observation) *v1alpha1.StorageStatus {
+	switch {
+	case !obs.running:
+		return nil
+	case obs.storage == nil:
+		return current
+	case current != nil && !obs.storage.Moved(provisioning.Space{AvailableBytes: current.Available.Value(), TotalBytes: current.Total.Value()}):
+		return current
+	}
+	return &v1alpha1.StorageStatus{
+		Available: *resource.NewQuantity(obs.storage.AvailableBytes, resource.BinarySI),
+		Total:     *resource.NewQuantity(obs.storage.TotalBytes, resource.BinarySI),
+	}
+}
+
+// isRefusal reports whether Ready's reason calls for a Warning Event: the
+// object was refused, or its running instance's backend is unavailable.
 func isRefusal(reason string) bool {
 	switch reason {
 	case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonProvisionerNameConflict, v1alpha1.ReasonLeaseNameConflict,
@@ -98,24 +127,19 @@ func needsWrite(pc *v1alpha1.ProvisionerConfig, want v1alpha1.ProvisionerConfigS
 		return true
 	}
 	current := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
-	leaderReported := current != nil && current.Reason == v1alpha1.ReasonRunning &&
+	leaderReported := current != nil && slices.Contains([]string{v1alpha1.ReasonRunning, v1alpha1.ReasonBackendUnavailable}, current.Reason) &&
 		current.ObservedGeneration == pc.Generation && pc.Status.Leader == obs.leader
 	return !leaderReported
 }
 
-// writeStatus writes the status of obs unless nothing changed, and emits a
-// Warning Event when the object is newly refused.
+// writeStatus writes the status of obs unless nothing changed, and emits an
+// Event when Ready changes as recordTransition tells.
 func (m *Manager) writeStatus(ctx context.Context, pc *v1alpha1.ProvisionerConfig, obs observation) error {
 	want := desiredStatus(pc, obs)
 	if !needsWrite(pc, want, obs) {
 		return nil
 	}
-	if isRefusal(obs.reason) {
-		current := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
-		if current == nil || current.Reason != obs.reason || current.Message != obs.message || pc.Status.ObservedGeneration != pc.Generation {
-			m.recorder.Event(pc, v1.EventTypeWarning, obs.reason, obs.message)
-		}
-	}
+	m.recordTransition(pc, obs)
 	updated := pc.DeepCopy()
 	updated.Status = want
 	if _, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().UpdateStatus(ctx, updated, metav1UpdateOptions); err != nil {
@@ -123,4 +147,19 @@ func (m *Manager) writeStatus(ctx context.Context, pc *v1alpha1.ProvisionerConfi
 	}
 	klog.FromContext(ctx).V(2).Info("Updated status", "reason", obs.reason, "leader", obs.leader, "observedGeneration", pc.Generation)
 	return nil
+}
+
+// recordTransition emits a Warning Event when the object is newly refused
+// or its backend newly unavailable, and a Normal one when the backend of its
+// running instance is available again.
+func (m *Manager) recordTransition(pc *v1alpha1.ProvisionerConfig, obs observation) {
+	current := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case isRefusal(obs.reason):
+		if current == nil || current.Reason != obs.reason || current.Message != obs.message || pc.Status.ObservedGeneration != pc.Generation {
+			m.recorder.Event(pc, v1.EventTypeWarning, obs.reason, obs.message)
+		}
+	case obs.reason == v1alpha1.ReasonRunning && current != nil && current.Reason == v1alpha1.ReasonBackendUnavailable:
+		m.recorder.Event(pc, v1.EventTypeNormal, eventBackendAvailable, "the backend is available again: "+obs.message)
+	}
 }

@@ -66,6 +66,20 @@ func TestDesiredStatus(t *testing.T) {
 				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld),
 			}},
 		},
+		"backend unavailable while leading": {
+			obs: observation{reason: v1alpha1.ReasonBackendUnavailable, leader: "me", running: true},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "me", Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonBackendUnavailable),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionTrue, reasonLeaseHeld),
+			}},
+		},
+		"backend not started": {
+			obs: observation{reason: v1alpha1.ReasonBackendUnavailable},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonBackendUnavailable),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNotRunning),
+			}},
+		},
 		"refused": {
 			obs: observation{reason: v1alpha1.ReasonProvisionerNameConflict},
 			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Backend: "hostPath", Conditions: []metav1.Condition{
@@ -131,6 +145,11 @@ func TestNeedsWrite(t *testing.T) {
 		"a standby leaves the leader's report alone": {
 			current: running(2, "other"),
 			obs:     observation{reason: v1alpha1.ReasonStandby, leader: "other"},
+			want:    false,
+		},
+		"a standby leaves the leader's unavailable backend alone": {
+			current: desiredStatus(statusObject(2, v1alpha1.ProvisionerConfigStatus{}), observation{reason: v1alpha1.ReasonBackendUnavailable, leader: "other", running: true}),
+			obs:     observation{reason: v1alpha1.ReasonStandby, leader: "other", running: true},
 			want:    false,
 		},
 		"a standby reports a generation the leader did not report yet": {

@@ -64,6 +64,10 @@ type Config struct {
 	VolumeSave     VolumeSaveConfig
 	Timeouts       TimeoutConfig
 	LeaderElection LeaderElectionConfig
+	// ProbeInterval is how often a leading controller probes a backend that
+	// is a Prober, and the deadline of each probe. The manager sets it for
+	// every instance (--backend-probe-interval); no spec field maps to it.
+	ProbeInterval time.Duration
 }
 
 // RetryConfig tunes failure thresholds and the work queues' rate limiters.
@@ -163,6 +167,7 @@ func DefaultConfig(provisionerName string) Config {
 			RenewDeadline: 10 * time.Second,
 			RetryPeriod:   2 * time.Second,
 		},
+		ProbeInterval: 30 * time.Second,
 	}
 }
 
@@ -228,6 +233,9 @@ func (c Config) Validate() error {
 	}
 	if c.ResyncPeriod < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("resyncPeriod"), c.ResyncPeriod.String(), "must not be negative"))
+	}
+	if c.ProbeInterval <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("probeInterval"), c.ProbeInterval.String(), "must be positive"))
 	}
 	errs = append(errs, c.Retry.validate(field.NewPath("retry"))...)
 	errs = append(errs, c.VolumeSave.validate(field.NewPath("volumeSave"))...)

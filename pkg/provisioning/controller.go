@@ -78,6 +78,10 @@ type Dependencies struct {
 	OnLeaderChange func(holderIdentity string)
 	// OnStuck, if set, is called when what Stuck reports may have changed.
 	OnStuck func()
+	// OnHealthChange, if set, is called when what Health reports changed:
+	// the backend turned available or unavailable, its error changed, or
+	// its space Moved.
+	OnHealthChange func()
 }
 
 // elector decides when a Controller works: a leaderelection.LeaderElector on
@@ -110,6 +114,8 @@ type Controller struct {
 	// reclaimer is the provisioner when it keeps its own record of unsaved
 	// volumes; nil means the intent finalizer guards them.
 	reclaimer Reclaimer
+	// prober is the provisioner when it can be probed; nil otherwise.
+	prober    Prober
 	elector   elector
 	finalizer string
 	clock     clock.WithDelayedExecution
@@ -132,8 +138,15 @@ type Controller struct {
 	// controller deleted and the informer still shows, which need no sync.
 	deleted sync.Map
 
-	started atomic.Bool
-	onStuck func()
+	started        atomic.Bool
+	onStuck        func()
+	onHealthChange func()
+
+	// health is what the probes of the current or last term found;
+	// reported is what onHealthChange was last called for.
+	healthMu sync.Mutex
+	health   Health
+	reported Health
 
 	// overdue holds the backend calls running past their deadline.
 	overdueMu sync.Mutex
@@ -167,22 +180,24 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	}
 	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c := &Controller{
-		name:          cfg.ProvisionerName,
-		identity:      identity,
-		client:        deps.Client,
-		informers:     inf,
-		recorder:      deps.EventRecorder,
-		metrics:       deps.Metrics,
-		provisioner:   deps.Provisioner,
-		finalizer:     IntentFinalizer(cfg.ProvisionerName),
-		clock:         clock.RealClock{},
-		claimRetries:  workqueue.NewRetries[claimKey](rateLimits(cfg.Retry)),
-		volumeRetries: workqueue.NewRetries[string](rateLimits(cfg.Retry)),
-		onStuck:       deps.OnStuck,
-		overdue:       map[*backendCall]struct{}{},
-		cfg:           cfg,
+		name:           cfg.ProvisionerName,
+		identity:       identity,
+		client:         deps.Client,
+		informers:      inf,
+		recorder:       deps.EventRecorder,
+		metrics:        deps.Metrics,
+		provisioner:    deps.Provisioner,
+		finalizer:      IntentFinalizer(cfg.ProvisionerName),
+		clock:          clock.RealClock{},
+		claimRetries:   workqueue.NewRetries[claimKey](rateLimits(cfg.Retry)),
+		volumeRetries:  workqueue.NewRetries[string](rateLimits(cfg.Retry)),
+		onStuck:        deps.OnStuck,
+		onHealthChange: deps.OnHealthChange,
+		overdue:        map[*backendCall]struct{}{},
+		cfg:            cfg,
 	}
 	c.reclaimer, _ = deps.Provisioner.(Reclaimer)
+	c.prober, _ = deps.Provisioner.(Prober)
 	if c.recorder == nil {
 		c.recorder = &record.FakeRecorder{}
 	}
@@ -401,6 +416,10 @@ type loop[K comparable] struct {
 	retries   *workqueue.Retries[K]
 	threshold func() int
 	paused    func() bool
+	// backendDown tells whether the backend's last probe failed, and when
+	// to try an item again then: its failure does not count, so that items
+	// wait for the backend rather than being given up on.
+	backendDown func() (time.Duration, bool)
 	// sync (syncClaim or syncVolume) handles one item and returns the object
 	// version it ended at.
 	sync func(ctx context.Context, key K) (string, error)
@@ -421,6 +440,11 @@ func (l *loop[K]) handle(ctx context.Context, key K) {
 		return
 	}
 	if ctx.Err() != nil {
+		return
+	}
+	if retryIn, down := l.backendDown(); down {
+		l.queue.AddAfter(key, retryIn)
+		utilruntime.HandleErrorWithContext(ctx, err, "Backend unavailable: will retry at the next probe, not counted as a failure", "item", key)
 		return
 	}
 	if l.retries.Failed(l.queue, key, version, l.threshold()) {

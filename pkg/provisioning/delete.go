@@ -218,6 +218,7 @@ func (c *Controller) deleteBackendVolume(ctx context.Context, volume *v1.Persist
 		return false, nil
 	}
 	if err != nil {
+		c.probeSoon()
 		err = fmt.Errorf("cannot delete the backend volume: %w", err)
 		c.recorder.Event(volume, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
 		return false, err

@@ -25,13 +25,14 @@ limitations under the License.
 //
 // In: a Config (Reconfigure re-tunes a running controller), a Provisioner
 // (the backend, with its optional interfaces: Qualifier, BlockProvisioner,
-// DataSourceProvisioner, DeletionGuard, Reclaimer), and the events of the
+// DataSourceProvisioner, DeletionGuard, Reclaimer, Prober), and the events of the
 // shared claim, volume, class and node informers, which the event router hands
 // to the controllers they concern.
 //
 // Out: PersistentVolumes created for claims and deleted with their backend
 // volumes, finalizer patches of claims and PersistentVolumes, Events on
-// claims and volumes, and metric series labelled with the provisioner.
+// claims and volumes, metric series labelled with the provisioner, and the
+// backend's Health, whose changes OnHealthChange is told of.
 //
 // # Goroutines
 //
@@ -40,8 +41,10 @@ limitations under the License.
 // term runs the work queues' workers on demand (claims, volumes, PV saves
 // and, for a Reclaimer, reclaim), started when work arrives and ended when
 // the queue is idle, and a resync timer that queues everything again every
-// ResyncPeriod. Every backend call runs under a deadline whose watcher, a
-// timer, reports it once it is overdue.
+// ResyncPeriod. For a Prober, a term also runs one goroutine that probes the
+// backend every ProbeInterval and when a Provision or Delete failed; the
+// term's end waits for it as for the workers. Every backend call runs under
+// a deadline whose watcher, a timer, reports it once it is overdue.
 //
 // # Reading the code
 //
@@ -56,7 +59,7 @@ limitations under the License.
 // (provision.go), saves its PersistentVolume (save.go) or abandons it; a
 // PersistentVolume goes through syncVolume (delete.go). reclaim.go goes
 // through a Reclaimer's record, backendcall.go puts each backend call under
-// its deadline, finalizers.go and names.go hold the finalizers, annotations
+// its deadline, health.go probes a Prober, finalizers.go and names.go hold the finalizers, annotations
 // and names the others share.
 //
 // # Glossary
@@ -112,7 +115,12 @@ limitations under the License.
 // Backend call: one call of the Provisioner, with a deadline: Timeouts.Provision
 // for calls about a claim (Provision and the questions before it),
 // Timeouts.Delete for calls about a volume (Delete, ShouldDelete, Unsaved,
-// Saved).
+// Saved), ProbeInterval for a probe.
+//
+// Backend unavailable: the last probe of a Prober failed. Failures of
+// Provision and Delete then do not count towards the failure thresholds:
+// claims and volumes wait for the backend, and are retried at each probe
+// interval.
 //
 // Stuck call: a backend call that outlived its deadline by a grace period
 // and has not returned (it may ignore its context, as a call on a hard NFS

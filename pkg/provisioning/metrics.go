@@ -66,6 +66,11 @@ type Metrics struct {
 	overdueCalls *prometheus.GaugeVec
 	overdueMu    sync.Mutex
 	overdue      map[[2]string]int
+
+	// The last probe of each leading controller's backend.
+	backendUp      *prometheus.GaugeVec
+	availableBytes *prometheus.GaugeVec
+	totalBytes     *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metric vectors and registers them with reg. Call it
@@ -84,6 +89,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.declareOperationMetrics()
 	m.declareQueueMetrics()
+	m.declareProbeMetrics()
 	collectors := []prometheus.Collector{m.inFlight, m.overdueCalls}
 	for _, c := range m.collectors() {
 		collectors = append(collectors, c)
@@ -129,6 +135,43 @@ func (m *Metrics) declareOperationMetrics() {
 	}, byClass)
 }
 
+// declareProbeMetrics declares the series of the backends' probes, which
+// exist while a controller leads.
+func (m *Metrics) declareProbeMetrics() {
+	byProvisioner := []string{labelProvisioner}
+	m.backendUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "provisioner_backend_up",
+		Help: "1 when the last probe of a provisioner's backend succeeded, 0 when it failed.",
+	}, byProvisioner)
+	m.availableBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "provisioner_backend_available_bytes",
+		Help: "Bytes new volumes may still use on a provisioner's backend, as its last successful probe found.",
+	}, byProvisioner)
+	m.totalBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "provisioner_backend_total_bytes",
+		Help: "Size in bytes of a provisioner's backend storage, as its last successful probe found.",
+	}, byProvisioner)
+}
+
+// observeProbe records one probe of a backend.
+func (m *Metrics) observeProbe(provisionerName string, space Space, err error) {
+	if err != nil {
+		m.backendUp.WithLabelValues(provisionerName).Set(0)
+		return
+	}
+	m.backendUp.WithLabelValues(provisionerName).Set(1)
+	m.availableBytes.WithLabelValues(provisionerName).Set(float64(space.AvailableBytes))
+	m.totalBytes.WithLabelValues(provisionerName).Set(float64(space.TotalBytes))
+}
+
+// deleteHealthSeries removes the probe series of one provisioner, which
+// stopped leading.
+func (m *Metrics) deleteHealthSeries(provisionerName string) {
+	for _, c := range []partialDeleter{m.backendUp, m.availableBytes, m.totalBytes} {
+		c.DeletePartialMatch(prometheus.Labels{labelProvisioner: provisionerName})
+	}
+}
+
 // declareQueueMetrics declares the work queues' series, named as client-go's
 // workqueue metrics are, with the provisioner as a label.
 func (m *Metrics) declareQueueMetrics() {
@@ -168,6 +211,7 @@ func (m *Metrics) collectors() []partialDeleter {
 		m.provisionTotal, m.provisionFailed, m.provisionDuration,
 		m.deleteTotal, m.deleteFailed, m.deleteDuration, m.panics,
 		m.queueDepth, m.queueAdds, m.queueLatency, m.queueWorkDuration, m.queueRetries,
+		m.backendUp, m.availableBytes, m.totalBytes,
 	}
 }
 

@@ -176,6 +176,9 @@ func (c *Controller) provisionVolume(ctx context.Context, options ProvisionOptio
 		volume, state, err = c.provisioner.Provision(ctx, options)
 		return err
 	})
+	if err != nil && !IsIgnoredError(err) {
+		c.probeSoon()
+	}
 	if err == nil && volume == nil {
 		err = errors.New("backend returned no PersistentVolume")
 	}

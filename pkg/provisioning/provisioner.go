@@ -114,6 +114,45 @@ type Reclaimer interface {
 	Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error
 }
 
+// Prober is implemented by backends that can tell whether their storage
+// answers, and how much room it has. While leading, the controller probes
+// at once, every Config.ProbeInterval, and right after a failed Provision or
+// Delete, so that an outage is seen at once. While the last probe failed,
+// failures of Provision and Delete do not count towards the failure
+// thresholds: claims and volumes wait for the storage, retried at each probe
+// interval with an Event each time, rather than being given up on. Health
+// reports the last probe, Dependencies.OnHealthChange hears of its changes,
+// and the metrics provisioner_backend_up, provisioner_backend_available_bytes
+// and provisioner_backend_total_bytes export it.
+type Prober interface {
+	// Probe reaches the storage as Provision and Delete would, under a
+	// deadline of the probe interval, and returns its space; an error says
+	// why the storage cannot be used now.
+	Probe(ctx context.Context) (Space, error)
+}
+
+// Space is the room of a backend's storage, in bytes.
+type Space struct {
+	// AvailableBytes is what new volumes may still use.
+	AvailableBytes int64
+	// TotalBytes is the size of the storage; 0 when it reports none.
+	TotalBytes int64
+}
+
+// spaceStep is the share of the total by which available space must move to
+// count as a change: reports of free space are not redone for every byte.
+const spaceStep = 100
+
+// Moved reports whether s differs from old enough to report: another total,
+// or available space that moved by a hundredth of the total or more.
+func (s Space) Moved(old Space) bool {
+	if s.TotalBytes != old.TotalBytes {
+		return true
+	}
+	delta := s.AvailableBytes - old.AvailableBytes
+	return max(delta, -delta) >= max(s.TotalBytes/spaceStep, 1)
+}
+
 // UnsavedVolume is a backend volume that may have no PersistentVolume yet.
 type UnsavedVolume struct {
 	Volume *v1.PersistentVolume

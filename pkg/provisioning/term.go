@@ -40,6 +40,8 @@ type term struct {
 	reclaimLimiter *workqueue.RetryLimiter[struct{}]
 	// pending holds the PersistentVolumes waiting in saves, by name.
 	pending sync.Map
+	// probes probe the backend; nil without a Prober.
+	probes *probes
 }
 
 // lead starts the work of one term, which lasts until ctx ends; the returned
@@ -47,6 +49,7 @@ type term struct {
 func (c *Controller) lead(ctx context.Context) (stop func()) {
 	logger := klog.FromContext(ctx)
 	t := c.newTerm(ctx)
+	t.probes = c.startProbes(ctx)
 	c.subscribe(ctx, t)
 
 	c.mu.Lock()
@@ -73,7 +76,10 @@ func (c *Controller) lead(ctx context.Context) (stop func()) {
 		if t.reclaims != nil {
 			queues = append(queues, t.reclaims)
 		}
-		if busy := workqueue.ShutDownWithDrain(giveUp.Done(), queues...); len(busy) > 0 {
+		busy := workqueue.ShutDownWithDrain(giveUp.Done(), queues...)
+		busy = append(busy, t.probes.wait(giveUp.Done())...)
+		defer c.forgetHealth()
+		if len(busy) > 0 {
 			// A call that ignores its cancelled context may still finish.
 			// Releasing the Lease would let another replica work on the same
 			// objects meanwhile: it is left to expire instead, once the
@@ -176,15 +182,17 @@ func (c *Controller) newTerm(ctx context.Context) *term {
 	paused := func() bool { return c.config().Paused }
 	t := &term{
 		claims: loop[claimKey]{
-			retries:   c.claimRetries,
-			threshold: func() int { return c.config().Retry.ProvisionFailureThreshold },
-			paused:    paused,
+			retries:     c.claimRetries,
+			threshold:   func() int { return c.config().Retry.ProvisionFailureThreshold },
+			paused:      paused,
+			backendDown: c.backendDown,
 		},
 		volumes: loop[string]{
-			retries:   c.volumeRetries,
-			threshold: func() int { return c.config().Retry.DeleteFailureThreshold },
-			paused:    paused,
-			sync:      c.syncVolume,
+			retries:     c.volumeRetries,
+			threshold:   func() int { return c.config().Retry.DeleteFailureThreshold },
+			paused:      paused,
+			backendDown: c.backendDown,
+			sync:        c.syncVolume,
 		},
 		saveLimiter:    workqueue.NewRetryLimiter[string](saveRetry(cfg)),
 		reclaimLimiter: workqueue.NewRetryLimiter[struct{}](rateLimits(cfg.Retry)),

@@ -91,8 +91,8 @@ type Config struct {
 type Options = dirvol.Options
 
 // Provisioner provisions hostPath and local volumes. It implements
-// provisioning.Provisioner and provisioning.Reclaimer and is safe for
-// concurrent use.
+// provisioning.Provisioner, Reclaimer and Prober and is safe for concurrent
+// use.
 type Provisioner struct {
 	path       string
 	volumeType VolumeType
@@ -103,6 +103,7 @@ type Provisioner struct {
 var (
 	_ provisioning.Provisioner = (*Provisioner)(nil)
 	_ provisioning.Reclaimer   = (*Provisioner)(nil)
+	_ provisioning.Prober      = (*Provisioner)(nil)
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
@@ -147,6 +148,10 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		Locate:    p.locate,
 	})
 	if err != nil {
+		return nil, err
+	}
+	// New checks a configuration, without a context of a call.
+	if _, err := p.store.Probe(context.Background()); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -287,6 +292,11 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 // record: nothing is deleted in doubt.
 func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
 	return p.store.Saved(ctx, volume, saved)
+}
+
+// Probe reaches Path and reports the space of the file system that holds it.
+func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
+	return p.store.Probe(ctx)
 }
 
 // ownDir returns the directory of a PersistentVolume of this provisioner's

@@ -17,6 +17,7 @@ limitations under the License.
 package hostpath
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -450,4 +451,42 @@ func TestProvisionDirectory(t *testing.T) {
 		}
 		return pv.Spec.Local.Path, nil
 	})
+}
+
+// TestProbe: the provisioner reports the space of its path's file system
+// while the path is there, and the path's absence as unavailable, until it
+// is back.
+func TestProbe(t *testing.T) {
+	_, root := layout(t)
+	path := filepath.Join(root, "vols")
+	p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name    string
+		change  func(t *testing.T)
+		wantErr error
+	}{
+		{name: "started", change: func(*testing.T) {}},
+		{name: "path gone", change: func(t *testing.T) { rename(t, path, path+".away") }, wantErr: backend.ErrUnavailable},
+		{name: "path back", change: func(t *testing.T) { rename(t, path+".away", path) }},
+	}
+	for _, step := range steps {
+		step.change(t)
+		space, err := p.Probe(t.Context())
+		if !errors.Is(err, step.wantErr) {
+			t.Fatalf("%s: Probe() error = %v, want %v", step.name, err, step.wantErr)
+		}
+		if err == nil && space.TotalBytes <= 0 {
+			t.Errorf("%s: Probe() = %+v, want the size of the file system", step.name, space)
+		}
+	}
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -73,8 +73,8 @@ type Config struct {
 type Options = dirvol.Options
 
 // Provisioner provisions NFS subdirectory volumes. It implements
-// provisioning.Provisioner and provisioning.Reclaimer and is safe for
-// concurrent use.
+// provisioning.Provisioner, provisioning.Reclaimer and provisioning.Prober
+// and is safe for concurrent use.
 type Provisioner struct {
 	server string
 	port   int
@@ -90,6 +90,7 @@ type Provisioner struct {
 var (
 	_ provisioning.Provisioner = (*Provisioner)(nil)
 	_ provisioning.Reclaimer   = (*Provisioner)(nil)
+	_ provisioning.Prober      = (*Provisioner)(nil)
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
@@ -133,6 +134,14 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		p.Close()
 		return nil, err
 	}
+	if p.client != nil {
+		// The controller's probes report the server: the fleet's workers,
+		// which build every backend, never wait for one.
+		return p, nil
+	}
+	if _, err := p.store.Probe(context.Background()); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -149,6 +158,16 @@ func check(cfg Config) error {
 		return fmt.Errorf("%w: mountPath %q is not absolute", backend.ErrInvalidSpec, cfg.MountPath)
 	}
 	return nil
+}
+
+// Probe reaches the export and reports its space. Speaking NFS, its
+// errors name the server, as a waiting call's own may not.
+func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
+	space, err := p.store.Probe(ctx)
+	if err != nil && p.client != nil {
+		return space, fmt.Errorf("NFS server %s, export %s: %w", p.serverName, p.path, err)
+	}
+	return space, err
 }
 
 // Close releases the connection to the server; the Provisioner must not be

@@ -29,7 +29,11 @@ limitations under the License.
 // PersistentVolume exists or the directory is removed, so a directory whose
 // PersistentVolume was never created can be found and deleted. A deleted
 // directory is moved into the hidden folder .provfleet-deleting, and its files
-// deleted from there without holding up other claims.
+// deleted from there without holding up other claims. New reaches nothing;
+// Probe reaches the base, makes the record folder the first time and requires
+// it afterwards, and reports the space of the base's file system (Dir.Space),
+// and Create refuses a claim larger than the space left, as it refuses one
+// beyond the capacity budget.
 //
 // A Store gets from its backend the file system that holds the base
 // (Config.FS: LocalFS, the host's through os.Root; nfsfs, an NFSv3 export

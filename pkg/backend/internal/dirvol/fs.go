@@ -19,6 +19,9 @@ package dirvol
 import (
 	"context"
 	"io/fs"
+	"math"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // Filesystem is where a Store keeps its volume directories: the host's file
@@ -76,6 +79,9 @@ type Dir interface {
 	// an NFS export squashing root) fails with an error wrapping
 	// fs.ErrPermission.
 	Chown(ctx context.Context, uid, gid int) error
+	// Space reports the space of the file system that holds the directory:
+	// what an unprivileged user may still write, and its size.
+	Space(ctx context.Context) (provisioning.Space, error)
 	// Sync makes the directory's entries durable: names created, renamed or
 	// removed in it survive a crash of the machine or the server.
 	Sync(ctx context.Context) error
@@ -91,4 +97,11 @@ type File interface {
 	Sync(ctx context.Context) error
 	// Close releases the file.
 	Close() error
+}
+
+// NewSpace is the space of a file system that reports available and total
+// bytes unsigned; figures beyond an int64 are cut to its maximum.
+func NewSpace(available, total uint64) provisioning.Space {
+	clamp := func(n uint64) int64 { return int64(min(n, math.MaxInt64)) } //nolint:gosec // min bounds it
+	return provisioning.Space{AvailableBytes: clamp(available), TotalBytes: clamp(total)}
 }

@@ -75,11 +75,20 @@ type recordFile struct {
 	Provisioner    string    `json:"provisioner,omitempty"`
 }
 
-// openJournal opens the record folder, which New made. Its absence means
-// that the base is not the directory the Store started on: most often an
-// export or disk that is no longer mounted, whose empty mount point must not
-// receive volumes nor let a missing directory pass for a deleted one.
+// openJournal opens the record folder, which the first probe or operation
+// of the Store makes. Its absence after that means that the base is not the
+// directory the Store started on: most often an export or disk that is no
+// longer mounted, whose empty mount point must not receive volumes nor let a
+// missing directory pass for a deleted one.
 func (s *Store) openJournal(ctx context.Context, base Dir) (Dir, error) {
+	if !s.journalMade.Load() {
+		journal, err := createDir(ctx, base, []string{JournalDir})
+		if err != nil {
+			return nil, fmt.Errorf("cannot make the volume records: %w", err)
+		}
+		s.journalMade.Store(true)
+		return journal, nil
+	}
 	journal, err := openDir(ctx, base, []string{JournalDir})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

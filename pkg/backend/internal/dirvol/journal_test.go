@@ -320,8 +320,19 @@ func TestJournalSymlinked(t *testing.T) {
 		want     error
 		wantErr  string
 	}{
-		"new": {
-			op:   func(t *testing.T, f *fixture) error { _, err := New(f.store.cfg); return err },
+		"first probe": {
+			op: func(t *testing.T, f *fixture) error {
+				s, err := New(f.store.cfg)
+				if err != nil {
+					return err
+				}
+				_, err = s.Probe(t.Context())
+				return err
+			},
+			want: backend.ErrUnavailable, wantErr: "not a directory",
+		},
+		"probe": {
+			op:   func(t *testing.T, f *fixture) error { _, err := f.store.Probe(t.Context()); return err },
 			want: backend.ErrUnavailable, wantErr: "not a directory",
 		},
 		"create": {

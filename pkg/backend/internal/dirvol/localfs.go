@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // LocalFS is the host's file system, reached through os.Root so that no
@@ -210,6 +211,22 @@ func (d *localDir) Chmod(_ context.Context, perm fs.FileMode) error {
 
 func (d *localDir) Chown(_ context.Context, uid, gid int) error {
 	return d.root.Lchown(".", uid, gid)
+}
+
+// Space asks the directory itself, by its descriptor, so it reports the file
+// system mounted there now.
+func (d *localDir) Space(context.Context) (provisioning.Space, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return provisioning.Space{}, err
+	}
+	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return provisioning.Space{}, &os.PathError{Op: "fstatfs", Path: d.root.Name(), Err: err}
+	}
+	bsize := uint64(st.Bsize) //nolint:gosec // a block size is positive
+	return NewSpace(st.Bavail*bsize, st.Blocks*bsize), nil
 }
 
 func (d *localDir) Sync(context.Context) error {

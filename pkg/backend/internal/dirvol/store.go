@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 const (
@@ -124,6 +126,9 @@ type Store struct {
 	// purging are the directories in trashDir whose files a Remove is
 	// deleting, so no other deletes them too.
 	purging map[string]bool
+	// journalMade is set once the first probe or operation made the record
+	// folder.
+	journalMade atomic.Bool
 
 	// step, set by tests, is told of each step below as it is taken, to
 	// order or pause operations; an error stops the operation there, as a
@@ -153,8 +158,8 @@ type reservation struct {
 	done bool
 }
 
-// New checks a Store's configuration: errors wrap backend.ErrInvalidSpec or
-// backend.ErrUnavailable.
+// New checks a Store's configuration without reaching its file system, which
+// Probe does: errors wrap backend.ErrInvalidSpec.
 func New(cfg Config) (*Store, error) {
 	if cfg.OnDelete == "" {
 		cfg.OnDelete = backend.OnDeleteDelete
@@ -184,21 +189,44 @@ func New(cfg Config) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	// New is called without a context: its callers check a configuration.
-	ctx := context.Background()
+	return s, nil
+}
+
+// Probe reaches the base and reports the space of its file system; errors
+// wrap backend.ErrUnavailable, or backend.ErrInvalidSpec for a base that is
+// not a directory inside the root. The first probe or operation that
+// reaches the base makes the record folder; later ones only require it (see
+// openJournal), so a base whose file system is no longer mounted there is
+// reported rather than filled.
+func (s *Store) Probe(ctx context.Context) (provisioning.Space, error) {
 	base, err := s.openBase(ctx)
 	if err != nil {
-		return nil, err
+		return provisioning.Space{}, err
 	}
 	defer base.Close()
-	journal, err := createDir(ctx, base, []string{JournalDir})
+	if err := s.prepareJournal(ctx, base); err != nil {
+		return provisioning.Space{}, err
+	}
+	space, err := base.Space(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot open the volume records in %q: %w", backend.ErrUnavailable, cfg.Base, err)
+		return provisioning.Space{}, fmt.Errorf("%w: cannot read the free space of %q: %w", backend.ErrUnavailable, s.cfg.Base, err)
+	}
+	return space, nil
+}
+
+// prepareJournal makes or requires the record folder, as openJournal.
+func (s *Store) prepareJournal(ctx context.Context, base Dir) error {
+	journal, err := s.openJournal(ctx, base)
+	if errors.Is(err, backend.ErrUnavailable) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: cannot open the volume records in %q: %w", backend.ErrUnavailable, s.cfg.Base, err)
 	}
 	if err := journal.Close(); err != nil {
-		return nil, fmt.Errorf("%w: cannot close the volume records in %q: %w", backend.ErrUnavailable, cfg.Base, err)
+		return fmt.Errorf("%w: cannot close the volume records in %q: %w", backend.ErrUnavailable, s.cfg.Base, err)
 	}
-	return s, nil
+	return nil
 }
 
 // openBase opens the base anew for each operation, so a base replaced by a
@@ -229,12 +257,20 @@ func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 	if err := s.checkRoom(req.PVName, req.Size); err != nil {
 		return "", err
 	}
+	base, err := s.openBase(ctx)
+	if err != nil {
+		return "", fmt.Errorf("cannot create directory %q: %w", dir, err)
+	}
+	defer base.Close()
 	res := s.reservations[req.PVName]
 	if res == nil {
+		if err := checkSpace(ctx, base, req.Size); err != nil {
+			return "", err
+		}
 		res = &reservation{dir: dir, size: req.Size}
 		s.reservations[req.PVName] = res
 	}
-	if err := s.create(ctx, req, dir, req.Directory.Or(s.cfg.Directory)); err != nil {
+	if err := s.create(ctx, base, req, dir, req.Directory.Or(s.cfg.Directory)); err != nil {
 		if !res.done {
 			delete(s.reservations, req.PVName)
 		}
@@ -356,6 +392,21 @@ func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 	return nil
 }
 
+// checkSpace refuses a volume larger than the space left on the base's file
+// system, as checkRoom refuses one beyond the capacity budget. A file system
+// that reports no size is not checked.
+func checkSpace(ctx context.Context, base Dir, size resource.Quantity) error {
+	space, err := base.Space(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: cannot read the free space: %w", backend.ErrUnavailable, err)
+	}
+	if space.TotalBytes == 0 || size.CmpInt64(space.AvailableBytes) <= 0 {
+		return nil
+	}
+	return fmt.Errorf("not enough free space: %s of %s available, the claim requests %s",
+		resource.NewQuantity(space.AvailableBytes, resource.BinarySI), resource.NewQuantity(space.TotalBytes, resource.BinarySI), size.String())
+}
+
 // errNotOurs refuses a directory that exists without being this volume's.
 var errNotOurs = errors.New("the directory is not this volume's")
 
@@ -364,12 +415,7 @@ var errNotOurs = errors.New("the directory is not this volume's")
 // not the volume's would let Delete remove someone else's, so it is dropped
 // when the marker was not taken, and so is the record of a directory that
 // was removed again.
-func (s *Store) create(ctx context.Context, req Request, dir string, settings backend.Directory) error {
-	base, err := s.openBase(ctx)
-	if err != nil {
-		return err
-	}
-	defer base.Close()
+func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, settings backend.Directory) error {
 	written, err := s.writeRecord(ctx, base, req, dir)
 	if errors.Is(err, backend.ErrUnavailable) {
 		return err

@@ -85,6 +85,9 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	if _, err := f.store.Probe(t.Context()); err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
 	return f
 }
 
@@ -392,7 +395,7 @@ func TestCapacity(t *testing.T) {
 		wantErr  string
 	}{
 		"no budget": {
-			pvs: []*v1.PersistentVolume{volume("pvc-a", "a", "1Ei", testProvisioner)}, size: "1Ei",
+			pvs: []*v1.PersistentVolume{volume("pvc-a", "a", "1Ei", testProvisioner)}, size: "1Mi",
 		},
 		"fits exactly": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
@@ -610,7 +613,10 @@ func TestNewRefusals(t *testing.T) {
 			}
 			cfg := Config{FS: LocalFS{}, Root: root, Base: "vols", VolumeDir: hostPathDir, Locate: hostPathLocation}
 			tc.mutate(t, &cfg)
-			_, err := New(cfg)
+			s, err := New(cfg)
+			if err == nil {
+				_, err = s.Probe(t.Context())
+			}
 			checkErr(t, err, tc.wantErr)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("error %v is not %v", err, tc.want)

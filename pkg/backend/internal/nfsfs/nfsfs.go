@@ -28,6 +28,7 @@ import (
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 	"github.com/provfleet/provfleet/pkg/backend/internal/nfsclient"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // FS is the export a Client mounted, as a dirvol.Filesystem.
@@ -187,6 +188,16 @@ func (d *dir) Chmod(ctx context.Context, perm fs.FileMode) error {
 // is.
 func (d *dir) Chown(ctx context.Context, uid, gid int) error {
 	return d.client.Chown(ctx, d.path, uid, gid)
+}
+
+// Space is the FSSTAT of the export, whose file system holds every
+// directory of it.
+func (d *dir) Space(ctx context.Context) (provisioning.Space, error) {
+	stat, err := d.client.FSStat(ctx)
+	if err != nil {
+		return provisioning.Space{}, err
+	}
+	return dirvol.NewSpace(stat.Available, stat.Total), nil
 }
 
 // Sync has nothing to do: the server committed each change to the

@@ -28,7 +28,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
@@ -65,6 +67,10 @@ func newProvisioner(t testing.TB, root, base string, onDelete backend.OnDeletePo
 		},
 		Locate: p.locate,
 	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = p.store.Probe(t.Context())
 	return p, err
 }
 
@@ -267,6 +273,53 @@ func TestStorePlantedLinks(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, f.volumes(t)); diff != "" {
 				t.Errorf("the base (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStoreSpace: the store reports the served folder's space through
+// FSSTAT, refuses a claim larger than it before making anything on the
+// server, and provisions one that fits.
+func TestStoreSpace(t *testing.T) {
+	f := newStoreFixture(t)
+	p := f.provisioner(t, backend.OnDeleteDelete)
+	space, err := p.store.Probe(t.Context())
+	if err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(f.root, &st); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(st.Blocks) * st.Bsize; space.TotalBytes != want { //nolint:gosec // block counts fit
+		t.Errorf("Probe() total = %d, want %d", space.TotalBytes, want)
+	}
+	tests := map[string]struct {
+		size     string
+		wantErr  string
+		wantTree []string
+	}{
+		"larger than the export": {
+			size:     resource.NewQuantity(space.TotalBytes+1, resource.BinarySI).String(),
+			wantErr:  "not enough free space",
+			wantTree: []string{},
+		},
+		"fits": {size: "1Mi", wantTree: []string{".data.provfleet-volume", "data/"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newStoreFixture(t)
+			p := f.provisioner(t, backend.OnDeleteDelete)
+			_, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", tc.size), backendtest.Class(map[string]string{"pathPattern": "{{.PVC.Name}}"})))
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Provision: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Provision: %v, want an error containing %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantTree, f.volumes(t)); diff != "" {
+				t.Errorf("tree after Provision (-want +got):\n%s", diff)
 			}
 		})
 	}

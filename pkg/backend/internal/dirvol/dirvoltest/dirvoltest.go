@@ -28,6 +28,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
@@ -73,6 +74,7 @@ func TestFilesystem(t *testing.T, serve Serve, lacking ...backendtest.Capability
 	}
 	fsys, root, base := serve(t, export)
 	t.Run("OpenBase", func(t *testing.T) { checkOpenBase(t, fsys, root, base, export) })
+	t.Run("Space", func(t *testing.T) { checkSpace(t, fsys, root, base, export) })
 	cases := map[string]contractCase{}
 	for _, group := range []map[string]contractCase{lookupCases(), fileCases(), dirCases(), ownerCases(), renameCases(), removeCases()} {
 		for name, tc := range group {
@@ -176,6 +178,32 @@ func checkOpenBase(t *testing.T, fsys dirvol.Filesystem, root, base, export stri
 				t.Errorf("error %v, want one wrapping %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// checkSpace checks that Space reports the figures of the served
+// directory's file system, as statfs(2) reads them on the host.
+func checkSpace(t *testing.T, fsys dirvol.Filesystem, root, base, export string) {
+	d, err := fsys.OpenBase(t.Context(), root, base)
+	if err != nil {
+		t.Fatalf("OpenBase: %v", err)
+	}
+	defer d.Close()
+	got, err := d.Space(t.Context())
+	if err != nil {
+		t.Fatalf("Space: %v", err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(export, &st); err != nil {
+		t.Fatal(err)
+	}
+	bsize := uint64(st.Bsize) //nolint:gosec // a block size is positive
+	want := dirvol.NewSpace(st.Bavail*bsize, st.Blocks*bsize)
+	// Other writers on this machine move the available figure a little.
+	const tolerance = 256 << 20
+	near := cmp.Comparer(func(a, b int64) bool { return max(a, b)-min(a, b) <= tolerance })
+	if diff := cmp.Diff(want, got, near); diff != "" {
+		t.Errorf("Space against statfs (-want +got):\n%s", diff)
 	}
 }
 
