@@ -62,10 +62,13 @@ const (
 // the go-nfs server the test process serves.
 func TestNFSExportsThroughTheManager(t *testing.T) {
 	f := newFixture(t)
-	p := f.startManager("nfs")
+	// Probes every second make an outage seen soon.
+	p := f.startManager("nfs", "--backend-probe-interval=1s")
 	t.Run("onDelete", func(t *testing.T) { f.sub(t).checkOnDelete() })
 	t.Run("two servers on one address", func(t *testing.T) { f.sub(t).checkTwoServers() })
 	t.Run("link planted on the export", func(t *testing.T) { f.sub(t).checkPlantedLink() })
+	t.Run("free space", func(t *testing.T) { f.sub(t).checkFreeSpace() })
+	t.Run("server outage", func(t *testing.T) { f.sub(t).checkOutage() })
 	t.Run("secure export", func(t *testing.T) {
 		f.sub(t).checkSecureExport(!canBindReserved(t))
 	})
@@ -208,6 +211,64 @@ func (f *fixture) checkPlantedLink() {
 	}
 	if diff := cmp.Diff(before, contents(f.t, outside)); diff != "" {
 		f.t.Errorf("the folder outside the export changed (-before +after):\n%s", diff)
+	}
+}
+
+// checkOutage: a server that stops makes its provisioner Ready=False,
+// BackendUnavailable, with the server's error, and a claim waits with a
+// Warning Event; the server back on its port and folder, the provisioner
+// is Ready again and the claim binds, with no restart of the manager.
+func (f *fixture) checkOutage() {
+	e := f.serveNFS(nfsserver.Options{})
+	pcName := f.prefix + "-outage"
+	f.nfsProvisioner(pcName, e)
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+
+	e.stop(f)
+	// The first probe may meet the connection the server closed; the next
+	// ones find nothing listening.
+	f.eventually("Ready=False, BackendUnavailable, connection refused", func(ctx context.Context) (bool, error) {
+		pc, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(ctx, pcName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == v1alpha1.ReasonBackendUnavailable &&
+			strings.Contains(ready.Message, "connection refused"), nil
+	})
+	f.claim("during-outage", pcName)
+	f.t.Logf("claim during the outage: %s", f.waitWarning(f.namespace, "during-outage", provisioning.EventProvisioningFailed, "connection refused"))
+
+	e.start(f)
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+	f.waitBound("during-outage")
+	pv := f.boundVolume("during-outage")
+	port := strconv.Itoa(e.server.Port())
+	e.checkVolume(f.t, pv, pv.Name, []string{"mountport=" + port, "port=" + port})
+}
+
+// checkFreeSpace: the status holds the space of the served folder's file
+// system, as the server's FSSTAT answers it.
+func (f *fixture) checkFreeSpace() {
+	e := f.serveNFS(nfsserver.Options{})
+	pcName := f.prefix + "-space"
+	f.nfsProvisioner(pcName, e)
+	var storage *v1alpha1.StorageStatus
+	f.eventually("status.storage of "+pcName, func(ctx context.Context) (bool, error) {
+		pc, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(ctx, pcName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		storage = pc.Status.Storage
+		return storage != nil, nil
+	})
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(e.dir, &st); err != nil {
+		f.t.Fatal(err)
+	}
+	total := int64(st.Blocks) * st.Bsize //nolint:gosec // a file system's size fits
+	if storage.Total.Value() != total || storage.Available.Sign() <= 0 || storage.Available.Cmp(storage.Total) > 0 {
+		f.t.Errorf("status.storage has %s available of %s, want some of %d bytes", &storage.Available, &storage.Total, total)
 	}
 }
 
