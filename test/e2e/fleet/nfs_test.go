@@ -177,8 +177,11 @@ func (f *fixture) checkTwoServers() {
 
 // checkPlantedLink: a folder that a pattern makes, swapped on the server
 // for a link to a folder outside the export holding a lookalike of a
-// volume, sends neither a create nor a delete there: both fail with an
-// Event, and succeed on the real folder once the link is gone.
+// volume, sends neither a create nor a delete there, nor to where the link
+// would lead inside the export (go-nfs, as knfsd, resolves no link for a
+// client: only a client that followed links itself could go anywhere), nor
+// to the real folder moved aside: both fail with an Event, and succeed on
+// the real folder once the link is gone.
 func (f *fixture) checkPlantedLink() {
 	e := f.serveNFS(nfsserver.Options{})
 	pcName := f.prefix + "-link"
@@ -192,6 +195,7 @@ func (f *fixture) checkPlantedLink() {
 	outside := filepath.Join(filepath.Dir(e.dir), "outside")
 	plant(f.t, folder, outside, pv.Name)
 	before := contents(f.t, outside)
+	exportBefore := volumeContents(f.t, e.dir)
 
 	f.claim("planted", pcName)
 	f.t.Logf("create through the link: %s", f.waitWarning(f.namespace, "planted", provisioning.EventProvisioningFailed))
@@ -201,6 +205,9 @@ func (f *fixture) checkPlantedLink() {
 	f.t.Logf("delete through the link: %s", f.waitWarning(metav1.NamespaceDefault, pv.Name, provisioning.EventVolumeFailedDelete))
 	if diff := cmp.Diff(before, contents(f.t, outside)); diff != "" {
 		f.t.Errorf("the folder outside the export changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(exportBefore, volumeContents(f.t, e.dir)); diff != "" {
+		f.t.Errorf("the export changed (-before +after):\n%s", diff)
 	}
 
 	unplant(f.t, folder)
@@ -303,6 +310,15 @@ func unplant(t *testing.T, folder string) {
 	if err := os.Rename(folder+"-aside", folder); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// volumeContents is contents without the store's own folders at the top,
+// where records of volumes come and go.
+func volumeContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	got := contents(t, dir)
+	maps.DeleteFunc(got, func(p, _ string) bool { return strings.HasPrefix(p, ".provfleet-") })
+	return got
 }
 
 // contents maps each path below dir to "dir", a link's target or a file's
