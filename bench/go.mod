@@ -10,7 +10,15 @@ require (
 	k8s.io/klog/v2 v2.140.0
 )
 
-require k8s.io/apiserver v0.37.2 // indirect
+require (
+	github.com/cyphar/filepath-securejoin v0.6.1 // indirect
+	github.com/go-git/go-billy/v5 v5.9.2 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/rasky/go-xdr v0.0.0-20170124162913-1a41d1a06c93 // indirect
+	github.com/willscott/go-nfs v0.0.4 // indirect
+	github.com/willscott/go-nfs-client v0.0.0-20251022144359-801f10d98886 // indirect
+	k8s.io/apiserver v0.37.2 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -63,17 +63,26 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	var missing []key
-	for _, scenario := range []string{report.S1Provision, report.S1Delete, report.S2Provision, report.S2Delete} {
-		for _, system := range []string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit} {
-			if k := (key{scenario, system}); !got[k] {
-				missing = append(missing, k)
-			}
-		}
-	}
-	for _, scenario := range []string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S4Settled, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL} {
-		for _, system := range []string{report.SystemProvfleet, report.SystemUpstream} {
-			if k := (key{scenario, system}); !got[k] {
-				missing = append(missing, k)
+	for _, want := range []struct{ scenarios, systems []string }{
+		{
+			[]string{report.S1Provision, report.S1Delete, report.S2Provision, report.S2Delete},
+			[]string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit},
+		},
+		{
+			[]string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S4Settled, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL},
+			[]string{report.SystemProvfleet, report.SystemUpstream},
+		},
+		// The NFS scenario runs no peer: its backend is provfleet's own.
+		{
+			[]string{report.S7NFSProvision, report.S7NFSDelete},
+			[]string{report.SystemProvfleet, report.SystemLimit},
+		},
+	} {
+		for _, scenario := range want.scenarios {
+			for _, system := range want.systems {
+				if k := (key{scenario, system}); !got[k] {
+					missing = append(missing, k)
+				}
 			}
 		}
 	}
@@ -88,7 +97,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Ratios against the targets", "## Measurements", "| s3-idle | provfleet |"} {
+	for _, want := range []string{"## Ratios against the targets", "## Measurements", "| s3-idle | provfleet |", "## NFS against hostPath and the limit", "| provision | nfs | "} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("the Markdown table lacks %q", want)
 		}

@@ -36,7 +36,7 @@ type Config struct {
 	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
 	// empty: RepoRoot/_output/controlplane.
 	ControlPlaneBin string
-	// Scenarios to run, 1 to 6.
+	// Scenarios to run, 1 to 7.
 	Scenarios []int
 	// QPS and Burst are every system's client budget: the manager's for its
 	// whole fleet, each peer process's, and the limit's.
@@ -65,10 +65,12 @@ type Config struct {
 	// S6Claims are created at each failover; S6Lease are the Lease times.
 	S6Claims int
 	S6Lease  LeaseTimes
+	// S7Claims of one tenant whose volumes are on an NFS export.
+	S7Claims int
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
-	// Profile takes CPU profiles of the manager in scenarios 2 and 3.
+	// Profile takes CPU profiles of the manager in scenarios 2, 3 and 7.
 	Profile bool
 	// WaitTimeout bounds every wait.
 	WaitTimeout time.Duration
@@ -87,7 +89,7 @@ var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * tim
 // two cores.
 func Full() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7},
 		QPS:       100, Burst: 200,
 		Lease: defaultLease, Settle: 2 * time.Second,
 		S1Claims:  500,
@@ -97,6 +99,8 @@ func Full() Config {
 		S4Bad: 500, S4Good: 50, S4Rounds: 4,
 		S5Edits: 20, S5PeerRestarts: 3,
 		S6Claims: 20, S6Lease: defaultLease,
+		// As many as s1, so the two compare claim for claim.
+		S7Claims:    500,
 		Profile:     true,
 		WaitTimeout: 10 * time.Minute,
 	}
@@ -106,7 +110,7 @@ func Full() Config {
 // harness works; its figures mean nothing.
 func Smoke() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7},
 		QPS:       100, Burst: 200,
 		Lease:     shortLease,
 		S1Claims:  3,
@@ -116,6 +120,7 @@ func Smoke() Config {
 		S4Bad: 3, S4Good: 2, S4Rounds: 1,
 		S5Edits: 2, S5PeerRestarts: 1,
 		S6Claims: 1, S6Lease: shortLease,
+		S7Claims:      3,
 		SystemsAtOnce: true,
 		WaitTimeout:   2 * time.Minute,
 	}

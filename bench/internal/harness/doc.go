@@ -18,5 +18,8 @@ limitations under the License.
 // the PV binder unthrottled, builds and runs provfleet's manager, the
 // upstream-library peer and the limit client, drives the scenarios of the
 // benchmark issue against each, and measures them from the outside (its own
-// watches, /proc, the apiserver's and the processes' metrics).
+// watches, /proc, the apiserver's and the processes' metrics). For the NFS
+// scenario it serves a folder over NFSv3 on loopback itself (go-nfs, one
+// accepting goroutine and one per connection, stopped with the scenario), and
+// checks the volumes' directories on that folder.
 package harness

@@ -355,6 +355,8 @@ func settings(cfg Config) []string {
 			cfg.S6Lease.Duration, cfg.S6Lease.RenewDeadline, cfg.S6Lease.RetryPeriod),
 		fmt.Sprintf("both provisioners use provfleet's hostPath backend (the peer through an adapter to the library's interface), 4 workers, the PV finalizer on, Lease %v/%v/%v except in s6",
 			cfg.Lease.Duration, cfg.Lease.RenewDeadline, cfg.Lease.RetryPeriod),
+		fmt.Sprintf("s7: %d claims of one tenant on the nfs backend with no mount, against an NFSv3 server (go-nfs) on loopback in the harness's process; provfleet and the limit only",
+			cfg.S7Claims),
 	}
 	if cfg.SystemsAtOnce {
 		out = append(out, "the systems of each scenario ran at the same time: each one's figures include the others' load")

@@ -51,9 +51,9 @@ func (b *bench) scenarios(ctx context.Context) error {
 		var err error
 		switch n {
 		case 1:
-			err = b.provisionScenario(ctx, report.S1Provision, report.S1Delete, 1, b.cfg.S1Claims)
+			err = b.provisionScenario(ctx, provisionCase{report.S1Provision, report.S1Delete, 1, b.cfg.S1Claims, b.systems()})
 		case 2:
-			err = b.provisionScenario(ctx, report.S2Provision, report.S2Delete, b.cfg.S2Tenants, b.cfg.S2Claims)
+			err = b.provisionScenario(ctx, provisionCase{report.S2Provision, report.S2Delete, b.cfg.S2Tenants, b.cfg.S2Claims, b.systems()})
 		case 3:
 			err = b.idleScenario(ctx)
 		case 4:
@@ -62,6 +62,8 @@ func (b *bench) scenarios(ctx context.Context) error {
 			err = b.retuneScenario(ctx)
 		case 6:
 			err = b.failoverScenario(ctx)
+		case 7:
+			err = b.nfsScenario(ctx)
 		default:
 			err = fmt.Errorf("no scenario %d", n)
 		}
@@ -221,12 +223,7 @@ func (b *bench) waitAnnotated(ctx context.Context, refs []claimRef) error {
 // deleteClaims deletes the claims and waits until their PVs are
 // gone; it returns when each went.
 func (b *bench) deleteClaims(ctx context.Context, refs []claimRef) ([]time.Time, error) {
-	volumes := make([]string, 0, len(refs))
-	for _, r := range refs {
-		if c, v, ok := b.tracker.claimVolume(r.namespace, r.name); ok && !v.created.IsZero() {
-			volumes = append(volumes, "pvc-"+c.uid)
-		}
-	}
+	volumes := b.volumeNames(refs)
 	// One by one: a collection delete of a thousand claims outlasts the
 	// apiserver's request timeout on a busy machine.
 	g, gctx := errgroup.WithContext(ctx)
@@ -256,6 +253,17 @@ func (b *bench) deleteClaims(ctx context.Context, refs []claimRef) ([]time.Time,
 		return true, nil
 	})
 	return gone, err
+}
+
+// volumeNames are the names of the PVs the harness saw for refs.
+func (b *bench) volumeNames(refs []claimRef) []string {
+	volumes := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if c, v, ok := b.tracker.claimVolume(r.namespace, r.name); ok && !v.created.IsZero() {
+			volumes = append(volumes, "pvc-"+c.uid)
+		}
+	}
+	return volumes
 }
 
 // window is a measured stretch of a system's life.
@@ -372,8 +380,10 @@ func ownMixSection(scenario string, mixes map[string]map[string]float64) report.
 	}
 }
 
-// mixTable is a Markdown table of mixes, one column per system, with a total.
+// mixTable is a Markdown table of mixes, one column per system that has
+// one, with a total.
 func mixTable(intro string, systems []string, mixes map[string]map[string]float64) string {
+	systems = slices.DeleteFunc(slices.Clone(systems), func(sys string) bool { return mixes[sys] == nil })
 	keys := map[string]bool{}
 	for _, mix := range mixes {
 		for k := range mix {
@@ -417,16 +427,26 @@ func (b *bench) record(m report.Measurement) {
 	b.run.Measurements = append(b.run.Measurements, m)
 }
 
-// provisionScenario is scenarios 1 and 2: claims of every tenant created at
-// once, then all deleted; provfleet, the peer, then the limit.
-func (b *bench) provisionScenario(ctx context.Context, provision, remove string, tenants, perTenant int) error {
+// provisionCase is what scenarios 1, 2 and 7 each run: the names of their
+// two phases, the tenants and their claims, and the systems next to the
+// limit.
+type provisionCase struct {
+	provision, remove  string
+	tenants, perTenant int
+	systems            []system
+}
+
+// provisionScenario is scenarios 1, 2 and 7: claims of every tenant created
+// at once, then all deleted; each system, then the limit.
+func (b *bench) provisionScenario(ctx context.Context, c provisionCase) error {
+	provision, remove := c.provision, c.remove
 	var mu sync.Mutex
 	mixes := map[string]map[string]float64{}
 	own := map[string]map[string]map[string]float64{provision: {}, remove: {}}
 	var runs []func() error
-	for _, sys := range b.systems() {
+	for _, sys := range c.systems {
 		runs = append(runs, func() error {
-			mix, err := b.provisionRun(ctx, sys, provision, remove, tenants, perTenant)
+			mix, err := b.provisionRun(ctx, sys, provision, remove, c.tenants, c.perTenant)
 			if err != nil {
 				return fmt.Errorf("%s: %w", sys.name(), err)
 			}
@@ -439,7 +459,7 @@ func (b *bench) provisionScenario(ctx context.Context, provision, remove string,
 		})
 	}
 	runs = append(runs, func() error {
-		mix, err := b.limitRun(ctx, provision, remove, tenants, tenants*perTenant)
+		mix, err := b.limitRun(ctx, provision, remove, c.tenants, c.tenants*c.perTenant)
 		if err != nil {
 			return err
 		}
@@ -480,7 +500,13 @@ func (b *bench) provisionRun(ctx context.Context, sys system, provision, remove 
 	if err != nil {
 		return mixes, err
 	}
+	if err := checkExport(sys, b.volumeNames(refs)); err != nil {
+		return mixes, err
+	}
 	if mixes.ownRemove, err = b.deletionPhase(ctx, sys, remove, baseline, refs, n); err != nil {
+		return mixes, err
+	}
+	if err := checkExport(sys, nil); err != nil {
 		return mixes, err
 	}
 	return mixes, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
@@ -496,8 +522,9 @@ func (b *bench) provisionPhase(ctx context.Context, sys system, scenario, ns str
 		return nil, mixes, err
 	}
 	var profile <-chan string
-	if b.cfg.Profile && scenario == report.S2Provision && sys.name() == report.SystemProvfleet {
-		profile = b.profile(ctx, sys.pids()[0], 20*time.Second, "s2-provision")
+	title, profiled := profiledPhases[scenario]
+	if b.cfg.Profile && profiled && sys.name() == report.SystemProvfleet {
+		profile = b.profile(ctx, sys.pids()[0], 20*time.Second, scenario)
 	}
 	classes := make([]string, len(tenants))
 	for i, t := range tenants {
@@ -527,8 +554,15 @@ func (b *bench) provisionPhase(ctx context.Context, sys system, scenario, ns str
 		return nil, mixes, err
 	}
 	b.record(m)
-	b.addProfile(profile, "provfleet CPU profile, s2 provisioning")
+	b.addProfile(profile, title)
 	return refs, mixes, nil
+}
+
+// profiledPhases are the provisioning phases whose manager a run with
+// cfg.Profile profiles, with the titles of their profiles.
+var profiledPhases = map[string]string{
+	report.S2Provision:    "provfleet CPU profile, s2 provisioning",
+	report.S7NFSProvision: "provfleet CPU profile, s7 provisioning over NFS",
 }
 
 // provisionMeasurement is the time and latencies of claims created at start

@@ -97,7 +97,10 @@ func (b *bench) deleteClasses(ctx context.Context, tenants []tenant) {
 
 // provfleetSystem is one manager process per replica.
 type provfleetSystem struct {
-	b        *bench
+	b *bench
+	// backend is a tenant's backend; nil: a hostPath directory of its own
+	// under the volumes folder.
+	backend  func(tenant) v1alpha1.BackendSpec
 	tenants  []tenant
 	managers []*process
 	ids      []string
@@ -161,10 +164,7 @@ func (s *provfleetSystem) start(ctx context.Context, tenants []tenant, replicas 
 			RenewDeadline: &metav1.Duration{Duration: lease.RenewDeadline},
 			RetryPeriod:   &metav1.Duration{Duration: lease.RetryPeriod},
 		}
-		pc.Spec.Backend.HostPath = &v1alpha1.HostPathBackend{
-			Path:       v1alpha1.AbsolutePath(filepath.Join(s.b.volumes, t.name)),
-			VolumeType: v1alpha1.HostPathVolumeHostPath,
-		}
+		pc.Spec.Backend = s.backendOf(t)
 		if _, err := s.b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("cannot create ProvisionerConfig %s: %w", t.name, err)
 		}
@@ -200,6 +200,16 @@ func (s *provfleetSystem) waitLed(ctx context.Context) error {
 		}
 		return led == len(want), nil
 	})
+}
+
+func (s *provfleetSystem) backendOf(t tenant) v1alpha1.BackendSpec {
+	if s.backend != nil {
+		return s.backend(t)
+	}
+	return v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{
+		Path:       v1alpha1.AbsolutePath(filepath.Join(s.b.volumes, t.name)),
+		VolumeType: v1alpha1.HostPathVolumeHostPath,
+	}}
 }
 
 func (s *provfleetSystem) addReplica(ctx context.Context) error { return s.startManager(ctx) }

@@ -37,6 +37,10 @@ const (
 	S5Retune    = "s5-retune"
 	S6SIGTERM   = "s6-sigterm"
 	S6SIGKILL   = "s6-sigkill"
+	// S7NFSProvision and S7NFSDelete are scenario 1 on an NFS export that
+	// the manager reaches through its own NFSv3 client.
+	S7NFSProvision = "s7-nfs-provision"
+	S7NFSDelete    = "s7-nfs-delete"
 )
 
 // Measurement is a Result plus what only the Markdown shows.

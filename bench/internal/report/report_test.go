@@ -146,3 +146,41 @@ func TestWriteMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func TestNFSSection(t *testing.T) {
+	claims := func(n int, seconds, cpu float64) func(*Result) {
+		return func(r *Result) { r.Claims, r.Seconds, r.CPUS, r.P50MS, r.P99MS = n, seconds, cpu, 10, 20 }
+	}
+	header := "| phase | backend | claims | seconds | / limit | p50 ms | p99 ms | CPU ms per claim |\n|---|---|--:|--:|--:|--:|--:|--:|\n"
+	tests := map[string]struct {
+		ms   []Measurement
+		want string
+	}{
+		"nfs and hostPath": {
+			ms: []Measurement{
+				measurement(S1Provision, SystemProvfleet, 1, 1, claims(500, 10, 2)),
+				measurement(S1Provision, SystemLimit, 1, 1, claims(500, 5, 1)),
+				measurement(S7NFSProvision, SystemProvfleet, 1, 1, claims(500, 12, 4)),
+				measurement(S7NFSProvision, SystemLimit, 1, 1, claims(500, 4, 1)),
+				measurement(S7NFSDelete, SystemProvfleet, 1, 1, claims(500, 8, 3)),
+			},
+			want: header +
+				"| provision | nfs | 500 | 12.00 | 3.00 | 10 | 20 | 8.00 |\n" +
+				"| provision | hostPath | 500 | 10.00 | 2.00 | 10 | 20 | 4.00 |\n" +
+				"| delete | nfs | 500 | 8.00 | - | 10 | 20 | 6.00 |\n",
+		},
+		"nothing of s7": {
+			ms:   []Measurement{measurement(S3Idle, SystemProvfleet, 1, 1, nil)},
+			want: header,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := NFSSection(tc.ms)
+			_, table, _ := strings.Cut(s.Body, "\n\n")
+			if diff := cmp.Diff(tc.want, table); diff != "" {
+				t.Errorf("table (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
