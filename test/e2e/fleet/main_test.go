@@ -164,12 +164,19 @@ func newFixture(t *testing.T) *fixture {
 // SIGTERM makes it exit 0 within 10 seconds.
 func (f *fixture) startManager(identity string, args ...string) *managerproc.Process {
 	f.t.Helper()
+	return f.startManagerBinary(managerBinary, identity, args...)
+}
+
+// startManagerBinary is startManager running binary, which may be a wrapper
+// that executes the manager with fewer privileges.
+func (f *fixture) startManagerBinary(binary, identity string, args ...string) *managerproc.Process {
+	f.t.Helper()
 	log, err := os.Create(filepath.Join(f.t.TempDir(), identity+".log"))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	p, err := managerproc.Start(managerproc.Options{
-		Binary:       managerBinary,
+		Binary:       binary,
 		Kubeconfig:   managerKubeconfig(f.t),
 		Namespace:    testenv.ManagerNamespace,
 		Identity:     identity,
