@@ -144,24 +144,6 @@ func TestClaimLargerThanTheFreeSpace(t *testing.T) {
 	}
 }
 
-// waitEvent waits for an Event of type and reason about the object name in
-// namespace.
-func (f *fixture) waitEvent(namespace, name, typ, reason string) {
-	f.t.Helper()
-	f.eventually(fmt.Sprintf("a %s %s Event on %s", typ, reason, name), func(ctx context.Context) (bool, error) {
-		events, err := f.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == name && e.Type == typ && e.Reason == reason {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
-
 // eventCount is how many times an Event of reason was recorded about the
 // object name of the test's namespace, repeats included.
 func (f *fixture) eventCount(ctx context.Context, name, reason string) int32 {

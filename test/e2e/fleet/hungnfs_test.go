@@ -17,7 +17,6 @@ limitations under the License.
 package fleet
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // One hung NFS server holds up its own provisioners only: applied first, with
@@ -105,16 +105,5 @@ func TestHungNFSServerHoldsUpOnlyItsProvisioners(t *testing.T) {
 			t.Errorf("claim %s of the hung server is %s, want Pending", claim, c.Status.Phase)
 		}
 	}
-	f.eventually("a ProvisioningFailed Event on a claim of the hung server", func(ctx context.Context) (bool, error) {
-		events, err := f.kube.CoreV1().Events(f.namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + hungClaims[0]})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range events.Items {
-			if e.Reason == "ProvisioningFailed" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	f.waitEvent(f.namespace, hungClaims[0], corev1.EventTypeWarning, provisioning.EventProvisioningFailed)
 }

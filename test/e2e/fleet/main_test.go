@@ -20,8 +20,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -376,4 +378,37 @@ func (f *fixture) lease(provisionerName string) *coordinationv1.Lease {
 func (f *fixture) leaseHolder(provisionerName string) string {
 	f.t.Helper()
 	return ptr.Deref(f.lease(provisionerName).Spec.HolderIdentity, "")
+}
+
+// waitEvent waits for an Event of type typ and reason about the object name
+// in namespace whose message holds every part, and returns that message.
+func (f *fixture) waitEvent(namespace, name, typ, reason string, parts ...string) string {
+	f.t.Helper()
+	var found string
+	seen := map[string]bool{}
+	err := wait.PollUntilContextTimeout(f.ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		events, err := f.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name != name || e.Reason != reason || e.Type != typ {
+				continue
+			}
+			seen[e.Message] = true
+			if containsAll(e.Message, parts) {
+				found = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		f.t.Fatalf("no %s %s Event on %s holding %q: %v; its %s Events: %q", typ, reason, name, parts, err, reason, slices.Sorted(maps.Keys(seen)))
+	}
+	return found
+}
+
+func containsAll(s string, parts []string) bool {
+	return !slices.ContainsFunc(parts, func(part string) bool { return !strings.Contains(s, part) })
 }

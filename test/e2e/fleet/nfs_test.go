@@ -39,7 +39,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -198,11 +197,11 @@ func (f *fixture) checkPlantedLink() {
 	exportBefore := volumeContents(f.t, e.dir)
 
 	f.claim("planted", pcName)
-	f.t.Logf("create through the link: %s", f.waitWarning(f.namespace, "planted", provisioning.EventProvisioningFailed))
+	f.t.Logf("create through the link: %s", f.waitEvent(f.namespace, "planted", corev1.EventTypeWarning, provisioning.EventProvisioningFailed))
 	if err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Delete(f.ctx, "victim", metav1.DeleteOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
-	f.t.Logf("delete through the link: %s", f.waitWarning(metav1.NamespaceDefault, pv.Name, provisioning.EventVolumeFailedDelete))
+	f.t.Logf("delete through the link: %s", f.waitEvent(metav1.NamespaceDefault, pv.Name, corev1.EventTypeWarning, provisioning.EventVolumeFailedDelete))
 	if diff := cmp.Diff(before, contents(f.t, outside)); diff != "" {
 		f.t.Errorf("the folder outside the export changed (-before +after):\n%s", diff)
 	}
@@ -244,7 +243,7 @@ func (f *fixture) checkOutage() {
 			strings.Contains(ready.Message, "connection refused"), nil
 	})
 	f.claim("during-outage", pcName)
-	f.t.Logf("claim during the outage: %s", f.waitWarning(f.namespace, "during-outage", provisioning.EventProvisioningFailed, "connection refused"))
+	f.t.Logf("claim during the outage: %s", f.waitEvent(f.namespace, "during-outage", corev1.EventTypeWarning, provisioning.EventProvisioningFailed, "connection refused"))
 
 	e.start(f)
 	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
@@ -375,11 +374,7 @@ func (f *fixture) checkSecureExport(refused bool) {
 	if ready.Status != metav1.ConditionFalse || !containsAll(ready.Message, advice) {
 		f.t.Errorf("Ready is %s with %q, want False with %q", ready.Status, ready.Message, advice)
 	}
-	f.waitWarning(metav1.NamespaceDefault, pcName, v1alpha1.ReasonBackendUnavailable, advice...)
-}
-
-func containsAll(s string, parts []string) bool {
-	return !slices.ContainsFunc(parts, func(part string) bool { return !strings.Contains(s, part) })
+	f.waitEvent(metav1.NamespaceDefault, pcName, corev1.EventTypeWarning, v1alpha1.ReasonBackendUnavailable, advice...)
 }
 
 // canBindReserved says whether this process, and so a manager it starts
@@ -555,33 +550,4 @@ func (f *fixture) waitGone(pvName string) {
 		_, err := f.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-}
-
-// waitWarning waits for a Warning Event of reason on the object name in
-// namespace whose message holds every part, and returns that message.
-func (f *fixture) waitWarning(namespace, name, reason string, parts ...string) string {
-	f.t.Helper()
-	var found string
-	seen := map[string]bool{}
-	err := wait.PollUntilContextTimeout(f.ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		events, err := f.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name != name || e.Reason != reason || e.Type != corev1.EventTypeWarning {
-				continue
-			}
-			seen[e.Message] = true
-			if containsAll(e.Message, parts) {
-				found = e.Message
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		f.t.Fatalf("no %s Event on %s holding %q: %v; its %s Events: %q", reason, name, parts, err, reason, slices.Sorted(maps.Keys(seen)))
-	}
-	return found
 }
