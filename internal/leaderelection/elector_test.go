@@ -249,13 +249,15 @@ func TestLeaseElectorLeadsRenewsAndReleases(t *testing.T) {
 
 // Three electors, each with its own informer as in three processes, start on
 // a missing Lease: one wins, the others wait. A lease of a minute makes the
-// release on stop the only way another can take over within the test.
+// release on stop the only way another can take over within the test. A
+// leader renews two retry periods before its renew deadline: 2s and 500ms
+// leave it a second of slack, so a busy machine does not make it step down.
 func TestLeaseElectorsContend(t *testing.T) {
 	client := newLeaseClient()
 	l := newLeaders()
 	stops := map[string]func(){}
 	for _, id := range []string{"a", "b", "c"} {
-		e := newLeaseElector(client, nil, electorConfig(id, time.Minute, time.Second, 100*time.Millisecond), nil, clock.RealClock{})
+		e := newLeaseElector(client, nil, electorConfig(id, time.Minute, 2*time.Second, 500*time.Millisecond), nil, clock.RealClock{})
 		stops[id] = runElector(t, e, l.lead(id))
 	}
 	polltest.Eventually(t, "one leader", func() bool { return len(l.leading()) == 1 })
