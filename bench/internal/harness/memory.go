@@ -20,6 +20,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -190,6 +194,42 @@ func (b *bench) memoryRun(ctx context.Context, sys system) error {
 	if err := b.closeIdle(ctx, sys, w, baseline, &m); err != nil {
 		return err
 	}
+	if heap := b.liveHeap(ctx, sys.pids()[0]); heap != "" {
+		m.Note = strings.TrimPrefix(m.Note+"; "+heap, "; ")
+	}
 	b.record(m)
 	return nil
+}
+
+// liveHeap reads the Go heap of pid after a collection from its profiling
+// endpoint: what the process holds, apart from what the runtime keeps for
+// the next collections. Empty for a process without one (the peer).
+func (b *bench) liveHeap(ctx context.Context, pid int) string {
+	b.mu.Lock()
+	addr, ok := b.pprofAddrs[pid]
+	b.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1&debug=1", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Sprintf("cannot read the heap profile: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Sprintf("cannot read the heap profile: %v", err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil {
+				return fmt.Sprintf("live Go heap after a collection: %.1f MiB", mib(n))
+			}
+		}
+	}
+	return "no HeapAlloc in the heap profile"
 }
