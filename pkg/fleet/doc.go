@@ -29,7 +29,9 @@ limitations under the License.
 // conditions, leader, observed generation, the storage space the leader's
 // backend probe found) with a Warning Event when it refuses the object or
 // its backend turns unavailable, and a Normal one when the backend is back. The fleet shares one set of claim, volume, class, node
-// and Lease informers, with one event router and the PV path index; one
+// and Lease informers, with one event router and the PV path index, the
+// claim, volume, class and node caches trimmed to what the controllers read
+// (internal/cachetrim); one
 // connection pool, each provisioner's requests named after it and spending its
 // share of the fleet's fair API budget (internal/fairlimit), its Lease and
 // Event writes budgets of their own; the provisioners' metrics on

@@ -39,6 +39,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/cachetrim"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
 	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
@@ -183,10 +184,12 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		deps:     deps,
 		custom:   map[string]BackendFactory{},
 		metrics:  metrics,
-		core:     informers.NewSharedInformerFactory(deps.client, 0), // instances resync on their own timers
-		configs:  externalversions.NewSharedInformerFactory(deps.pcfg, 0),
-		scheme:   scheme,
-		synced:   make(chan struct{}),
+		// Instances resync on their own timers; the cache keeps only what
+		// they read.
+		core:    informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithTransform(cachetrim.Transform)),
+		configs: externalversions.NewSharedInformerFactory(deps.pcfg, 0),
+		scheme:  scheme,
+		synced:  make(chan struct{}),
 	}
 	for _, opt := range opts {
 		if err := opt(m); err != nil {

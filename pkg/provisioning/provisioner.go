@@ -53,10 +53,14 @@ type ProvisionOptions struct {
 	// PVName is the name the PersistentVolume must have: pvc-<claim UID>. The
 	// controller names the returned PersistentVolume so in any case.
 	PVName string
-	// PVC is the claim being provisioned.
+	// PVC is the claim being provisioned. The manager's informers trim what
+	// no controller reads (internal/cachetrim), so it may lack its managed
+	// fields, the last-applied annotation and its status but the phase.
 	PVC *v1.PersistentVolumeClaim
 	// SelectedNode is the node chosen by the scheduler for WaitForFirstConsumer
-	// classes, read from the shared node informer; nil otherwise.
+	// classes, read from the shared node informer; nil otherwise. In the
+	// manager it has its metadata (less managed fields and the last-applied
+	// annotation) and spec, not its status.
 	SelectedNode *v1.Node
 	// DataSource is what the volume is to be filled from: the claim's
 	// spec.dataSourceRef, else its spec.dataSource, with the namespace always

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,7 +34,7 @@ func TestUpdateClaimRetriesConflict(t *testing.T) {
 	f := newFixture(t, claim)
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
 	conflicts := 1
-	f.client.PrependReactor("update", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
+	f.client.PrependReactor("patch", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if conflicts > 0 {
 			conflicts--
 			return true, nil, apierrors.NewConflict(v1.Resource("persistentvolumeclaims"), "c", errors.New("stale"))
@@ -52,5 +53,68 @@ func TestUpdateClaimRetriesConflict(t *testing.T) {
 	}
 	if node, ok := f.getClaim("c").Annotations[annSelectedNode]; ok {
 		t.Errorf("selected node %q still set after a conflict", node)
+	}
+}
+
+// A claim from a trimmed cache lacks what the cache dropped; writing a change
+// of it keeps those fields as the API has them.
+func TestUpdateClaimKeepsWhatTheCacheDropped(t *testing.T) {
+	stored := newClaim("c", "fast", testProvisioner)
+	stored.Annotations[annSelectedNode] = "node-1"
+	stored.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = `{"kind":"PersistentVolumeClaim"}`
+	stored.Status.Phase = v1.ClaimPending
+	stored.Status.Conditions = []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimResizing, Status: v1.ConditionTrue}}
+	f := newFixture(t, stored)
+	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
+	cached := stored.DeepCopy()
+	delete(cached.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	cached.Status = v1.PersistentVolumeClaimStatus{}
+	_, err := c.updateClaim(context.Background(), cached, func(claim *v1.PersistentVolumeClaim) bool {
+		delete(claim.Annotations, annSelectedNode)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stored.DeepCopy()
+	delete(want.Annotations, annSelectedNode)
+	if diff := cmp.Diff(want, f.getClaim("c")); diff != "" {
+		t.Errorf("claim after the update (-want +got):\n%s", diff)
+	}
+}
+
+func TestChangePatch(t *testing.T) {
+	claim := newClaim("c", "fast", testProvisioner)
+	claim.ResourceVersion = "7"
+	claim.Annotations[annSelectedNode] = "node-1"
+	tests := map[string]struct {
+		mutate func(*v1.PersistentVolumeClaim)
+		want   string
+	}{
+		"a removed annotation is null": {
+			mutate: func(claim *v1.PersistentVolumeClaim) { delete(claim.Annotations, annSelectedNode) },
+			want:   `{"metadata":{"annotations":{"volume.kubernetes.io/selected-node":null},"resourceVersion":"7"}}`,
+		},
+		"a label is set alone": {
+			mutate: func(claim *v1.PersistentVolumeClaim) { claim.Labels = map[string]string{"k": "v"} },
+			want:   `{"metadata":{"labels":{"k":"v"},"resourceVersion":"7"}}`,
+		},
+		"no change is the resource version alone": {
+			mutate: func(*v1.PersistentVolumeClaim) {},
+			want:   `{"metadata":{"resourceVersion":"7"}}`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			modified := claim.DeepCopy()
+			tc.mutate(modified)
+			patch, err := changePatch(claim, modified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(patch)); diff != "" {
+				t.Errorf("patch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -36,7 +36,7 @@ type Config struct {
 	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
 	// empty: RepoRoot/_output/controlplane.
 	ControlPlaneBin string
-	// Scenarios to run, 1 to 7.
+	// Scenarios to run, 1 to 8.
 	Scenarios []int
 	// QPS and Burst are every system's client budget: the manager's for its
 	// whole fleet, each peer process's, and the limit's.
@@ -67,6 +67,9 @@ type Config struct {
 	S6Lease  LeaseTimes
 	// S7Claims of one tenant whose volumes are on an NFS export.
 	S7Claims int
+	// S8Objects claims, and as many PVs bound to them, fill the cluster while
+	// one idle provisioner of each system caches them.
+	S8Objects int
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
@@ -89,7 +92,7 @@ var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * tim
 // two cores.
 func Full() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8},
 		QPS:       100, Burst: 200,
 		Lease: defaultLease, Settle: 2 * time.Second,
 		S1Claims:  500,
@@ -101,6 +104,7 @@ func Full() Config {
 		S6Claims: 20, S6Lease: defaultLease,
 		// As many as s1, so the two compare claim for claim.
 		S7Claims:    500,
+		S8Objects:   10000,
 		Profile:     true,
 		WaitTimeout: 10 * time.Minute,
 	}
@@ -110,7 +114,7 @@ func Full() Config {
 // harness works; its figures mean nothing.
 func Smoke() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8},
 		QPS:       100, Burst: 200,
 		Lease:     shortLease,
 		S1Claims:  3,
@@ -121,6 +125,7 @@ func Smoke() Config {
 		S5Edits: 2, S5PeerRestarts: 1,
 		S6Claims: 1, S6Lease: shortLease,
 		S7Claims:      3,
+		S8Objects:     20,
 		SystemsAtOnce: true,
 		WaitTimeout:   2 * time.Minute,
 	}

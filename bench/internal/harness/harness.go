@@ -357,6 +357,8 @@ func settings(cfg Config) []string {
 			cfg.Lease.Duration, cfg.Lease.RenewDeadline, cfg.Lease.RetryPeriod),
 		fmt.Sprintf("s7: %d claims of one tenant on the nfs backend with no mount, against an NFSv3 server (go-nfs) on loopback in the harness's process; provfleet and the limit only",
 			cfg.S7Claims),
+		fmt.Sprintf("s8: one idle provisioner of each system, %v settle, %v window, next to %d claims (each with a kubectl last-applied annotation) and %d PVs bound to them, made by the harness and served by neither",
+			cfg.S3Settle, cfg.S3Window, cfg.S8Objects, cfg.S8Objects),
 	}
 	if cfg.SystemsAtOnce {
 		out = append(out, "the systems of each scenario ran at the same time: each one's figures include the others' load")

@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -64,6 +65,8 @@ func (b *bench) scenarios(ctx context.Context) error {
 			err = b.failoverScenario(ctx)
 		case 7:
 			err = b.nfsScenario(ctx)
+		case 8:
+			err = b.memoryScenario(ctx)
 		default:
 			err = fmt.Errorf("no scenario %d", n)
 		}
@@ -797,15 +800,23 @@ func (b *bench) idleWindow(ctx context.Context, sys system, n, replicas int, bas
 	}
 	time.Sleep(b.cfg.S3Window)
 	m := report.Measurement{Result: report.Result{Scenario: report.S3Idle, System: sys.name(), Tenants: n, Replicas: replicas}, Note: note}
+	if err := b.closeIdle(ctx, sys, w, baseline, &m); err != nil {
+		return err
+	}
+	b.record(m)
+	b.addProfile(prof, fmt.Sprintf("provfleet CPU profile, s3 idle, %d provisioners, replica 1 of %d", n, replicas))
+	return nil
+}
+
+// closeIdle fills the figures of m for the idle window w of sys.
+func (b *bench) closeIdle(ctx context.Context, sys system, w window, baseline apiSnapshot, m *report.Measurement) error {
 	m.Goroutines = goroutines(ctx, sys.metricsURLs())
-	if err := b.close(ctx, w, baseline, &m); err != nil {
+	if err := b.close(ctx, w, baseline, m); err != nil {
 		return err
 	}
 	// Idle: what the fleet holds now, not its start-up peak.
 	m.RSSMiB = mib(total(usage(w.pids)).RSS)
 	m.Seconds = b.cfg.S3Window.Seconds()
-	b.record(m)
-	b.addProfile(prof, fmt.Sprintf("provfleet CPU profile, s3 idle, %d provisioners, replica 1 of %d", n, replicas))
 	return nil
 }
 
@@ -1016,18 +1027,15 @@ func (b *bench) retuneProvfleet(ctx context.Context) error {
 	var times []time.Duration
 	begun := time.Now()
 	for i := range b.cfg.S5Edits {
-		pc, err := client.Get(ctx, tenants[0].name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("cannot read the ProvisionerConfig: %w", err)
-		}
-		// New thresholds and backoff each time; workers alternate.
-		pc.Spec.Retry.ProvisionFailureThreshold = ptr.To(int32(10 + i))
-		pc.Spec.Retry.InitialDelay = &metav1.Duration{Duration: time.Duration(1+i) * time.Second}
-		pc.Spec.Workers = int32(2 + i%2)
 		start := time.Now()
-		updated, err := client.Update(ctx, pc, metav1.UpdateOptions{})
+		updated, err := b.editConfig(ctx, tenants[0].name, func(pc *v1alpha1.ProvisionerConfig) {
+			// New thresholds and backoff each time; workers alternate.
+			pc.Spec.Retry.ProvisionFailureThreshold = ptr.To(int32(10 + i))
+			pc.Spec.Retry.InitialDelay = &metav1.Duration{Duration: time.Duration(1+i) * time.Second}
+			pc.Spec.Workers = int32(2 + i%2)
+		})
 		if err != nil {
-			return fmt.Errorf("cannot edit the ProvisionerConfig: %w", err)
+			return err
 		}
 		err = b.pollEvery(ctx, retunePoll, "the edit observed", func(ctx context.Context) (bool, error) {
 			pc, err := client.Get(ctx, updated.Name, metav1.GetOptions{})
@@ -1044,6 +1052,26 @@ func (b *bench) retuneProvfleet(ctx context.Context) error {
 	}
 	b.recordRetune(ctx, sys, begun, times, fmt.Sprintf("%d edits; latency: edit until status.observedGeneration and Ready=Running at the new generation (status is written only once the instance runs the new spec), polled every 20ms", len(times)))
 	return nil
+}
+
+// editConfig applies edit to the ProvisionerConfig name as it is now, again
+// after a conflict with the manager's own writes.
+func (b *bench) editConfig(ctx context.Context, name string, edit func(*v1alpha1.ProvisionerConfig)) (*v1alpha1.ProvisionerConfig, error) {
+	client := b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
+	var updated *v1alpha1.ProvisionerConfig
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pc, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("cannot read the ProvisionerConfig: %w", err)
+		}
+		edit(pc)
+		updated, err = client.Update(ctx, pc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot edit the ProvisionerConfig: %w", err)
+	}
+	return updated, nil
 }
 
 // retunePoll is how often the harness reads a re-tuned ProvisionerConfig.

@@ -41,6 +41,9 @@ const (
 	// the manager reaches through its own NFSv3 client.
 	S7NFSProvision = "s7-nfs-provision"
 	S7NFSDelete    = "s7-nfs-delete"
+	// S8Memory is one idle provisioner in a cluster full of claims and PVs
+	// that it does not serve.
+	S8Memory = "s8-memory"
 )
 
 // Measurement is a Result plus what only the Markdown shows.
@@ -96,8 +99,8 @@ func WriteMarkdown(w io.Writer, run *Run) error {
 	b.WriteString("\n## Measurements\n\n")
 	b.WriteString("Latencies run from the moment the harness sees a claim carry the storage-provisioner annotation " +
 		"to the moment it sees the PV (and, in `bound`, the claim Bound); for `limit` from the start of the burst to each PV. " +
-		"`seconds` is the phase's wall time. RSS is the peak (VmHWM) summed over the system's processes, except in s3-idle where it is the " +
-		"current RSS after the idle window. CPU is user+system seconds spent in the phase. `watches` are the apiserver's open WATCH " +
+		"`seconds` is the phase's wall time. RSS is the peak (VmHWM) summed over the system's processes, except in s3-idle and s8-memory where it is the " +
+		"current RSS after the idle window (in s8-memory `claims` counts the claims in the cluster, each with its PV). CPU is user+system seconds spent in the phase. `watches` are the apiserver's open WATCH " +
 		"requests on claims, volumes, classes and nodes less those open before the system started; `api req/s` are the requests of the " +
 		"system's ServiceAccounts per second (apiserver flow-control metrics).\n\n")
 	b.WriteString("| scenario | system | tenants | claims | replicas | seconds | p50 ms | p99 ms | bound p50/p99 ms | RSS MiB | CPU s | goroutines | watches | api req/s | note |\n")
@@ -151,6 +154,7 @@ func Ratios(run *Run) []Ratio {
 	r.noisyNeighbour()
 	r.retune()
 	r.failover(run.LeaseTimeout)
+	r.memory()
 	return r.out
 }
 
@@ -307,4 +311,16 @@ func ratio(a, b *Measurement, field func(*Measurement) float64) float64 {
 		return math.NaN()
 	}
 	return field(a) / field(b)
+}
+
+// memory is the idle RSS of one provfleet process in the cluster full of
+// claims and PVs of scenario 8.
+func (r *ratios) memory() {
+	m := r.find(S8Memory, SystemProvfleet, -1, -1)
+	var rss float64
+	claims := 0
+	if m != nil {
+		rss, claims = m.RSSMiB, m.Claims
+	}
+	r.add(fmt.Sprintf("s8 idle RSS of one provfleet process next to %d claims and PVs", claims), "< 40 MiB", figure{rss, m != nil}, " MiB", rss < 40)
 }

@@ -94,6 +94,7 @@ func TestRatios(t *testing.T) {
 			measurement(S4Noisy, SystemProvfleet, 2, 1, func(r *Result) { r.P99MS = 105 }),
 			measurement(S4Settled, SystemProvfleet, 2, 1, func(r *Result) { r.P99MS = 120 }),
 			measurement(S6SIGKILL, SystemProvfleet, 1, 2, func(r *Result) { r.Seconds = 16 }),
+			measurement(S8Memory, SystemProvfleet, 1, 1, func(r *Result) { r.Claims = 10000; r.RSSMiB = 38.5 }),
 		},
 	}
 	type row struct{ Value, Verdict string }
@@ -113,6 +114,7 @@ func TestRatios(t *testing.T) {
 		"s5 re-tune in effect, p99 over the edits":                                      {"-", "n/a"},
 		"s6-sigterm pending claims provisioned again after the signal (provfleet)":      {"-", "n/a"},
 		"s6-sigkill pending claims provisioned again after the signal (provfleet)":      {"16 s", "yes"},
+		"s8 idle RSS of one provfleet process next to 10000 claims and PVs":             {"38.5 MiB", "yes"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ratios (-want +got):\n%s", diff)

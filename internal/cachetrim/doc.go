@@ -1,0 +1,33 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package cachetrim keeps the informer caches of a provfleet process small on
+// big clusters: every process watches the claims, PersistentVolumes,
+// StorageClasses and Nodes of the whole cluster, and most of what the API
+// serves of them is never read.
+//
+// What comes in: each object an informer decodes, before it is stored or
+// handed to an event handler (Transform, a cache.TransformFunc, set with
+// informers.WithTransform on the factory of those four types).
+//
+// What goes out: the same object, trimmed in place to what the provision
+// controller and its backends read (see Transform for what is kept and why).
+// A cached object is therefore not the whole object: a write built from one
+// must send only what it changes, never the whole object (pkg/provisioning
+// patches claims and PersistentVolumes for that reason).
+//
+// No goroutines: Transform runs on the informer's own.
+package cachetrim
