@@ -17,14 +17,12 @@ limitations under the License.
 package fleet
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -107,10 +105,7 @@ func TestBuiltInBackendsThroughTheManager(t *testing.T) {
 			if err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Delete(f.ctx, claim, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			f.eventually("the released PV deleted", func(ctx context.Context) (bool, error) {
-				_, err := f.kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-				return apierrors.IsNotFound(err), nil
-			})
+			f.waitGone(pv.Name)
 			if diff := cmp.Diff(tc.afterRelease, leftBeside(t, filepath.Join(base, dir))); diff != "" {
 				t.Errorf("what is left of the volume's directory (-want +got):\n%s", diff)
 			}

@@ -317,6 +317,15 @@ func (f *fixture) waitBound(names ...string) {
 	})
 }
 
+// waitGone waits until the PV pvName is deleted.
+func (f *fixture) waitGone(pvName string) {
+	f.t.Helper()
+	f.eventually("PV "+pvName+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := f.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
 // volumesOf returns, per claim of the test's namespace, the PVs whose claimRef
 // names it, and the provisioner that made each.
 func (f *fixture) volumesOf() map[string][]string {

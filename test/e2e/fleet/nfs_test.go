@@ -36,7 +36,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -541,13 +540,4 @@ func (f *fixture) release(claim, pvName string) {
 		f.t.Fatal(err)
 	}
 	f.waitGone(pvName)
-}
-
-// waitGone waits until the PV pvName is deleted.
-func (f *fixture) waitGone(pvName string) {
-	f.t.Helper()
-	f.eventually("PV "+pvName+" deleted", func(ctx context.Context) (bool, error) {
-		_, err := f.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
 }
