@@ -63,6 +63,12 @@ const (
 	// last probe of its storage failed (the message is the storage's error;
 	// the instance keeps running and recovers once a probe succeeds).
 	ReasonBackendUnavailable = "BackendUnavailable"
+	// ReasonNoNodeServed: no selected node has a node agent that serves this
+	// hostPath provisioner; status.nodes says why for each.
+	ReasonNoNodeServed = "NoNodeServed"
+	// ReasonNoNodeAgent: a selected node has no node agent holding its Lease
+	// (status.nodes.unserved).
+	ReasonNoNodeAgent = "NoNodeAgent"
 	// ReasonBackendStuck: a backend call runs past its deadline (see
 	// spec.timeouts), or a stopped instance gave up waiting for one and its
 	// replacement waits for the old instance's Lease to expire.
@@ -90,6 +96,7 @@ const (
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.status.backend`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
+// +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.nodes.summary`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 type ProvisionerConfig struct {
@@ -475,9 +482,16 @@ const (
 	HostPathVolumeHostPath HostPathVolumeType = "HostPath"
 )
 
-// HostPathBackend makes a directory per volume under path on one node.
+// HostPathBackend makes a directory per volume under path on the nodes it
+// serves. The node agent of each node (the manager started with --role=node,
+// a DaemonSet) makes and deletes the directories on its own node; the
+// cluster-wide manager places Immediate claims, reports the nodes and handles
+// removed nodes.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.nodeName) || !has(self.nodeSelector)",message="nodeName and nodeSelector are exclusive: nodeName serves one node, nodeSelector a set"
 type HostPathBackend struct {
-	// path is the base directory on the node; it must lie under the manager's
+	// path is the base directory on each node, unless nodePaths names
+	// another for that node; it must lie under the node agent's
 	// --host-path-root.
 	// +required
 	Path AbsolutePath `json:"path"`
@@ -488,12 +502,32 @@ type HostPathBackend struct {
 	// +optional
 	VolumeType HostPathVolumeType `json:"volumeType,omitempty"`
 
-	// nodeName is the node whose filesystem holds path; empty means the node
-	// the manager runs on.
+	// nodeName is the one-node form: only this node is served. Empty, the
+	// nodes are those of nodeSelector.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+
+	// nodeSelector selects the nodes served by their labels. With neither
+	// nodeName nor nodeSelector every node that runs a node agent is served.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// nodePaths overrides path on some nodes: the first entry that names or
+	// selects a node gives its base directory; a node no entry matches uses
+	// path.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	NodePaths []NodePath `json:"nodePaths,omitempty"`
+
+	// nodeRemoval is what the manager does with the volumes of a node whose
+	// Node object was deleted. Unset, they are reported (Warning Events on
+	// each volume and its claim, the metric
+	// provisioner_removed_node_volumes) and kept.
+	// +optional
+	NodeRemoval *NodeRemoval `json:"nodeRemoval,omitempty"`
 
 	// pathPattern renders each volume's directory under path; empty means the
 	// PersistentVolume name.
@@ -512,6 +546,63 @@ type HostPathBackend struct {
 
 	// VolumeDirectory holds mode, uid and gid of each new volume directory.
 	VolumeDirectory `json:",inline"`
+}
+
+// NodePath is the base directory of the nodes it names or selects; exactly
+// one of nodes and nodeSelector is set.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.nodes) != has(self.nodeSelector)",message="exactly one of nodes and nodeSelector must be set"
+type NodePath struct {
+	// nodes are node names.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// nodeSelector selects nodes by their labels.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// path is the base directory on these nodes; it must lie under the node
+	// agent's --host-path-root.
+	// +required
+	Path AbsolutePath `json:"path"`
+}
+
+// NodeRemovalPolicy says what happens to the volumes of a removed node.
+//
+// +kubebuilder:validation:Enum=Report;Delete
+type NodeRemovalPolicy string
+
+const (
+	// NodeRemovalReport reports the volumes of a removed node and keeps them.
+	NodeRemovalReport NodeRemovalPolicy = "Report"
+	// NodeRemovalDelete deletes the PersistentVolumes of a node that stayed
+	// removed for the grace period.
+	NodeRemovalDelete NodeRemovalPolicy = "Delete"
+)
+
+// NodeRemoval is what the manager does with the volumes of a node whose Node
+// object was deleted (by a cluster autoscaler, or a spot instance's end).
+type NodeRemoval struct {
+	// policy is Report (the volumes are reported and kept) or Delete: once
+	// the node stayed removed for gracePeriod the manager deletes its
+	// PersistentVolumes, so that their claims turn Lost and can be deleted
+	// and made again on a live node. Their directories cannot be reached: a
+	// node that comes back under the same name has its agent apply onDelete
+	// to them.
+	// +kubebuilder:default=Report
+	// +optional
+	Policy NodeRemovalPolicy `json:"policy,omitempty"`
+
+	// gracePeriod is how long a node stays removed before Delete acts; a
+	// node that comes back within it keeps its volumes.
+	// +kubebuilder:default="15m"
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
 }
 
 // NFSBackend makes a subdirectory per volume on an NFS export.
@@ -686,6 +777,58 @@ type ProvisionerConfigStatus struct {
 	// total or more.
 	// +optional
 	Storage *StorageStatus `json:"storage,omitempty"`
+
+	// nodes counts the nodes a hostPath backend serves; absent for other
+	// backends.
+	// +optional
+	Nodes *NodesStatus `json:"nodes,omitempty"`
+}
+
+// NodesStatus counts the nodes a hostPath backend serves.
+type NodesStatus struct {
+	// selected is how many nodes nodeName or nodeSelector selects.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	Selected int32 `json:"selected"`
+
+	// served is how many of them have a node agent that runs this
+	// provisioner.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	Served int32 `json:"served"`
+
+	// summary is served/selected, as the Nodes printer column shows it.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Summary string `json:"summary,omitempty"`
+
+	// unserved names some of the selected nodes that are not served, each
+	// with why.
+	// +listType=map
+	// +listMapKey=node
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Unserved []UnservedNode `json:"unserved,omitempty"`
+}
+
+// UnservedNode is a selected node that no node agent serves, and why.
+type UnservedNode struct {
+	// node is the node's name.
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Node string `json:"node"`
+
+	// reason is NoNodeAgent (no agent holds the node's Lease), InvalidSpec
+	// (the agent refuses the node's path), BackendUnavailable (the node's
+	// disk cannot be reached) or another Ready reason of the agent.
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Reason string `json:"reason"`
+
+	// message is the agent's explanation.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // StorageStatus is the space of a backend's storage.
