@@ -353,6 +353,40 @@ func TestValidation(t *testing.T) {
 		"hostPath with capacity": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, volumeType: HostPath, nodeName: node-1.example, onDelete: Retain, capacity: {maxVolumes: 3}}}}`,
 		},
+		"hostPath on selected nodes": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data,
+  nodeSelector: {matchLabels: {disk: ssd}, matchExpressions: [{key: zone, operator: In, values: [a, b]}, {key: spot, operator: DoesNotExist}]},
+  nodePaths: [{nodes: [node-1, node-2], path: /mnt/fast}, {nodeSelector: {matchLabels: {disk: nvme}}, path: /nvme}],
+  nodeRemoval: {policy: Delete, gracePeriod: 1h}}}}`,
+		},
+		"nodeName with nodeSelector": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeName: node-a, nodeSelector: {matchLabels: {a: b}}}}}`,
+			want: []string{`spec.backend.hostPath: Invalid value: nodeName and nodeSelector are exclusive: nodeName serves one node, nodeSelector a set`},
+		},
+		"node path naming no node": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodePaths: [{path: /other}]}}}`,
+			want: []string{`spec.backend.hostPath.nodePaths[0]: Invalid value: exactly one of nodes and nodeSelector must be set`},
+		},
+		"node path naming nodes twice": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodePaths: [{nodes: [a], nodeSelector: {}, path: /other}]}}}`,
+			want: []string{`spec.backend.hostPath.nodePaths[0]: Invalid value: exactly one of nodes and nodeSelector must be set`},
+		},
+		"relative node path": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodePaths: [{nodes: [a], path: other}]}}}`,
+			want: []string{`spec.backend.hostPath.nodePaths[0].path: Invalid value: "other": must be an absolute path`},
+		},
+		"In without values": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeSelector: {matchExpressions: [{key: zone, operator: In}]}}}}`,
+			want: []string{`spec.backend.hostPath.nodeSelector.matchExpressions[0]: Invalid value: values must be set for In and NotIn, and only for them`},
+		},
+		"unknown operator and removal policy": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeSelector: {matchExpressions: [{key: zone, operator: Gt, values: ["1"]}]}, nodeRemoval: {policy: Forget}}}}`,
+			want: []string{
+				`spec.backend.hostPath.nodeSelector.matchExpressions[0].operator: Unsupported value: "Gt": supported values: "In", "NotIn", "Exists", "DoesNotExist"`,
+				`spec.backend.hostPath.nodeRemoval.policy: Unsupported value: "Forget": supported values: "Report", "Delete"`,
+				"<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+			},
+		},
 		"two backends": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data}, custom: {driver: d}}}`,
 			want: []string{`spec.backend: Invalid value: exactly one backend must be set: hostPath, nfs or custom`},
@@ -568,7 +602,7 @@ func TestPrinterColumns(t *testing.T) {
 	c := loadCRD(t)
 	obj := decode(t, minimal)
 	obj["metadata"].(map[string]any)["creationTimestamp"] = "2026-01-02T03:04:05Z"
-	obj["status"] = decode(t, `{leader: manager-1, backend: hostPath, conditions: [
+	obj["status"] = decode(t, `{leader: manager-1, backend: hostPath, nodes: {selected: 3, served: 2, summary: 2/3}, conditions: [
   {type: Leading, status: "True", reason: Running},
   {type: Ready, status: "False", reason: Paused}]}`)
 
@@ -590,6 +624,7 @@ func TestPrinterColumns(t *testing.T) {
 		{"Backend", "string", "hostPath"},
 		{"Ready", "string", "False"},
 		{"Leader", "string", "manager-1"},
+		{"Nodes", "string", "2/3"},
 		{"Age", "date", "2026-01-02T03:04:05Z"},
 		{"Reason", "string", "Paused"},
 	}

@@ -512,7 +512,7 @@ type HostPathBackend struct {
 	// nodeSelector selects the nodes served by their labels. With neither
 	// nodeName nor nodeSelector every node that runs a node agent is served.
 	// +optional
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelector *NodeLabelSelector `json:"nodeSelector,omitempty"`
 
 	// nodePaths overrides path on some nodes: the first entry that names or
 	// selects a node gives its base directory; a node no entry matches uses
@@ -564,12 +564,65 @@ type NodePath struct {
 
 	// nodeSelector selects nodes by their labels.
 	// +optional
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelector *NodeLabelSelector `json:"nodeSelector,omitempty"`
 
 	// path is the base directory on these nodes; it must lie under the node
 	// agent's --host-path-root.
 	// +required
 	Path AbsolutePath `json:"path"`
+}
+
+// NodeLabelSelector selects nodes by their labels, as a Kubernetes label
+// selector does: a node matches when it has every label of matchLabels and
+// meets every expression of matchExpressions. An empty selector matches every
+// node.
+type NodeLabelSelector struct {
+	// matchLabels are labels a node must have, with these values.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317 && self[k].size() <= 63)",message="label keys must be at most 317 and values at most 63 characters long"
+	// +optional
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// matchExpressions are requirements on a node's labels.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	MatchExpressions []NodeLabelRequirement `json:"matchExpressions,omitempty"`
+}
+
+// NodeLabelRequirement is a requirement on a node label.
+//
+// +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",message="values must be set for In and NotIn, and only for them"
+type NodeLabelRequirement struct {
+	// key is the label's key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +required
+	Key string `json:"key"`
+
+	// operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	// +required
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+
+	// values are the label values that In and NotIn compare with.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// LabelSelector returns s as a Kubernetes label selector.
+func (s *NodeLabelSelector) LabelSelector() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, r := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return out
 }
 
 // NodeRemovalPolicy says what happens to the volumes of a removed node.
@@ -601,6 +654,10 @@ type NodeRemoval struct {
 	// gracePeriod is how long a node stays removed before Delete acts; a
 	// node that comes back within it keeps its volumes.
 	// +kubebuilder:default="15m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="gracePeriod must be between 0s and 8760h"
 	// +optional
 	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
 }
@@ -788,12 +845,14 @@ type ProvisionerConfigStatus struct {
 type NodesStatus struct {
 	// selected is how many nodes nodeName or nodeSelector selects.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
 	// +required
 	Selected int32 `json:"selected"`
 
 	// served is how many of them have a node agent that runs this
 	// provisioner.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
 	// +required
 	Served int32 `json:"served"`
 
