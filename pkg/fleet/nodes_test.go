@@ -1,0 +1,83 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+)
+
+func TestNodeSelectionAndPaths(t *testing.T) {
+	ssd := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"disk": "ssd", "zone": "z1"}}}
+	nvme := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"disk": "nvme", "zone": "z2"}}}
+	bare := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	type result struct {
+		Selected bool
+		Path     string
+	}
+	tests := map[string]struct {
+		spec v1alpha1.HostPathBackend
+		want map[string]result
+	}{
+		"every node": {
+			spec: v1alpha1.HostPathBackend{Path: "/data"},
+			want: map[string]result{"a": {true, "/data"}, "b": {true, "/data"}, "c": {true, "/data"}},
+		},
+		"one node by name": {
+			spec: v1alpha1.HostPathBackend{Path: "/data", NodeName: "b"},
+			want: map[string]result{"a": {false, "/data"}, "b": {true, "/data"}, "c": {false, "/data"}},
+		},
+		"labels and expressions": {
+			spec: v1alpha1.HostPathBackend{Path: "/data", NodeSelector: &v1alpha1.NodeLabelSelector{
+				MatchExpressions: []v1alpha1.NodeLabelRequirement{{Key: "disk", Operator: metav1.LabelSelectorOpIn, Values: []string{"ssd", "nvme"}}},
+				MatchLabels:      map[string]string{"zone": "z2"},
+			}},
+			want: map[string]result{"a": {false, "/data"}, "b": {true, "/data"}, "c": {false, "/data"}},
+		},
+		"first matching override wins": {
+			spec: v1alpha1.HostPathBackend{Path: "/data", NodePaths: []v1alpha1.NodePath{
+				{Nodes: []string{"x", "a"}, Path: "/named"},
+				{NodeSelector: &v1alpha1.NodeLabelSelector{MatchExpressions: []v1alpha1.NodeLabelRequirement{{Key: "disk", Operator: metav1.LabelSelectorOpExists}}}, Path: "/with-disk"},
+			}},
+			want: map[string]result{"a": {true, "/named"}, "b": {true, "/with-disk"}, "c": {true, "/data"}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := map[string]result{}
+			for _, node := range []*v1.Node{ssd, nvme, bare} {
+				selected, err := selectsNode(&tc.spec, node)
+				if err != nil {
+					t.Fatal(err)
+				}
+				path, err := nodePath(&tc.spec, node)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[node.Name] = result{selected, path}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("selection and paths (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
