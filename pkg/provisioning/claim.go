@@ -50,6 +50,9 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "claim", klog.KObj(claim)))
 	_, inProgress := c.inProgress.Load(claim.UID)
+	if live && !inProgress && !c.claimInScope(claim) {
+		return claim.ResourceVersion, nil
+	}
 	switch {
 	case !live && inProgress:
 		return c.provisionClaim(ctx, claim, c.finishForGoneClaim)

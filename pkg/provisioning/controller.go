@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -82,6 +83,21 @@ type Dependencies struct {
 	// the backend turned available or unavailable, its error changed, or
 	// its space Moved.
 	OnHealthChange func()
+	// Scope, if set, limits the controller to part of its provisioner's
+	// claims and volumes; nil: all of them.
+	Scope Scope
+}
+
+// Scope is the part of a provisioner's claims and volumes one Controller
+// serves, as a node agent serves those of its own node while the agents of
+// other nodes serve theirs under the same provisioner name.
+type Scope interface {
+	// Claim reports whether the controller provisions claim and, once it is
+	// bound, takes its intent finalizer off. A claim the controller is
+	// provisioning in the background stays its own whatever Claim says.
+	Claim(claim *v1.PersistentVolumeClaim) bool
+	// Volume reports whether the controller deletes volume once released.
+	Volume(volume *v1.PersistentVolume) bool
 }
 
 // elector decides when a Controller works: a leaderelection.LeaderElector on
@@ -116,6 +132,7 @@ type Controller struct {
 	reclaimer Reclaimer
 	// prober is the provisioner when it can be probed; nil otherwise.
 	prober    Prober
+	scope     Scope
 	elector   elector
 	finalizer string
 	clock     clock.WithDelayedExecution
@@ -193,6 +210,7 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		volumeRetries:  workqueue.NewRetries[string](rateLimits(cfg.Retry)),
 		onStuck:        deps.OnStuck,
 		onHealthChange: deps.OnHealthChange,
+		scope:          deps.Scope,
 		overdue:        map[*backendCall]struct{}{},
 		cfg:            cfg,
 	}

@@ -37,7 +37,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 		return "", err
 	}
 	volume, ok := obj.(*v1.PersistentVolume)
-	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) {
+	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return "", nil
 	}
 	if uid, ok := c.deleted.Load(name); ok && uid == volume.UID {

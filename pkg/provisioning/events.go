@@ -72,13 +72,25 @@ func (c *Controller) enqueueClaim(t *term, obj any) {
 // claimInteresting is a cheap filter that keeps claims of other provisioners
 // out of this controller's queue.
 func (c *Controller) claimInteresting(claim *v1.PersistentVolumeClaim) bool {
-	if hasFinalizer(claim, c.finalizer) {
-		return true
-	}
 	if _, ok := c.inProgress.Load(claim.UID); ok {
 		return true
 	}
-	return claim.Spec.VolumeName == "" && c.knownName(storageProvisioner(claim))
+	if !c.claimInScope(claim) {
+		return false
+	}
+	return hasFinalizer(claim, c.finalizer) || claim.Spec.VolumeName == "" && c.knownName(storageProvisioner(claim))
+}
+
+// claimInScope reports whether claim is in this controller's part of its
+// provisioner's claims.
+func (c *Controller) claimInScope(claim *v1.PersistentVolumeClaim) bool {
+	return c.scope == nil || c.scope.Claim(claim)
+}
+
+// volumeInScope reports whether volume is in this controller's part of its
+// provisioner's volumes.
+func (c *Controller) volumeInScope(volume *v1.PersistentVolume) bool {
+	return c.scope == nil || c.scope.Volume(volume)
 }
 
 func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
@@ -109,7 +121,7 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 
 func (c *Controller) enqueueVolume(t *term, obj any) {
 	volume, ok := obj.(*v1.PersistentVolume)
-	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) {
+	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return
 	}
 	if c.volumeRetries.Admit(volume.Name, volume.ResourceVersion) {

@@ -1,0 +1,106 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package provisioning
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// nodeOnly serves the claims selected to one node and the volumes labelled
+// with it, as a node agent's scope does.
+type nodeOnly string
+
+func (n nodeOnly) Claim(claim *v1.PersistentVolumeClaim) bool {
+	return claim.Annotations[annSelectedNode] == string(n)
+}
+
+func (n nodeOnly) Volume(volume *v1.PersistentVolume) bool {
+	return volume.Labels["node"] == string(n)
+}
+
+// Two controllers of one provisioner name, each limited to its node, share
+// the work: each provisions only the claims selected to its node and deletes
+// only its node's released volumes; a claim selected to no node is nobody's.
+func TestScopeSplitsOneProvisionerBetweenNodes(t *testing.T) {
+	selected := func(name, node string) *v1.PersistentVolumeClaim {
+		c := newClaim(name, "fast", testProvisioner)
+		if node != "" {
+			c.Annotations[annSelectedNode] = node
+		}
+		return c
+	}
+	released := func(name, node string) *v1.PersistentVolume {
+		pv := newVolume(name, testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+		pv.Labels = map[string]string{"node": node}
+		return pv
+	}
+	claims := []*v1.PersistentVolumeClaim{selected("on-a", "a"), selected("on-b", "b"), selected("nowhere", "")}
+	volumes := []*v1.PersistentVolume{released("old-a", "a"), released("old-b", "b")}
+	objects := []runtime.Object{newClass("fast", testProvisioner),
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
+	for _, c := range claims {
+		objects = append(objects, c)
+	}
+	for _, v := range volumes {
+		objects = append(objects, v)
+	}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+
+	type work struct{ Provisioned, Deleted []string }
+	got := map[string]work{}
+	for _, node := range []string{"a", "b"} {
+		backend := newFakeBackend()
+		c, err := New(testConfig(testProvisioner), Dependencies{
+			Client: f.client, Informers: f.informers, Metrics: f.metrics, Provisioner: backend, Scope: nodeOnly(node),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := newTestTerm(t, c)
+		for _, claim := range claims {
+			if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(claim)); err != nil {
+				t.Errorf("node %s, claim %s: %v", node, claim.Name, err)
+			}
+		}
+		for _, volume := range volumes {
+			if _, err := c.syncVolume(context.Background(), volume.Name); err != nil {
+				t.Errorf("node %s, volume %s: %v", node, volume.Name, err)
+			}
+		}
+		_, made, deleted := backend.snapshot()
+		slices.Sort(made)
+		got[node] = work{Provisioned: made, Deleted: deleted}
+	}
+	want := map[string]work{
+		"a": {Provisioned: []string{"pvc-uid-on-a"}, Deleted: []string{"old-a"}},
+		"b": {Provisioned: []string{"pvc-uid-on-b"}, Deleted: []string{"old-b"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("work per node (-want +got):\n%s", diff)
+	}
+	if claim := f.getClaim("nowhere"); len(claim.Finalizers) > 0 {
+		t.Errorf("a claim selected to no node got finalizers %q", claim.Finalizers)
+	}
+}
