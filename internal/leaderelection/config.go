@@ -62,6 +62,11 @@ type Config struct {
 	Callbacks LeaderCallbacks
 	// Clock, for tests; nil: the real clock.
 	Clock clock.Clock
+	// Annotate, optional, edits the annotations of the Lease (a copy, never
+	// nil) before each write that takes or renews it, so that the holder
+	// publishes something with its renewals at no extra request. It must
+	// not block.
+	Annotate func(annotations map[string]string)
 }
 
 // LeaderCallbacks are client-go's LeaderCallbacks, adapted so that the work

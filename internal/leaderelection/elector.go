@@ -79,6 +79,8 @@ type LeaderElector struct {
 	keep atomic.Bool
 	// wake is signalled, without blocking, when the record seen changes.
 	wake chan struct{}
+	// renewNow is signalled, without blocking, by RenewSoon.
+	renewNow chan struct{}
 
 	mu sync.Mutex
 	// seen is the newest copy of the Lease this elector knows of; nil when
@@ -116,7 +118,34 @@ func NewLeaderElector(cfg Config) *LeaderElector {
 		cfg:      cfg,
 		clock:    clk,
 		wake:     make(chan struct{}, 1),
+		renewNow: make(chan struct{}, 1),
 	}
+}
+
+// RenewSoon makes a leader renew the Lease now rather than at the next
+// interval, so that what Annotate adds is published at once. A follower
+// ignores it.
+func (e *LeaderElector) RenewSoon() {
+	select {
+	case e.renewNow <- struct{}{}:
+	default:
+	}
+}
+
+// annotated returns a copy of lease with the annotations of Config.Annotate.
+func (e *LeaderElector) annotated(lease *coordinationv1.Lease) *coordinationv1.Lease {
+	if e.cfg.Annotate == nil {
+		return lease
+	}
+	lease = lease.DeepCopy()
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	e.cfg.Annotate(lease.Annotations)
+	if len(lease.Annotations) == 0 {
+		lease.Annotations = nil
+	}
+	return lease
 }
 
 // IsLeader reports whether a term's work is running: from before
@@ -323,7 +352,7 @@ func (e *LeaderElector) acquire(ctx context.Context, seen *coordinationv1.Lease)
 	var err error
 	if seen == nil {
 		written, err = e.client.CoordinationV1().Leases(e.lease.Namespace).Create(ctx,
-			withRecord(&coordinationv1.Lease{ObjectMeta: e.lease}, record), metav1.CreateOptions{})
+			withRecord(e.annotated(&coordinationv1.Lease{ObjectMeta: e.lease}), record), metav1.CreateOptions{})
 	} else {
 		old := leaseRecord(seen)
 		if old.HolderIdentity == e.identity {
@@ -332,7 +361,7 @@ func (e *LeaderElector) acquire(ctx context.Context, seen *coordinationv1.Lease)
 		} else {
 			record.LeaderTransitions = old.LeaderTransitions + 1
 		}
-		written, err = e.client.CoordinationV1().Leases(e.lease.Namespace).Update(ctx, withRecord(seen, record), metav1.UpdateOptions{})
+		written, err = e.client.CoordinationV1().Leases(e.lease.Namespace).Update(ctx, withRecord(e.annotated(seen), record), metav1.UpdateOptions{})
 	}
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
@@ -440,7 +469,10 @@ func (e *LeaderElector) renew(ctx context.Context, held *coordinationv1.Lease, e
 			stepDown(endTerm, stop)
 			return nil
 		case errors.Is(err, errStaleLease):
-			held = written
+			// Another writer changed the Lease (its annotations, say) and it
+			// is still ours: write again at once onto the copy just read.
+			held, wait = written, 0
+			continue
 		}
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot renew the lease")
 		wait = min(e.cfg.RetryPeriod, deadline.Sub(e.clock.Now()))
@@ -456,7 +488,7 @@ func stepDown(endTerm func(), stop <-chan struct{}) {
 // renewOnce writes the renewal that started at start into the Lease held,
 // within timeout, and notes when it started once it succeeded.
 func (e *LeaderElector) renewOnce(ctx context.Context, held *coordinationv1.Lease, start time.Time, timeout time.Duration) (*coordinationv1.Lease, error) {
-	written, err := e.write(ctx, held, timeout, func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
+	written, err := e.write(ctx, e.annotated(held), timeout, func(old resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
 		old.HolderIdentity = e.identity
 		old.LeaseDurationSeconds = leaseSeconds(e.cfg.LeaseDuration)
 		old.RenewTime = metav1.NewTime(start)
@@ -485,6 +517,8 @@ func (e *LeaderElector) awaitRenewal(ctx context.Context, stop <-chan struct{}, 
 		case <-stop:
 			return false, true
 		case <-timer.C():
+			return false, false
+		case <-e.renewNow:
 			return false, false
 		case <-e.wake:
 		}

@@ -849,3 +849,41 @@ func TestRouterLeases(t *testing.T) {
 		t.Error("subscribing on a stopped informer succeeded")
 	}
 }
+
+// A holder publishes what Annotate says with the write that takes the Lease
+// and with its renewals, keeps the annotations others wrote, and RenewSoon
+// publishes a change well before the next interval (a minute here).
+func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
+	client := newLeaseClient()
+	var mu sync.Mutex
+	report := "one"
+	cfg := electorConfig("a", 3*time.Minute, 2*time.Minute, time.Minute)
+	cfg.Annotate = func(annotations map[string]string) {
+		mu.Lock()
+		defer mu.Unlock()
+		annotations["report"] = report
+		delete(annotations, "done")
+	}
+	e := newLeaseElector(client, nil, cfg, nil, clock.RealClock{})
+	l := newLeaders()
+	runElector(t, e, l.lead("a"))
+	polltest.Eventually(t, "a leading", e.IsLeader)
+	if got := getLease(t, client).Annotations; !cmp.Equal(got, map[string]string{"report": "one"}) {
+		t.Errorf("annotations of the acquired Lease: %v", got)
+	}
+
+	// Another writer adds its own annotations meanwhile.
+	lease := getLease(t, client)
+	lease.Annotations["other"] = "kept"
+	lease.Annotations["done"] = "dropped"
+	if _, err := client.CoordinationV1().Leases("default").Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	report = "two"
+	mu.Unlock()
+	e.RenewSoon()
+	polltest.Eventually(t, "the new report published", func() bool {
+		return cmp.Equal(getLease(t, client).Annotations, map[string]string{"report": "two", "other": "kept"})
+	})
+}
