@@ -103,6 +103,9 @@ func newManager(o *options, registry prometheus.Registerer) (*fleet.Manager, err
 	}
 	config.Wrap(requests.Wrap)
 	return fleet.New(config, fleet.Settings{
+		Roles:                fleet.Roles{Manager: o.hasRole(roleManager), Node: o.hasRole(roleNode)},
+		NodeLeaseNamespace:   o.nodeLeaseNamespace,
+		NodeLeaseDuration:    o.nodeLeaseDuration,
 		Namespace:            o.namespace,
 		Identity:             o.identity,
 		LeaderElection:       o.leaderElect,

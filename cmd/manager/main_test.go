@@ -49,6 +49,9 @@ func TestParseOptions(t *testing.T) {
 		LeaderElect                                    bool
 		LegacyLockNamespace                            string
 		BackendProbeInterval                           time.Duration
+		Roles                                          []string
+		NodeLeaseNamespace                             string
+		NodeLeaseDuration                              time.Duration
 	}
 	tests := map[string]struct {
 		args          []string
@@ -59,23 +62,45 @@ func TestParseOptions(t *testing.T) {
 	}{
 		"defaults from POD_NAMESPACE and NODE_NAME": {
 			vars: map[string]string{"POD_NAMESPACE": "from-env", "NODE_NAME": "node-1"},
-			want: result{Namespace: "from-env", Identity: "host-a_", NodeName: "node-1", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true, BackendProbeInterval: 30 * time.Second},
+			want: result{Namespace: "from-env", Identity: "host-a_", NodeName: "node-1", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true, BackendProbeInterval: 30 * time.Second,
+				Roles: []string{"manager"}, NodeLeaseDuration: 40 * time.Second},
 		},
 		"namespace from the in-cluster file": {
 			namespaceFile: "from-file",
-			want:          result{Namespace: "from-file", Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true, BackendProbeInterval: 30 * time.Second},
+			want: result{Namespace: "from-file", Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, LeaderElect: true, BackendProbeInterval: 30 * time.Second,
+				Roles: []string{"manager"}, NodeLeaseDuration: 40 * time.Second},
 		},
 		"flags win": {
-			args: []string{"--namespace=ns", "--identity=me", "--metrics-bind-address=0", "--health-probe-bind-address=:9", "--kube-api-qps=5", "--kube-api-burst=7", "--leader-elect=false", "--legacy-lock-namespace=kube-system", "--backend-probe-interval=1s"},
-			vars: map[string]string{"POD_NAMESPACE": "from-env"},
-			want: result{Namespace: "ns", Identity: "me", Metrics: "0", Health: ":9", QPS: 5, Burst: 7, LegacyLockNamespace: "kube-system", BackendProbeInterval: time.Second},
+			args: []string{"--namespace=ns", "--identity=me", "--metrics-bind-address=0", "--health-probe-bind-address=:9", "--kube-api-qps=5", "--kube-api-burst=7", "--leader-elect=false", "--legacy-lock-namespace=kube-system", "--backend-probe-interval=1s",
+				"--role=manager,node", "--node-lease-namespace=agents", "--node-lease-duration=10s"},
+			vars: map[string]string{"POD_NAMESPACE": "from-env", "NODE_NAME": "node-1"},
+			want: result{Namespace: "ns", Identity: "me", NodeName: "node-1", Metrics: "0", Health: ":9", QPS: 5, Burst: 7, LegacyLockNamespace: "kube-system", BackendProbeInterval: time.Second,
+				Roles: []string{"manager", "node"}, NodeLeaseNamespace: "agents", NodeLeaseDuration: 10 * time.Second},
+		},
+		"node agent without its node": {
+			args:    []string{"--namespace=ns", "--role=node"},
+			wantErr: true,
+		},
+		"node agent without a namespace, even with no leader election": {
+			args:    []string{"--role=node", "--leader-elect=false"},
+			vars:    map[string]string{"NODE_NAME": "node-1"},
+			wantErr: true,
+		},
+		"unknown role": {
+			args:    []string{"--namespace=ns", "--role=manager,nodes"},
+			wantErr: true,
+		},
+		"node lease too short to renew": {
+			args:    []string{"--namespace=ns", "--node-lease-duration=1s"},
+			wantErr: true,
 		},
 		"no namespace for the Leases": {
 			wantErr: true,
 		},
 		"no namespace needed without leader election": {
 			args: []string{"--leader-elect=false"},
-			want: result{Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, BackendProbeInterval: 30 * time.Second},
+			want: result{Identity: "host-a_", Metrics: ":8080", Health: ":8081", QPS: 50, Burst: 100, BackendProbeInterval: 30 * time.Second,
+				Roles: []string{"manager"}, NodeLeaseDuration: 40 * time.Second},
 		},
 		"zero budget": {
 			args:    []string{"--namespace=ns", "--kube-api-qps=0"},
@@ -99,7 +124,8 @@ func TestParseOptions(t *testing.T) {
 			if err != nil {
 				return
 			}
-			got := result{o.namespace, o.identity, o.nodeName, o.metricsBindAddress, o.healthProbeBindAddress, o.kubeAPIQPS, o.kubeAPIBurst, o.leaderElect, o.legacyLockNamespace, o.backendProbeInterval}
+			got := result{o.namespace, o.identity, o.nodeName, o.metricsBindAddress, o.healthProbeBindAddress, o.kubeAPIQPS, o.kubeAPIBurst, o.leaderElect, o.legacyLockNamespace, o.backendProbeInterval,
+				o.roles, o.nodeLeaseNamespace, o.nodeLeaseDuration}
 			if strings.HasPrefix(tc.want.Identity, "host-a_") {
 				if !strings.HasPrefix(got.Identity, "host-a_") || len(got.Identity) <= len("host-a_") {
 					t.Errorf("identity %q is not the host name plus a suffix", got.Identity)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,9 @@ type options struct {
 	legacyLockNamespace    string
 	backendProbeInterval   time.Duration
 	nodeName               string
+	roles                  []string
+	nodeLeaseNamespace     string
+	nodeLeaseDuration      time.Duration
 	logging                *logsapi.LoggingConfiguration
 }
 
@@ -72,6 +76,9 @@ func parseOptions(args []string, env environment) (*options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader per provisioner through its own Lease, so several replicas can run.")
 	fs.StringVar(&o.legacyLockNamespace, "legacy-lock-namespace", "", "Namespace where an older provisioner (sig-storage-lib-external-provisioner v8 or older) locks an Endpoints object named like the Lease; no provisioner leads while its lock there is held by another. Empty: not checked.")
 	fs.DurationVar(&o.backendProbeInterval, "backend-probe-interval", 30*time.Second, "How often the leader of each provisioner probes its backend's storage, and the deadline of a probe. A failing probe makes the provisioner Ready=False, BackendUnavailable, until one succeeds.")
+	fs.StringSliceVar(&o.roles, "role", []string{roleManager}, "The parts this process plays, comma-separated: "+roleManager+" (the Deployment: NFS and custom backends, every ProvisionerConfig's status, placing Immediate hostPath claims, removed nodes) and "+roleNode+" (a node agent of the DaemonSet: the hostPath backends that select the node $NODE_NAME). One process may take both.")
+	fs.StringVar(&o.nodeLeaseNamespace, "node-lease-namespace", "", "Namespace of the node agents' Leases, one per node. Empty: --namespace.")
+	fs.DurationVar(&o.nodeLeaseDuration, "node-lease-duration", 40*time.Second, "How long a node agent's Lease lasts unrenewed: a killed agent's node is served again that long after, by the agent that replaces it.")
 	logsapi.AddFlags(o.logging, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -79,10 +86,16 @@ func parseOptions(args []string, env environment) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 || o.backendProbeInterval <= 0 {
-		return nil, errors.New("--kube-api-qps and --backend-probe-interval must be positive and --kube-api-burst at least 1")
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 || o.backendProbeInterval <= 0 || o.nodeLeaseDuration < 4*time.Second {
+		return nil, errors.New("--kube-api-qps and --backend-probe-interval must be positive, --kube-api-burst at least 1 and --node-lease-duration at least 4s")
+	}
+	if err := checkRoles(o.roles); err != nil {
+		return nil, err
 	}
 	o.nodeName = env.getenv("NODE_NAME")
+	if o.hasRole(roleNode) && o.nodeName == "" {
+		return nil, errors.New("cannot run a node agent without its node: set NODE_NAME, from the Pod's spec.nodeName")
+	}
 	if o.namespace == "" {
 		o.namespace = env.getenv("POD_NAMESPACE")
 	}
@@ -91,7 +104,7 @@ func parseOptions(args []string, env environment) (*options, error) {
 			o.namespace = strings.TrimSpace(string(data))
 		}
 	}
-	if o.namespace == "" && o.leaderElect {
+	if o.namespace == "" && (o.leaderElect || o.hasRole(roleNode)) {
 		return nil, errors.New("cannot tell the namespace of the Leases: set --namespace or POD_NAMESPACE")
 	}
 	if o.identity == "" {
@@ -102,4 +115,28 @@ func parseOptions(args []string, env environment) (*options, error) {
 		o.identity = host + "_" + string(uuid.NewUUID())
 	}
 	return o, nil
+}
+
+// The roles of --role.
+const (
+	roleManager = "manager"
+	roleNode    = "node"
+)
+
+// checkRoles refuses an empty or unknown role.
+func checkRoles(roles []string) error {
+	if len(roles) == 0 {
+		return fmt.Errorf("--role needs at least one of %s and %s", roleManager, roleNode)
+	}
+	for _, role := range roles {
+		if role != roleManager && role != roleNode {
+			return fmt.Errorf("unknown --role %q: want %s, %s or both", role, roleManager, roleNode)
+		}
+	}
+	return nil
+}
+
+// hasRole reports whether --role names role.
+func (o *options) hasRole(role string) bool {
+	return slices.Contains(o.roles, role)
 }

@@ -98,7 +98,7 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 	// A refill of one token in 1000 s: once the burst is spent, nothing
 	// through the fleet budget goes out during the test.
 	m, err := New(&rest.Config{Host: api.URL}, Settings{
-		Namespace: namespace, Identity: "replica-1", LeaderElection: true,
+		Roles: Roles{Manager: true}, Namespace: namespace, Identity: "replica-1", LeaderElection: true,
 		HostPathRoot: t.TempDir(), QPS: 0.001, Burst: 50,
 	})
 	if err != nil {
@@ -185,7 +185,7 @@ func TestClientsSendTheirUserAgents(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	m, err := New(&rest.Config{Host: api.URL}, Settings{
-		Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
+		Roles: Roles{Manager: true}, Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
 		HostPathRoot: t.TempDir(), QPS: 100, Burst: 100,
 	})
 	if err != nil {

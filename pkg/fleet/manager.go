@@ -65,8 +65,21 @@ const (
 	reconcileWorkers = 4
 )
 
+// Roles are the parts one process plays.
+type Roles struct {
+	// Manager serves the NFS and custom backends, writes every
+	// ProvisionerConfig's status and reports the nodes of the hostPath
+	// backends.
+	Manager bool
+	// Node is a node agent's: it serves the hostPath backends that select
+	// NodeName, while it holds the node's Lease.
+	Node bool
+}
+
 // Settings are the fleet-wide settings, mostly from the command line.
 type Settings struct {
+	// Roles are the parts this process plays; at least one.
+	Roles Roles
 	// Namespace holds every instance's Lease.
 	Namespace string
 	// Identity names this replica in Leases and in status.leader.
@@ -81,8 +94,14 @@ type Settings struct {
 	LegacyLockNamespace string
 	// HostPathRoot confines hostPath backends.
 	HostPathRoot string
-	// NodeName is the node this replica runs on.
+	// NodeName is the node this replica runs on; a node agent requires it.
 	NodeName string
+	// NodeLeaseNamespace holds the node agents' Leases; empty: Namespace.
+	NodeLeaseNamespace string
+	// NodeLeaseDuration is how long a node agent's Lease lasts unrenewed;
+	// the agent renews it every quarter of that and stops serving its node
+	// when it could not for three quarters. Zero: 40s, as the kubelet's.
+	NodeLeaseDuration time.Duration
 	// QPS and Burst are the API client budget of the whole fleet, shared fairly
 	// between the manager and every instance.
 	QPS   float32
@@ -130,21 +149,28 @@ type Manager struct {
 	custom   map[string]BackendFactory
 	metrics  *provisioning.Metrics
 
-	core      informers.SharedInformerFactory
-	leases    informers.SharedInformerFactory // the Leases namespace only; nil without leader election
-	shared    provisioning.SharedInformers
-	volumes   *backend.PathIndex
-	configs   externalversions.SharedInformerFactory
-	configInf cache.SharedIndexInformer
-	lister    listers.ProvisionerConfigLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-	scheme    *runtime.Scheme
-	events    record.EventBroadcaster
-	recorder  record.EventRecorder
-	instances *registry
-	started   sync.Once
-	synced    chan struct{}
-	runErr    error
+	core   informers.SharedInformerFactory
+	leases informers.SharedInformerFactory // the Leases namespace only; nil without leader election
+	// nodes informs about the Nodes: all of them for the manager, the
+	// agent's own otherwise. nodeLeases informs about the node agents'
+	// Leases: all of them for the manager, the agent's own otherwise.
+	nodes        informers.SharedInformerFactory
+	nodeLeases   informers.SharedInformerFactory
+	nodeLeaseInf cache.SharedIndexInformer
+	agent        *nodeAgent // nil unless Roles.Node
+	shared       provisioning.SharedInformers
+	volumes      *backend.PathIndex
+	configs      externalversions.SharedInformerFactory
+	configInf    cache.SharedIndexInformer
+	lister       listers.ProvisionerConfigLister
+	queue        workqueue.TypedRateLimitingInterface[string]
+	scheme       *runtime.Scheme
+	events       record.EventBroadcaster
+	recorder     record.EventRecorder
+	instances    *registry
+	started      sync.Once
+	synced       chan struct{}
+	runErr       error
 }
 
 // New returns a Manager that talks to the API server of config, spending at
@@ -164,8 +190,9 @@ func New(config *rest.Config, settings Settings, opts ...Option) (_ *Manager, er
 }
 
 func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager, error) {
-	if settings.LeaderElection && (settings.Namespace == "" || settings.Identity == "") {
-		return nil, errors.New("cannot elect leaders without a namespace and an identity")
+	settings = withNodeDefaults(settings)
+	if err := checkRoles(settings); err != nil {
+		return nil, err
 	}
 	reg := settings.Registerer
 	if reg == nil {
@@ -197,11 +224,40 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		}
 	}
 	// The queue exists before any instance runs, so it can take their exits.
-	m.instances = newRegistry(func(key string) { m.queue.Add(key) })
+	m.instances = newRegistry(func(key string) { m.queue.Add(configOf(key)) })
 	if err := m.addInformers(); err != nil {
 		return nil, err
 	}
+	if settings.Roles.Node {
+		if m.agent, err = m.newNodeAgent(); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// withNodeDefaults fills the node settings left empty.
+func withNodeDefaults(settings Settings) Settings {
+	if settings.NodeLeaseNamespace == "" {
+		settings.NodeLeaseNamespace = settings.Namespace
+	}
+	if settings.NodeLeaseDuration <= 0 {
+		settings.NodeLeaseDuration = defaultNodeLeaseDuration
+	}
+	return settings
+}
+
+// checkRoles refuses settings its roles cannot work with.
+func checkRoles(settings Settings) error {
+	switch {
+	case !settings.Roles.Manager && !settings.Roles.Node:
+		return errors.New("cannot run without a role: take the manager's, a node agent's or both")
+	case settings.LeaderElection && (settings.Namespace == "" || settings.Identity == ""):
+		return errors.New("cannot elect leaders without a namespace and an identity")
+	case settings.Roles.Node && (settings.NodeName == "" || settings.NodeLeaseNamespace == "" || settings.Identity == ""):
+		return errors.New("cannot run a node agent without a node name, a namespace for its Lease and an identity")
+	}
+	return nil
 }
 
 // newEventScheme returns the scheme of the objects Events are about.
@@ -223,8 +279,8 @@ func (m *Manager) addInformers() error {
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
 		Classes: m.core.Storage().V1().StorageClasses().Informer(),
-		Nodes:   m.core.Core().V1().Nodes().Informer(),
 	}
+	m.addNodeInformers()
 	if m.settings.LeaderElection {
 		// One watch for every instance's Lease: followers never poll.
 		m.leases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0, informers.WithNamespace(m.settings.Namespace))
@@ -284,15 +340,28 @@ func (m *Manager) run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
+	unwatchNodes, err := m.watchNodes(ctx)
+	if err != nil {
+		return err
+	}
+	defer unwatchNodes()
 	shutdownInformers := m.startInformers(ctx)
 	defer shutdownInformers()
 
-	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace)
+	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace,
+		"manager", m.settings.Roles.Manager, "node", m.settings.NodeName, "nodeAgent", m.settings.Roles.Node)
 	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
-		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced) {
+		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced, m.nodeLeaseInf.HasSynced) {
 		close(m.synced)
 	}
+	var agent sync.WaitGroup
+	if m.agent != nil {
+		// Ends once ctx ended, the node's instances stopped and its Lease
+		// was released.
+		agent.Go(func() { m.agent.elector.Run(ctx) })
+	}
 	m.runWorkers(ctx)
+	agent.Wait()
 	m.instances.StopAll()
 	logger.Info("Stopped fleet manager")
 	return nil
@@ -342,9 +411,13 @@ func (m *Manager) startInformers(ctx context.Context) (shutdown func()) {
 		m.leases.Start(ctx.Done())
 	}
 	m.configs.Start(ctx.Done())
+	m.nodes.Start(ctx.Done())
+	m.nodeLeases.Start(ctx.Done())
 	return func() {
 		m.core.Shutdown()
 		m.configs.Shutdown()
+		m.nodes.Shutdown()
+		m.nodeLeases.Shutdown()
 		if m.leases != nil {
 			m.leases.Shutdown()
 		}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,8 +61,10 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 	_, ctx := ktesting.NewTestContext(t)
-	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
-	m, err := newManager(Settings{Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true, HostPathRoot: t.TempDir(), NodeName: "node-1"},
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
+	m, err := newManager(Settings{Roles: Roles{Manager: true, Node: true}, Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
+		HostPathRoot: t.TempDir(), NodeName: "node-1"},
 		dependencies{
 			client:    f.kube,
 			pcfg:      f.pcfg,
@@ -81,7 +84,9 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 				return inst, nil
 			},
 			stop: func() {},
-		}, opts...)
+		}, append(opts, WithBackend(managedDriver, func(context.Context, BackendRequest) (provisioning.Provisioner, error) {
+			return newFakeBackend(), nil
+		}))...)
 	if err != nil {
 		t.Fatalf("newManager: %v", err)
 	}
@@ -174,6 +179,17 @@ func hostPathConfig(name, provisioner string, created int64) *v1alpha1.Provision
 	return pc
 }
 
+// managedDriver is the custom backend of every fixture: its instances run
+// in the manager, which hostPath ones do not.
+const managedDriver = "fleet-test"
+
+// managed returns a ProvisionerConfig whose instance the manager runs.
+func managed(name, provisioner string, created int64) *v1alpha1.ProvisionerConfig {
+	pc := hostPathConfig(name, provisioner, created)
+	pc.Spec.Backend = v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: managedDriver}}
+	return pc
+}
+
 func (f *fixture) hostPath(name, provisioner string, created int64) *v1alpha1.ProvisionerConfig {
 	pc := hostPathConfig(name, provisioner, created)
 	pc.Spec.Backend.HostPath.Path = v1alpha1.AbsolutePath(f.manager.settings.HostPathRoot + "/" + name)
@@ -182,7 +198,7 @@ func (f *fixture) hostPath(name, provisioner string, created int64) *v1alpha1.Pr
 
 func TestManagerStartsRetunesAndStopsInstances(t *testing.T) {
 	f := newFixture(t)
-	f.create(f.hostPath("a", "x.io/a", 1))
+	f.create(managed("a", "x.io/a", 1))
 	f.eventually("a is Running", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonRunning })
 	if got := f.get("a"); got.Status.Leader != "replica-1" || got.Finalizers[0] != v1alpha1.InstanceCleanupFinalizer {
 		t.Errorf("status.leader = %q, finalizers = %v", got.Status.Leader, got.Finalizers)
@@ -293,7 +309,8 @@ func TestManagerBackendFailuresStayWithTheirObject(t *testing.T) {
 		"panicking": v1alpha1.ReasonBackendUnavailable,
 		"unknown":   v1alpha1.ReasonBackendUnavailable,
 		"good":      v1alpha1.ReasonRunning,
-		"outside":   v1alpha1.ReasonInvalidSpec,
+		// The node agent refuses the path; its only node is not served.
+		"outside": v1alpha1.ReasonNoNodeServed,
 	}
 	f.eventually("every object reports its own outcome", func() bool {
 		for name, reason := range want {
@@ -302,6 +319,11 @@ func TestManagerBackendFailuresStayWithTheirObject(t *testing.T) {
 			}
 		}
 		return true
+	})
+	f.eventually("the node's refusal of the path reported", func() bool {
+		nodes := f.get("outside").Status.Nodes
+		return nodes != nil && len(nodes.Unserved) == 1 && nodes.Unserved[0].Reason == v1alpha1.ReasonInvalidSpec &&
+			strings.Contains(nodes.Unserved[0].Message, "outside the host path root")
 	})
 	if got := f.get("good").Status.Backend; got != "custom/works" {
 		t.Errorf("status.backend = %q, want custom/works", got)
@@ -369,7 +391,7 @@ func TestManagerStandbyAndPause(t *testing.T) {
 	f.mu.Lock()
 	f.leader = false
 	f.mu.Unlock()
-	f.create(f.hostPath("a", "x.io/a", 1))
+	f.create(managed("a", "x.io/a", 1))
 	f.eventually("a stands by", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonStandby })
 	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Paused = true })
 	f.eventually("a is paused", func() bool { return f.readyReason("a", 2) == v1alpha1.ReasonPaused })
@@ -380,7 +402,7 @@ func TestManagerStandbyAndPause(t *testing.T) {
 
 func TestWithBackendRefusesDuplicates(t *testing.T) {
 	factory := func(context.Context, BackendRequest) (provisioning.Provisioner, error) { return newFakeBackend(), nil }
-	_, err := newManager(Settings{}, dependencies{client: kubefake.NewClientset(), pcfg: fake.NewSimpleClientset()},
+	_, err := newManager(Settings{Roles: Roles{Manager: true}}, dependencies{client: kubefake.NewClientset(), pcfg: fake.NewSimpleClientset()},
 		WithBackend("x", factory), WithBackend("x", factory))
 	if err == nil {
 		t.Errorf("registering a driver twice succeeded")

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -53,6 +54,29 @@ type observation struct {
 	// storage is the space the leader's last successful probe found; nil
 	// when unknown.
 	storage *provisioning.Space
+	// nodes counts the nodes of a hostPath backend; nil for other backends.
+	nodes *v1alpha1.NodesStatus
+}
+
+// unit is what this process runs of one ProvisionerConfig in one role: the
+// manager's instance (keyed by the object's name) or a node agent's (keyed
+// by nodeUnitPrefix and the name), the backend it builds and the part of the
+// provisioner's claims and volumes it serves.
+type unit struct {
+	key      string
+	backend  *v1alpha1.BackendSpec
+	settings instanceSettings
+	// scope is nil for the manager's instance.
+	scope provisioning.Scope
+}
+
+// nodeUnitPrefix starts the registry key of a node agent's instance; no
+// object name has a slash.
+const nodeUnitPrefix = "node/"
+
+// configOf is the ProvisionerConfig name of a registry key.
+func configOf(key string) string {
+	return strings.TrimPrefix(key, nodeUnitPrefix)
 }
 
 func refusal(reason string, err error) observation {
@@ -64,15 +88,25 @@ func refusal(reason string, err error) observation {
 func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 	pc, err := m.lister.Get(key)
 	if apierrors.IsNotFound(err) {
-		m.stop(ctx, key)
+		m.stopUnits(ctx, key)
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("cannot get ProvisionerConfig %s: %w", key, err)
 	}
 	if pc.DeletionTimestamp != nil {
-		m.stop(ctx, key)
+		m.stopUnits(ctx, key)
+		if !m.settings.Roles.Manager {
+			return false, nil
+		}
 		return false, m.removeFinalizer(ctx, pc)
+	}
+	retry := false
+	if m.settings.Roles.Node {
+		retry = m.reconcileNode(ctx, pc)
+	}
+	if !m.settings.Roles.Manager {
+		return retry, nil
 	}
 	if !slices.Contains(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer) {
 		if pc, err = m.addFinalizer(ctx, pc); err != nil {
@@ -84,26 +118,49 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 	if err := m.writeStatus(ctx, pc, obs); err != nil {
 		return false, err
 	}
-	return obs.retry, nil
+	return obs.retry || retry, nil
 }
 
-// converge starts, re-tunes, restarts or stops the instance of pc.
-func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	cfg, err := provisioningConfig(&pc.Spec, instanceSettings{
+// stopUnits stops every instance of the ProvisionerConfig name in this
+// process.
+func (m *Manager) stopUnits(ctx context.Context, name string) {
+	m.stop(ctx, name)
+	m.stop(ctx, nodeUnitPrefix+name)
+}
+
+// managerSettings are the instance settings of the manager's instances.
+func (m *Manager) managerSettings() instanceSettings {
+	return instanceSettings{
 		leaseEnabled:        m.settings.LeaderElection,
 		namespace:           m.settings.Namespace,
 		identity:            m.settings.Identity,
 		legacyLockNamespace: m.settings.LegacyLockNamespace,
 		probeInterval:       m.settings.BackendProbeInterval,
-	})
+	}
+}
+
+// converge starts, re-tunes, restarts or stops the manager's instance of pc.
+// A hostPath backend is served by the node agents: the manager reports
+// their nodes.
+func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
+	if pc.Spec.Backend.HostPath != nil {
+		return m.convergeHostPath(ctx, pc)
+	}
+	return m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
+}
+
+// runUnit starts, re-tunes, restarts or stops the instance u of pc, and
+// reports what it found.
+func (m *Manager) runUnit(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit) observation {
+	cfg, err := provisioningConfig(&pc.Spec, u.settings)
 	if err != nil {
-		m.stop(ctx, pc.Name)
+		m.stop(ctx, u.key)
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	}
-	if obs, refused := m.refuseConflicts(ctx, pc); refused {
+	if obs, refused := m.refuseConflicts(ctx, pc, u.key); refused {
 		return obs
 	}
-	r, err := m.ensureInstance(ctx, pc, cfg)
+	r, err := m.ensureInstance(ctx, pc, u, cfg)
 	switch {
 	case errors.Is(err, errLeaseStillHeld):
 		return refusal(v1alpha1.ReasonBackendStuck, err)
@@ -115,17 +172,17 @@ func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) 
 	return m.observeInstance(r, cfg)
 }
 
-// refuseConflicts refuses pc, and reports so, when it shares a name, a Lease
-// or a backend base with an older ProvisionerConfig or with an instance that
-// still runs.
-func (m *Manager) refuseConflicts(ctx context.Context, pc *v1alpha1.ProvisionerConfig) (observation, bool) {
+// refuseConflicts refuses pc, stopping its instance key, and reports so, when
+// it shares a name, a Lease or a backend base with an older
+// ProvisionerConfig or with an instance that still runs.
+func (m *Manager) refuseConflicts(ctx context.Context, pc *v1alpha1.ProvisionerConfig, key string) (observation, bool) {
 	all, err := m.lister.List(labels.Everything())
 	if err != nil {
 		return refusal(v1alpha1.ReasonBackendUnavailable, fmt.Errorf("cannot list ProvisionerConfigs: %w", err)), true
 	}
 	for _, c := range conflicts {
 		if holder, shared := olderHolder(pc, all, c.shares); holder != nil {
-			m.stop(ctx, pc.Name)
+			m.stop(ctx, key)
 			return refusal(c.reason, fmt.Errorf("%s %s the older ProvisionerConfig %s", shared, c.verb, holder.Name)), true
 		}
 	}
@@ -181,31 +238,30 @@ var errLeaseStillHeld = errors.New("the stopped instance gave up on backend work
 
 // ensureInstance makes the instance of pc run with cfg: a live Reconfigure when
 // possible, otherwise a restart. Only the reconcile of pc touches its entry.
-func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, cfg provisioning.Config) (*running, error) {
-	fingerprint, err := json.Marshal(pc.Spec.Backend)
+func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config) (*running, error) {
+	fingerprint, err := json.Marshal(u.backend)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode spec.backend: %w", err)
 	}
-	if r := m.instances.Get(pc.Name); r != nil {
-		switch current, err := m.updateInstance(ctx, pc, r, cfg, string(fingerprint)); {
+	if r := m.instances.Get(u.key); r != nil {
+		switch current, err := m.updateInstance(ctx, pc, u.key, r, cfg, string(fingerprint)); {
 		case err != nil:
 			return nil, err
 		case current:
 			return r, nil
 		}
 	}
-	if err := m.leaseFree(pc.Name); err != nil {
+	if err := m.leaseFree(u.key); err != nil {
 		return nil, err
 	}
-	return m.startInstance(ctx, pc, cfg, string(fingerprint))
+	return m.startInstance(ctx, pc, u, cfg, string(fingerprint))
 }
 
 // updateInstance brings the running instance r of pc in line with cfg and
 // reports whether r runs with cfg afterwards. When it cannot, r is stopped
 // (or ended by itself), so that an instance with cfg starts in its place.
-func (m *Manager) updateInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, r *running, cfg provisioning.Config, fingerprint string) (bool, error) {
+func (m *Manager) updateInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, key string, r *running, cfg provisioning.Config, fingerprint string) (bool, error) {
 	logger := klog.FromContext(ctx)
-	key := pc.Name
 	exited, runErr := r.exited()
 	switch {
 	case exited:
@@ -239,16 +295,16 @@ func (m *Manager) leaseFree(key string) error {
 	if !time.Now().Before(until) {
 		return nil
 	}
-	m.queue.AddAfter(key, time.Until(until))
+	m.queue.AddAfter(configOf(key), time.Until(until))
 	return fmt.Errorf("%w: its replacement starts once its Lease expired, at %s", errLeaseStillHeld, until.UTC().Format(time.RFC3339))
 }
 
 // startInstance builds the backend, the client and the provision controller
 // of pc and runs them with cfg.
-func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, cfg provisioning.Config, fingerprint string) (*running, error) {
+func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, fingerprint string) (*running, error) {
 	key := pc.Name
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
-		Spec:             &pc.Spec.Backend,
+		Spec:             u.backend,
 		ProvisionerNames: provisionerNames(&pc.Spec),
 		Volumes:          m.volumes,
 		HostPathRoot:     m.settings.HostPathRoot,
@@ -262,8 +318,8 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		closeBackend(provisioner)
 		return nil, err
 	}
-	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation, release: func() { closeBackend(provisioner) }}
-	if !m.settings.LeaderElection {
+	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation, provisioner: provisioner, release: func() { closeBackend(provisioner) }}
+	if !cfg.LeaderElection.Enabled {
 		entry.leader = m.settings.Identity
 	}
 	inst, err := m.deps.newInstance(cfg, provisioning.Dependencies{
@@ -278,13 +334,14 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		},
 		OnStuck:        func() { m.queue.Add(key) },
 		OnHealthChange: func() { m.queue.Add(key) },
+		Scope:          u.scope,
 	})
 	if err != nil {
 		closeBackend(provisioner)
 		return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)
 	}
 	entry.instance = inst
-	r := m.instances.Start(ctx, key, entry)
+	r := m.instances.Start(ctx, u.key, entry)
 	klog.FromContext(ctx).Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
 	return r, nil
 }
@@ -344,11 +401,11 @@ func sharedLease(a, b *v1alpha1.ProvisionerConfigSpec) string {
 func (m *Manager) runningConflict(pc *v1alpha1.ProvisionerConfig, shares func(a, b *v1alpha1.ProvisionerConfigSpec) string) (string, string) {
 	var other, shared string
 	m.instances.Each(func(key string, r *running) {
-		if key == pc.Name || other != "" {
+		if configOf(key) == pc.Name || other != "" {
 			return
 		}
 		if s := shares(&pc.Spec, r.spec()); s != "" {
-			other, shared = key, s
+			other, shared = configOf(key), s
 		}
 	})
 	return other, shared

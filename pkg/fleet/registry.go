@@ -52,6 +52,8 @@ type running struct {
 	cfg        provisioning.Config
 	backend    string
 	generation int64
+	// provisioner is the instance's backend.
+	provisioner provisioning.Provisioner
 	// release frees what the backend holds once Run returned; nil when
 	// nothing.
 	release func()

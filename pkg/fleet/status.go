@@ -44,6 +44,10 @@ const (
 // whose backend is available again.
 const eventBackendAvailable = "BackendAvailable"
 
+// eventNodeNotServed is the reason of the Warning Event of a selected node
+// that newly is not served.
+const eventNodeNotServed = "NodeNotServed"
+
 var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: component}
 
 // desiredStatus is pc's status after obs. Conditions keep their transition
@@ -54,6 +58,7 @@ func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation) v1alpha1.Pro
 	st.Backend = pc.Spec.Backend.Name()
 	st.Leader = obs.leader
 	st.Storage = desiredStorage(st.Storage, obs)
+	st.Nodes = obs.nodes
 
 	ready := metav1.ConditionFalse
 	if obs.reason == v1alpha1.ReasonRunning || obs.reason == v1alpha1.ReasonStandby {
@@ -110,7 +115,7 @@ func desiredStorage(current *v1alpha1.StorageStatus, obs observation) *v1alpha1.
 func isRefusal(reason string) bool {
 	switch reason {
 	case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonProvisionerNameConflict, v1alpha1.ReasonLeaseNameConflict,
-		v1alpha1.ReasonBackendOverlap, v1alpha1.ReasonBackendUnavailable:
+		v1alpha1.ReasonBackendOverlap, v1alpha1.ReasonBackendUnavailable, v1alpha1.ReasonNoNodeServed:
 		return true
 	}
 	return false
@@ -140,6 +145,7 @@ func (m *Manager) writeStatus(ctx context.Context, pc *v1alpha1.ProvisionerConfi
 		return nil
 	}
 	m.recordTransition(pc, obs)
+	m.recordUnservedNodes(pc, obs)
 	updated := pc.DeepCopy()
 	updated.Status = want
 	if _, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().UpdateStatus(ctx, updated, metav1UpdateOptions); err != nil {
@@ -161,5 +167,24 @@ func (m *Manager) recordTransition(pc *v1alpha1.ProvisionerConfig, obs observati
 		}
 	case obs.reason == v1alpha1.ReasonRunning && current != nil && current.Reason == v1alpha1.ReasonBackendUnavailable:
 		m.recorder.Event(pc, v1.EventTypeNormal, eventBackendAvailable, "the backend is available again: "+obs.message)
+	}
+}
+
+// recordUnservedNodes emits a Warning Event for each node listed unserved
+// that was not before.
+func (m *Manager) recordUnservedNodes(pc *v1alpha1.ProvisionerConfig, obs observation) {
+	if obs.nodes == nil {
+		return
+	}
+	before := map[string]bool{}
+	if pc.Status.Nodes != nil {
+		for _, u := range pc.Status.Nodes.Unserved {
+			before[u.Node] = true
+		}
+	}
+	for _, u := range obs.nodes.Unserved {
+		if !before[u.Node] {
+			m.recorder.Eventf(pc, v1.EventTypeWarning, eventNodeNotServed, "node %s is not served: %s: %s", u.Node, u.Reason, u.Message)
+		}
 	}
 }

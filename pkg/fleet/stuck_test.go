@@ -49,7 +49,7 @@ func TestManagerReportsAStuckInstanceAndDelaysItsReplacement(t *testing.T) {
 	f.mu.Lock()
 	f.restartOn = func(before, after provisioning.Config) bool { return before.Workers != after.Workers }
 	f.mu.Unlock()
-	pc := f.hostPath("a", "x.io/a", 1)
+	pc := managed("a", "x.io/a", 1)
 	pc.Spec.LeaderElection = v1alpha1.LeaderElectionSpec{
 		LeaseDuration: &metav1.Duration{Duration: leaseDuration},
 		RenewDeadline: &metav1.Duration{Duration: time.Second},
@@ -148,7 +148,7 @@ func TestManagerReportsAHungBackendCallAndStops(t *testing.T) {
 	release := func() { releaseOnce.Do(func() { close(backend.released) }) }
 	t.Cleanup(release)
 	reg := prometheus.NewRegistry()
-	m, err := newManager(Settings{Identity: "replica-1", HostPathRoot: t.TempDir(), NodeName: "node-1", Registerer: reg},
+	m, err := newManager(Settings{Roles: Roles{Manager: true}, Identity: "replica-1", HostPathRoot: t.TempDir(), NodeName: "node-1", Registerer: reg},
 		dependencies{
 			client:    kube,
 			pcfg:      pcfg,

@@ -1,0 +1,332 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/cachetrim"
+	"github.com/provfleet/provfleet/internal/leaderelection"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+)
+
+// defaultNodeLeaseDuration is how long a node agent's Lease lasts unrenewed
+// by default, as the kubelet's node Lease does.
+const defaultNodeLeaseDuration = 40 * time.Second
+
+// annSelectedNode is where the scheduler, or the manager for an Immediate
+// claim, names the node a claim's volume goes to.
+const annSelectedNode = "volume.kubernetes.io/selected-node"
+
+// nodeAgent is the node role of a Manager: while it holds its node's Lease
+// it runs an instance of every hostPath ProvisionerConfig that selects the
+// node, and publishes how each runs with the Lease's renewals.
+type nodeAgent struct {
+	node    string
+	elector *leaderelection.LeaderElector
+
+	// mu orders the reconciles that start the node's instances (readers)
+	// and the end of a term, which stops them all (the writer): no instance
+	// starts once the Lease is lost.
+	mu   sync.RWMutex
+	held bool
+
+	reportMu sync.Mutex
+	reports  nodeReport
+}
+
+// addNodeInformers sets up the informers of the Nodes and of the node
+// agents' Leases: all of them for the manager, which reports every node; a
+// node agent alone watches only its own.
+func (m *Manager) addNodeInformers() {
+	var tweak []informers.SharedInformerOption
+	var leaseTweak []informers.SharedInformerOption
+	if !m.settings.Roles.Manager {
+		tweak = onlyNamed(m.settings.NodeName)
+		leaseTweak = onlyNamed(NodeLeaseName(m.settings.NodeName))
+	}
+	m.nodes = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0,
+		append(tweak, informers.WithTransform(cachetrim.Transform))...)
+	m.shared.Nodes = m.nodes.Core().V1().Nodes().Informer()
+	m.nodeLeases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0,
+		append(leaseTweak, informers.WithNamespace(m.settings.NodeLeaseNamespace))...)
+	m.nodeLeaseInf = m.nodeLeases.Coordination().V1().Leases().Informer()
+}
+
+// onlyNamed limits an informer to the object of one name.
+func onlyNamed(name string) []informers.SharedInformerOption {
+	return []informers.SharedInformerOption{informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})}
+}
+
+// newNodeAgent returns the node role of m, electing itself on the node's
+// Lease.
+func (m *Manager) newNodeAgent() (*nodeAgent, error) {
+	client, err := m.deps.clientFor("node-agent")
+	if err != nil {
+		return nil, err
+	}
+	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}}
+	d := m.settings.NodeLeaseDuration
+	a.elector = leaderelection.NewLeaderElector(leaderelection.Config{
+		Client:        client,
+		Lease:         types.NamespacedName{Namespace: m.settings.NodeLeaseNamespace, Name: NodeLeaseName(a.node)},
+		Identity:      m.settings.Identity,
+		LeaseDuration: d,
+		RenewDeadline: d * 3 / 4,
+		RetryPeriod:   d / 4,
+		Leases:        leaderelection.NewLeaseRouter(m.nodeLeaseInf),
+		Callbacks:     leaderelection.LeaderCallbacks{OnStartedLeading: m.leadNode},
+		Annotate:      a.annotate,
+	})
+	return a, nil
+}
+
+// leadNode starts serving the node once its Lease is held, and returns the
+// function that stops every instance of the node when the term ends.
+func (m *Manager) leadNode(ctx context.Context) (waitStopped func()) {
+	a := m.agent
+	a.mu.Lock()
+	a.held = true
+	a.mu.Unlock()
+	klog.FromContext(ctx).Info("Holding the node's Lease: serving its hostPath provisioners", "node", a.node)
+	m.enqueueHostPath()
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.held = false
+		// Each holds the registry's lock, which Stop takes.
+		stopping := map[string]uint64{}
+		m.instances.Each(func(key string, r *running) {
+			if key != configOf(key) {
+				stopping[key] = r.token
+			}
+		})
+		for key, token := range stopping {
+			m.instances.Stop(key, token)
+		}
+		a.reportMu.Lock()
+		a.reports = nodeReport{}
+		a.reportMu.Unlock()
+		klog.FromContext(ctx).Info("Stopped serving the node", "node", a.node)
+	}
+}
+
+// annotate puts the agent's report on its node Lease.
+func (a *nodeAgent) annotate(annotations map[string]string) {
+	a.reportMu.Lock()
+	defer a.reportMu.Unlock()
+	data, err := json.Marshal(a.reports)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("cannot encode the node report: %w", err))
+		return
+	}
+	annotations[AnnNodeReport] = string(data)
+}
+
+// report records how this node runs the ProvisionerConfig name; nil
+// forgets it. A change other than the space is published at once, the
+// space with the next renewal.
+func (a *nodeAgent) report(name string, r *provisionerReport) {
+	a.reportMu.Lock()
+	old, had := a.reports[name]
+	if r == nil {
+		delete(a.reports, name)
+	} else {
+		a.reports[name] = *r
+	}
+	a.reportMu.Unlock()
+	switch {
+	case r == nil && !had, r != nil && had && old.Generation == r.Generation && old.Reason == r.Reason && old.Message == r.Message:
+		return
+	}
+	a.elector.RenewSoon()
+}
+
+// reconcileNode runs, re-tunes or stops this node's instance of pc, and
+// reports whether to retry later. Only a holder of the node's Lease runs
+// instances.
+func (m *Manager) reconcileNode(ctx context.Context, pc *v1alpha1.ProvisionerConfig) bool {
+	a := m.agent
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	key := nodeUnitPrefix + pc.Name
+	backendSpec, err := m.nodeBackend(pc)
+	if !a.held || (backendSpec == nil && err == nil) {
+		m.stop(ctx, key)
+		a.report(pc.Name, nil)
+		return false
+	}
+	var obs observation
+	if err != nil {
+		m.stop(ctx, key)
+		obs = refusal(v1alpha1.ReasonInvalidSpec, err)
+	} else {
+		obs = m.runUnit(ctx, pc, unit{
+			key:      key,
+			backend:  backendSpec,
+			settings: instanceSettings{identity: m.settings.Identity, probeInterval: m.settings.BackendProbeInterval},
+			scope:    nodeScope(a.node),
+		})
+	}
+	r := &provisionerReport{Generation: pc.Generation, Reason: obs.reason, Message: obs.message}
+	if obs.storage != nil {
+		r.Available, r.Total = &obs.storage.AvailableBytes, &obs.storage.TotalBytes
+	}
+	a.report(pc.Name, r)
+	return obs.retry
+}
+
+// nodeBackend is the backend this node's instance of pc builds: its
+// hostPath with the node's path and name. It is nil, without an error, when
+// pc does not select this node or is not a hostPath one.
+func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.BackendSpec, error) {
+	spec := pc.Spec.Backend.HostPath
+	if spec == nil {
+		return nil, nil
+	}
+	node, err := m.ownNode()
+	if node == nil || err != nil {
+		return nil, err
+	}
+	selected, err := selectsNode(spec, node)
+	if !selected || err != nil {
+		return nil, err
+	}
+	path, err := nodePath(spec, node)
+	if err != nil {
+		return nil, err
+	}
+	// Only what the backend reads: a selector edit restarts nothing.
+	own := &v1alpha1.HostPathBackend{
+		Path:            v1alpha1.AbsolutePath(path),
+		VolumeType:      spec.VolumeType,
+		NodeName:        node.Name,
+		PathPattern:     spec.PathPattern,
+		OnDelete:        spec.OnDelete,
+		Capacity:        spec.Capacity,
+		VolumeDirectory: spec.VolumeDirectory,
+	}
+	return &v1alpha1.BackendSpec{HostPath: own}, nil
+}
+
+// ownNode is the Node this agent runs on, nil until it exists.
+func (m *Manager) ownNode() (*v1.Node, error) {
+	obj, exists, err := m.shared.Nodes.GetStore().GetByKey(m.settings.NodeName)
+	if err != nil || !exists {
+		return nil, err
+	}
+	node, _ := obj.(*v1.Node)
+	return node, nil
+}
+
+// nodeScope is the part of a hostPath provisioner's claims and volumes one
+// node's agent serves: the claims selected to the node and the volumes on it.
+type nodeScope string
+
+func (n nodeScope) Claim(claim *v1.PersistentVolumeClaim) bool {
+	return claim.Annotations[annSelectedNode] == string(n)
+}
+
+func (n nodeScope) Volume(volume *v1.PersistentVolume) bool {
+	return volume.Annotations[hostpath.AnnNode] == string(n)
+}
+
+// watchNodes queues the hostPath ProvisionerConfigs whenever a Node comes,
+// goes or changes its labels, or a node Lease changes hands or annotations:
+// what their nodes are and how they are served.
+func (m *Manager) watchNodes(ctx context.Context) (func(), error) {
+	logger := klog.FromContext(ctx)
+	opts := cache.HandlerOptions{Logger: &logger}
+	nodes, err := m.shared.Nodes.AddEventHandlerWithOptions(changeHandler(m.enqueueHostPath, func(oldObj, newObj any) bool {
+		o, ok1 := oldObj.(*v1.Node)
+		n, ok2 := newObj.(*v1.Node)
+		return !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels)
+	}), opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot watch Nodes: %w", err)
+	}
+	leases, err := m.nodeLeaseInf.AddEventHandlerWithOptions(changeHandler(m.enqueueHostPath, func(oldObj, newObj any) bool {
+		o, ok1 := oldObj.(*coordinationv1.Lease)
+		n, ok2 := newObj.(*coordinationv1.Lease)
+		return !ok1 || !ok2 || !maps.Equal(o.Annotations, n.Annotations) || !reflect.DeepEqual(o.Spec.HolderIdentity, n.Spec.HolderIdentity)
+	}), opts)
+	if err != nil {
+		_ = m.shared.Nodes.RemoveEventHandler(nodes)
+		return nil, fmt.Errorf("cannot watch the node Leases: %w", err)
+	}
+	return func() {
+		_ = m.shared.Nodes.RemoveEventHandler(nodes)
+		_ = m.nodeLeaseInf.RemoveEventHandler(leases)
+	}, nil
+}
+
+// changeHandler calls fn on every add and delete, and on the updates changed
+// reports.
+func changeHandler(fn func(), changed func(oldObj, newObj any) bool) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { fn() },
+		UpdateFunc: func(oldObj, newObj any) {
+			if changed(oldObj, newObj) {
+				fn()
+			}
+		},
+		DeleteFunc: func(any) { fn() },
+	}
+}
+
+// enqueueHostPath queues every hostPath ProvisionerConfig.
+func (m *Manager) enqueueHostPath() {
+	all, err := m.all()
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, pc := range all {
+		if pc.Spec.Backend.HostPath != nil {
+			m.queue.Add(pc.Name)
+		}
+	}
+}
+
+// nodeLease returns the Lease of node from the cache, nil when none.
+func (m *Manager) nodeLease(node string) (*coordinationv1.Lease, error) {
+	obj, exists, err := m.nodeLeaseInf.GetStore().GetByKey(m.settings.NodeLeaseNamespace + "/" + NodeLeaseName(node))
+	if err != nil || !exists {
+		return nil, err
+	}
+	lease, _ := obj.(*coordinationv1.Lease)
+	return lease, nil
+}

@@ -1,0 +1,179 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// nodeRecheck is how often the manager looks again at the nodes of a
+// hostPath ProvisionerConfig: an agent that stops renewing its Lease sends
+// no event.
+const nodeRecheck = 10 * time.Second
+
+// maxUnservedListed bounds status.nodes.unserved.
+const maxUnservedListed = 16
+
+// convergeHostPath reports the nodes that serve the hostPath
+// ProvisionerConfig pc.
+func (m *Manager) convergeHostPath(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
+	m.stop(ctx, pc.Name)
+	if obs, refused := m.refuseConflicts(ctx, pc, pc.Name); refused {
+		return obs
+	}
+	obs := observation{running: true, reason: v1alpha1.ReasonRunning, message: "served by the node agents"}
+	if pc.Spec.Paused {
+		obs.reason, obs.message = v1alpha1.ReasonPaused, "spec.paused is true: nothing is provisioned or deleted"
+	}
+	return m.withNodes(pc, obs)
+}
+
+// withNodes adds to obs the nodes of the hostPath ProvisionerConfig pc and
+// the space they report, and turns Ready False when no node is served.
+func (m *Manager) withNodes(pc *v1alpha1.ProvisionerConfig, obs observation) observation {
+	nodes, space, err := m.observeNodes(pc)
+	if err != nil {
+		return refusal(v1alpha1.ReasonInvalidSpec, err)
+	}
+	m.queue.AddAfter(pc.Name, nodeRecheck)
+	obs.nodes, obs.storage = nodes, space
+	if obs.reason != v1alpha1.ReasonRunning && obs.reason != v1alpha1.ReasonStandby {
+		return obs
+	}
+	switch {
+	case nodes.Selected == 0:
+		obs.reason, obs.message = v1alpha1.ReasonNoNodeServed, "no node is selected: nodeName or nodeSelector matches no Node"
+	case nodes.Served == 0:
+		obs.reason, obs.message = v1alpha1.ReasonNoNodeServed, "none of the selected nodes is served: "+describeUnserved(nodes)
+	default:
+		obs.message = fmt.Sprintf("%s; %d of %d selected nodes served", obs.message, nodes.Served, nodes.Selected)
+	}
+	return obs
+}
+
+// describeUnserved says why the first unserved nodes are not served.
+func describeUnserved(nodes *v1alpha1.NodesStatus) string {
+	var parts []string
+	for _, u := range nodes.Unserved[:min(len(nodes.Unserved), 3)] {
+		parts = append(parts, fmt.Sprintf("node %s: %s: %s", u.Node, u.Reason, u.Message))
+	}
+	if more := int(nodes.Selected) - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// observeNodes counts the nodes pc selects and those an agent serves, and
+// sums the space the serving agents report.
+func (m *Manager) observeNodes(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.NodesStatus, *provisioning.Space, error) {
+	all := m.shared.Nodes.GetStore().List()
+	nodes := make([]*v1.Node, 0, len(all))
+	for _, obj := range all {
+		if node, ok := obj.(*v1.Node); ok {
+			nodes = append(nodes, node)
+		}
+	}
+	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
+	st := &v1alpha1.NodesStatus{}
+	var space *provisioning.Space
+	for _, node := range nodes {
+		selected, err := selectsNode(pc.Spec.Backend.HostPath, node)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !selected {
+			continue
+		}
+		st.Selected++
+		report, unserved := m.nodeServes(node.Name, pc.Name)
+		if unserved != nil {
+			if len(st.Unserved) < maxUnservedListed {
+				st.Unserved = append(st.Unserved, *unserved)
+			}
+			continue
+		}
+		st.Served++
+		space = addSpace(space, report)
+	}
+	st.Summary = fmt.Sprintf("%d/%d", st.Served, st.Selected)
+	return st, space, nil
+}
+
+// addSpace adds the space a node reports to sum.
+func addSpace(sum *provisioning.Space, r provisionerReport) *provisioning.Space {
+	if r.Available == nil || r.Total == nil {
+		return sum
+	}
+	if sum == nil {
+		sum = &provisioning.Space{}
+	}
+	sum.AvailableBytes += *r.Available
+	sum.TotalBytes += *r.Total
+	return sum
+}
+
+// servingReasons are the agent's Ready reasons of a served node.
+var servingReasons = []string{v1alpha1.ReasonRunning, v1alpha1.ReasonStandby, v1alpha1.ReasonPaused}
+
+// nodeServes returns the report of the agent of node on the
+// ProvisionerConfig name, or why the node is not served.
+func (m *Manager) nodeServes(node, name string) (provisionerReport, *v1alpha1.UnservedNode) {
+	unserved := func(reason, format string, args ...any) (provisionerReport, *v1alpha1.UnservedNode) {
+		return provisionerReport{}, &v1alpha1.UnservedNode{Node: node, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	leaseName := m.settings.NodeLeaseNamespace + "/" + NodeLeaseName(node)
+	lease, err := m.nodeLease(node)
+	switch {
+	case err != nil:
+		return unserved(v1alpha1.ReasonNoNodeAgent, "cannot read Lease %s: %v", leaseName, err)
+	case lease == nil:
+		return unserved(v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease %s", leaseName)
+	case !leaseLive(lease, time.Now()):
+		return unserved(v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease %s", leaseName)
+	}
+	reports, err := readNodeReport(lease)
+	if err != nil {
+		return unserved(v1alpha1.ReasonNoNodeAgent, "%v", err)
+	}
+	report, ok := reports[name]
+	switch {
+	case !ok:
+		return unserved(v1alpha1.ReasonNoNodeAgent, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
+	case !slices.Contains(servingReasons, report.Reason):
+		return unserved(report.Reason, "%s", report.Message)
+	}
+	return report, nil
+}
+
+// leaseLive reports whether a holder renewed lease within its duration.
+func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
+	spec := lease.Spec
+	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
+		return false
+	}
+	return now.Before(spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second))
+}
