@@ -16,8 +16,10 @@ limitations under the License.
 
 // Package deploy holds the end-to-end tests of the deployment manifests of
 // examples/deploy, against a real kube-apiserver (internal/testenv) with its
-// Pod Security admission and RBAC: the pod templates of the manager's
-// Deployment and the node agents' DaemonSet are admitted, in dry runs, only
-// at the Pod Security levels their namespaces are labelled for, and the
-// shipped ServiceAccounts may make exactly the calls their roles need.
+// Pod Security admission and RBAC: the manager's Deployment, the node
+// agents' DaemonSet and Pods of their templates are admitted, in dry runs,
+// at the Pod Security levels their namespaces are labelled for and refused
+// below, and the shipped ServiceAccounts may make exactly the calls their
+// roles need. The tests run one after the other on the package's one
+// control plane and start no goroutine of their own.
 package deploy

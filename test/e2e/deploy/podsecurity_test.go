@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -95,9 +97,48 @@ func TestPodSecurity(t *testing.T) {
 	}
 }
 
+// The shipped Deployment and DaemonSet are valid, and their namespaces warn
+// of nothing in them: Pod Security warns of workloads too, at the levels the
+// namespace's warn label names.
+func TestWorkloadsAreAdmitted(t *testing.T) {
+	env := testenv.Env(t)
+	root := repoRoot(t)
+	if err := env.Apply(t.Context(), testenv.DeployManifests(root, "namespace.yaml")...); err != nil {
+		t.Fatal(err)
+	}
+	for _, manifest := range testenv.DeployManifests(root, "deployment.yaml", "daemonset.yaml") {
+		t.Run(filepath.Base(manifest), func(t *testing.T) {
+			warnings, err := dryRunWorkload(t.Context(), env.Config(), shippedWorkload(t, manifest))
+			if err != nil {
+				t.Fatalf("want admitted, got %v", err)
+			}
+			if diff := cmp.Diff([]string(nil), warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // shippedPod is a Pod of the template of the Deployment or the DaemonSet in
 // the manifest, in that object's namespace.
 func shippedPod(t *testing.T, manifest string) *corev1.Pod {
+	t.Helper()
+	var template corev1.PodTemplateSpec
+	var namespace string
+	switch workload := shippedWorkload(t, manifest).(type) {
+	case *appsv1.Deployment:
+		template, namespace = workload.Spec.Template, workload.Namespace
+	case *appsv1.DaemonSet:
+		template, namespace = workload.Spec.Template, workload.Namespace
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-security", Namespace: namespace, Labels: template.Labels},
+		Spec:       template.Spec,
+	}
+}
+
+// shippedWorkload is the Deployment or the DaemonSet of the manifest.
+func shippedWorkload(t *testing.T, manifest string) runtime.Object {
 	t.Helper()
 	data, err := os.ReadFile(manifest)
 	if err != nil {
@@ -107,20 +148,12 @@ func shippedPod(t *testing.T, manifest string) *corev1.Pod {
 	if err != nil {
 		t.Fatalf("cannot decode %s: %v", manifest, err)
 	}
-	var template corev1.PodTemplateSpec
-	var namespace string
-	switch workload := obj.(type) {
-	case *appsv1.Deployment:
-		template, namespace = workload.Spec.Template, workload.Namespace
-	case *appsv1.DaemonSet:
-		template, namespace = workload.Spec.Template, workload.Namespace
-	default:
-		t.Fatalf("%s holds a %T, not a Deployment or a DaemonSet", manifest, obj)
+	switch obj.(type) {
+	case *appsv1.Deployment, *appsv1.DaemonSet:
+		return obj
 	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-security", Namespace: namespace, Labels: template.Labels},
-		Spec:       template.Spec,
-	}
+	t.Fatalf("%s holds a %T, not a Deployment or a DaemonSet", manifest, obj)
+	return nil
 }
 
 // withoutHostPath is pod without its hostPath volumes and their mounts.
@@ -177,17 +210,45 @@ func levelNamespace(t *testing.T, client kubernetes.Interface, level string, pod
 // dryRunPod asks the API server to create pod in namespace without storing
 // it, and returns the warnings it answered with.
 func dryRunPod(ctx context.Context, admin *rest.Config, namespace string, pod *corev1.Pod) ([]string, error) {
-	recorder := &warningRecorder{}
-	config := rest.CopyConfig(admin)
-	config.WarningHandler = recorder
-	client, err := kubernetes.NewForConfig(config)
+	client, recorder, err := warningClient(admin)
 	if err != nil {
-		return nil, fmt.Errorf("cannot build a client: %w", err)
+		return nil, err
 	}
 	pod = pod.DeepCopy()
 	pod.Namespace = namespace
 	_, err = client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return recorder.warnings(), err
+}
+
+// dryRunWorkload asks the API server to create the Deployment or the
+// DaemonSet without storing it, and returns the warnings it answered with.
+func dryRunWorkload(ctx context.Context, admin *rest.Config, workload runtime.Object) ([]string, error) {
+	client, recorder, err := warningClient(admin)
+	if err != nil {
+		return nil, err
+	}
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	switch w := workload.(type) {
+	case *appsv1.Deployment:
+		_, err = client.AppsV1().Deployments(w.Namespace).Create(ctx, w, dryRun)
+	case *appsv1.DaemonSet:
+		_, err = client.AppsV1().DaemonSets(w.Namespace).Create(ctx, w, dryRun)
+	default:
+		err = fmt.Errorf("cannot dry-run a %T", workload)
+	}
+	return recorder.warnings(), err
+}
+
+// warningClient is an admin client whose answers' warnings the recorder keeps.
+func warningClient(admin *rest.Config) (kubernetes.Interface, *warningRecorder, error) {
+	recorder := &warningRecorder{}
+	config := rest.CopyConfig(admin)
+	config.WarningHandler = recorder
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot build a client: %w", err)
+	}
+	return client, recorder, nil
 }
 
 // refusedWith tells whether err is a refusal whose message says all of parts.
