@@ -38,6 +38,13 @@ const (
 	ManagerServiceAccount = "provfleet"
 )
 
+// NodeAgentNamespace and NodeAgentServiceAccount are the Namespace and the
+// ServiceAccount examples/deploy runs the node agents in and as.
+const (
+	NodeAgentNamespace      = "provfleet-node"
+	NodeAgentServiceAccount = "provfleet-node"
+)
+
 // ServiceAccountConfig applies the manifests as admin (typically a Namespace, a
 // ServiceAccount and its RBAC), then returns a rest.Config that authenticates as
 // ServiceAccount namespace/name with a token from the TokenRequest API. Code run
@@ -62,12 +69,30 @@ func (e *Environment) ServiceAccountConfig(ctx context.Context, namespace, name 
 	return config, nil
 }
 
-// ManagerServiceAccountConfig applies the Namespace and the RBAC of
+// ManagerServiceAccountConfig applies the Namespaces and the RBAC of
 // examples/deploy of the repository at root, then the further manifests, and
 // returns a rest.Config of the manager's ServiceAccount: code run with it has
 // exactly the permissions the project ships.
 func (e *Environment) ManagerServiceAccountConfig(ctx context.Context, root string, manifests ...string) (*rest.Config, error) {
-	deploy := filepath.Join(root, "examples", "deploy")
-	manifests = append([]string{filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml")}, manifests...)
+	manifests = append(DeployManifests(root, "namespace.yaml", "rbac.yaml"), manifests...)
 	return e.ServiceAccountConfig(ctx, ManagerNamespace, ManagerServiceAccount, manifests...)
+}
+
+// NodeAgentServiceAccountConfig is ManagerServiceAccountConfig for the node
+// agents: it applies the Namespaces and the agents' RBAC of examples/deploy,
+// then the further manifests, and returns a rest.Config of the agents'
+// ServiceAccount.
+func (e *Environment) NodeAgentServiceAccountConfig(ctx context.Context, root string, manifests ...string) (*rest.Config, error) {
+	manifests = append(DeployManifests(root, "namespace.yaml", "node-rbac.yaml"), manifests...)
+	return e.ServiceAccountConfig(ctx, NodeAgentNamespace, NodeAgentServiceAccount, manifests...)
+}
+
+// DeployManifests are the paths of the named files of examples/deploy of the
+// repository at root.
+func DeployManifests(root string, names ...string) []string {
+	paths := make([]string, len(names))
+	for i, name := range names {
+		paths[i] = filepath.Join(root, "examples", "deploy", name)
+	}
+	return paths
 }
