@@ -120,3 +120,56 @@ func TestTransform(t *testing.T) {
 		})
 	}
 }
+
+func TestForNode(t *testing.T) {
+	onNode := func(pv *v1.PersistentVolume) string { return pv.Labels["node"] }
+	transform := ForNode("node-1", onNode)
+	claim := func(node string) *v1.PersistentVolumeClaim {
+		meta := fullMeta("c")
+		meta.Annotations["volume.kubernetes.io/selected-node"] = node
+		return &v1.PersistentVolumeClaim{ObjectMeta: meta, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv"}}
+	}
+	volume := func(node string) *v1.PersistentVolume {
+		meta := fullMeta("pv")
+		meta.Namespace = ""
+		meta.Labels = map[string]string{"node": node}
+		return &v1.PersistentVolume{ObjectMeta: meta, Spec: v1.PersistentVolumeSpec{StorageClassName: "fast"}}
+	}
+	stub := func(namespace, name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: namespace, UID: "uid-1", ResourceVersion: "42"}
+	}
+	trimmedClaim := claim("node-1")
+	trimmedClaim.ObjectMeta.ManagedFields = nil
+	delete(trimmedClaim.Annotations, lastApplied)
+	trimmedVolume := volume("node-1")
+	trimmedVolume.ObjectMeta.ManagedFields = nil
+	delete(trimmedVolume.Annotations, lastApplied)
+	tests := map[string]struct {
+		in, want runtime.Object
+	}{
+		"claim of the node":              {in: claim("node-1"), want: trimmedClaim},
+		"claim of another node":          {in: claim("node-2"), want: &v1.PersistentVolumeClaim{ObjectMeta: stub("ns", "c")}},
+		"claim of no node yet":           {in: claim(""), want: &v1.PersistentVolumeClaim{ObjectMeta: stub("ns", "c")}},
+		"volume of the node":             {in: volume("node-1"), want: trimmedVolume},
+		"volume of another node":         {in: volume("node-2"), want: &v1.PersistentVolume{ObjectMeta: stub("", "pv")}},
+		"class, trimmed as by Transform": {in: &storagev1.StorageClass{ObjectMeta: fullMeta("fast")}, want: &storagev1.StorageClass{ObjectMeta: trimmedMeta("fast")}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := transform(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ForNode (-want +got):\n%s", diff)
+			}
+			again, err := transform(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Errorf("ForNode is not idempotent (-once +twice):\n%s", diff)
+			}
+		})
+	}
+}

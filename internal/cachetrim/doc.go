@@ -29,5 +29,9 @@ limitations under the License.
 // must send only what it changes, never the whole object (pkg/provisioning
 // patches claims and PersistentVolumes for that reason).
 //
-// No goroutines: Transform runs on the informer's own.
+// A node agent, which serves only its node's claims and volumes, uses
+// ForNode instead: the claims and volumes of other nodes are cached as stubs
+// of their names and UIDs.
+//
+// No goroutines: the transforms run on the informer's own.
 package cachetrim

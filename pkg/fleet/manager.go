@@ -41,6 +41,7 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/cachetrim"
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
 	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -213,7 +214,7 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		metrics:  metrics,
 		// Instances resync on their own timers; the cache keeps only what
 		// they read.
-		core:    informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithTransform(cachetrim.Transform)),
+		core:    informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithTransform(cacheTransform(settings))),
 		configs: externalversions.NewSharedInformerFactory(deps.pcfg, 0),
 		scheme:  scheme,
 		synced:  make(chan struct{}),
@@ -260,6 +261,16 @@ func checkRoles(settings Settings) error {
 	return nil
 }
 
+// cacheTransform trims the shared caches of claims, volumes, classes and
+// nodes: a node agent alone keeps only stubs of other nodes' claims and
+// volumes.
+func cacheTransform(settings Settings) cache.TransformFunc {
+	if settings.Roles.Manager {
+		return cachetrim.Transform
+	}
+	return cachetrim.ForNode(settings.NodeName, func(pv *v1.PersistentVolume) string { return pv.Annotations[hostpath.AnnNode] })
+}
+
 // newEventScheme returns the scheme of the objects Events are about.
 func newEventScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
@@ -281,8 +292,10 @@ func (m *Manager) addInformers() error {
 		Classes: m.core.Storage().V1().StorageClasses().Informer(),
 	}
 	m.addNodeInformers()
-	if m.settings.LeaderElection {
-		// One watch for every instance's Lease: followers never poll.
+	if m.settings.LeaderElection && m.settings.Roles.Manager {
+		// One watch for every instance's Lease: followers never poll. A node
+		// agent's instances elect no leader: its node's Lease stands for
+		// them all.
 		m.leases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0, informers.WithNamespace(m.settings.Namespace))
 		m.shared.Leases = m.leases.Coordination().V1().Leases().Informer()
 	}
