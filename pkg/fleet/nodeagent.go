@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,6 +65,16 @@ type nodeAgent struct {
 
 	reportMu sync.Mutex
 	reports  nodeReport
+	// released are, by ProvisionerConfig, the removed volumes whose
+	// directories this agent released, to drop from the Lease.
+	released removedVolumes
+}
+
+// removedReleaser is a backend that releases the directories of the
+// volumes whose PersistentVolumes the manager deleted while their node was
+// removed; it returns the names that need no more work.
+type removedReleaser interface {
+	ReleaseRemoved(ctx context.Context, pvNames []string) ([]string, error)
 }
 
 // addNodeInformers sets up the informers of the Nodes and of the node
@@ -98,7 +109,7 @@ func (m *Manager) newNodeAgent() (*nodeAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}}
+	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}, released: removedVolumes{}}
 	d := m.settings.NodeLeaseDuration
 	a.elector = leaderelection.NewLeaderElector(leaderelection.Config{
 		Client:        client,
@@ -144,7 +155,8 @@ func (m *Manager) leadNode(ctx context.Context) (waitStopped func()) {
 	}
 }
 
-// annotate puts the agent's report on its node Lease.
+// annotate puts the agent's report on its node Lease and drops the removed
+// volumes it released.
 func (a *nodeAgent) annotate(annotations map[string]string) {
 	a.reportMu.Lock()
 	defer a.reportMu.Unlock()
@@ -154,6 +166,66 @@ func (a *nodeAgent) annotate(annotations map[string]string) {
 		return
 	}
 	annotations[AnnNodeReport] = string(data)
+	if len(a.released) == 0 {
+		return
+	}
+	removed, err := readAnnotation[removedVolumes](&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}, AnnRemovedVolumes)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for name, released := range a.released {
+		removed[name] = slices.DeleteFunc(removed[name], func(pv string) bool { return slices.Contains(released, pv) })
+		if len(removed[name]) == 0 {
+			delete(removed, name)
+		}
+	}
+	if len(removed) == 0 {
+		delete(annotations, AnnRemovedVolumes)
+		return
+	}
+	if data, err = json.Marshal(removed); err == nil {
+		annotations[AnnRemovedVolumes] = string(data)
+	}
+}
+
+// releaseRemoved has the instance key of the ProvisionerConfig name release
+// the directories of the volumes the manager deleted while this node was
+// removed, as the node's Lease lists them, and reports whether to retry.
+func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
+	a := m.agent
+	lease, err := m.nodeLease(a.node)
+	if lease == nil || err != nil {
+		return false
+	}
+	removed, err := readRemovedVolumes(lease)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot read the removed volumes of the node")
+		return false
+	}
+	pending := slices.DeleteFunc(slices.Clone(removed[name]), func(pv string) bool {
+		a.reportMu.Lock()
+		defer a.reportMu.Unlock()
+		return slices.Contains(a.released[name], pv)
+	})
+	r := m.instances.Get(key)
+	releaser, ok := r.provisioner.(removedReleaser)
+	if len(pending) == 0 || !ok {
+		return false
+	}
+	released, err := releaser.ReleaseRemoved(ctx, pending)
+	if len(released) > 0 {
+		klog.FromContext(ctx).Info("Released the directories of volumes deleted while the node was removed", "volumes", released)
+		a.reportMu.Lock()
+		a.released[name] = append(a.released[name], released...)
+		a.reportMu.Unlock()
+		a.elector.RenewSoon()
+	}
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot release the directories of volumes deleted while the node was removed")
+		return true
+	}
+	return false
 }
 
 // report records how this node runs the ProvisionerConfig name; nil
@@ -206,6 +278,9 @@ func (m *Manager) reconcileNode(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		r.Available, r.Total = &obs.storage.AvailableBytes, &obs.storage.TotalBytes
 	}
 	a.report(pc.Name, r)
+	if obs.running && m.releaseRemoved(ctx, pc.Name, key) {
+		return true
+	}
 	return obs.retry
 }
 

@@ -38,6 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -84,42 +85,62 @@ func runTests(m *testing.M) int {
 	return testenv.RunMain(m, testenv.Options{PVClaimBinderSyncPeriod: 2 * time.Second})
 }
 
+// kubeconfig is a kubeconfig file of one ServiceAccount, written once per
+// test binary.
+type kubeconfig struct {
+	name   string
+	config func(e *testenv.Environment, ctx context.Context, root string) (*rest.Config, error)
+
+	once sync.Once
+	path string
+	err  error
+}
+
+// The ServiceAccounts examples/deploy creates, so that the manager and the
+// node agents run with exactly the RBAC the project ships.
 var (
-	kubeconfigOnce sync.Once
-	kubeconfigPath string
-	kubeconfigErr  error
+	managerAccount = &kubeconfig{name: "manager", config: func(e *testenv.Environment, ctx context.Context, root string) (*rest.Config, error) {
+		return e.ManagerServiceAccountConfig(ctx, root)
+	}}
+	agentAccount = &kubeconfig{name: "agent", config: func(e *testenv.Environment, ctx context.Context, root string) (*rest.Config, error) {
+		return e.NodeAgentServiceAccountConfig(ctx, root)
+	}}
 )
 
-// managerKubeconfig is a kubeconfig of the ServiceAccount examples/deploy
-// creates, so the manager runs with exactly the RBAC the project ships.
-func managerKubeconfig(t *testing.T) string {
+// file returns the path of the kubeconfig, writing it the first time.
+func (k *kubeconfig) file(t *testing.T) string {
 	t.Helper()
 	env := testenv.Env(t)
-	kubeconfigOnce.Do(func() {
+	k.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		root, err := testenv.RepoRoot()
 		if err != nil {
-			kubeconfigErr = err
+			k.err = err
 			return
 		}
-		config, err := env.ManagerServiceAccountConfig(ctx, root)
+		config, err := k.config(env, ctx, root)
 		if err != nil {
-			kubeconfigErr = err
+			k.err = err
 			return
 		}
 		dir, err := os.MkdirTemp("", "provfleet-kubeconfig-")
 		if err != nil {
-			kubeconfigErr = err
+			k.err = err
 			return
 		}
-		kubeconfigPath = filepath.Join(dir, "manager.kubeconfig")
-		kubeconfigErr = testenv.WriteKubeconfig(kubeconfigPath, config)
+		k.path = filepath.Join(dir, k.name+".kubeconfig")
+		k.err = testenv.WriteKubeconfig(k.path, config)
 	})
-	if kubeconfigErr != nil {
-		t.Fatal(kubeconfigErr)
+	if k.err != nil {
+		t.Fatal(k.err)
 	}
-	return kubeconfigPath
+	return k.path
+}
+
+// managerKubeconfig is the kubeconfig of the manager's ServiceAccount.
+func managerKubeconfig(t *testing.T) string {
+	return managerAccount.file(t)
 }
 
 // fixture is one test's view of the cluster: admin clients, a namespace for
@@ -162,8 +183,14 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// startManager runs a manager process until the test ends, then checks that
-// SIGTERM makes it exit 0 within 10 seconds.
+// nodeLeaseDuration is the node agents' Lease: a killed agent's node is
+// served again this long after.
+const nodeLeaseDuration = "--node-lease-duration=4s"
+
+// startManager runs a manager process in both roles, the manager's and the
+// node agent's of node-<identity>, whose Node it creates, as one-process
+// setups do, until the test ends; then it checks that SIGTERM makes it exit
+// 0 within 10 seconds.
 func (f *fixture) startManager(identity string, args ...string) *managerproc.Process {
 	f.t.Helper()
 	return f.startManagerBinary(managerBinary, identity, args...)
@@ -173,20 +200,70 @@ func (f *fixture) startManager(identity string, args ...string) *managerproc.Pro
 // that executes the manager with fewer privileges.
 func (f *fixture) startManagerBinary(binary, identity string, args ...string) *managerproc.Process {
 	f.t.Helper()
+	node := "node-" + identity
+	f.node(node, nil)
+	return f.start(identity, managerproc.Options{
+		Binary:       binary,
+		Kubeconfig:   managerKubeconfig(f.t),
+		Namespace:    testenv.ManagerNamespace,
+		HostPathRoot: f.root,
+		NodeName:     node,
+		Args:         append([]string{"--role=manager,node", nodeLeaseDuration}, args...),
+	})
+}
+
+// startManagerRole runs a manager process in the manager's role only, as the
+// Deployment does.
+func (f *fixture) startManagerRole(identity string, args ...string) *managerproc.Process {
+	f.t.Helper()
+	return f.start(identity, managerproc.Options{
+		Binary:     managerBinary,
+		Kubeconfig: managerKubeconfig(f.t),
+		Namespace:  testenv.ManagerNamespace,
+		Args:       append([]string{"--role=manager", "--node-lease-namespace=" + testenv.NodeAgentNamespace}, args...),
+	})
+}
+
+// startAgent runs the node agent of node, whose disk is the folder root, as
+// the DaemonSet does: under its own ServiceAccount, in its own namespace.
+func (f *fixture) startAgent(identity, node, root string, args ...string) *managerproc.Process {
+	f.t.Helper()
+	return f.start(identity, managerproc.Options{
+		Binary:       managerBinary,
+		Kubeconfig:   agentAccount.file(f.t),
+		Namespace:    testenv.NodeAgentNamespace,
+		HostPathRoot: root,
+		NodeName:     node,
+		Args:         append([]string{"--role=node", nodeLeaseDuration}, args...),
+	})
+}
+
+// node creates a Node named name, with its host name label and labels, and
+// deletes it when the test ends.
+func (f *fixture) node(name string, labels map[string]string) {
+	f.t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}
+	maps.Copy(node.Labels, labels)
+	if _, err := f.kube.CoreV1().Nodes().Create(f.ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		f.t.Fatalf("cannot create Node %s: %v", name, err)
+	}
+	f.t.Cleanup(func() { _ = f.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// start runs a manager process with opts, named identity, until the test
+// ends, then checks that SIGTERM makes it exit 0 within 10 seconds.
+func (f *fixture) start(identity string, opts managerproc.Options) *managerproc.Process {
+	f.t.Helper()
 	log, err := os.Create(filepath.Join(f.t.TempDir(), identity+".log"))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	p, err := managerproc.Start(managerproc.Options{
-		Binary:       binary,
-		Kubeconfig:   managerKubeconfig(f.t),
-		Namespace:    testenv.ManagerNamespace,
-		Identity:     identity,
-		HostPathRoot: f.root,
-		NodeName:     "node-" + identity,
-		Args:         append([]string{"-v=2"}, args...),
-		Output:       log,
-	})
+	opts.Identity, opts.Output = identity, log
+	if opts.HostPathRoot == "" {
+		opts.HostPathRoot = f.root
+	}
+	opts.Args = append([]string{"-v=2"}, opts.Args...)
+	p, err := managerproc.Start(opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
