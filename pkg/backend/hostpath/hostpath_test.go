@@ -62,15 +62,20 @@ func TestNew(t *testing.T) {
 			},
 		},
 		"HostPath without a node": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType, c.DefaultNodeName = VolumeTypeHostPath, "" },
+			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType, c.NodeName = VolumeTypeHostPath, "" },
+			want:   backend.ErrInvalidSpec, wantErr: "names no node",
 		},
 		"unknown volume type": {
 			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType = "Block" },
 			want:   backend.ErrInvalidSpec, wantErr: `volumeType "Block"`,
 		},
 		"Local without a node": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.DefaultNodeName = "" },
-			want:   backend.ErrInvalidSpec, wantErr: "need a node",
+			mutate: func(t *testing.T, tmp string, c *Config) { c.NodeName = "" },
+			want:   backend.ErrInvalidSpec, wantErr: "names no node",
+		},
+		"a node name with a slash": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.NodeName = "node/a" },
+			want:   backend.ErrInvalidSpec, wantErr: "names no node",
 		},
 		"no host path root": {
 			mutate: func(t *testing.T, tmp string, c *Config) { c.HostPathRoot = "" },
@@ -115,7 +120,7 @@ func TestNew(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			tmp, root := layout(t)
-			cfg := Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}
+			cfg := Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a"}
 			if tc.mutate != nil {
 				tc.mutate(t, tmp, &cfg)
 			}
@@ -142,7 +147,6 @@ func TestProvision(t *testing.T) {
 	}
 	tests := map[string]struct {
 		volumeType   VolumeType
-		node         string
 		pattern      string
 		mountOptions []string
 		selected     *v1.Node
@@ -154,49 +158,43 @@ func TestProvision(t *testing.T) {
 		wantErr      string
 	}{
 		"local": {
-			node: "node-a", mountOptions: []string{"noatime"}, wantDir: "pvc-team-data",
+			mountOptions: []string{"noatime"}, wantDir: "pvc-team-data",
 			wantSource: func(p string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
 			},
-			wantAffinity: affinity("node-a"), wantAnn: map[string]string{AnnNode: "node-a"},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"local on the selected node uses its hostname label": {
-			node: "node-a", selected: node("node-a", "host-a"), pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}", wantDir: "team/data",
+			selected: node("node-a", "host-a"), pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}", wantDir: "team/data",
 			wantSource: func(p string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
 			},
-			wantAffinity: affinity("host-a"), wantAnn: map[string]string{AnnNode: "node-a"},
+			wantAffinity: affinity("host-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"hostPath": {
-			volumeType: VolumeTypeHostPath, node: "node-a", wantDir: "pvc-team-data",
-			wantSource: func(p string) v1.PersistentVolumeSource {
-				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
-			},
-			wantAffinity: affinity("node-a"), wantAnn: map[string]string{AnnNode: "node-a"},
-		},
-		"hostPath without a node": {
 			volumeType: VolumeTypeHostPath, wantDir: "pvc-team-data",
 			wantSource: func(p string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
 			},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"another selected node": {
-			node: "node-a", selected: node("node-b", "node-b"),
+			selected:  node("node-b", "node-b"),
 			wantState: provisioning.ProvisioningReschedule, wantErr: "volumes live on node node-a",
 		},
 		"hostPath with mount options": {
-			volumeType: VolumeTypeHostPath, node: "node-a", mountOptions: []string{"ro"},
+			volumeType: VolumeTypeHostPath, mountOptions: []string{"ro"},
 			wantErr: "hostPath volumes take no mount options",
 		},
 		"hostile pattern": {
-			node: "node-a", pattern: "{{.PVC.Namespace}}/../../{{.PVC.Name}}", wantErr: `".."`,
+			pattern: "{{.PVC.Namespace}}/../../{{.PVC.Name}}", wantErr: `".."`,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, root := layout(t)
 			path := filepath.Join(root, "vols")
-			p, err := New(Config{Path: path, HostPathRoot: root, VolumeType: tc.volumeType, NodeName: tc.node}, Options{})
+			p, err := New(Config{Path: path, HostPathRoot: root, VolumeType: tc.volumeType, NodeName: "node-a"}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +277,7 @@ func TestDelete(t *testing.T) {
 			wantErr: "neither a local nor a hostPath volume", wantLeft: []string{"team"},
 		},
 		"on another node": {
-			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Annotations[AnnNode] = "node-b" },
+			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Annotations[backend.AnnNode] = "node-b" },
 			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
 		},
 	}
@@ -287,7 +285,7 @@ func TestDelete(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tmp, root := layout(t)
 			path := filepath.Join(root, "vols")
-			p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a", OnDelete: tc.onDelete, PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"}, Options{})
+			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", OnDelete: tc.onDelete, PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -334,15 +332,14 @@ func TestDelete(t *testing.T) {
 func TestReclaim(t *testing.T) {
 	tests := map[string]struct {
 		volumeType VolumeType
-		node       string
 		pattern    string
 		end        backendtest.ReclaimEnd
 	}{
-		"local, deleted":                 {node: "node-a", pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"},
-		"local, saved":                   {node: "node-a", end: backendtest.ReclaimSaved},
-		"hostPath, deleted":              {volumeType: VolumeTypeHostPath, node: "node-a"},
-		"hostPath without a node, saved": {volumeType: VolumeTypeHostPath, end: backendtest.ReclaimSaved},
-		"hostPath without a node, deleted": {
+		"local, deleted":    {pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"},
+		"local, saved":      {end: backendtest.ReclaimSaved},
+		"hostPath, deleted": {volumeType: VolumeTypeHostPath},
+		"hostPath, saved":   {volumeType: VolumeTypeHostPath, end: backendtest.ReclaimSaved},
+		"hostPath in a pattern folder, deleted": {
 			volumeType: VolumeTypeHostPath, pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
 		},
 	}
@@ -351,7 +348,7 @@ func TestReclaim(t *testing.T) {
 			_, root := layout(t)
 			p, err := New(Config{
 				Path: filepath.Join(root, "vols"), HostPathRoot: root,
-				VolumeType: tc.volumeType, NodeName: tc.node, PathPattern: tc.pattern,
+				VolumeType: tc.volumeType, NodeName: "node-a", PathPattern: tc.pattern,
 			}, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -364,13 +361,13 @@ func TestReclaim(t *testing.T) {
 
 func TestSavedRefusesOthersVolumes(t *testing.T) {
 	backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
-		"another node":    {Mutate: func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
+		"another node":    {Mutate: func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
 		"another base":    {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, WantErr: "not below"},
 		"not a directory": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local = nil }, WantErr: "neither a local nor a hostPath volume"},
 		"the base itself": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, WantErr: "not below"},
 	}, func(t *testing.T) (backendtest.Fixture, error) {
 		_, root := layout(t)
-		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a"}, Options{})
 		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
 	})
 }
@@ -404,7 +401,7 @@ func TestSavedComparesDirectories(t *testing.T) {
 			WantErr: "one lies inside the other",
 		},
 		"another node": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" },
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" },
 			WantErr: `lives on node "node-b"`,
 		},
 		"outside the base": {
@@ -414,7 +411,7 @@ func TestSavedComparesDirectories(t *testing.T) {
 	}, func(t *testing.T) (backendtest.Fixture, error) {
 		_, root := layout(t)
 		p, err := New(Config{
-			Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a",
+			Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a",
 			PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}",
 		}, Options{})
 		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
@@ -432,7 +429,7 @@ func TestDeleteUnmarked(t *testing.T) {
 	backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
 		_, root := layout(t)
 		path := filepath.Join(root, "vols")
-		p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+		p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a"}, Options{})
 		dir := filepath.Join(path, "made-by-hand")
 		return backendtest.UnmarkedVolume{Backend: p, Dir: dir, Source: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dir}}}, err
 	})
@@ -459,7 +456,7 @@ func TestProvisionDirectory(t *testing.T) {
 func TestProbe(t *testing.T) {
 	_, root := layout(t)
 	path := filepath.Join(root, "vols")
-	p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+	p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,5 +485,63 @@ func rename(t *testing.T, from, to string) {
 	t.Helper()
 	if err := os.Rename(from, to); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNodesShareAPath: the agents of two nodes with the same path reach two
+// file systems, so a volume of another node neither collides with a new
+// directory nor counts towards the budget, while one of this node, or one
+// pinned to no node, does.
+func TestNodesShareAPath(t *testing.T) {
+	tests := map[string]struct {
+		node     string
+		affinity string
+		dir      string
+		wantErr  string
+	}{
+		"another node's volume at the same path":       {node: "node-b", dir: "pvc-team-data"},
+		"another node's volume elsewhere, not counted": {node: "node-b", dir: "elsewhere"},
+		"another provisioner's volume pinned by affinity to another node": {
+			affinity: "node-b", dir: "pvc-team-data",
+		},
+		"this node's volume at the same path": {node: "node-a", dir: "pvc-team-data", wantErr: "another volume"},
+		"this node's volume elsewhere fills the budget": {
+			node: "node-a", dir: "elsewhere", wantErr: "capacity exhausted",
+		},
+		"another provisioner's volume pinned by affinity to this node": {
+			affinity: "node-a", dir: "pvc-team-data", wantErr: "another volume",
+		},
+		"a volume pinned to no node at the same path": {dir: "pvc-team-data", wantErr: "another volume"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			path := filepath.Join(root, "vols")
+			other := &v1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: "pvc-other", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "fleet"}},
+				Spec: v1.PersistentVolumeSpec{
+					Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+					PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: filepath.Join(path, tc.dir)}},
+				},
+			}
+			if tc.node != "" {
+				other.Annotations[backend.AnnNode] = tc.node
+			}
+			if tc.affinity != "" {
+				other.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+					MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{tc.affinity}}},
+				}}}}
+			}
+			volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return []*v1.PersistentVolume{other}, nil })
+			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", Capacity: backend.Capacity{MaxVolumes: 1}},
+				Options{ProvisionerNames: []string{"fleet"}, Volumes: volumes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Provision() error = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }
