@@ -700,12 +700,17 @@ func (s *Store) removeDir(ctx context.Context, pvName, dir string, unmarked bool
 // releaseDir applies the onDelete policy under the lock; a deleted
 // directory is only moved into trashDir.
 func (s *Store) releaseDir(ctx context.Context, pvName, dir string, unmarked bool) error {
-	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
 	if err := CheckDir(dir); err != nil {
 		return fmt.Errorf("directory %q refused: %w", dir, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.releaseLocked(ctx, pvName, dir, unmarked)
+}
+
+// releaseLocked is releaseDir for a checked dir, under the lock.
+func (s *Store) releaseLocked(ctx context.Context, pvName, dir string, unmarked bool) error {
+	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
 	if err := s.checkOverlap(ctx, pvName, dir); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
