@@ -32,6 +32,9 @@ limitations under the License.
 // New takes a Config (backend.hostPath of a ProvisionerConfig and the node
 // agent's --host-path-root and node) and Options, whose Volumes, usually a
 // backend.PathIndex, it reads to count capacity and refuse directories that
-// overlap other volumes of the node. The Provisioner runs no goroutine: its
-// methods run on the controller's workers.
+// overlap other volumes of the node. ReleaseRemoved takes the names of the
+// PersistentVolumes the manager deleted while the node was gone and applies
+// the onDelete policy to their directories. The Provisioner runs no
+// goroutine: its methods run on the caller's goroutine (the controller's
+// workers, or the node agent's for ReleaseRemoved).
 package hostpath

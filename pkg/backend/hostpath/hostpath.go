@@ -282,6 +282,19 @@ func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVol
 	return p.store.Saved(ctx, volume, saved)
 }
 
+// ReleaseRemoved applies the onDelete policy, as Delete does, to the
+// directories below Path whose owner marker names one of pvNames: the
+// PersistentVolumes of this node that the manager deleted while the node
+// was gone. A directory whose PersistentVolume exists, that a record of an
+// unsaved volume names, or whose marker names another volume is left alone,
+// so a deleted PersistentVolume that is not named (one an admin switched to
+// Retain, say) keeps its directory. It returns the names that need no more
+// work, released or with no directory here, for the caller to drop; the
+// others are to be asked again. Options.Volumes is required.
+func (p *Provisioner) ReleaseRemoved(ctx context.Context, pvNames []string) ([]string, error) {
+	return p.store.Release(ctx, pvNames)
+}
+
 // Probe reaches Path and reports the space of the file system that holds it.
 func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
 	return p.store.Probe(ctx)

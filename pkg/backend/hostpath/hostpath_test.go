@@ -20,8 +20,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -543,5 +545,90 @@ func TestNodesShareAPath(t *testing.T) {
 				t.Errorf("Provision() error = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestReleaseRemoved: the agent of a node that comes back applies onDelete
+// to the directories of the PersistentVolumes the manager deleted while it
+// was gone, and to no other: not a deleted one it was not told of (an admin
+// switched it to Retain), nor one that exists.
+func TestReleaseRemoved(t *testing.T) {
+	tests := map[string]struct {
+		onDelete backend.OnDeletePolicy
+		// deleted are the claims whose PersistentVolume is gone.
+		deleted []string
+		names   []string
+		want    []string
+		// wantTree is what is left in the base but for the records.
+		wantTree []string
+	}{
+		"delete": {
+			onDelete: backend.OnDeleteDelete, deleted: []string{"a", "b"}, names: []string{"pvc-team-a"},
+			want: []string{"pvc-team-a"}, wantTree: []string{".pvc-team-b.provfleet-volume", "pvc-team-b/", "pvc-team-b/file"},
+		},
+		"archive": {
+			onDelete: backend.OnDeleteArchive, deleted: []string{"a"}, names: []string{"pvc-team-a"},
+			want: []string{"pvc-team-a"},
+			wantTree: []string{".pvc-team-b.provfleet-volume", "archived-pvc-team-a-20260102T030405Z/",
+				"archived-pvc-team-a-20260102T030405Z/file", "pvc-team-b/", "pvc-team-b/file"},
+		},
+		"retain": {
+			onDelete: backend.OnDeleteRetain, deleted: []string{"a"}, names: []string{"pvc-team-a"},
+			want:     []string{"pvc-team-a"},
+			wantTree: []string{".pvc-team-b.provfleet-volume", "pvc-team-a/", "pvc-team-a/file", "pvc-team-b/", "pvc-team-b/file"},
+		},
+		"a PersistentVolume that exists": {
+			onDelete: backend.OnDeleteDelete, names: []string{"pvc-team-a"},
+			wantTree: []string{".pvc-team-a.provfleet-volume", ".pvc-team-b.provfleet-volume", "pvc-team-a/", "pvc-team-a/file", "pvc-team-b/", "pvc-team-b/file"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			path := filepath.Join(root, "vols")
+			var pvs []*v1.PersistentVolume
+			volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil })
+			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", OnDelete: tc.onDelete},
+				Options{Volumes: volumes, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, claim := range []string{"a", "b"} {
+				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", claim, "1Gi"), nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				backendtest.WriteFile(t, filepath.Join(pv.Spec.Local.Path, "file"), "data")
+				pvs = append(pvs, pv)
+				if err := p.Saved(t.Context(), pv, pv); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pvs = slices.DeleteFunc(pvs, func(pv *v1.PersistentVolume) bool {
+				return slices.Contains(tc.deleted, strings.TrimPrefix(pv.Name, "pvc-team-"))
+			})
+			got, err := p.ReleaseRemoved(t.Context(), tc.names)
+			if err != nil {
+				t.Errorf("ReleaseRemoved: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("released (-want +got):\n%s", diff)
+			}
+			tree := slices.DeleteFunc(backendtest.Tree(t, path), func(name string) bool { return strings.HasPrefix(name, dirvol.JournalDir) })
+			if diff := cmp.Diff(tc.wantTree, tree); diff != "" {
+				t.Errorf("left in the base (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReleaseRemovedNeedsVolumes(t *testing.T) {
+	_, root := layout(t)
+	p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReleaseRemoved(t.Context(), []string{"pvc-team-a"}); err == nil {
+		t.Error("ReleaseRemoved without the cluster's volumes did not fail")
 	}
 }
