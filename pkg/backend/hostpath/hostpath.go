@@ -301,9 +301,10 @@ func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
 }
 
 // ownDir returns the directory of a PersistentVolume of this provisioner's
-// node.
+// node, or of none: one pinned to another node, by its annotation or by the
+// affinity another provisioner gave it, names a directory of that node.
 func (p *Provisioner) ownDir(pv *v1.PersistentVolume) (string, error) {
-	if node, ok := pv.Annotations[backend.AnnNode]; ok && node != p.node {
+	if node := backend.VolumeNode(pv); node != "" && node != p.node {
 		return "", fmt.Errorf("it lives on node %q, this provisioner reaches node %q", node, p.node)
 	}
 	return p.volumeDir(pv)

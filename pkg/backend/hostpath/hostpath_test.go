@@ -282,6 +282,16 @@ func TestDelete(t *testing.T) {
 			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Annotations[backend.AnnNode] = "node-b" },
 			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
 		},
+		"pinned to another node by affinity alone": {
+			mutate: func(pv *v1.PersistentVolume, path string) {
+				delete(pv.Annotations, backend.AnnNode)
+				pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"node-b"}
+			},
+			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
+		},
+		"pinned to this node by affinity alone": {
+			mutate: func(pv *v1.PersistentVolume, path string) { delete(pv.Annotations, backend.AnnNode) },
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
