@@ -40,7 +40,9 @@ const (
 )
 
 // AnnNode records on a PersistentVolume the node whose file system holds its
-// directory.
+// directory: the index keys its path by that node, and the hostPath backend
+// of another node refuses to delete it rather than remove a directory of its
+// own.
 const AnnNode = "hostpath.provfleet.io/node"
 
 // hostNodePrefix starts the server name of a node's file system: no NFS
