@@ -21,6 +21,17 @@ limitations under the License.
 // name, through which a backend finds the volumes a new directory would
 // overlap without going through every volume.
 //
+// Paths are keyed by the file system that holds them: an NFS server's, or a
+// node's for hostPath and local volumes. The node of such a volume is its
+// AnnNode annotation or, for a volume of another provisioner (such as
+// local-path-provisioner), the one value of its required node affinity on
+// kubernetes.io/hostname (VolumeNode); a backend asks for a node's paths with
+// HostNode(node), which also finds the volumes pinned to no node, since
+// those may be on any. So the node agents of two nodes with the same base
+// path neither refuse each other's directories nor count each other's
+// volumes: a hostPath backend's capacity budget (maxVolumes, storage) counts
+// the volumes of its own node only, and so applies per node.
+//
 // The part below pkg/backend works like this:
 //
 //   - In: the fleet turns a ProvisionerConfig's spec.backend into a

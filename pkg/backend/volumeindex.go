@@ -19,6 +19,7 @@ package backend
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -29,8 +30,8 @@ import (
 // the PersistentVolume informer adds it once, before the informer starts.
 const VolumePathIndex = "provfleet.io/volume-path"
 
-// Key spaces of VolumePathIndex: hostPath and local volumes share the host's
-// file system, each NFS server has its own.
+// Key spaces of VolumePathIndex: each node's file system, which hostPath and
+// local volumes of that node share, and each NFS server's.
 const (
 	hostKey      = "host="
 	hostUnderKey = "host-under="
@@ -38,35 +39,75 @@ const (
 	nfsUnderKey  = "nfs-under="
 )
 
-// place is the file system a volume's path belongs to.
+// AnnNode records on a PersistentVolume the node whose file system holds its
+// directory: the index keys its path by that node, and the hostPath backend
+// of another node refuses to delete it rather than remove a directory of its
+// own.
+const AnnNode = "hostpath.provfleet.io/node"
+
+// hostNodePrefix starts the server name of a node's file system: no NFS
+// server the index knows holds a "/".
+const hostNodePrefix = "node/"
+
+// HostNode returns the server under which Overlapping knows the file system
+// of node, for the hostPath and local volumes of that node.
+func HostNode(node string) string {
+	return hostNodePrefix + node
+}
+
+// VolumeNode returns the node whose file system holds a hostPath or local
+// PersistentVolume: its AnnNode annotation, else, for volumes of other
+// provisioners, the one value of its required node affinity on
+// kubernetes.io/hostname. It is "" when neither names exactly one node.
+func VolumeNode(pv *v1.PersistentVolume) string {
+	if node, ok := pv.Annotations[AnnNode]; ok {
+		return node
+	}
+	affinity := pv.Spec.NodeAffinity
+	if affinity == nil || affinity.Required == nil || len(affinity.Required.NodeSelectorTerms) != 1 {
+		return ""
+	}
+	// Two terms would be either node: a volume that may be on several.
+	for _, req := range affinity.Required.NodeSelectorTerms[0].MatchExpressions {
+		if req.Key == v1.LabelHostname && req.Operator == v1.NodeSelectorOpIn && len(req.Values) == 1 {
+			return req.Values[0]
+		}
+	}
+	return ""
+}
+
+// place is the file system a volume's path belongs to: an NFS server's, or
+// a node's ("" for a volume pinned to no one node).
 type place struct {
-	nfs    bool
-	server string
+	nfs  bool
+	name string
 }
 
 func (p place) keys() (is, under string) {
+	// Neither a server nor a node name holds a "/", so the path after it,
+	// which starts with one, keeps keys apart.
 	if p.nfs {
-		// A server name holds no "/", so the path after it keeps keys apart.
-		return nfsKey + p.server + ":", nfsUnderKey + p.server + ":"
+		return nfsKey + p.name + ":", nfsUnderKey + p.name + ":"
 	}
-	return hostKey, hostUnderKey
+	return hostKey + p.name + ":", hostUnderKey + p.name + ":"
 }
 
 // location returns where a PersistentVolume's directory is, its path
 // cleaned; ok is false for other sources, for relative paths and for NFS
-// servers with a "/", which no backend accepts.
+// servers or nodes with a "/", which no backend accepts.
 func location(pv *v1.PersistentVolume) (p place, volumePath string, ok bool) {
 	hostPath, onHost := HostVolumePath(pv)
 	switch {
 	case onHost:
+		p = place{name: VolumeNode(pv)}
 		volumePath = hostPath
-	case pv.Spec.NFS != nil && !strings.Contains(pv.Spec.NFS.Server, "/"):
-		p = place{nfs: true, server: NFSServerOf(pv.Spec.NFS, pv.Spec.MountOptions)}
+	case pv.Spec.NFS != nil:
+		p = place{nfs: true, name: NFSServerOf(pv.Spec.NFS, pv.Spec.MountOptions)}
 		volumePath = pv.Spec.NFS.Path
 	default:
 		return place{}, "", false
 	}
-	if !path.IsAbs(volumePath) {
+	if !path.IsAbs(volumePath) || strings.Contains(p.name, "/") {
 		return place{}, "", false
 	}
 	return p, path.Clean(volumePath), true
@@ -103,15 +144,25 @@ func IndexVolumePaths(obj any) ([]string, error) {
 	return keys, nil
 }
 
-// target returns the place and clean path of an Overlapping call.
-func target(server, volumePath string) (place, string, error) {
+// target returns the places and clean path of an Overlapping call: a
+// node's file system comes with that of the volumes pinned to no node, which
+// may be on any.
+func target(server, volumePath string) ([]place, string, error) {
 	if !path.IsAbs(volumePath) {
-		return place{}, "", fmt.Errorf("cannot look for volumes overlapping %q: the path is not absolute", volumePath)
+		return nil, "", fmt.Errorf("cannot look for volumes overlapping %q: the path is not absolute", volumePath)
 	}
-	if strings.Contains(server, "/") {
-		return place{}, "", fmt.Errorf("cannot look for volumes on server %q: a server name holds no \"/\"", server)
+	node, onNode := strings.CutPrefix(server, hostNodePrefix)
+	switch {
+	case onNode && strings.Contains(node, "/"):
+		return nil, "", fmt.Errorf("cannot look for volumes on node %q: a node name holds no \"/\"", node)
+	case onNode && node != "":
+		return []place{{name: node}, {}}, path.Clean(volumePath), nil
+	case onNode, server == "":
+		return []place{{}}, path.Clean(volumePath), nil
+	case strings.Contains(server, "/"):
+		return nil, "", fmt.Errorf("cannot look for volumes on server %q: a server name holds no \"/\"", server)
 	}
-	return place{nfs: server != "", server: server}, path.Clean(volumePath), nil
+	return []place{{nfs: true, name: server}}, path.Clean(volumePath), nil
 }
 
 // overlapKeys are the keys of VolumePathIndex that find the volumes
@@ -155,21 +206,26 @@ func (v *PathIndex) Exists(name string) (bool, error) {
 
 // Overlapping returns the hostPath, local or NFS PersistentVolumes whose path
 // is volumePath, lies inside it or contains it: on NFS server server (as
-// NFSServer names it), or on the host's file system when server is "". volumePath is absolute, in slash
-// form.
+// NFSServer names it), or on the file system of a node when server is
+// HostNode(node), which holds that node's volumes and those pinned to no
+// node. The server "" stands for the volumes pinned to no node alone.
+// volumePath is absolute, in slash form.
 func (v *PathIndex) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
-	p, volumePath, err := target(server, volumePath)
+	places, volumePath, err := target(server, volumePath)
 	if err != nil {
 		return nil, err
 	}
-	// A volume has one path, so no two keys find the same volume.
+	// A volume has one place and one path, so no two keys find the same
+	// volume.
 	var pvs []*v1.PersistentVolume
-	for _, key := range p.overlapKeys(volumePath) {
-		objs, err := v.indexer.ByIndex(VolumePathIndex, key)
-		if err != nil {
-			return nil, fmt.Errorf("cannot look up PersistentVolumes by path: %w", err)
+	for _, p := range places {
+		for _, key := range p.overlapKeys(volumePath) {
+			objs, err := v.indexer.ByIndex(VolumePathIndex, key)
+			if err != nil {
+				return nil, fmt.Errorf("cannot look up PersistentVolumes by path: %w", err)
+			}
+			pvs = append(pvs, volumesOf(objs)...)
 		}
-		pvs = append(pvs, volumesOf(objs)...)
 	}
 	return pvs, nil
 }
@@ -230,7 +286,7 @@ func (v ListedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentV
 	}
 	var found []*v1.PersistentVolume
 	for _, pv := range pvs {
-		if p, other, ok := location(pv); ok && p == want && Overlaps(volumePath, other) {
+		if p, other, ok := location(pv); ok && slices.Contains(want, p) && Overlaps(volumePath, other) {
 			found = append(found, pv)
 		}
 	}

@@ -55,6 +55,25 @@ func withOptions(pv *v1.PersistentVolume, options ...string) *v1.PersistentVolum
 	return pv
 }
 
+// onNode pins pv to node with the annotation of AnnNode.
+func onNode(pv *v1.PersistentVolume, node string) *v1.PersistentVolume {
+	pv.Annotations = map[string]string{AnnNode: node}
+	return pv
+}
+
+// withAffinity gives pv a required node affinity of the terms, each a set
+// of kubernetes.io/hostname values.
+func withAffinity(pv *v1.PersistentVolume, terms ...[]string) *v1.PersistentVolume {
+	selector := &v1.NodeSelector{}
+	for _, values := range terms {
+		selector.NodeSelectorTerms = append(selector.NodeSelectorTerms, v1.NodeSelectorTerm{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: values}},
+		})
+	}
+	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: selector}
+	return pv
+}
+
 func csiPV(name string) *v1.PersistentVolume {
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -67,17 +86,24 @@ func TestIndexVolumePaths(t *testing.T) {
 		obj  any
 		want []string
 	}{
-		"hostPath": {
+		"hostPath pinned to no node": {
 			obj:  hostPathPV("a", "/srv/vols/a"),
-			want: []string{"host=/srv/vols/a", "host-under=/srv/vols", "host-under=/srv", "host-under=/"},
+			want: []string{"host=:/srv/vols/a", "host-under=:/srv/vols", "host-under=:/srv", "host-under=:/"},
 		},
-		"local, cleaned": {
-			obj:  localPV("a", "/srv//vols/./a/"),
-			want: []string{"host=/srv/vols/a", "host-under=/srv/vols", "host-under=/srv", "host-under=/"},
+		"local, cleaned, on the node of its annotation": {
+			obj:  withAffinity(onNode(localPV("a", "/srv//vols/./a/"), "node-a"), []string{"host-a"}),
+			want: []string{"host=node-a:/srv/vols/a", "host-under=node-a:/srv/vols", "host-under=node-a:/srv", "host-under=node-a:/"},
+		},
+		"local of another provisioner, on the node of its affinity": {
+			obj:  withAffinity(localPV("a", "/srv/a"), []string{"node-b"}),
+			want: []string{"host=node-b:/srv/a", "host-under=node-b:/srv", "host-under=node-b:/"},
+		},
+		"a node name with a slash": {
+			obj: onNode(localPV("a", "/srv/a"), "node/a"),
 		},
 		"the root": {
 			obj:  hostPathPV("a", "/"),
-			want: []string{"host=/"},
+			want: []string{"host=:/"},
 		},
 		"nfs": {
 			obj:  nfsPV("a", "nfs.example", "/export/a"),
@@ -205,6 +231,24 @@ func TestOverlapping(t *testing.T) {
 			},
 			server: NFSServer("nfs1", 0), volumePath: "/a/b", want: []string{"default-port", "default-port-written"},
 		},
+		"a node's volumes and those pinned to no node, not another node's nor an NFS server's of its name": {
+			pvs: nodeVolumes(), server: HostNode("node-a"), volumePath: "/v/x", want: []string{"a-x", "unpinned"},
+		},
+		"a node's volumes by annotation and by the affinity of another provisioner": {
+			pvs: nodeVolumes(), server: HostNode("node-b"), volumePath: "/v", want: []string{"b-x", "b-y-affinity", "unpinned"},
+		},
+		"a volume that may be on two nodes is pinned to neither": {
+			pvs: nodeVolumes(), server: HostNode("node-c"), volumePath: "/w", want: []string{"two-nodes"},
+		},
+		"no server: the volumes pinned to no node alone": {
+			pvs: nodeVolumes(), volumePath: "/", want: []string{"two-nodes", "unpinned"},
+		},
+		"the empty node is no server": {
+			pvs: nodeVolumes(), server: HostNode(""), volumePath: "/", want: []string{"two-nodes", "unpinned"},
+		},
+		"a node name with a slash": {
+			server: HostNode("node/a"), volumePath: "/b", wantErr: "holds no",
+		},
 		"a relative path": {
 			volumePath: "a/b", wantErr: "not absolute",
 		},
@@ -232,6 +276,66 @@ func TestOverlapping(t *testing.T) {
 				if diff := cmp.Diff(tc.want, names(got)); diff != "" {
 					t.Errorf("%s: Overlapping(%q, %q) (-want +got):\n%s", impl, tc.server, tc.volumePath, diff)
 				}
+			}
+		})
+	}
+}
+
+// nodeVolumes are volumes of two nodes, of no node and of an NFS server
+// named like a node.
+func nodeVolumes() []*v1.PersistentVolume {
+	return []*v1.PersistentVolume{
+		onNode(localPV("a-x", "/v/x"), "node-a"),
+		withAffinity(onNode(hostPathPV("b-x", "/v/x"), "node-b"), []string{"host-b"}),
+		withAffinity(localPV("b-y-affinity", "/v/y"), []string{"node-b"}),
+		withAffinity(localPV("two-nodes", "/w"), []string{"node-a"}, []string{"node-b"}),
+		hostPathPV("unpinned", "/v"),
+		nfsPV("nfs-node-a", "node-a", "/v/x"),
+	}
+}
+
+func TestVolumeNode(t *testing.T) {
+	tests := map[string]struct {
+		pv   *v1.PersistentVolume
+		want string
+	}{
+		"the annotation wins over the affinity": {
+			pv: withAffinity(onNode(localPV("a", "/a"), "node-a"), []string{"host-a"}), want: "node-a",
+		},
+		"the affinity of another provisioner": {
+			pv: withAffinity(localPV("a", "/a"), []string{"node-b"}), want: "node-b",
+		},
+		"the hostname among other requirements": {
+			pv: func() *v1.PersistentVolume {
+				pv := withAffinity(localPV("a", "/a"), []string{"node-b"})
+				term := &pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0]
+				term.MatchExpressions = append([]v1.NodeSelectorRequirement{{Key: "zone", Operator: v1.NodeSelectorOpIn, Values: []string{"z"}}}, term.MatchExpressions...)
+				return pv
+			}(),
+			want: "node-b",
+		},
+		"two terms, either node":  {pv: withAffinity(localPV("a", "/a"), []string{"node-a"}, []string{"node-b"})},
+		"two values, either node": {pv: withAffinity(localPV("a", "/a"), []string{"node-a", "node-b"})},
+		"another operator": {
+			pv: func() *v1.PersistentVolume {
+				pv := withAffinity(localPV("a", "/a"), []string{"node-a"})
+				pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Operator = v1.NodeSelectorOpNotIn
+				return pv
+			}(),
+		},
+		"affinity without a required selector": {
+			pv: func() *v1.PersistentVolume {
+				pv := localPV("a", "/a")
+				pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{}
+				return pv
+			}(),
+		},
+		"neither": {pv: hostPathPV("a", "/a")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, VolumeNode(tc.pv)); diff != "" {
+				t.Errorf("VolumeNode (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -282,17 +386,20 @@ func TestPathIndexWithoutIndex(t *testing.T) {
 // FuzzOverlapping checks that PathIndex and ListedVolumes agree on
 // fuzzed paths and servers.
 func FuzzOverlapping(f *testing.F) {
-	for _, seed := range [][5]string{
-		{"/a/b", "/a/bc", "/a/b", "", ""},
-		{"/", "/x/", "/x/y/", "s", "s"},
-		{"a/b", "//a//b/", "/a/./b/..", "", "s"},
-		{"/a:/b", "/b", "/a:/b", "s", "s:/a"},
+	for _, seed := range [][6]string{
+		{"/a/b", "/a/bc", "/a/b", "", "", ""},
+		{"/", "/x/", "/x/y/", "s", "s", "n"},
+		{"a/b", "//a//b/", "/a/./b/..", "", "s", ""},
+		{"/a:/b", "/b", "/a:/b", "s", "s:/a", "s"},
+		{"/a", "/a/b", "/a", "n", HostNode("n"), "n"},
+		{"/a", "/a/b", "/a", "n", HostNode("n:/a"), "n:/a"},
 	} {
-		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4])
+		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], seed[5])
 	}
-	f.Fuzz(func(t *testing.T, first, second, query, pvServer, server string) {
+	f.Fuzz(func(t *testing.T, first, second, query, pvServer, server, node string) {
 		pvs := []*v1.PersistentVolume{
 			hostPathPV("host-first", first), localPV("local-second", second),
+			onNode(hostPathPV("host-first-node", first), node), withAffinity(localPV("local-second-node", second), []string{node + "x"}),
 			nfsPV("nfs-first", pvServer, first), nfsPV("nfs-second", pvServer+"x", second),
 		}
 		answers := map[string][]string{}

@@ -99,16 +99,16 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 	if err != nil {
 		return nil, err
 	}
+	// The node agent serves its own node: spec.nodeName only selects nodes.
 	return hostpath.New(hostpath.Config{
-		Path:            string(spec.Path),
-		VolumeType:      hostpath.VolumeType(spec.VolumeType),
-		NodeName:        spec.NodeName,
-		PathPattern:     string(spec.PathPattern),
-		OnDelete:        backend.OnDeletePolicy(spec.OnDelete),
-		Capacity:        capacity(spec.Capacity),
-		Directory:       dir,
-		HostPathRoot:    req.HostPathRoot,
-		DefaultNodeName: req.NodeName,
+		Path:         string(spec.Path),
+		VolumeType:   hostpath.VolumeType(spec.VolumeType),
+		NodeName:     req.NodeName,
+		PathPattern:  string(spec.PathPattern),
+		OnDelete:     backend.OnDeletePolicy(spec.OnDelete),
+		Capacity:     capacity(spec.Capacity),
+		Directory:    dir,
+		HostPathRoot: req.HostPathRoot,
 	}, hostpath.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 

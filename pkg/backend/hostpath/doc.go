@@ -14,21 +14,27 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package hostpath is the backend.hostPath provisioner: each claim gets a
-// directory below a folder of one node's filesystem, exposed as a local or a
-// hostPath PersistentVolume, pinned to that node when the node is known
-// (always for local volumes). Beside each directory a hidden owner marker
-// names its PersistentVolume, and the hidden folder .provfleet-unsaved at the
-// top of the folder records the directories whose PersistentVolume is not
-// known to exist yet, which the controller reclaims through
-// provisioning.Reclaimer. A new directory has mode 0777 and the manager's
-// user as owner, as with nfs-subdir-external-provisioner, unless
-// Config.Directory or the StorageClass parameters mode, uid and gid (which
-// win, field by field) set them.
+// Package hostpath is the backend.hostPath provisioner of a node agent: each
+// claim gets a directory below a folder of the agent's own node's
+// filesystem, exposed as a local or a hostPath PersistentVolume pinned to
+// that node by required node affinity and the annotation backend.AnnNode. A
+// claim selected to another node is refused with ProvisioningReschedule.
+// Beside each directory a hidden owner marker names its PersistentVolume,
+// and the hidden folder .provfleet-unsaved at the top of the folder records
+// the directories whose PersistentVolume is not known to exist yet, which
+// the controller reclaims through provisioning.Reclaimer. A new directory
+// has mode 0777 and the agent's user as owner, as with
+// nfs-subdir-external-provisioner, unless Config.Directory or the
+// StorageClass parameters mode, uid and gid (which win, field by field) set
+// them. The capacity budget counts the volumes of the node only, so it
+// applies per node.
 //
-// New takes a Config (backend.hostPath of a ProvisionerConfig and the
-// manager's --host-path-root and node) and Options, whose Volumes, usually a
+// New takes a Config (backend.hostPath of a ProvisionerConfig and the node
+// agent's --host-path-root and node) and Options, whose Volumes, usually a
 // backend.PathIndex, it reads to count capacity and refuse directories that
-// overlap other volumes. The Provisioner runs no goroutine: its methods run on
-// the controller's workers.
+// overlap other volumes of the node. ReleaseRemoved takes the names of the
+// PersistentVolumes the manager deleted while the node was gone and applies
+// the onDelete policy to their directories. The Provisioner runs no
+// goroutine: its methods run on the caller's goroutine (the controller's
+// workers, or the node agent's for ReleaseRemoved).
 package hostpath

@@ -28,7 +28,7 @@ import (
 func FuzzHostPath(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
 		New: func(_ *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
-			return New(Config{Path: base, HostPathRoot: root, DefaultNodeName: "node-a", OnDelete: onDelete},
+			return New(Config{Path: base, HostPathRoot: root, NodeName: "node-a", OnDelete: onDelete},
 				Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
 		},
 		LocalPath: func(pv *v1.PersistentVolume, base string) string { return pv.Spec.Local.Path },

@@ -45,41 +45,36 @@ const (
 	VolumeTypeHostPath VolumeType = "HostPath"
 )
 
-const (
-	// hostnameLabel is the node label volumes are pinned with.
-	hostnameLabel = v1.LabelHostname
-	// AnnNode records on a PersistentVolume the node whose filesystem holds
-	// its directory, so a provisioner that now reaches another node's
-	// filesystem refuses to delete it rather than leak it.
-	AnnNode = "hostpath.provfleet.io/node"
-)
+// hostnameLabel is the node label volumes are pinned with.
+const hostnameLabel = v1.LabelHostname
 
-// Config is backend.hostPath of a ProvisionerConfig plus what the manager
-// knows about the machine it runs on.
+// Config is backend.hostPath of a ProvisionerConfig plus what the node agent
+// knows about the node it runs on.
 type Config struct {
 	// Path is the folder holding the volumes; it must resolve, symlinks
 	// included, inside HostPathRoot. It is created when missing.
 	Path string
 	// VolumeType is Local (the default) or HostPath.
 	VolumeType VolumeType
-	// NodeName is the node whose filesystem holds Path; empty means
-	// DefaultNodeName.
+	// NodeName is the node agent's own node, whose filesystem holds Path:
+	// required. Every volume is pinned to it and carries it in
+	// backend.AnnNode.
 	NodeName string
 	// PathPattern is the directory of a volume below Path; empty means the PV
 	// name. A StorageClass parameter pathPattern overrides it.
 	PathPattern string
 	// OnDelete is Delete (the default), Retain or Archive.
 	OnDelete backend.OnDeletePolicy
+	// Capacity is the budget of NodeName: the volumes of other nodes do not
+	// count.
 	Capacity backend.Capacity
 	// Directory is the mode and owner of a new volume directory: mode 0777
-	// and the manager's own user when not set. StorageClass parameters mode,
+	// and the node agent's own user when not set. StorageClass parameters mode,
 	// uid and gid override it field by field.
 	Directory backend.Directory
-	// HostPathRoot is the manager's --host-path-root: nothing outside it is
-	// ever touched.
+	// HostPathRoot is the node agent's --host-path-root: nothing outside it
+	// is ever touched.
 	HostPathRoot string
-	// DefaultNodeName is the manager's own node (NODE_NAME).
-	DefaultNodeName string
 }
 
 // Options are what the provisioner needs from the process that runs it, as
@@ -117,16 +112,13 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	if p.volumeType == "" {
 		p.volumeType = VolumeTypeLocal
 	}
-	if p.node == "" {
-		p.node = cfg.DefaultNodeName
-	}
 	switch {
 	case p.volumeType != VolumeTypeLocal && p.volumeType != VolumeTypeHostPath:
 		return nil, fmt.Errorf("%w: volumeType %q is not one of Local, HostPath", backend.ErrInvalidSpec, cfg.VolumeType)
-	case p.volumeType == VolumeTypeLocal && p.node == "":
-		return nil, fmt.Errorf("%w: Local volumes need a node: set nodeName or run the manager with NODE_NAME", backend.ErrInvalidSpec)
+	case p.node == "" || strings.Contains(p.node, "/"):
+		return nil, fmt.Errorf("%w: node name %q names no node: the node agent runs with NODE_NAME", backend.ErrInvalidSpec, p.node)
 	case !filepath.IsAbs(cfg.HostPathRoot):
-		return nil, fmt.Errorf("%w: the manager's host path root %q is not an absolute path", backend.ErrInvalidSpec, cfg.HostPathRoot)
+		return nil, fmt.Errorf("%w: the host path root %q is not an absolute path", backend.ErrInvalidSpec, cfg.HostPathRoot)
 	case !filepath.IsAbs(cfg.Path):
 		return nil, fmt.Errorf("%w: path %q is not absolute", backend.ErrInvalidSpec, cfg.Path)
 	}
@@ -143,6 +135,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		OnDelete:  cfg.OnDelete,
 		Capacity:  cfg.Capacity,
 		Options:   opts,
+		Counts:    p.onNode,
 		VolumeDir: p.volumeDir,
 		OwnDir:    p.ownDir,
 		Locate:    p.locate,
@@ -210,7 +203,7 @@ func createInside(root, path string) error {
 // Provision creates the claim's directory and returns its PersistentVolume.
 func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
 	hostname := p.node
-	if node := opts.SelectedNode; node != nil && p.node != "" {
+	if node := opts.SelectedNode; node != nil {
 		if node.Name != p.node {
 			return nil, provisioning.ProvisioningReschedule, fmt.Errorf("cannot provision on node %s: this provisioner's volumes live on node %s", node.Name, p.node)
 		}
@@ -236,15 +229,13 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	pv := dirvol.NewPV(opts, req, p.source(dir))
 	pv.Annotations = p.annotations()
 	pv.Spec.MountOptions = mountOptions
-	if p.node != "" {
-		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
-			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
-				Key:      hostnameLabel,
-				Operator: v1.NodeSelectorOpIn,
-				Values:   []string{hostname},
-			}}}},
-		}}
-	}
+	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
+		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+			Key:      hostnameLabel,
+			Operator: v1.NodeSelectorOpIn,
+			Values:   []string{hostname},
+		}}}},
+	}}
 	return pv, provisioning.ProvisioningFinished, nil
 }
 
@@ -260,12 +251,9 @@ func (p *Provisioner) source(dir string) v1.PersistentVolumeSource {
 	return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: &directory}}
 }
 
-// annotations are those of every volume: the node, when there is one.
+// annotations are those of every volume: the node.
 func (p *Provisioner) annotations() map[string]string {
-	if p.node == "" {
-		return nil
-	}
-	return map[string]string{AnnNode: p.node}
+	return map[string]string{backend.AnnNode: p.node}
 }
 
 // Delete applies the onDelete policy to the directory the PersistentVolume
@@ -294,23 +282,43 @@ func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVol
 	return p.store.Saved(ctx, volume, saved)
 }
 
+// ReleaseRemoved applies the onDelete policy, as Delete does, to the
+// directories below Path whose owner marker names one of pvNames: the
+// PersistentVolumes of this node that the manager deleted while the node
+// was gone. A directory whose PersistentVolume exists, that a record of an
+// unsaved volume names, or whose marker names another volume is left alone,
+// so a deleted PersistentVolume that is not named (one an admin switched to
+// Retain, say) keeps its directory. It returns the names that need no more
+// work, released or with no directory here, for the caller to drop; the
+// others are to be asked again. Options.Volumes is required.
+func (p *Provisioner) ReleaseRemoved(ctx context.Context, pvNames []string) ([]string, error) {
+	return p.store.Release(ctx, pvNames)
+}
+
 // Probe reaches Path and reports the space of the file system that holds it.
 func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
 	return p.store.Probe(ctx)
 }
 
 // ownDir returns the directory of a PersistentVolume of this provisioner's
-// node.
+// node, or of none: one pinned to another node, by its annotation or by the
+// affinity another provisioner gave it, names a directory of that node.
 func (p *Provisioner) ownDir(pv *v1.PersistentVolume) (string, error) {
-	if node, ok := pv.Annotations[AnnNode]; ok && node != p.node {
+	if node := backend.VolumeNode(pv); node != "" && node != p.node {
 		return "", fmt.Errorf("it lives on node %q, this provisioner reaches node %q", node, p.node)
 	}
 	return p.volumeDir(pv)
 }
 
-// locate returns where the directory dir below Path is on the host.
+// onNode reports whether a PersistentVolume lives on this provisioner's
+// node, so that capacity counts per node.
+func (p *Provisioner) onNode(pv *v1.PersistentVolume) bool {
+	return backend.VolumeNode(pv) == p.node
+}
+
+// locate returns where the directory dir below Path is on the node.
 func (p *Provisioner) locate(dir string) (string, string) {
-	return "", path.Join(p.path, dir)
+	return backend.HostNode(p.node), path.Join(p.path, dir)
 }
 
 // volumeDir returns the directory below Path that a PersistentVolume names.

@@ -20,8 +20,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -62,15 +64,20 @@ func TestNew(t *testing.T) {
 			},
 		},
 		"HostPath without a node": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType, c.DefaultNodeName = VolumeTypeHostPath, "" },
+			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType, c.NodeName = VolumeTypeHostPath, "" },
+			want:   backend.ErrInvalidSpec, wantErr: "names no node",
 		},
 		"unknown volume type": {
 			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType = "Block" },
 			want:   backend.ErrInvalidSpec, wantErr: `volumeType "Block"`,
 		},
 		"Local without a node": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.DefaultNodeName = "" },
-			want:   backend.ErrInvalidSpec, wantErr: "need a node",
+			mutate: func(t *testing.T, tmp string, c *Config) { c.NodeName = "" },
+			want:   backend.ErrInvalidSpec, wantErr: "names no node",
+		},
+		"a node name with a slash": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.NodeName = "node/a" },
+			want:   backend.ErrInvalidSpec, wantErr: "names no node",
 		},
 		"no host path root": {
 			mutate: func(t *testing.T, tmp string, c *Config) { c.HostPathRoot = "" },
@@ -115,7 +122,7 @@ func TestNew(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			tmp, root := layout(t)
-			cfg := Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}
+			cfg := Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a"}
 			if tc.mutate != nil {
 				tc.mutate(t, tmp, &cfg)
 			}
@@ -142,7 +149,6 @@ func TestProvision(t *testing.T) {
 	}
 	tests := map[string]struct {
 		volumeType   VolumeType
-		node         string
 		pattern      string
 		mountOptions []string
 		selected     *v1.Node
@@ -154,49 +160,43 @@ func TestProvision(t *testing.T) {
 		wantErr      string
 	}{
 		"local": {
-			node: "node-a", mountOptions: []string{"noatime"}, wantDir: "pvc-team-data",
+			mountOptions: []string{"noatime"}, wantDir: "pvc-team-data",
 			wantSource: func(p string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
 			},
-			wantAffinity: affinity("node-a"), wantAnn: map[string]string{AnnNode: "node-a"},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"local on the selected node uses its hostname label": {
-			node: "node-a", selected: node("node-a", "host-a"), pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}", wantDir: "team/data",
+			selected: node("node-a", "host-a"), pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}", wantDir: "team/data",
 			wantSource: func(p string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
 			},
-			wantAffinity: affinity("host-a"), wantAnn: map[string]string{AnnNode: "node-a"},
+			wantAffinity: affinity("host-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"hostPath": {
-			volumeType: VolumeTypeHostPath, node: "node-a", wantDir: "pvc-team-data",
-			wantSource: func(p string) v1.PersistentVolumeSource {
-				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
-			},
-			wantAffinity: affinity("node-a"), wantAnn: map[string]string{AnnNode: "node-a"},
-		},
-		"hostPath without a node": {
 			volumeType: VolumeTypeHostPath, wantDir: "pvc-team-data",
 			wantSource: func(p string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
 			},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"another selected node": {
-			node: "node-a", selected: node("node-b", "node-b"),
+			selected:  node("node-b", "node-b"),
 			wantState: provisioning.ProvisioningReschedule, wantErr: "volumes live on node node-a",
 		},
 		"hostPath with mount options": {
-			volumeType: VolumeTypeHostPath, node: "node-a", mountOptions: []string{"ro"},
+			volumeType: VolumeTypeHostPath, mountOptions: []string{"ro"},
 			wantErr: "hostPath volumes take no mount options",
 		},
 		"hostile pattern": {
-			node: "node-a", pattern: "{{.PVC.Namespace}}/../../{{.PVC.Name}}", wantErr: `".."`,
+			pattern: "{{.PVC.Namespace}}/../../{{.PVC.Name}}", wantErr: `".."`,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, root := layout(t)
 			path := filepath.Join(root, "vols")
-			p, err := New(Config{Path: path, HostPathRoot: root, VolumeType: tc.volumeType, NodeName: tc.node}, Options{})
+			p, err := New(Config{Path: path, HostPathRoot: root, VolumeType: tc.volumeType, NodeName: "node-a"}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,15 +279,25 @@ func TestDelete(t *testing.T) {
 			wantErr: "neither a local nor a hostPath volume", wantLeft: []string{"team"},
 		},
 		"on another node": {
-			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Annotations[AnnNode] = "node-b" },
+			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Annotations[backend.AnnNode] = "node-b" },
 			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
+		},
+		"pinned to another node by affinity alone": {
+			mutate: func(pv *v1.PersistentVolume, path string) {
+				delete(pv.Annotations, backend.AnnNode)
+				pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"node-b"}
+			},
+			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
+		},
+		"pinned to this node by affinity alone": {
+			mutate: func(pv *v1.PersistentVolume, path string) { delete(pv.Annotations, backend.AnnNode) },
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			tmp, root := layout(t)
 			path := filepath.Join(root, "vols")
-			p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a", OnDelete: tc.onDelete, PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"}, Options{})
+			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", OnDelete: tc.onDelete, PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -334,15 +344,14 @@ func TestDelete(t *testing.T) {
 func TestReclaim(t *testing.T) {
 	tests := map[string]struct {
 		volumeType VolumeType
-		node       string
 		pattern    string
 		end        backendtest.ReclaimEnd
 	}{
-		"local, deleted":                 {node: "node-a", pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"},
-		"local, saved":                   {node: "node-a", end: backendtest.ReclaimSaved},
-		"hostPath, deleted":              {volumeType: VolumeTypeHostPath, node: "node-a"},
-		"hostPath without a node, saved": {volumeType: VolumeTypeHostPath, end: backendtest.ReclaimSaved},
-		"hostPath without a node, deleted": {
+		"local, deleted":    {pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}"},
+		"local, saved":      {end: backendtest.ReclaimSaved},
+		"hostPath, deleted": {volumeType: VolumeTypeHostPath},
+		"hostPath, saved":   {volumeType: VolumeTypeHostPath, end: backendtest.ReclaimSaved},
+		"hostPath in a pattern folder, deleted": {
 			volumeType: VolumeTypeHostPath, pattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}",
 		},
 	}
@@ -351,7 +360,7 @@ func TestReclaim(t *testing.T) {
 			_, root := layout(t)
 			p, err := New(Config{
 				Path: filepath.Join(root, "vols"), HostPathRoot: root,
-				VolumeType: tc.volumeType, NodeName: tc.node, PathPattern: tc.pattern,
+				VolumeType: tc.volumeType, NodeName: "node-a", PathPattern: tc.pattern,
 			}, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -364,13 +373,13 @@ func TestReclaim(t *testing.T) {
 
 func TestSavedRefusesOthersVolumes(t *testing.T) {
 	backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
-		"another node":    {Mutate: func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
+		"another node":    {Mutate: func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
 		"another base":    {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, WantErr: "not below"},
 		"not a directory": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local = nil }, WantErr: "neither a local nor a hostPath volume"},
 		"the base itself": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, WantErr: "not below"},
 	}, func(t *testing.T) (backendtest.Fixture, error) {
 		_, root := layout(t)
-		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a"}, Options{})
 		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
 	})
 }
@@ -404,7 +413,7 @@ func TestSavedComparesDirectories(t *testing.T) {
 			WantErr: "one lies inside the other",
 		},
 		"another node": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[AnnNode] = "node-b" },
+			Mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" },
 			WantErr: `lives on node "node-b"`,
 		},
 		"outside the base": {
@@ -414,7 +423,7 @@ func TestSavedComparesDirectories(t *testing.T) {
 	}, func(t *testing.T) (backendtest.Fixture, error) {
 		_, root := layout(t)
 		p, err := New(Config{
-			Path: filepath.Join(root, "vols"), HostPathRoot: root, DefaultNodeName: "node-a",
+			Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a",
 			PathPattern: "{{.PVC.Namespace}}/{{.PVC.Name}}",
 		}, Options{})
 		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
@@ -432,7 +441,7 @@ func TestDeleteUnmarked(t *testing.T) {
 	backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
 		_, root := layout(t)
 		path := filepath.Join(root, "vols")
-		p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+		p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a"}, Options{})
 		dir := filepath.Join(path, "made-by-hand")
 		return backendtest.UnmarkedVolume{Backend: p, Dir: dir, Source: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dir}}}, err
 	})
@@ -459,7 +468,7 @@ func TestProvisionDirectory(t *testing.T) {
 func TestProbe(t *testing.T) {
 	_, root := layout(t)
 	path := filepath.Join(root, "vols")
-	p, err := New(Config{Path: path, HostPathRoot: root, DefaultNodeName: "node-a"}, Options{})
+	p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,5 +497,148 @@ func rename(t *testing.T, from, to string) {
 	t.Helper()
 	if err := os.Rename(from, to); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNodesShareAPath: the agents of two nodes with the same path reach two
+// file systems, so a volume of another node neither collides with a new
+// directory nor counts towards the budget, while one of this node, or one
+// pinned to no node, does.
+func TestNodesShareAPath(t *testing.T) {
+	tests := map[string]struct {
+		node     string
+		affinity string
+		dir      string
+		wantErr  string
+	}{
+		"another node's volume at the same path":       {node: "node-b", dir: "pvc-team-data"},
+		"another node's volume elsewhere, not counted": {node: "node-b", dir: "elsewhere"},
+		"another provisioner's volume pinned by affinity to another node": {
+			affinity: "node-b", dir: "pvc-team-data",
+		},
+		"this node's volume at the same path": {node: "node-a", dir: "pvc-team-data", wantErr: "another volume"},
+		"this node's volume elsewhere fills the budget": {
+			node: "node-a", dir: "elsewhere", wantErr: "capacity exhausted",
+		},
+		"another provisioner's volume pinned by affinity to this node": {
+			affinity: "node-a", dir: "pvc-team-data", wantErr: "another volume",
+		},
+		"a volume pinned to no node at the same path": {dir: "pvc-team-data", wantErr: "another volume"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			path := filepath.Join(root, "vols")
+			other := &v1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: "pvc-other", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "fleet"}},
+				Spec: v1.PersistentVolumeSpec{
+					Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+					PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: filepath.Join(path, tc.dir)}},
+				},
+			}
+			if tc.node != "" {
+				other.Annotations[backend.AnnNode] = tc.node
+			}
+			if tc.affinity != "" {
+				other.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+					MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{tc.affinity}}},
+				}}}}
+			}
+			volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return []*v1.PersistentVolume{other}, nil })
+			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", Capacity: backend.Capacity{MaxVolumes: 1}},
+				Options{ProvisionerNames: []string{"fleet"}, Volumes: volumes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), nil))
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Provision() error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestReleaseRemoved: the agent of a node that comes back applies onDelete
+// to the directories of the PersistentVolumes the manager deleted while it
+// was gone, and to no other: not a deleted one it was not told of (an admin
+// switched it to Retain), nor one that exists.
+func TestReleaseRemoved(t *testing.T) {
+	tests := map[string]struct {
+		onDelete backend.OnDeletePolicy
+		// deleted are the claims whose PersistentVolume is gone.
+		deleted []string
+		names   []string
+		want    []string
+		// wantTree is what is left in the base but for the records.
+		wantTree []string
+	}{
+		"delete": {
+			onDelete: backend.OnDeleteDelete, deleted: []string{"a", "b"}, names: []string{"pvc-team-a"},
+			want: []string{"pvc-team-a"}, wantTree: []string{".pvc-team-b.provfleet-volume", "pvc-team-b/", "pvc-team-b/file"},
+		},
+		"archive": {
+			onDelete: backend.OnDeleteArchive, deleted: []string{"a"}, names: []string{"pvc-team-a"},
+			want: []string{"pvc-team-a"},
+			wantTree: []string{".pvc-team-b.provfleet-volume", "archived-pvc-team-a-20260102T030405Z/",
+				"archived-pvc-team-a-20260102T030405Z/file", "pvc-team-b/", "pvc-team-b/file"},
+		},
+		"retain": {
+			onDelete: backend.OnDeleteRetain, deleted: []string{"a"}, names: []string{"pvc-team-a"},
+			want:     []string{"pvc-team-a"},
+			wantTree: []string{".pvc-team-b.provfleet-volume", "pvc-team-a/", "pvc-team-a/file", "pvc-team-b/", "pvc-team-b/file"},
+		},
+		"a PersistentVolume that exists": {
+			onDelete: backend.OnDeleteDelete, names: []string{"pvc-team-a"},
+			wantTree: []string{".pvc-team-a.provfleet-volume", ".pvc-team-b.provfleet-volume", "pvc-team-a/", "pvc-team-a/file", "pvc-team-b/", "pvc-team-b/file"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, root := layout(t)
+			path := filepath.Join(root, "vols")
+			var pvs []*v1.PersistentVolume
+			volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil })
+			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", OnDelete: tc.onDelete},
+				Options{Volumes: volumes, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, claim := range []string{"a", "b"} {
+				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", claim, "1Gi"), nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				backendtest.WriteFile(t, filepath.Join(pv.Spec.Local.Path, "file"), "data")
+				pvs = append(pvs, pv)
+				if err := p.Saved(t.Context(), pv, pv); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pvs = slices.DeleteFunc(pvs, func(pv *v1.PersistentVolume) bool {
+				return slices.Contains(tc.deleted, strings.TrimPrefix(pv.Name, "pvc-team-"))
+			})
+			got, err := p.ReleaseRemoved(t.Context(), tc.names)
+			if err != nil {
+				t.Errorf("ReleaseRemoved: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("released (-want +got):\n%s", diff)
+			}
+			tree := slices.DeleteFunc(backendtest.Tree(t, path), func(name string) bool { return strings.HasPrefix(name, dirvol.JournalDir) })
+			if diff := cmp.Diff(tc.wantTree, tree); diff != "" {
+				t.Errorf("left in the base (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReleaseRemovedNeedsVolumes(t *testing.T) {
+	_, root := layout(t)
+	p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReleaseRemoved(t.Context(), []string{"pvc-team-a"}); err == nil {
+		t.Error("ReleaseRemoved without the cluster's volumes did not fail")
 	}
 }

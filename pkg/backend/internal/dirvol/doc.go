@@ -33,17 +33,22 @@ limitations under the License.
 // Probe reaches the base, makes the record folder the first time and requires
 // it afterwards, and reports the space of the base's file system (Dir.Space),
 // and Create refuses a claim larger than the space left, as it refuses one
-// beyond the capacity budget.
+// beyond the capacity budget (of the volumes Config.Counts accepts).
+// Release takes the names of PersistentVolumes deleted elsewhere, finds their
+// directories by their owner markers, walking the folders a pattern renders
+// and nothing else (no symlink, hidden folder, archive or marked volume
+// directory), and applies the onDelete policy to those whose
+// PersistentVolume does not exist and that no record names.
 //
 // A Store gets from its backend the file system that holds the base
 // (Config.FS: LocalFS, the host's through os.Root; nfsfs, an NFSv3 export
 // through a userspace client; or any implementation of Filesystem and Dir,
-// which dirvoltest.TestFilesystem checks), the mapping
-// between PersistentVolumes and directories (Config.VolumeDir, OwnDir,
-// Locate) and, through Options.Volumes, what it reads of the cluster's
-// PersistentVolumes; it gives the backend the directories, Delete and Saved
-// for provisioning.Provisioner and Reclaimer, and the records of unsaved
-// volumes. It runs no goroutine: every method runs on its caller's, and a
+// which dirvoltest.TestFilesystem checks, and dirvoltest.TestRelease with a
+// Store over it), the mapping between PersistentVolumes and directories
+// (Config.VolumeDir, OwnDir, Locate) and, through Options.Volumes, what it
+// reads of the cluster's PersistentVolumes; it gives the backend the
+// directories, Delete and Saved for provisioning.Provisioner and Reclaimer,
+// Release, and the records of unsaved volumes. It runs no goroutine: every method runs on its caller's, and a
 // deleted directory's files are deleted by the call that moved it aside,
 // outside the lock.
 package dirvol

@@ -28,3 +28,9 @@ func TestLocalFS(t *testing.T) {
 		return dirvol.LocalFS{}, dir, "."
 	})
 }
+
+func TestReleaseOnLocalFS(t *testing.T) {
+	dirvoltest.TestRelease(t, func(_ *testing.T, dir string) (dirvol.Filesystem, string, string) {
+		return dirvol.LocalFS{}, dir, "."
+	})
+}

@@ -72,6 +72,10 @@ type Config struct {
 	OnDelete  backend.OnDeletePolicy
 	Capacity  backend.Capacity
 	Options   Options
+	// Counts reports whether a listed volume of Options.ProvisionerNames
+	// counts towards Capacity (hostpath: those of its own node); nil means
+	// every one.
+	Counts func(*v1.PersistentVolume) bool
 	// VolumeDir returns the directory below Base that a PersistentVolume
 	// points to, and an error for a volume elsewhere.
 	VolumeDir func(*v1.PersistentVolume) (string, error)
@@ -366,7 +370,7 @@ func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 	listed := map[string]bool{}
 	for _, pv := range pvs {
 		listed[pv.Name] = true
-		if pv.Name == pvName || !slices.Contains(s.cfg.Options.ProvisionerNames, pv.Annotations[annProvisionedBy]) {
+		if pv.Name == pvName || !s.counts(pv) {
 			continue
 		}
 		used.Add(pv.Spec.Capacity[v1.ResourceStorage])
@@ -390,6 +394,14 @@ func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 		}
 	}
 	return nil
+}
+
+// counts reports whether a listed volume counts towards Capacity.
+func (s *Store) counts(pv *v1.PersistentVolume) bool {
+	if !slices.Contains(s.cfg.Options.ProvisionerNames, pv.Annotations[annProvisionedBy]) {
+		return false
+	}
+	return s.cfg.Counts == nil || s.cfg.Counts(pv)
 }
 
 // checkSpace refuses a volume larger than the space left on the base's file
@@ -688,12 +700,17 @@ func (s *Store) removeDir(ctx context.Context, pvName, dir string, unmarked bool
 // releaseDir applies the onDelete policy under the lock; a deleted
 // directory is only moved into trashDir.
 func (s *Store) releaseDir(ctx context.Context, pvName, dir string, unmarked bool) error {
-	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
 	if err := CheckDir(dir); err != nil {
 		return fmt.Errorf("directory %q refused: %w", dir, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.releaseLocked(ctx, pvName, dir, unmarked)
+}
+
+// releaseLocked is releaseDir for a checked dir, under the lock.
+func (s *Store) releaseLocked(ctx context.Context, pvName, dir string, unmarked bool) error {
+	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
 	if err := s.checkOverlap(ctx, pvName, dir); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}

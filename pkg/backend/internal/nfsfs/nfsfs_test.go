@@ -90,6 +90,12 @@ func TestFilesystem(t *testing.T) {
 	}, backendtest.SpecialModeBits)
 }
 
+func TestRelease(t *testing.T) {
+	dirvoltest.TestRelease(t, func(t *testing.T, dir string) (dirvol.Filesystem, string, string) {
+		return New(serve(t, dir), exportPath), exportPath, "."
+	})
+}
+
 func TestOpenBaseRefusals(t *testing.T) {
 	fsys := New(serve(t, t.TempDir()), exportPath)
 	tests := map[string]struct {

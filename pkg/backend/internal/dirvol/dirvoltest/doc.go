@@ -18,7 +18,8 @@ limitations under the License.
 // dirvol.Filesystem and dirvol.Dir must keep: TestFilesystem plants a tree of
 // files, directories and symlinks pointing out of the base on the host, has
 // the implementation serve it, and checks each operation's result, the base's
-// tree after it, and that nothing outside the base changed. It is test
+// tree after it, and that nothing outside the base changed. TestRelease
+// checks dirvol.Store.Release on a Store over the implementation. It is test
 // support: it comes in as a function serving a host directory, goes out as
 // subtests, and runs on the test's goroutine.
 package dirvoltest
