@@ -71,7 +71,7 @@ func TestHostPathDirectoryMode(t *testing.T) {
 		NodeName:        "node-a",
 		VolumeDirectory: v1alpha1.VolumeDirectory{Mode: "0705"},
 	}}
-	p, err := buildBackend(t.Context(), nil, BackendRequest{Spec: spec, HostPathRoot: root})
+	p, err := buildBackend(t.Context(), nil, BackendRequest{Spec: spec, HostPathRoot: root, NodeName: "node-a"})
 	if err != nil {
 		t.Fatal(err)
 	}

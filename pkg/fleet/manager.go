@@ -41,7 +41,6 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/cachetrim"
 	"github.com/provfleet/provfleet/pkg/backend"
-	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
 	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -268,7 +267,7 @@ func cacheTransform(settings Settings) cache.TransformFunc {
 	if settings.Roles.Manager {
 		return cachetrim.Transform
 	}
-	return cachetrim.ForNode(settings.NodeName, func(pv *v1.PersistentVolume) string { return pv.Annotations[hostpath.AnnNode] })
+	return cachetrim.ForNode(settings.NodeName, backend.VolumeNode)
 }
 
 // newEventScheme returns the scheme of the objects Events are about.

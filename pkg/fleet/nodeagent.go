@@ -39,7 +39,7 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/cachetrim"
 	"github.com/provfleet/provfleet/internal/leaderelection"
-	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+	"github.com/provfleet/provfleet/pkg/backend"
 )
 
 // defaultNodeLeaseDuration is how long a node agent's Lease lasts unrenewed
@@ -336,7 +336,7 @@ func (n nodeScope) Claim(claim *v1.PersistentVolumeClaim) bool {
 }
 
 func (n nodeScope) Volume(volume *v1.PersistentVolume) bool {
-	return volume.Annotations[hostpath.AnnNode] == string(n)
+	return backend.VolumeNode(volume) == string(n)
 }
 
 // watchNodes queues the hostPath ProvisionerConfigs whenever a Node comes,
