@@ -243,13 +243,18 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 
 	t.Log("A re-tune reaches every agent")
 	edited := c.config(name)
+	for _, f := range edited.ManagedFields {
+		t.Logf("DEBUG managed %s %s %s", f.Manager, f.Operation, f.FieldsV1.String())
+	}
+	t.Logf("DEBUG generation %d", edited.Generation)
 	edited.Spec.Workers = 3
-	if _, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{}); err != nil {
+	edited, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	c.eventually("every agent runs generation 2", func(context.Context) (bool, error) {
+	c.eventually(fmt.Sprintf("every agent runs generation %d", edited.Generation), func(context.Context) (bool, error) {
 		for _, node := range c.nodes {
-			if reason, generation := c.nodeReport(node, name); reason != v1alpha1.ReasonRunning || generation != 2 {
+			if reason, generation := c.nodeReport(node, name); reason != v1alpha1.ReasonRunning || generation != edited.Generation {
 				return false, nil
 			}
 		}

@@ -43,6 +43,7 @@ func hostPathOn(t *testing.T, root string) *hostpath.Provisioner {
 	p, err := hostpath.New(hostpath.Config{
 		Path:         filepath.Join(root, "vols"),
 		VolumeType:   hostpath.VolumeTypeHostPath,
+		NodeName:     "node-1",
 		HostPathRoot: root,
 	}, hostpath.Options{})
 	if err != nil {
@@ -204,7 +205,7 @@ func TestReclaimSparesTheDirectoryOfASavedVolume(t *testing.T) {
 			local, err := hostpath.New(hostpath.Config{
 				Path:         filepath.Join(root, "vols"),
 				VolumeType:   hostpath.VolumeTypeLocal,
-				NodeName:     "node-" + f.namespace,
+				NodeName:     "node-1",
 				HostPathRoot: root,
 			}, hostpath.Options{})
 			if err != nil {
