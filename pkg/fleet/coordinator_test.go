@@ -19,6 +19,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -35,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -461,5 +464,118 @@ func testUnservedNode(t *testing.T, client kubernetes.Interface) {
 		if !strings.Contains(message, want) {
 			t.Errorf("the Event does not say %q: %q", want, message)
 		}
+	}
+}
+
+// fakeCoordinator is a coordinator over a fake clientset, without leader
+// election, and its informers' factory, not started yet.
+func fakeCoordinator(t *testing.T, client kubernetes.Interface, spec *v1alpha1.HostPathBackend) (*coordinator, informers.SharedInformerFactory) {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	m, err := newCoordinatorMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newCoordinator("fake", fakeConfig(), spec, coordinatorDeps{
+		Client: client,
+		Informers: provisioning.SharedInformers{
+			Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
+			Volumes: factory.Core().V1().PersistentVolumes().Informer(),
+			Classes: factory.Storage().V1().StorageClasses().Informer(),
+			Nodes:   factory.Core().V1().Nodes().Informer(),
+		},
+		NodeLeases:         factory.Coordination().V1().Leases().Informer(),
+		NodeLeaseNamespace: "nodes",
+		EventRecorder:      record.NewFakeRecorder(100),
+		Metrics:            m,
+	})
+	if err != nil {
+		t.Fatalf("newCoordinator: %v", err)
+	}
+	return c, factory
+}
+
+// fakeConfig is the configuration of a fake coordinator: leader election
+// off.
+func fakeConfig() provisioning.Config {
+	cfg := provisioning.DefaultConfig("provfleet.io/fake")
+	cfg.LeaderElection.Enabled = false
+	return cfg
+}
+
+// TestCoordinatorRun proves that a coordinator works once run and that no
+// goroutine of its outlives Run.
+func TestCoordinatorRun(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	_, ctx := ktesting.NewTestContext(t)
+	report, err := json.Marshal(nodeReport{"fake": {Reason: v1alpha1.ReasonRunning}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubefake.NewClientset(
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}},
+		&coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "nodes", Name: NodeLeaseName("node-1"), Annotations: map[string]string{AnnNodeReport: string(report)}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](600),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fake"}, Provisioner: "provfleet.io/fake"},
+		&v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "claim", UID: "uid-1",
+				Annotations: map[string]string{annStorageProvisioner: "provfleet.io/fake"}},
+			Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fake")},
+		},
+	)
+	c, factory := fakeCoordinator(t, client, &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
+	runCtx, cancel := context.WithCancel(ctx)
+	factory.Start(runCtx.Done())
+	done := make(chan error)
+	go func() { done <- c.Run(runCtx) }()
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, coordWait, true, func(ctx context.Context) (bool, error) {
+		claim, err := client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "claim", metav1.GetOptions{})
+		return err == nil && claim.Annotations[annSelectedNode] == "node-1", err
+	})
+	if err != nil {
+		t.Errorf("claim not placed: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	factory.Shutdown()
+	if err := c.Run(ctx); err == nil {
+		t.Errorf("a second Run did not fail")
+	}
+}
+
+func TestCoordinatorReconfigure(t *testing.T) {
+	tests := map[string]struct {
+		change      func(*provisioning.Config)
+		wantRestart bool
+	}{
+		"paused":              {change: func(c *provisioning.Config) { c.Paused = true }},
+		"another name":        {change: func(c *provisioning.Config) { c.AdditionalProvisionerNames = []string{"provfleet.io/old"} }},
+		"other retries":       {change: func(c *provisioning.Config) { c.Retry.InitialDelay = time.Second }},
+		"another resync":      {change: func(c *provisioning.Config) { c.ResyncPeriod = time.Minute }, wantRestart: true},
+		"other leader leases": {change: func(c *provisioning.Config) { c.LeaderElection.LeaseDuration *= 2 }, wantRestart: true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, _ := fakeCoordinator(t, kubefake.NewClientset(), &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
+			cfg := fakeConfig()
+			tt.change(&cfg)
+			err := c.Reconfigure(cfg)
+			if diff := cmp.Diff(tt.wantRestart, errors.Is(err, provisioning.ErrRestartRequired)); diff != "" {
+				t.Fatalf("restart required (-want +got):\n%s\nerr: %v", diff, err)
+			}
+			want := cfg
+			if tt.wantRestart {
+				want = fakeConfig()
+			}
+			if diff := cmp.Diff(want, c.config()); diff != "" {
+				t.Errorf("config applied (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -87,7 +87,12 @@ func (c *coordinator) handleRemovedNodes(ctx context.Context, v *fleetView) time
 	}
 	c.metrics.setRemovedNodeVolumes(c.name, gone)
 	for node, volumes := range due {
-		if err := c.deleteRemovedVolumes(ctx, node, volumes); err != nil {
+		err := c.deleteRemovedVolumes(ctx, node, volumes)
+		switch {
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			// Changed or gone meanwhile: its event brings the next sync.
+			klog.FromContext(ctx).V(2).Info("Volume changed before its deletion", "node", node, "err", err)
+		case err != nil:
 			utilruntime.HandleErrorWithContext(ctx, err, "Cannot delete the volumes of a removed node", "node", node)
 			next = shorter(next, v.retry)
 		}
@@ -197,7 +202,11 @@ func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, vol
 	return nil
 }
 
+// deleteRemovedVolume removes the volume finalizer of volume and deletes
+// it, both unless the volume changed since this leader saw it: a volume is
+// deleted, and its deletion told, once.
 func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *v1.PersistentVolume) error {
+	version := volume.ResourceVersion
 	if i := slices.Index(volume.Finalizers, provisioning.VolumeFinalizer); i >= 0 {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": volume.ResourceVersion,
@@ -206,12 +215,15 @@ func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *v1.Persis
 		if err != nil {
 			return fmt.Errorf("cannot encode the finalizers of volume %s: %w", volume.Name, err)
 		}
-		if _, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, volume.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		patched, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, volume.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
 			return fmt.Errorf("cannot remove the finalizer of volume %s: %w", volume.Name, err)
 		}
+		version = patched.ResourceVersion
 	}
-	err := c.client.CoreV1().PersistentVolumes().Delete(ctx, volume.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &volume.UID}})
-	if err != nil && !apierrors.IsNotFound(err) {
+	err := c.client.CoreV1().PersistentVolumes().Delete(ctx, volume.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &volume.UID, ResourceVersion: &version}})
+	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", volume.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted the volume of a removed node", "volume", klog.KObj(volume), "node", volumeNode(volume))
