@@ -51,8 +51,9 @@ const (
 
 // coordinatorDeps are what a coordinator uses but does not own.
 type coordinatorDeps struct {
-	// Client writes claims, PersistentVolumes, Events' objects' Leases: the
-	// provisioner's own and the node Leases.
+	// Client patches claims and PersistentVolumes, deletes
+	// PersistentVolumes and writes Leases: the provisioner's own and the
+	// node Leases.
 	Client provisioning.Client
 	// Informers are the fleet's shared informers; the coordinator reads
 	// claims, volumes, classes and nodes, and elects on Leases when set.

@@ -250,7 +250,7 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 			c.checkSelectedNode(t, claim, v.nodes[node])
 			continue
 		}
-		if c.immediate(claim) && !c.placeClaim(ctx, t, claim, served) {
+		if class := c.immediateClass(claim); class != nil && !c.placeClaim(ctx, t, claim, allowedBy(class, served, v.nodes)) {
 			next = v.retry
 		}
 	}
@@ -262,19 +262,49 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 	return next
 }
 
-// immediate reports whether claim's class binds at once: volumeBindingMode
-// Immediate, or none.
-func (c *coordinator) immediate(claim *v1.PersistentVolumeClaim) bool {
+// immediateClass returns claim's class when it binds at once
+// (volumeBindingMode Immediate, or none); nil otherwise.
+func (c *coordinator) immediateClass(claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
 	name := claim.Annotations[annBetaStorageClass]
 	if claim.Spec.StorageClassName != nil {
 		name = *claim.Spec.StorageClassName
 	}
 	obj, exists, err := c.informers.Classes.GetStore().GetByKey(name)
 	if err != nil || !exists {
-		return false
+		return nil
 	}
 	class, ok := obj.(*storagev1.StorageClass)
-	return ok && (class.VolumeBindingMode == nil || *class.VolumeBindingMode == storagev1.VolumeBindingImmediate)
+	if !ok || class.VolumeBindingMode != nil && *class.VolumeBindingMode != storagev1.VolumeBindingImmediate {
+		return nil
+	}
+	return class
+}
+
+// allowedBy returns the served nodes that the allowedTopologies of class
+// admit, sharing their counts with served.
+func allowedBy(class *storagev1.StorageClass, served map[string]*nodeCandidate, nodes map[string]*v1.Node) map[string]*nodeCandidate {
+	if len(class.AllowedTopologies) == 0 {
+		return served
+	}
+	allowed := map[string]*nodeCandidate{}
+	for name, n := range served {
+		if node := nodes[name]; node != nil && slices.ContainsFunc(class.AllowedTopologies, func(term v1.TopologySelectorTerm) bool {
+			return termMatches(term, node.Labels)
+		}) {
+			allowed[name] = n
+		}
+	}
+	return allowed
+}
+
+// termMatches reports whether labels meet every expression of term.
+func termMatches(term v1.TopologySelectorTerm, labels map[string]string) bool {
+	for _, req := range term.MatchLabelExpressions {
+		if value, ok := labels[req.Key]; !ok || !slices.Contains(req.Values, value) {
+			return false
+		}
+	}
+	return true
 }
 
 // placeClaim selects a node for claim and reports whether it did.

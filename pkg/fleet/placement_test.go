@@ -18,12 +18,15 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -192,6 +195,39 @@ func TestNodeList(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, nodeList(tt.names)); diff != "" {
 				t.Errorf("list (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAllowedBy(t *testing.T) {
+	nodes := map[string]*v1.Node{
+		"a": {ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1.LabelHostname: "a", "zone": "1"}}},
+		"b": {ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1.LabelHostname: "b", "zone": "2"}}},
+		"c": {ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1.LabelHostname: "c"}}},
+	}
+	served := map[string]*nodeCandidate{"a": {Name: "a"}, "b": {Name: "b"}, "c": {Name: "c"}}
+	term := func(key string, values ...string) v1.TopologySelectorTerm {
+		return v1.TopologySelectorTerm{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: key, Values: values}}}
+	}
+	tests := map[string]struct {
+		topologies []v1.TopologySelectorTerm
+		want       []string
+	}{
+		"none: every served node":  {want: []string{"a", "b", "c"}},
+		"by host name":             {topologies: []v1.TopologySelectorTerm{term(v1.LabelHostname, "b", "x")}, want: []string{"b"}},
+		"any of several terms":     {topologies: []v1.TopologySelectorTerm{term("zone", "1"), term(v1.LabelHostname, "c")}, want: []string{"a", "c"}},
+		"a node without the label": {topologies: []v1.TopologySelectorTerm{term("zone", "1", "2")}, want: []string{"a", "b"}},
+		"every expression of a term": {topologies: []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
+			{Key: "zone", Values: []string{"1", "2"}}, {Key: v1.LabelHostname, Values: []string{"b", "c"}},
+		}}}, want: []string{"b"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			class := &storagev1.StorageClass{AllowedTopologies: tt.topologies}
+			got := slices.Sorted(maps.Keys(allowedBy(class, served, nodes)))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("allowed nodes (-want +got):\n%s", diff)
 			}
 		})
 	}
