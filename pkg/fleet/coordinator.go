@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -297,7 +298,7 @@ func (c *coordinator) watch(ctx context.Context, t *coordTerm) []watchRegistrati
 	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
 		c.informers.Claims:  c.filtered(t, func(obj any) bool { return c.knownName(claimProvisioner(obj)) }),
 		c.informers.Volumes: c.filtered(t, func(obj any) bool { return c.knownName(volumeProvisioner(obj)) }),
-		c.informers.Nodes:   c.filtered(t, func(any) bool { return true }),
+		c.informers.Nodes:   nodeChanges(t),
 		c.nodeLeases:        leaseChanges(t),
 	}
 	var watches []watchRegistration
@@ -325,6 +326,22 @@ func (c *coordinator) filtered(t *coordTerm, interesting func(obj any) bool) cac
 			UpdateFunc: func(any, any) { t.kick() },
 			DeleteFunc: func(any) { t.kick() },
 		},
+	}
+}
+
+// nodeChanges wakes t when a Node comes, goes or changes labels: its status
+// updates change nothing the coordinator acts on.
+func nodeChanges(t *coordTerm) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { t.kick() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Node)
+			n, ok2 := newObj.(*v1.Node)
+			if !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels) {
+				t.kick()
+			}
+		},
+		DeleteFunc: func(any) { t.kick() },
 	}
 }
 
