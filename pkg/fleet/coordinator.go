@@ -36,7 +36,6 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/leaderelection"
-	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -391,11 +390,6 @@ func volumeProvisioner(obj any) string {
 		return volume.Annotations[annProvisionedBy]
 	}
 	return ""
-}
-
-// volumeNode is the node whose agent made volume; empty for none.
-func volumeNode(volume *v1.PersistentVolume) string {
-	return volume.Annotations[hostpath.AnnNode]
 }
 
 // work syncs at once, then whenever t is woken or the wait a sync asked

@@ -46,7 +46,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv"
-	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -244,7 +244,7 @@ func (e *coordEnv) volume(name, node, size, class string, claim *v1.PersistentVo
 	e.t.Helper()
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{provisioning.VolumeFinalizer},
-			Annotations: map[string]string{annProvisionedBy: e.provName, hostpath.AnnNode: node}},
+			Annotations: map[string]string{annProvisionedBy: e.provName, backend.AnnNode: node}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
 			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},

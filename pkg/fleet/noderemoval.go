@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -59,7 +60,7 @@ func (c *coordinator) handleRemovedNodes(ctx context.Context, v *fleetView) time
 	var next time.Duration
 	due := map[string][]*v1.PersistentVolume{}
 	for _, volume := range v.volumes {
-		node := volumeNode(volume)
+		node := backend.VolumeNode(volume)
 		if node == "" {
 			continue
 		}
@@ -141,12 +142,12 @@ func (c *coordinator) goneSince(ctx context.Context, volume *v1.PersistentVolume
 		return time.Time{}, err
 	}
 	since, _ := time.Parse(time.RFC3339, stamp)
-	message := fmt.Sprintf("Node %s has no Node object: this volume cannot be reached; it is kept (nodeRemoval policy %s)", volumeNode(volume), policy)
+	message := fmt.Sprintf("Node %s has no Node object: this volume cannot be reached; it is kept (nodeRemoval policy %s)", backend.VolumeNode(volume), policy)
 	if policy == v1alpha1.NodeRemovalDelete {
 		message = fmt.Sprintf("Node %s has no Node object: this volume cannot be reached; it is deleted at %s unless the node comes back by then (nodeRemoval policy Delete)",
-			volumeNode(volume), since.Add(grace).Format(time.RFC3339))
+			backend.VolumeNode(volume), since.Add(grace).Format(time.RFC3339))
 	}
-	klog.FromContext(ctx).Info("Node of a volume removed", "volume", klog.KObj(volume), "node", volumeNode(volume))
+	klog.FromContext(ctx).Info("Node of a volume removed", "volume", klog.KObj(volume), "node", backend.VolumeNode(volume))
 	c.tell(volume, v1.EventTypeWarning, EventNodeRemoved, message)
 	return since, nil
 }
@@ -160,7 +161,7 @@ func (c *coordinator) nodeBack(ctx context.Context, volume *v1.PersistentVolume)
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot forget the removal of a volume's node", "volume", klog.KObj(volume))
 		return
 	}
-	klog.FromContext(ctx).Info("Node of a volume back", "volume", klog.KObj(volume), "node", volumeNode(volume))
+	klog.FromContext(ctx).Info("Node of a volume back", "volume", klog.KObj(volume), "node", backend.VolumeNode(volume))
 }
 
 // annotateVolume sets AnnNodeGoneSince on volume to since, or drops it when
@@ -226,10 +227,10 @@ func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *v1.Persis
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", volume.Name, err)
 	}
-	klog.FromContext(ctx).Info("Deleted the volume of a removed node", "volume", klog.KObj(volume), "node", volumeNode(volume))
+	klog.FromContext(ctx).Info("Deleted the volume of a removed node", "volume", klog.KObj(volume), "node", backend.VolumeNode(volume))
 	c.tell(volume, v1.EventTypeWarning, EventNodeRemovedVolumeDelete, fmt.Sprintf(
 		"Node %s stayed removed for the grace period: volume %s is deleted (nodeRemoval policy Delete). Its data cannot be reached: its claim is lost; delete the claim, which lets the volume go, and make it again to get a volume on a live node",
-		volumeNode(volume), volume.Name))
+		backend.VolumeNode(volume), volume.Name))
 	return nil
 }
 

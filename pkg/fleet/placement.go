@@ -37,6 +37,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -177,7 +178,7 @@ func (c *coordinator) candidates(ctx context.Context, v *fleetView) map[string]*
 		}
 	}
 	for _, volume := range v.volumes {
-		if n := served[volumeNode(volume)]; n != nil {
+		if n := served[backend.VolumeNode(volume)]; n != nil {
 			n.Volumes++
 			n.Used += storageOf(volume.Spec.Capacity)
 		}
