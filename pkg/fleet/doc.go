@@ -17,6 +17,19 @@ limitations under the License.
 // Package fleet runs one provisioning.Controller per ProvisionerConfig object
 // in one process.
 //
+// A process plays one or both of two roles (Settings.Roles). The manager's
+// runs the NFS and custom backends, and for each hostPath backend a
+// coordinator: under the provisioner's Lease it places Immediate claims on
+// the served node with the most room and reports, or deletes, the volumes of
+// removed nodes; it writes every status, with the served nodes of hostPath
+// backends (status.nodes) as the node agents report them. A node agent's
+// holds its node's Lease (NodeLeaseName) and, while it does, runs a
+// controller without a Lease of its own for each hostPath backend that
+// selects its node, limited to the node's claims and volumes (a
+// provisioning.Scope), with the node's path; it publishes how each runs in
+// the Lease's annotations with its renewals, and releases the directories of
+// the volumes the manager deleted while its node was removed.
+//
 // What comes in: ProvisionerConfig objects, from an informer whose add, update
 // and delete queue the object and every other that shares one of its names,
 // its Lease or its backend base; Settings (the manager's flags: identity, Lease
@@ -37,10 +50,13 @@ limitations under the License.
 // Event writes budgets of their own; the provisioners' metrics on
 // Settings.Registerer; and health checks (Ready, LeaseHealthy, Stuck).
 //
-// Goroutines, all ended when Run returns: the shared informers and the
-// ProvisionerConfig informer; the Event broadcaster; the reconcile workers
-// (runWorker), which stop each instance and wait until it drained; one
-// goroutine per instance running its Controller.Run (registry.Start); and,
+// Goroutines, all ended when Run returns: the shared informers, the
+// ProvisionerConfig informer and those of the Nodes and node Leases; the
+// Event broadcaster; the reconcile workers (runWorker), which stop each
+// instance and wait until it drained; a node agent's elector on its node's
+// Lease; one goroutine per instance running its Controller.Run or its
+// coordinator's Run, which while leading runs one more to place claims and
+// watch removed nodes (registry.Start); and,
 // while a request waits for the fair budget, its dispatcher (stopped with the
 // budget once every instance stopped).
 package fleet

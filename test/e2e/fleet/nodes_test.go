@@ -308,3 +308,101 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 		t.Errorf("directories per node against PVs per node (-PVs +directories):\n%s", diff)
 	}
 }
+
+// Immediate claims are placed by the manager on the served nodes by room,
+// each provisioned once; a removed node's volumes are deleted after the
+// grace period, and when the node comes back under its name its agent
+// removes their directories.
+func TestImmediateClaimsAndARemovedNode(t *testing.T) {
+	c := newNodeCluster(t)
+	const name = "spread"
+	c.provisioner(name, storagev1.VolumeBindingImmediate)
+	edited := c.config(name)
+	edited.Spec.Backend.HostPath.Capacity = &v1alpha1.CapacitySpec{MaxVolumes: 3}
+	edited.Spec.Backend.HostPath.NodeRemoval = &v1alpha1.NodeRemoval{Policy: v1alpha1.NodeRemovalDelete, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}
+	if _, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitNodes(name, "3/3")
+
+	var claims []string
+	for i := range 6 {
+		claim := fmt.Sprintf("immediate-%d", i)
+		c.claim(claim, name)
+		claims = append(claims, claim)
+	}
+	c.waitBound(claims...)
+	placements := c.placements()
+	perNode := map[string]int{}
+	for _, claim := range claims {
+		p := placements[claim]
+		if p.Node != p.Disk {
+			t.Errorf("claim %s: PV pinned to %q, directory on %q", claim, p.Node, p.Disk)
+		}
+		live, err := c.kube.CoreV1().PersistentVolumeClaims(c.namespace).Get(c.ctx, claim, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if selected := live.Annotations["volume.kubernetes.io/selected-node"]; selected != p.Node {
+			t.Errorf("claim %s selected to %q, its volume is on %q", claim, selected, p.Node)
+		}
+		perNode[p.Node]++
+	}
+	// Three nodes with equal room: two claims each.
+	if diff := cmp.Diff(map[string]int{c.nodes[0]: 2, c.nodes[1]: 2, c.nodes[2]: 2}, perNode); diff != "" {
+		t.Errorf("claims per node (-want +got):\n%s", diff)
+	}
+	c.waitEvent(c.namespace, claims[0], corev1.EventTypeNormal, fleet.EventNodeSelected)
+
+	t.Log("Node c is removed, with its agent")
+	removed := c.nodes[2]
+	var removedClaims, removedVolumes []string
+	for _, claim := range claims {
+		if placements[claim].Node == removed {
+			removedClaims = append(removedClaims, claim)
+			live, err := c.kube.CoreV1().PersistentVolumeClaims(c.namespace).Get(c.ctx, claim, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			removedVolumes = append(removedVolumes, live.Spec.VolumeName)
+		}
+	}
+	c.agents[removed].Kill()
+	if err := c.kube.CoreV1().Nodes().Delete(c.ctx, removed, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitEvent("", removedVolumes[0], corev1.EventTypeWarning, fleet.EventNodeRemoved)
+	c.waitEvent(c.namespace, removedClaims[0], corev1.EventTypeWarning, fleet.EventNodeRemoved)
+	// After the grace period the manager deletes the volumes; a bound PV
+	// goes once its claim, lost, is deleted.
+	c.waitEvent("", removedVolumes[0], corev1.EventTypeWarning, fleet.EventNodeRemovedVolumeDelete)
+	for _, claim := range removedClaims {
+		if err := c.kube.CoreV1().PersistentVolumeClaims(c.namespace).Delete(c.ctx, claim, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pv := range removedVolumes {
+		c.waitGone(pv)
+	}
+	if got := c.directories()[removed]; got != 2 {
+		t.Errorf("%d directories on the removed node's disk, want its 2, out of reach meanwhile", got)
+	}
+
+	t.Log("The node comes back under its name")
+	c.node(removed, map[string]string{"disk": "nvme"})
+	c.agents[removed] = c.startAgent("agent-c-again", removed, c.disks[removed])
+	c.eventually("the removed volumes' directories released on the node that came back", func(context.Context) (bool, error) {
+		return c.directories()[removed] == 0, nil
+	})
+	c.eventually("the node's Lease lists no removed volume", func(ctx context.Context) (bool, error) {
+		lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, fleet.NodeLeaseName(removed), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		_, listed := lease.Annotations[fleet.AnnRemovedVolumes]
+		return !listed, nil
+	})
+	if got := c.directories(); got[c.nodes[0]] != 2 || got[c.nodes[1]] != 2 {
+		t.Errorf("directories of the other nodes: %v, want 2 each", got)
+	}
+}
