@@ -89,12 +89,9 @@ func parseOptions(args []string, env environment) (*options, error) {
 	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 || o.backendProbeInterval <= 0 || o.nodeLeaseDuration < 4*time.Second {
 		return nil, errors.New("--kube-api-qps and --backend-probe-interval must be positive, --kube-api-burst at least 1 and --node-lease-duration at least 4s")
 	}
-	if err := checkRoles(o.roles); err != nil {
-		return nil, err
-	}
 	o.nodeName = env.getenv("NODE_NAME")
-	if o.hasRole(roleNode) && o.nodeName == "" {
-		return nil, errors.New("cannot run a node agent without its node: set NODE_NAME, from the Pod's spec.nodeName")
+	if err := o.checkRoles(); err != nil {
+		return nil, err
 	}
 	if o.namespace == "" {
 		o.namespace = env.getenv("POD_NAMESPACE")
@@ -123,15 +120,19 @@ const (
 	roleNode    = "node"
 )
 
-// checkRoles refuses an empty or unknown role.
-func checkRoles(roles []string) error {
-	if len(roles) == 0 {
+// checkRoles refuses an empty or unknown role, and a node agent that does
+// not know its node.
+func (o *options) checkRoles() error {
+	if len(o.roles) == 0 {
 		return fmt.Errorf("--role needs at least one of %s and %s", roleManager, roleNode)
 	}
-	for _, role := range roles {
+	for _, role := range o.roles {
 		if role != roleManager && role != roleNode {
 			return fmt.Errorf("unknown --role %q: want %s, %s or both", role, roleManager, roleNode)
 		}
+	}
+	if o.hasRole(roleNode) && o.nodeName == "" {
+		return errors.New("cannot run a node agent without its node: set NODE_NAME, from the Pod's spec.nodeName")
 	}
 	return nil
 }

@@ -139,10 +139,10 @@ func TestForNode(t *testing.T) {
 		return metav1.ObjectMeta{Name: name, Namespace: namespace, UID: "uid-1", ResourceVersion: "42"}
 	}
 	trimmedClaim := claim("node-1")
-	trimmedClaim.ObjectMeta.ManagedFields = nil
+	trimmedClaim.ManagedFields = nil
 	delete(trimmedClaim.Annotations, lastApplied)
 	trimmedVolume := volume("node-1")
-	trimmedVolume.ObjectMeta.ManagedFields = nil
+	trimmedVolume.ManagedFields = nil
 	delete(trimmedVolume.Annotations, lastApplied)
 	tests := map[string]struct {
 		in, want runtime.Object

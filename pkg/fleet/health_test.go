@@ -75,7 +75,7 @@ func storageOf10Gi(available string) *v1alpha1.StorageStatus {
 // backend answers; status.storage follows its last successful probe.
 func TestManagerReportsAnUnavailableBackend(t *testing.T) {
 	f := newFixture(t)
-	f.create(managed("a", "x.io/a", 1))
+	f.create(managed())
 	f.eventually("a is Running", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonRunning })
 	inst := f.started("x.io/a")[0]
 	const gi = 1 << 30

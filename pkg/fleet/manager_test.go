@@ -183,9 +183,10 @@ func hostPathConfig(name, provisioner string, created int64) *v1alpha1.Provision
 // in the manager, which hostPath ones do not.
 const managedDriver = "fleet-test"
 
-// managed returns a ProvisionerConfig whose instance the manager runs.
-func managed(name, provisioner string, created int64) *v1alpha1.ProvisionerConfig {
-	pc := hostPathConfig(name, provisioner, created)
+// managed returns ProvisionerConfig a, of provisioner x.io/a, whose instance
+// the manager runs.
+func managed() *v1alpha1.ProvisionerConfig {
+	pc := hostPathConfig("a", "x.io/a", 1)
 	pc.Spec.Backend = v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: managedDriver}}
 	return pc
 }
@@ -198,7 +199,7 @@ func (f *fixture) hostPath(name, provisioner string, created int64) *v1alpha1.Pr
 
 func TestManagerStartsRetunesAndStopsInstances(t *testing.T) {
 	f := newFixture(t)
-	f.create(managed("a", "x.io/a", 1))
+	f.create(managed())
 	f.eventually("a is Running", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonRunning })
 	if got := f.get("a"); got.Status.Leader != "replica-1" || got.Finalizers[0] != v1alpha1.InstanceCleanupFinalizer {
 		t.Errorf("status.leader = %q, finalizers = %v", got.Status.Leader, got.Finalizers)
@@ -391,7 +392,7 @@ func TestManagerStandbyAndPause(t *testing.T) {
 	f.mu.Lock()
 	f.leader = false
 	f.mu.Unlock()
-	f.create(managed("a", "x.io/a", 1))
+	f.create(managed())
 	f.eventually("a stands by", func() bool { return f.readyReason("a", 1) == v1alpha1.ReasonStandby })
 	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Paused = true })
 	f.eventually("a is paused", func() bool { return f.readyReason("a", 2) == v1alpha1.ReasonPaused })

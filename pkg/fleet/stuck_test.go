@@ -49,7 +49,7 @@ func TestManagerReportsAStuckInstanceAndDelaysItsReplacement(t *testing.T) {
 	f.mu.Lock()
 	f.restartOn = func(before, after provisioning.Config) bool { return before.Workers != after.Workers }
 	f.mu.Unlock()
-	pc := managed("a", "x.io/a", 1)
+	pc := managed()
 	pc.Spec.LeaderElection = v1alpha1.LeaderElectionSpec{
 		LeaseDuration: &metav1.Duration{Duration: leaseDuration},
 		RenewDeadline: &metav1.Duration{Duration: time.Second},

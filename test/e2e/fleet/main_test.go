@@ -226,7 +226,7 @@ func (f *fixture) startManagerRole(identity string, args ...string) *managerproc
 
 // startAgent runs the node agent of node, whose disk is the folder root, as
 // the DaemonSet does: under its own ServiceAccount, in its own namespace.
-func (f *fixture) startAgent(identity, node, root string, args ...string) *managerproc.Process {
+func (f *fixture) startAgent(identity, node, root string) *managerproc.Process {
 	f.t.Helper()
 	return f.start(identity, managerproc.Options{
 		Binary:       managerBinary,
@@ -234,7 +234,7 @@ func (f *fixture) startAgent(identity, node, root string, args ...string) *manag
 		Namespace:    testenv.NodeAgentNamespace,
 		HostPathRoot: root,
 		NodeName:     node,
-		Args:         append([]string{"--role=node", nodeLeaseDuration}, args...),
+		Args:         []string{"--role=node", nodeLeaseDuration},
 	})
 }
 

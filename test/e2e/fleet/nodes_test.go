@@ -74,9 +74,9 @@ func newNodeCluster(t *testing.T) *nodeCluster {
 // provisioner creates a hostPath ProvisionerConfig served on every node:
 // node a and b by name, c, labelled disk=nvme, by selector, each under its
 // own disk, and a StorageClass of binding mode mode.
-func (c *nodeCluster) provisioner(name string, mode storagev1.VolumeBindingMode) *v1alpha1.ProvisionerConfig {
+func (c *nodeCluster) provisioner(name string, mode storagev1.VolumeBindingMode) {
 	c.t.Helper()
-	pc := c.fixture.provisioner(name, func(pc *v1alpha1.ProvisionerConfig) {
+	c.fixture.provisioner(name, func(pc *v1alpha1.ProvisionerConfig) {
 		hp := pc.Spec.Backend.HostPath
 		hp.Path = v1alpha1.AbsolutePath(filepath.Join(c.root, "nowhere"))
 		hp.NodePaths = []v1alpha1.NodePath{
@@ -99,17 +99,17 @@ func (c *nodeCluster) provisioner(name string, mode storagev1.VolumeBindingMode)
 			c.t.Fatal(err)
 		}
 	}
-	return pc
 }
 
-// claimOn creates a claim of class whose volume the scheduler selected
-// node for, as it does for a WaitForFirstConsumer claim of a scheduled Pod.
-func (c *nodeCluster) claimOn(name, class, node string) {
+// claimOn creates a claim of the class local whose volume the scheduler
+// selected node for, as it does for a WaitForFirstConsumer claim of a
+// scheduled Pod.
+func (c *nodeCluster) claimOn(name, node string) {
 	c.t.Helper()
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace, Annotations: map[string]string{"volume.kubernetes.io/selected-node": node}},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(class),
+			StorageClassName: ptr.To("local"),
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
 		},
@@ -229,7 +229,7 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 	for i, node := range c.nodes {
 		for j := range 2 {
 			claim := fmt.Sprintf("on-%d-%d", i, j)
-			c.claimOn(claim, name, node)
+			c.claimOn(claim, node)
 			want[claim] = placement{Node: node, Disk: node}
 		}
 	}
@@ -260,8 +260,8 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 	t.Log("A killed agent stops only its node's work")
 	killed := c.nodes[1]
 	c.agents[killed].Kill()
-	c.claimOn("after-kill-b", name, killed)
-	c.claimOn("after-kill-a", name, c.nodes[0])
+	c.claimOn("after-kill-b", killed)
+	c.claimOn("after-kill-a", c.nodes[0])
 	c.waitBound("after-kill-a")
 	pc := c.waitNodes(name, "2/3")
 	if u := pc.Status.Nodes.Unserved; len(u) != 1 || u[0].Node != killed || u[0].Reason != v1alpha1.ReasonNoNodeAgent {
@@ -281,7 +281,7 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 	var surged []string
 	for i := range 5 {
 		claim := fmt.Sprintf("surge-%d", i)
-		c.claimOn(claim, name, surge)
+		c.claimOn(claim, surge)
 		surged = append(surged, claim)
 	}
 	c.waitBound(surged...)
@@ -294,7 +294,7 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 		t.Errorf("first agent of %s on SIGTERM: %v", surge, err)
 	}
 	c.agents[surge] = second
-	c.claimOn("after-surge", name, surge)
+	c.claimOn("after-surge", surge)
 	c.waitBound("after-surge")
 	placements := c.placements()
 	byNode := map[string]int{}
