@@ -148,6 +148,8 @@ type Manager struct {
 	deps     dependencies
 	custom   map[string]BackendFactory
 	metrics  *provisioning.Metrics
+	// coordinatorMetrics are those of the coordinators of hostPath backends.
+	coordinatorMetrics *coordinatorMetrics
 
 	core   informers.SharedInformerFactory
 	leases informers.SharedInformerFactory // the Leases namespace only; nil without leader election
@@ -202,15 +204,20 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	if err != nil {
 		return nil, fmt.Errorf("cannot register the provisioners' metrics: %w", err)
 	}
+	coordinators, err := newCoordinatorMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot register the coordinators' metrics: %w", err)
+	}
 	scheme, err := newEventScheme()
 	if err != nil {
 		return nil, err
 	}
 	m := &Manager{
-		settings: settings,
-		deps:     deps,
-		custom:   map[string]BackendFactory{},
-		metrics:  metrics,
+		settings:           settings,
+		deps:               deps,
+		custom:             map[string]BackendFactory{},
+		metrics:            metrics,
+		coordinatorMetrics: coordinators,
 		// Instances resync on their own timers; the cache keeps only what
 		// they read.
 		core:    informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithTransform(cacheTransform(settings))),

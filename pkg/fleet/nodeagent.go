@@ -46,10 +46,6 @@ import (
 // by default, as the kubelet's node Lease does.
 const defaultNodeLeaseDuration = 40 * time.Second
 
-// annSelectedNode is where the scheduler, or the manager for an Immediate
-// claim, names the node a claim's volume goes to.
-const annSelectedNode = "volume.kubernetes.io/selected-node"
-
 // nodeAgent is the node role of a Manager: while it holds its node's Lease
 // it runs an instance of every hostPath ProvisionerConfig that selects the
 // node, and publishes how each runs with the Lease's renewals.

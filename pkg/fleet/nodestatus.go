@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -38,23 +37,21 @@ const nodeRecheck = 10 * time.Second
 // maxUnservedListed bounds status.nodes.unserved.
 const maxUnservedListed = 16
 
-// convergeHostPath reports the nodes that serve the hostPath
-// ProvisionerConfig pc.
+// convergeHostPath runs the coordinator of the hostPath ProvisionerConfig
+// pc and reports the nodes that serve it.
 func (m *Manager) convergeHostPath(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	m.stop(ctx, pc.Name)
-	if obs, refused := m.refuseConflicts(ctx, pc, pc.Name); refused {
-		return obs
-	}
-	obs := observation{running: true, reason: v1alpha1.ReasonRunning, message: "served by the node agents"}
-	if pc.Spec.Paused {
-		obs.reason, obs.message = v1alpha1.ReasonPaused, "spec.paused is true: nothing is provisioned or deleted"
-	}
+	obs := m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
 	return m.withNodes(pc, obs)
 }
 
-// withNodes adds to obs the nodes of the hostPath ProvisionerConfig pc and
-// the space they report, and turns Ready False when no node is served.
+// withNodes adds to obs, of a running coordinator, the nodes of the
+// hostPath ProvisionerConfig pc and the space they report, and turns Ready
+// False when no node is served.
 func (m *Manager) withNodes(pc *v1alpha1.ProvisionerConfig, obs observation) observation {
+	if !obs.running {
+		// Refused: its nodes say the same.
+		return obs
+	}
 	nodes, space, err := m.observeNodes(pc)
 	if err != nil {
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
@@ -167,13 +164,4 @@ func (m *Manager) nodeServes(node, name string) (provisionerReport, *v1alpha1.Un
 		return unserved(report.Reason, "%s", report.Message)
 	}
 	return report, nil
-}
-
-// leaseLive reports whether a holder renewed lease within its duration.
-func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
-	spec := lease.Spec
-	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
-		return false
-	}
-	return now.Before(spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second))
 }

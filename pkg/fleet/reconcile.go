@@ -28,7 +28,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -299,10 +301,46 @@ func (m *Manager) leaseFree(key string) error {
 	return fmt.Errorf("%w: its replacement starts once its Lease expired, at %s", errLeaseStillHeld, until.UTC().Format(time.RFC3339))
 }
 
-// startInstance builds the backend, the client and the provision controller
-// of pc and runs them with cfg.
+// startInstance starts the instance u of pc with cfg: the manager's
+// coordinator of a hostPath backend, or else a provision controller with the
+// backend u builds.
 func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, fingerprint string) (*running, error) {
 	key := pc.Name
+	client, err := m.deps.clientFor(cfg.ProvisionerName)
+	if err != nil {
+		return nil, err
+	}
+	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation}
+	if !cfg.LeaderElection.Enabled {
+		entry.leader = m.settings.Identity
+	}
+	onLeaderChange := func(holder string) {
+		entry.setLeader(holder)
+		m.queue.Add(key)
+	}
+	recorder := m.events.NewRecorder(m.scheme, v1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
+	if u.backend.HostPath != nil && u.scope == nil {
+		entry.instance, err = newCoordinator(pc.Name, cfg, u.backend.HostPath, coordinatorDeps{
+			Client: client, Informers: m.shared, NodeLeases: m.nodeLeaseInf, NodeLeaseNamespace: m.settings.NodeLeaseNamespace,
+			EventRecorder: recorder, Metrics: m.coordinatorMetrics, OnLeaderChange: onLeaderChange,
+		})
+	} else {
+		err = m.newController(ctx, pc, u, cfg, entry, provisioning.Dependencies{
+			Client: client, Informers: m.shared, EventRecorder: recorder, Metrics: m.metrics, OnLeaderChange: onLeaderChange,
+			OnStuck: func() { m.queue.Add(key) }, OnHealthChange: func() { m.queue.Add(key) }, Scope: u.scope,
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := m.instances.Start(ctx, u.key, entry)
+	klog.FromContext(ctx).Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
+	return r, nil
+}
+
+// newController builds the backend of u and the provision controller that
+// runs it into entry.
+func (m *Manager) newController(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, entry *running, deps provisioning.Dependencies) error {
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
 		Spec:             u.backend,
 		ProvisionerNames: provisionerNames(&pc.Spec),
@@ -311,39 +349,16 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		NodeName:         m.settings.NodeName,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	client, err := m.deps.clientFor(cfg.ProvisionerName)
+	deps.Provisioner = provisioner
+	inst, err := m.deps.newInstance(cfg, deps)
 	if err != nil {
 		closeBackend(provisioner)
-		return nil, err
+		return fmt.Errorf("%w: %w", errInvalidInstance, err)
 	}
-	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation, provisioner: provisioner, release: func() { closeBackend(provisioner) }}
-	if !cfg.LeaderElection.Enabled {
-		entry.leader = m.settings.Identity
-	}
-	inst, err := m.deps.newInstance(cfg, provisioning.Dependencies{
-		Client:        client,
-		Informers:     m.shared,
-		EventRecorder: m.events.NewRecorder(m.scheme, v1.EventSource{Component: "provfleet/" + cfg.ProvisionerName}),
-		Metrics:       m.metrics,
-		Provisioner:   provisioner,
-		OnLeaderChange: func(holder string) {
-			entry.setLeader(holder)
-			m.queue.Add(key)
-		},
-		OnStuck:        func() { m.queue.Add(key) },
-		OnHealthChange: func() { m.queue.Add(key) },
-		Scope:          u.scope,
-	})
-	if err != nil {
-		closeBackend(provisioner)
-		return nil, fmt.Errorf("%w: %w", errInvalidInstance, err)
-	}
-	entry.instance = inst
-	r := m.instances.Start(ctx, u.key, entry)
-	klog.FromContext(ctx).Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
-	return r, nil
+	entry.instance, entry.provisioner, entry.release = inst, provisioner, func() { closeBackend(provisioner) }
+	return nil
 }
 
 // setApplied records a live re-tune. Only the reconcile of r's object writes
@@ -447,13 +462,22 @@ func older(a, b *v1alpha1.ProvisionerConfig) bool {
 }
 
 func (m *Manager) addFinalizer(ctx context.Context, pc *v1alpha1.ProvisionerConfig) (*v1alpha1.ProvisionerConfig, error) {
-	pc = pc.DeepCopy()
-	pc.Finalizers = append(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer)
-	updated, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(ctx, pc, metav1UpdateOptions)
+	updated, err := m.patchFinalizers(ctx, pc, append(slices.Clone(pc.Finalizers), v1alpha1.InstanceCleanupFinalizer))
 	if err != nil {
 		return nil, fmt.Errorf("cannot add finalizer %s: %w", v1alpha1.InstanceCleanupFinalizer, err)
 	}
 	return updated, nil
+}
+
+// patchFinalizers sets the finalizers of pc with a merge patch at its
+// resource version: an update of the whole object would write back its
+// spec, durations re-encoded ("15m" as "15m0s"), and bump its generation.
+func (m *Manager) patchFinalizers(ctx context.Context, pc *v1alpha1.ProvisionerConfig, finalizers []string) (*v1alpha1.ProvisionerConfig, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": pc.ResourceVersion}})
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the finalizers: %w", err)
+	}
+	return m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Patch(ctx, pc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: component})
 }
 
 // removeFinalizer lets a deleted ProvisionerConfig go once its instance
@@ -462,9 +486,8 @@ func (m *Manager) removeFinalizer(ctx context.Context, pc *v1alpha1.ProvisionerC
 	if !slices.Contains(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer) {
 		return nil
 	}
-	pc = pc.DeepCopy()
-	pc.Finalizers = slices.DeleteFunc(pc.Finalizers, func(f string) bool { return f == v1alpha1.InstanceCleanupFinalizer })
-	_, err := m.deps.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(ctx, pc, metav1UpdateOptions)
+	finalizers := slices.DeleteFunc(slices.Clone(pc.Finalizers), func(f string) bool { return f == v1alpha1.InstanceCleanupFinalizer })
+	_, err := m.patchFinalizers(ctx, pc, finalizers)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("cannot remove finalizer %s: %w", v1alpha1.InstanceCleanupFinalizer, err)
 	}

@@ -243,10 +243,6 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 
 	t.Log("A re-tune reaches every agent")
 	edited := c.config(name)
-	for _, f := range edited.ManagedFields {
-		t.Logf("DEBUG managed %s %s %s", f.Manager, f.Operation, f.FieldsV1.String())
-	}
-	t.Logf("DEBUG generation %d", edited.Generation)
 	edited.Spec.Workers = 3
 	edited, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{})
 	if err != nil {

@@ -1,0 +1,431 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/leaderelection"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// Annotations of claims and PersistentVolumes that the coordinator reads, as
+// Kubernetes and external-provisioner name them.
+const (
+	annStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	annBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	annBetaStorageClass       = "volume.beta.kubernetes.io/storage-class"
+	annSelectedNode           = "volume.kubernetes.io/selected-node"
+	annProvisionedBy          = "pv.kubernetes.io/provisioned-by"
+)
+
+// coordinatorDeps are what a coordinator uses but does not own.
+type coordinatorDeps struct {
+	// Client patches claims and PersistentVolumes, deletes
+	// PersistentVolumes and writes Leases: the provisioner's own and the
+	// node Leases.
+	Client provisioning.Client
+	// Informers are the fleet's shared informers; the coordinator reads
+	// claims, volumes, classes and nodes, and elects on Leases when set.
+	Informers provisioning.SharedInformers
+	// NodeLeases informs about the Leases of NodeLeaseNamespace, where the
+	// node agents hold one Lease per node.
+	NodeLeases         cache.SharedIndexInformer
+	NodeLeaseNamespace string
+	EventRecorder      record.EventRecorder
+	Metrics            *coordinatorMetrics
+	// OnLeaderChange, if set, is called with the holder of the provisioner's
+	// Lease whenever it changes.
+	OnLeaderChange func(holderIdentity string)
+}
+
+// coordElector is what a coordinator needs of its elector: a
+// leaderelection.LeaderElector or AlwaysLeader.
+type coordElector interface {
+	Run(ctx context.Context)
+	IsLeader() bool
+	CheckRenewal() error
+	KeepLease()
+}
+
+// coordinator is the manager's instance of a hostPath ProvisionerConfig. The
+// node agents provision and delete its volumes, each on its own node; the
+// coordinator does what no node can do alone: it places the claims of
+// Immediate binding on one served node (placement.go) and handles the
+// volumes of nodes whose Node object is gone (noderemoval.go). It leads on
+// the provisioner's own Lease, the one a manager that ran the whole hostPath
+// controller held, so an upgrade hands over without two leaders.
+//
+// While it leads, one goroutine syncs everything of its provisioner at once
+// whenever a claim or volume of its names, a Node or a node Lease changes,
+// and again when a grace period ends or a waiting claim is due to be tried.
+type coordinator struct {
+	configName string
+	// name is the provisioner name, which never changes.
+	name       string
+	spec       *v1alpha1.HostPathBackend
+	client     provisioning.Client
+	informers  provisioning.SharedInformers
+	nodeLeases cache.SharedIndexInformer
+	leaseNS    string
+	recorder   record.EventRecorder
+	metrics    *coordinatorMetrics
+	elector    coordElector
+	started    atomic.Bool
+
+	mu   sync.Mutex
+	cfg  provisioning.Config
+	term *coordTerm // nil unless leading
+}
+
+// newCoordinator returns the coordinator of the hostPath ProvisionerConfig
+// named configName, with spec its backend; it starts nothing until Run.
+func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.HostPathBackend, deps coordinatorDeps) (*coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
+	}
+	if err := missingCoordinatorDeps(spec, deps); err != nil {
+		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
+	}
+	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
+	c := &coordinator{
+		configName: configName,
+		name:       cfg.ProvisionerName,
+		spec:       spec.DeepCopy(),
+		client:     deps.Client,
+		informers:  deps.Informers,
+		nodeLeases: deps.NodeLeases,
+		leaseNS:    deps.NodeLeaseNamespace,
+		recorder:   deps.EventRecorder,
+		metrics:    deps.Metrics,
+		cfg:        cfg,
+	}
+	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
+	return c, nil
+}
+
+func missingCoordinatorDeps(spec *v1alpha1.HostPathBackend, deps coordinatorDeps) error {
+	var missing []error
+	if spec == nil {
+		missing = append(missing, errors.New("a hostPath backend is required"))
+	}
+	if deps.Client == nil || deps.EventRecorder == nil || deps.Metrics == nil {
+		missing = append(missing, errors.New("a client, an event recorder and metrics are required"))
+	}
+	inf := deps.Informers
+	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil || deps.NodeLeases == nil {
+		missing = append(missing, errors.New("claim, volume, class, node and node Lease informers are required"))
+	}
+	return errors.Join(missing...)
+}
+
+// newElector elects on the provisioner's Lease exactly as a
+// provisioning.Controller does.
+func (c *coordinator) newElector(le provisioning.LeaderElectionConfig, onLeaderChange func(string)) coordElector {
+	if !le.Enabled {
+		return leaderelection.NewAlwaysLeader(leaderelection.LeaderCallbacks{OnStartedLeading: c.lead})
+	}
+	cfg := leaderelection.Config{
+		Client:              c.client,
+		Lease:               types.NamespacedName{Namespace: le.Namespace, Name: provisioning.LeaseName(c.name)},
+		Identity:            le.Identity,
+		LeaseDuration:       le.LeaseDuration,
+		RenewDeadline:       le.RenewDeadline,
+		RetryPeriod:         le.RetryPeriod,
+		LegacyLockNamespace: le.LegacyLockNamespace,
+		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: c.lead, OnNewLeader: onLeaderChange},
+	}
+	if c.informers.Leases != nil {
+		// Shared informer, a handler of this elector's own: one watch
+		// serves every elector of the namespace.
+		cfg.Leases = leaderelection.NewLeaseRouter(c.informers.Leases)
+	}
+	return leaderelection.NewLeaderElector(cfg)
+}
+
+// IsLeader is true when leader election is off, or this instance holds the
+// Lease and works.
+func (c *coordinator) IsLeader() bool { return c.elector.IsLeader() }
+
+// LeaseHealthy is nil unless this instance leads and its renewal is overdue.
+func (c *coordinator) LeaseHealthy() error { return c.elector.CheckRenewal() }
+
+// KeepLease makes the coming stop keep the Lease held, as
+// provisioning.Controller.KeepLease does.
+func (c *coordinator) KeepLease() { c.elector.KeepLease() }
+
+// Stuck is always nil: the coordinator calls no backend.
+func (*coordinator) Stuck() error { return nil }
+
+// Health is always the zero Health: the nodes' space is the agents' to
+// report, in their node Leases.
+func (*coordinator) Health() provisioning.Health { return provisioning.Health{} }
+
+func (c *coordinator) config() provisioning.Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// Reconfigure applies cfg live. It returns provisioning.ErrRestartRequired,
+// and changes nothing, when the provisioner name, the resync period or the
+// leader election settings differ, as a provisioning.Controller does.
+func (c *coordinator) Reconfigure(cfg provisioning.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, err)
+	}
+	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.cfg
+	if cfg.ProvisionerName != old.ProvisionerName || cfg.ResyncPeriod != old.ResyncPeriod || cfg.LeaderElection != old.LeaderElection {
+		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, provisioning.ErrRestartRequired)
+	}
+	c.cfg = cfg
+	if c.term != nil {
+		c.term.kick()
+	}
+	return nil
+}
+
+// Run works until ctx ends, as the leader of its provisioner when leader
+// election is on, and returns once its work stopped and its Lease was
+// released.
+func (c *coordinator) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("cannot run the coordinator of %q twice", c.configName)
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisioner", c.name)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting hostPath coordinator")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.Claims.HasSynced, c.informers.Volumes.HasSynced,
+		c.informers.Classes.HasSynced, c.informers.Nodes.HasSynced, c.nodeLeases.HasSynced) {
+		return nil
+	}
+	c.elector.Run(ctx)
+	logger.Info("Stopped hostPath coordinator")
+	return nil
+}
+
+// coordTerm is one period of leadership.
+type coordTerm struct {
+	// wake asks the worker for a sync; one pending request is enough.
+	wake chan struct{}
+	// warned holds, by claim UID, the last Event each waiting claim got, so
+	// that a claim is not told the same again at every sync. Only the
+	// worker touches it.
+	warned map[types.UID]string
+}
+
+func (t *coordTerm) kick() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// lead starts the work of one term, which lasts until ctx ends; the
+// returned stop waits for it to end.
+func (c *coordinator) lead(ctx context.Context) (stop func()) {
+	logger := klog.FromContext(ctx)
+	t := &coordTerm{wake: make(chan struct{}, 1), warned: map[types.UID]string{}}
+	watches := c.watch(ctx, t)
+	c.mu.Lock()
+	c.term = t
+	c.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.work(ctx, t)
+	}()
+	logger.Info("Leading: placing claims and watching for removed nodes")
+	return func() {
+		c.mu.Lock()
+		c.term = nil
+		c.mu.Unlock()
+		<-done
+		for _, w := range watches {
+			if err := w.informer.RemoveEventHandler(w.registration); err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Cannot stop watching")
+			}
+		}
+		c.metrics.deleteSeries(c.name)
+		logger.Info("Stopped leading")
+	}
+}
+
+// watchRegistration is one event handler added to a shared informer.
+type watchRegistration struct {
+	informer     cache.SharedIndexInformer
+	registration cache.ResourceEventHandlerRegistration
+}
+
+// watch makes the changes that may call for a sync wake t's worker: those
+// of claims and volumes of this provisioner's names, of Nodes, and of the
+// holder or the annotations of node Leases (not their renewals).
+func (c *coordinator) watch(ctx context.Context, t *coordTerm) []watchRegistration {
+	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
+		c.informers.Claims:  c.filtered(t, func(obj any) bool { return c.knownName(claimProvisioner(obj)) }),
+		c.informers.Volumes: c.filtered(t, func(obj any) bool { return c.knownName(volumeProvisioner(obj)) }),
+		c.informers.Nodes:   nodeChanges(t),
+		c.nodeLeases:        leaseChanges(t),
+	}
+	var watches []watchRegistration
+	for informer, handler := range handlers {
+		registration, err := informer.AddEventHandler(handler)
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Cannot watch")
+			continue
+		}
+		watches = append(watches, watchRegistration{informer: informer, registration: registration})
+	}
+	return watches
+}
+
+func (c *coordinator) filtered(t *coordTerm, interesting func(obj any) bool) cache.ResourceEventHandler {
+	return cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			return interesting(obj)
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { t.kick() },
+			UpdateFunc: func(any, any) { t.kick() },
+			DeleteFunc: func(any) { t.kick() },
+		},
+	}
+}
+
+// nodeChanges wakes t when a Node comes, goes or changes labels: its status
+// updates change nothing the coordinator acts on.
+func nodeChanges(t *coordTerm) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { t.kick() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Node)
+			n, ok2 := newObj.(*v1.Node)
+			if !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels) {
+				t.kick()
+			}
+		},
+		DeleteFunc: func(any) { t.kick() },
+	}
+}
+
+// leaseChanges wakes t when a node Lease comes, goes, changes holder or
+// annotations: a renewal alone changes nothing the coordinator acts on.
+func leaseChanges(t *coordTerm) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { t.kick() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*coordinationv1.Lease)
+			n, ok2 := newObj.(*coordinationv1.Lease)
+			if !ok1 || !ok2 || !equalPtr(o.Spec.HolderIdentity, n.Spec.HolderIdentity) ||
+				o.Annotations[AnnNodeReport] != n.Annotations[AnnNodeReport] {
+				t.kick()
+			}
+		},
+		DeleteFunc: func(any) { t.kick() },
+	}
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// knownName reports whether name is one of this provisioner's names.
+func (c *coordinator) knownName(name string) bool {
+	if name == "" {
+		return false
+	}
+	cfg := c.config()
+	return name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name)
+}
+
+func claimProvisioner(obj any) string {
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return ""
+	}
+	if name, ok := claim.Annotations[annStorageProvisioner]; ok {
+		return name
+	}
+	return claim.Annotations[annBetaStorageProvisioner]
+}
+
+func volumeProvisioner(obj any) string {
+	if volume, ok := obj.(*v1.PersistentVolume); ok {
+		return volume.Annotations[annProvisionedBy]
+	}
+	return ""
+}
+
+// work syncs at once, then whenever t is woken or the wait a sync asked
+// for is over, until ctx ends.
+func (c *coordinator) work(ctx context.Context, t *coordTerm) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+		if next := c.sync(ctx, t); next > 0 {
+			timer.Reset(next)
+		}
+	}
+}
+
+// sync places what waits for a node and handles the volumes of removed
+// nodes. It returns how soon to sync again without a change; zero: only on
+// a change.
+func (c *coordinator) sync(ctx context.Context, t *coordTerm) time.Duration {
+	cfg := c.config()
+	if cfg.Paused {
+		return 0
+	}
+	v := c.view(cfg)
+	next := c.place(ctx, t, v)
+	if removal := c.handleRemovedNodes(ctx, v); removal > 0 && (next == 0 || removal < next) {
+		next = removal
+	}
+	if next == 0 || cfg.ResyncPeriod > 0 && cfg.ResyncPeriod < next {
+		next = cfg.ResyncPeriod
+	}
+	return next
+}

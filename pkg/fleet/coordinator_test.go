@@ -1,0 +1,581 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/testenv"
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// coordWait bounds every wait for the control plane or a coordinator.
+const coordWait = 2 * time.Minute
+
+// TestCoordinator runs coordinators against a real control plane, where node
+// Leases written by the test stand for the node agents.
+func TestCoordinator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: needs a control plane")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("cannot start the control plane: %v", err)
+	}
+	t.Cleanup(env.Stop)
+	client := kubernetes.NewForConfigOrDie(env.Config())
+	t.Run("places by room, then by fewest volumes, on served nodes only", func(t *testing.T) { testPlacementByRoom(t, client) })
+	t.Run("a full budget waits until room frees up", func(t *testing.T) { testFullBudgetWaits(t, client) })
+	t.Run("two racing leaders place a claim once", func(t *testing.T) { testRacingLeaders(t, client) })
+	t.Run("a claim selected to an unserved node is told", func(t *testing.T) { testUnservedNode(t, client) })
+	t.Run("node removal reported", func(t *testing.T) { testRemovalReport(t, client) })
+	t.Run("node removal deletes after the grace period", func(t *testing.T) { testRemovalDelete(t, client) })
+	t.Run("a node back within the grace period keeps its volumes", func(t *testing.T) { testNodeBack(t, client) })
+	if t.Failed() {
+		env.DumpLogs(testWriter{t})
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// coordEnv is one subtest's world: its own namespaces, node names and
+// provisioner, so that subtests share the control plane only.
+type coordEnv struct {
+	t          *testing.T
+	ctx        context.Context
+	client     kubernetes.Interface
+	id         string // prefixes every cluster-scoped name
+	ns         string // claims and the provisioner's Lease
+	leaseNS    string // node Leases
+	configName string
+	provName   string
+	metrics    *coordinatorMetrics
+}
+
+func newCoordEnv(t *testing.T, client kubernetes.Interface, id string) *coordEnv {
+	_, ctx := ktesting.NewTestContext(t)
+	e := &coordEnv{t: t, ctx: ctx, client: client, id: id, ns: id, leaseNS: id + "-nodes",
+		configName: id, provName: "provfleet.io/" + id}
+	for _, ns := range []string{e.ns, e.leaseNS} {
+		e.create(func() error {
+			_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	m, err := newCoordinatorMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.metrics = m
+	return e
+}
+
+func (e *coordEnv) create(create func() error) {
+	e.t.Helper()
+	if err := create(); err != nil {
+		e.t.Fatalf("cannot create: %v", err)
+	}
+}
+
+// start runs a coordinator of spec as identity, with its own informers and
+// Event broadcaster, until the subtest ends; identity "" turns leader
+// election off.
+func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *coordinator {
+	e.t.Helper()
+	cfg := provisioning.DefaultConfig(e.provName)
+	cfg.Retry.InitialDelay = time.Second
+	cfg.LeaderElection = provisioning.LeaderElectionConfig{Enabled: identity != "", Namespace: e.ns, Identity: identity,
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}
+	factory := informers.NewSharedInformerFactory(e.client, 0)
+	leases := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(e.ns))
+	nodeLeases := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(e.leaseNS))
+	broadcaster := record.NewBroadcaster(record.WithContext(e.ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.client.CoreV1().Events("")})
+	c, err := newCoordinator(e.configName, cfg, spec, coordinatorDeps{
+		Client: e.client,
+		Informers: provisioning.SharedInformers{
+			Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
+			Volumes: factory.Core().V1().PersistentVolumes().Informer(),
+			Classes: factory.Storage().V1().StorageClasses().Informer(),
+			Nodes:   factory.Core().V1().Nodes().Informer(),
+			Leases:  leases.Coordination().V1().Leases().Informer(),
+		},
+		NodeLeases:         nodeLeases.Coordination().V1().Leases().Informer(),
+		NodeLeaseNamespace: e.leaseNS,
+		EventRecorder:      broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "coordinator-" + identity}),
+		Metrics:            e.metrics,
+	})
+	if err != nil {
+		e.t.Fatalf("newCoordinator: %v", err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	for _, f := range []informers.SharedInformerFactory{factory, leases, nodeLeases} {
+		f.Start(ctx.Done())
+	}
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("Run: %v", err)
+		}
+		for _, f := range []informers.SharedInformerFactory{factory, leases, nodeLeases} {
+			f.Shutdown()
+		}
+		broadcaster.Shutdown()
+	})
+	return c
+}
+
+// node creates a Node object labelled labels.
+func (e *coordEnv) node(name string, labels map[string]string) {
+	e.create(func() error {
+		_, err := e.client.CoreV1().Nodes().Create(e.ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+		return err
+	})
+	e.t.Cleanup(func() {
+		_ = e.client.CoreV1().Nodes().Delete(context.WithoutCancel(e.ctx), name, metav1.DeleteOptions{})
+	})
+}
+
+// agent writes the node Lease of node as its agent would: held and renewed
+// now when live, and reporting reason for this ProvisionerConfig.
+func (e *coordEnv) agent(node, reason string, live bool, available *int64) {
+	renewed := time.Now()
+	if !live {
+		renewed = renewed.Add(-time.Hour)
+	}
+	report, err := json.Marshal(nodeReport{e.configName: {Generation: 1, Reason: reason, Available: available}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.create(func() error {
+		_, err := e.client.CoordinationV1().Leases(e.leaseNS).Create(e.ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: NodeLeaseName(node), Annotations: map[string]string{AnnNodeReport: string(report)}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-" + node), LeaseDurationSeconds: ptr.To[int32](600),
+				RenewTime: &metav1.MicroTime{Time: renewed}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// class creates the StorageClass of the provisioner with mode.
+func (e *coordEnv) class(mode storagev1.VolumeBindingMode) string {
+	name := e.id
+	e.create(func() error {
+		_, err := e.client.StorageV1().StorageClasses().Create(e.ctx, &storagev1.StorageClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: e.provName, VolumeBindingMode: &mode,
+		}, metav1.CreateOptions{})
+		return err
+	})
+	e.t.Cleanup(func() {
+		_ = e.client.StorageV1().StorageClasses().Delete(context.WithoutCancel(e.ctx), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// claim creates a claim of class asking for size, with annotations.
+func (e *coordEnv) claim(name, class, size string, annotations map[string]string) *v1.PersistentVolumeClaim {
+	e.t.Helper()
+	claim, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: v1.PersistentVolumeClaimSpec{
+			StorageClassName: &class,
+			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("cannot create claim %s: %v", name, err)
+	}
+	return claim
+}
+
+// volume creates a PersistentVolume of the provisioner on node, as an agent
+// would have made it, bound to claim when claim is set.
+func (e *coordEnv) volume(name, node, size, class string, claim *v1.PersistentVolumeClaim) *v1.PersistentVolume {
+	e.t.Helper()
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{provisioning.VolumeFinalizer},
+			Annotations: map[string]string{annProvisionedBy: e.provName, backend.AnnNode: node}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              class,
+			PersistentVolumeSource:        v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/tmp/" + name}},
+		},
+	}
+	// Reserved for a claim that never comes, so that the binder binds no
+	// claim of the test to it.
+	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: e.ns, Name: "reserved-" + name}
+	if claim != nil {
+		pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+	}
+	created, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("cannot create volume %s: %v", name, err)
+	}
+	e.t.Cleanup(func() { e.forgetVolume(name) })
+	return created
+}
+
+// forgetVolume deletes a volume whatever its finalizers.
+func (e *coordEnv) forgetVolume(name string) {
+	ctx := context.WithoutCancel(e.ctx)
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	_, _ = e.client.CoreV1().PersistentVolumes().Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	_ = e.client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// eventually polls condition until it holds, failing the test when it does
+// not within coordWait.
+func (e *coordEnv) eventually(what string, condition func() (bool, error)) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, coordWait, true,
+		func(context.Context) (bool, error) { return condition() })
+	if err != nil {
+		e.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func (e *coordEnv) getClaim(name string) *v1.PersistentVolumeClaim {
+	e.t.Helper()
+	claim, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("cannot get claim %s: %v", name, err)
+	}
+	return claim
+}
+
+// placedOn waits until claim has a selected node and returns it.
+func (e *coordEnv) placedOn(name string) string {
+	e.t.Helper()
+	var node string
+	e.eventually("claim "+name+" placed", func() (bool, error) {
+		node = e.getClaim(name).Annotations[annSelectedNode]
+		return node != "", nil
+	})
+	return node
+}
+
+// events returns the Events of reason about the object name in namespace.
+func (e *coordEnv) events(namespace, name, reason string) []v1.Event {
+	e.t.Helper()
+	list, err := e.client.CoreV1().Events(namespace).List(e.ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.String(),
+	})
+	if err != nil {
+		e.t.Fatalf("cannot list Events: %v", err)
+	}
+	return list.Items
+}
+
+// waitEvent waits for an Event of reason about name and returns its message.
+func (e *coordEnv) waitEvent(namespace, name, reason string) string {
+	e.t.Helper()
+	var message string
+	e.eventually(reason+" Event on "+name, func() (bool, error) {
+		events := e.events(namespace, name, reason)
+		if len(events) > 0 {
+			message = events[0].Message
+		}
+		return len(events) > 0, nil
+	})
+	return message
+}
+
+// eventCount is how many times events were recorded.
+func eventCount(events []v1.Event) int32 {
+	count := int32(0)
+	for _, ev := range events {
+		count += ev.Count
+	}
+	return count
+}
+
+func testPlacementByRoom(t *testing.T, client kubernetes.Interface) {
+	e := newCoordEnv(t, client, "room")
+	served := map[string]string{"disk": "local"}
+	for _, n := range []string{"room-a", "room-b", "room-c", "room-expired", "room-starting", "room-unselected"} {
+		labels := served
+		if n == "room-unselected" {
+			labels = nil
+		}
+		e.node(n, labels)
+	}
+	// The nodes with the most room on paper are not served: no live agent,
+	// an agent that does not run this provisioner, a node not selected.
+	e.agent("room-a", v1alpha1.ReasonRunning, true, nil)
+	e.agent("room-b", v1alpha1.ReasonRunning, true, nil)
+	e.agent("room-c", v1alpha1.ReasonRunning, true, nil)
+	e.agent("room-expired", v1alpha1.ReasonRunning, false, nil)
+	e.agent("room-starting", v1alpha1.ReasonBackendUnavailable, true, nil)
+	e.agent("room-unselected", v1alpha1.ReasonRunning, true, nil)
+	class := e.class(storagev1.VolumeBindingImmediate)
+	// Of a 10Gi budget per node: a has 6Gi left, b and c 9Gi, b with the
+	// fewer volumes.
+	e.volume("room-pv-a", "room-a", "4Gi", class, nil)
+	e.volume("room-pv-b", "room-b", "1Gi", class, nil)
+	e.volume("room-pv-c1", "room-c", "512Mi", class, nil)
+	e.volume("room-pv-c2", "room-c", "512Mi", class, nil)
+	c := e.start("replica-1", &v1alpha1.HostPathBackend{Path: "/var/lib/room",
+		NodeSelector: &v1alpha1.NodeLabelSelector{MatchLabels: served},
+		Capacity:     &v1alpha1.CapacitySpec{Storage: ptr.To(resource.MustParse("10Gi"))}})
+
+	e.claim("first", class, "1Gi", nil)
+	if diff := cmp.Diff("room-b", e.placedOn("first")); diff != "" {
+		t.Errorf("node of the first claim (-want +got):\n%s", diff)
+	}
+	message := e.waitEvent(e.ns, "first", EventNodeSelected)
+	if !strings.Contains(message, "room-b") || !strings.Contains(message, "9Gi left") {
+		t.Errorf("the placement Event does not say the node and why: %q", message)
+	}
+	// It leads on the provisioner's own Lease, as a manager that ran the
+	// whole controller did.
+	lease, err := e.client.CoordinationV1().Leases(e.ns).Get(e.ctx, provisioning.LeaseName(e.provName), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the provisioner's Lease: %v", err)
+	}
+	if diff := cmp.Diff("replica-1", ptr.Deref(lease.Spec.HolderIdentity, "")); diff != "" || !c.IsLeader() {
+		t.Errorf("holder of the provisioner's Lease (-want +got):\n%s", diff)
+	}
+	// b now holds 2Gi in two volumes, c 1Gi in two: c has the most room.
+	e.claim("second", class, "2Gi", nil)
+	if diff := cmp.Diff("room-c", e.placedOn("second")); diff != "" {
+		t.Errorf("node of the second claim (-want +got):\n%s", diff)
+	}
+}
+
+func testFullBudgetWaits(t *testing.T, client kubernetes.Interface) {
+	e := newCoordEnv(t, client, "full")
+	e.node("full-a", nil)
+	e.agent("full-a", v1alpha1.ReasonRunning, true, ptr.To(100*gi))
+	class := e.class(storagev1.VolumeBindingImmediate)
+	e.volume("full-pv", "full-a", "1Gi", class, nil)
+	e.start("replica-1", &v1alpha1.HostPathBackend{Path: "/var/lib/full", Capacity: &v1alpha1.CapacitySpec{MaxVolumes: 1}})
+
+	e.claim("waits", class, "1Gi", nil)
+	message := e.waitEvent(e.ns, "waits", EventNoNodeWithRoom)
+	if !strings.Contains(message, "maxVolumes 1") {
+		t.Errorf("the Event does not say the budget: %q", message)
+	}
+	if node := e.getClaim("waits").Annotations[annSelectedNode]; node != "" {
+		t.Fatalf("claim placed on %s past the budget", node)
+	}
+	e.forgetVolume("full-pv")
+	if diff := cmp.Diff("full-a", e.placedOn("waits")); diff != "" {
+		t.Errorf("node once room freed up (-want +got):\n%s", diff)
+	}
+}
+
+// testRacingLeaders runs two coordinators that both lead, as two replicas
+// would for a moment if leader election failed: the resourceVersion of the
+// placement lets only one of them place each claim.
+func testRacingLeaders(t *testing.T, client kubernetes.Interface) {
+	e := newCoordEnv(t, client, "race")
+	for _, n := range []string{"race-a", "race-b", "race-c"} {
+		e.node(n, nil)
+		e.agent(n, v1alpha1.ReasonRunning, true, nil)
+	}
+	class := e.class(storagev1.VolumeBindingImmediate)
+	spec := &v1alpha1.HostPathBackend{Path: "/var/lib/race"}
+	e.start("", spec)
+	e.start("", spec)
+
+	const claims = 10
+	for i := range claims {
+		e.claim(fmt.Sprintf("claim-%d", i), class, "1Gi", nil)
+	}
+	for i := range claims {
+		name := fmt.Sprintf("claim-%d", i)
+		e.placedOn(name)
+		e.waitEvent(e.ns, name, EventNodeSelected)
+	}
+	// Both would have told their placement: their recorders differ.
+	for i := range claims {
+		name := fmt.Sprintf("claim-%d", i)
+		if count := eventCount(e.events(e.ns, name, EventNodeSelected)); count != 1 {
+			t.Errorf("claim %s placed %d times", name, count)
+		}
+	}
+}
+
+func testUnservedNode(t *testing.T, client kubernetes.Interface) {
+	e := newCoordEnv(t, client, "unserved")
+	e.node("unserved-a", map[string]string{"disk": "local"})
+	e.node("unserved-b", map[string]string{"disk": "local"})
+	e.node("unserved-x", nil)
+	class := e.class(storagev1.VolumeBindingWaitForFirstConsumer)
+	e.start("replica-1", &v1alpha1.HostPathBackend{Path: "/var/lib/unserved",
+		NodeSelector: &v1alpha1.NodeLabelSelector{MatchLabels: map[string]string{"disk": "local"}}})
+
+	// As the scheduler and the binder would annotate it.
+	e.claim("elsewhere", class, "1Gi", map[string]string{annSelectedNode: "unserved-x", annStorageProvisioner: e.provName})
+	message := e.waitEvent(e.ns, "elsewhere", EventNodeNotServed)
+	for _, want := range []string{"unserved-x", "nodes unserved-a, unserved-b", "allowedTopologies"} {
+		if !strings.Contains(message, want) {
+			t.Errorf("the Event does not say %q: %q", want, message)
+		}
+	}
+}
+
+// fakeCoordinator is a coordinator over a fake clientset, without leader
+// election, and its informers' factory, not started yet.
+func fakeCoordinator(t *testing.T, client kubernetes.Interface, spec *v1alpha1.HostPathBackend) (*coordinator, informers.SharedInformerFactory) {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	m, err := newCoordinatorMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newCoordinator("fake", fakeConfig(), spec, coordinatorDeps{
+		Client: client,
+		Informers: provisioning.SharedInformers{
+			Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
+			Volumes: factory.Core().V1().PersistentVolumes().Informer(),
+			Classes: factory.Storage().V1().StorageClasses().Informer(),
+			Nodes:   factory.Core().V1().Nodes().Informer(),
+		},
+		NodeLeases:         factory.Coordination().V1().Leases().Informer(),
+		NodeLeaseNamespace: "nodes",
+		EventRecorder:      record.NewFakeRecorder(100),
+		Metrics:            m,
+	})
+	if err != nil {
+		t.Fatalf("newCoordinator: %v", err)
+	}
+	return c, factory
+}
+
+// fakeConfig is the configuration of a fake coordinator: leader election
+// off.
+func fakeConfig() provisioning.Config {
+	cfg := provisioning.DefaultConfig("provfleet.io/fake")
+	cfg.LeaderElection.Enabled = false
+	return cfg
+}
+
+// TestCoordinatorRun proves that a coordinator works once run and that no
+// goroutine of its outlives Run.
+func TestCoordinatorRun(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	_, ctx := ktesting.NewTestContext(t)
+	report, err := json.Marshal(nodeReport{"fake": {Reason: v1alpha1.ReasonRunning}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubefake.NewClientset(
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}},
+		&coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "nodes", Name: NodeLeaseName("node-1"), Annotations: map[string]string{AnnNodeReport: string(report)}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](600),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fake"}, Provisioner: "provfleet.io/fake"},
+		&v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "claim", UID: "uid-1",
+				Annotations: map[string]string{annStorageProvisioner: "provfleet.io/fake"}},
+			Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fake")},
+		},
+	)
+	c, factory := fakeCoordinator(t, client, &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
+	runCtx, cancel := context.WithCancel(ctx)
+	factory.Start(runCtx.Done())
+	done := make(chan error)
+	go func() { done <- c.Run(runCtx) }()
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, coordWait, true, func(ctx context.Context) (bool, error) {
+		claim, err := client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "claim", metav1.GetOptions{})
+		return err == nil && claim.Annotations[annSelectedNode] == "node-1", err
+	})
+	if err != nil {
+		t.Errorf("claim not placed: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	factory.Shutdown()
+	if err := c.Run(ctx); err == nil {
+		t.Errorf("a second Run did not fail")
+	}
+}
+
+func TestCoordinatorReconfigure(t *testing.T) {
+	tests := map[string]struct {
+		change      func(*provisioning.Config)
+		wantRestart bool
+	}{
+		"paused":              {change: func(c *provisioning.Config) { c.Paused = true }},
+		"another name":        {change: func(c *provisioning.Config) { c.AdditionalProvisionerNames = []string{"provfleet.io/old"} }},
+		"other retries":       {change: func(c *provisioning.Config) { c.Retry.InitialDelay = time.Second }},
+		"another resync":      {change: func(c *provisioning.Config) { c.ResyncPeriod = time.Minute }, wantRestart: true},
+		"other leader leases": {change: func(c *provisioning.Config) { c.LeaderElection.LeaseDuration *= 2 }, wantRestart: true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, _ := fakeCoordinator(t, kubefake.NewClientset(), &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
+			cfg := fakeConfig()
+			tt.change(&cfg)
+			err := c.Reconfigure(cfg)
+			if diff := cmp.Diff(tt.wantRestart, errors.Is(err, provisioning.ErrRestartRequired)); diff != "" {
+				t.Fatalf("restart required (-want +got):\n%s\nerr: %v", diff, err)
+			}
+			want := cfg
+			if tt.wantRestart {
+				want = fakeConfig()
+			}
+			if diff := cmp.Diff(want, c.config()); diff != "" {
+				t.Errorf("config applied (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,437 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// Reasons of the Events the coordinator records.
+const (
+	EventNodeSelected   = "NodeSelected"
+	EventNoNodeWithRoom = "NoNodeWithRoom"
+	EventNodeNotServed  = "NodeNotServed"
+)
+
+// fleetView is what one sync looks at, read from the informers at its start.
+type fleetView struct {
+	now time.Time
+	// retry is how soon a claim that waits for a node is tried again.
+	retry time.Duration
+	// nodes are all Node objects, by name.
+	nodes map[string]*v1.Node
+	// volumes and claims are those of this provisioner's names.
+	volumes []*v1.PersistentVolume
+	claims  []*v1.PersistentVolumeClaim
+}
+
+func (c *coordinator) view(cfg provisioning.Config) *fleetView {
+	v := &fleetView{now: time.Now(), retry: cfg.Retry.InitialDelay, nodes: map[string]*v1.Node{}}
+	for _, obj := range c.informers.Nodes.GetStore().List() {
+		if node, ok := obj.(*v1.Node); ok {
+			v.nodes[node.Name] = node
+		}
+	}
+	for _, obj := range c.informers.Volumes.GetStore().List() {
+		if volume, ok := obj.(*v1.PersistentVolume); ok && c.knownName(volumeProvisioner(volume)) {
+			v.volumes = append(v.volumes, volume)
+		}
+	}
+	for _, obj := range c.informers.Claims.GetStore().List() {
+		if claim, ok := obj.(*v1.PersistentVolumeClaim); ok && c.knownName(claimProvisioner(claim)) {
+			v.claims = append(v.claims, claim)
+		}
+	}
+	// Oldest first: a claim that waits longer is placed first.
+	slices.SortFunc(v.claims, func(a, b *v1.PersistentVolumeClaim) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name))
+	})
+	return v
+}
+
+// nodeCandidate is a served node and what its volumes take of its budget.
+type nodeCandidate struct {
+	Name string
+	// Volumes and Used count the volumes of this provisioner on the node,
+	// and the claims placed there whose volume is not made yet.
+	Volumes int64
+	Used    int64
+	// Available is the free space its agent last reported; nil: unknown.
+	Available *int64
+}
+
+// nodeBudget is spec.capacity, which applies to each node alone.
+type nodeBudget struct {
+	// MaxVolumes is zero for no bound; Storage nil for none.
+	MaxVolumes int64
+	Storage    *int64
+}
+
+func budgetOf(spec *v1alpha1.HostPathBackend) nodeBudget {
+	var b nodeBudget
+	if spec.Capacity != nil {
+		b.MaxVolumes = int64(spec.Capacity.MaxVolumes)
+		if spec.Capacity.Storage != nil {
+			storage := spec.Capacity.Storage.Value()
+			b.Storage = &storage
+		}
+	}
+	return b
+}
+
+// fits reports whether n has room in b for one more volume of request bytes.
+func (b nodeBudget) fits(n nodeCandidate, request int64) bool {
+	return (b.MaxVolumes == 0 || n.Volumes < b.MaxVolumes) && (b.Storage == nil || n.Used+request <= *b.Storage)
+}
+
+// room is what n has left: of the storage budget when there is one, else
+// the free space its agent reported, else nothing known.
+func (b nodeBudget) room(n nodeCandidate) int64 {
+	switch {
+	case b.Storage != nil:
+		return *b.Storage - n.Used
+	case n.Available != nil:
+		return *n.Available
+	}
+	return 0
+}
+
+// chooseNode picks the node of a claim among candidates: one with room in
+// b, the most room first, then the fewest volumes, then the lowest hash of
+// the claim's UID and the node name, so that equal nodes share the claims
+// and every leader picks the same. It returns false when none has room.
+func chooseNode(uid types.UID, request int64, candidates []nodeCandidate, b nodeBudget) (nodeCandidate, bool) {
+	var best nodeCandidate
+	found := false
+	for _, n := range candidates {
+		if !b.fits(n, request) {
+			continue
+		}
+		if !found || b.better(uid, n, best) {
+			best, found = n, true
+		}
+	}
+	return best, found
+}
+
+func (b nodeBudget) better(uid types.UID, n, than nodeCandidate) bool {
+	return cmp.Or(
+		-cmp.Compare(b.room(n), b.room(than)),
+		cmp.Compare(n.Volumes, than.Volumes),
+		cmp.Compare(placementHash(uid, n.Name), placementHash(uid, than.Name)),
+	) < 0
+}
+
+func placementHash(uid types.UID, node string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(string(uid) + "/" + node))
+	return h.Sum64()
+}
+
+// candidates are the nodes this provisioner serves right now: selected by
+// the spec, with a live node Lease whose report runs this ProvisionerConfig,
+// with the volumes and placed claims of each.
+func (c *coordinator) candidates(ctx context.Context, v *fleetView) map[string]*nodeCandidate {
+	served := map[string]*nodeCandidate{}
+	for name, node := range v.nodes {
+		if selected, err := selectsNode(c.spec, node); err != nil || !selected {
+			continue
+		}
+		report, ok := c.liveReport(ctx, name, v.now)
+		if ok && report.Reason == v1alpha1.ReasonRunning {
+			served[name] = &nodeCandidate{Name: name, Available: report.Available}
+		}
+	}
+	for _, volume := range v.volumes {
+		if n := served[backend.VolumeNode(volume)]; n != nil {
+			n.Volumes++
+			n.Used += storageOf(volume.Spec.Capacity)
+		}
+	}
+	for _, claim := range v.claims {
+		if n := served[claim.Annotations[annSelectedNode]]; n != nil && claim.Spec.VolumeName == "" {
+			n.Volumes++
+			n.Used += storageOf(claim.Spec.Resources.Requests)
+		}
+	}
+	return served
+}
+
+func storageOf(resources v1.ResourceList) int64 {
+	q := resources[v1.ResourceStorage]
+	return q.Value()
+}
+
+// liveReport is what the agent of node reports of this ProvisionerConfig,
+// when its node Lease is held and renewed in time.
+func (c *coordinator) liveReport(ctx context.Context, node string, now time.Time) (provisionerReport, bool) {
+	obj, exists, err := c.nodeLeases.GetIndexer().GetByKey(c.leaseNS + "/" + NodeLeaseName(node))
+	if err != nil || !exists {
+		return provisionerReport{}, false
+	}
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok || !leaseLive(lease, now) {
+		return provisionerReport{}, false
+	}
+	report, err := readNodeReport(lease)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Ignoring a node report", "lease", klog.KObj(lease), "err", err)
+		return provisionerReport{}, false
+	}
+	r, ok := report[c.configName]
+	return r, ok
+}
+
+// leaseLive reports whether lease has a holder that renewed it within its
+// duration.
+func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
+	s := lease.Spec
+	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+		return false
+	}
+	return s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second).After(now)
+}
+
+// place places every claim of Immediate binding that waits for a node and
+// warns of claims selected to nodes it does not serve. It returns how soon
+// to try again a claim that found no node; zero when none waits.
+//
+// Placement is one write by one leader: the leader picks the node and sets
+// the claim's selected-node annotation, with the claim's resourceVersion so
+// that a second leader's write fails, and only that node's agent provisions
+// the claim. external-provisioner's node deployment has every node's
+// instance wait a random 20-60 s before racing to own a claim; here the
+// claim is placed as soon as the leader hears of it, and it still yields one
+// volume, since no other agent provisions a claim selected to another node.
+func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) time.Duration {
+	served := c.candidates(ctx, v)
+	var next time.Duration
+	pending := map[types.UID]bool{}
+	for _, claim := range v.claims {
+		if claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil {
+			continue
+		}
+		pending[claim.UID] = true
+		if node, ok := claim.Annotations[annSelectedNode]; ok {
+			c.checkSelectedNode(t, claim, v.nodes[node])
+			continue
+		}
+		if class := c.immediateClass(claim); class != nil && !c.placeClaim(ctx, t, claim, allowedBy(class, served, v.nodes)) {
+			next = v.retry
+		}
+	}
+	for uid := range t.warned {
+		if !pending[uid] {
+			delete(t.warned, uid)
+		}
+	}
+	return next
+}
+
+// immediateClass returns claim's class when it binds at once
+// (volumeBindingMode Immediate, or none); nil otherwise.
+func (c *coordinator) immediateClass(claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
+	name := claim.Annotations[annBetaStorageClass]
+	if claim.Spec.StorageClassName != nil {
+		name = *claim.Spec.StorageClassName
+	}
+	obj, exists, err := c.informers.Classes.GetStore().GetByKey(name)
+	if err != nil || !exists {
+		return nil
+	}
+	class, ok := obj.(*storagev1.StorageClass)
+	if !ok || class.VolumeBindingMode != nil && *class.VolumeBindingMode != storagev1.VolumeBindingImmediate {
+		return nil
+	}
+	return class
+}
+
+// allowedBy returns the served nodes that the allowedTopologies of class
+// admit, sharing their counts with served.
+func allowedBy(class *storagev1.StorageClass, served map[string]*nodeCandidate, nodes map[string]*v1.Node) map[string]*nodeCandidate {
+	if len(class.AllowedTopologies) == 0 {
+		return served
+	}
+	allowed := map[string]*nodeCandidate{}
+	for name, n := range served {
+		if node := nodes[name]; node != nil && slices.ContainsFunc(class.AllowedTopologies, func(term v1.TopologySelectorTerm) bool {
+			return termMatches(term, node.Labels)
+		}) {
+			allowed[name] = n
+		}
+	}
+	return allowed
+}
+
+// termMatches reports whether labels meet every expression of term.
+func termMatches(term v1.TopologySelectorTerm, labels map[string]string) bool {
+	for _, req := range term.MatchLabelExpressions {
+		if value, ok := labels[req.Key]; !ok || !slices.Contains(req.Values, value) {
+			return false
+		}
+	}
+	return true
+}
+
+// placeClaim selects a node for claim and reports whether it did.
+func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *v1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
+	logger := klog.FromContext(ctx)
+	list := make([]nodeCandidate, 0, len(served))
+	for _, n := range served {
+		list = append(list, *n)
+	}
+	request := storageOf(claim.Spec.Resources.Requests)
+	budget := budgetOf(c.spec)
+	node, ok := chooseNode(claim.UID, request, list, budget)
+	if !ok {
+		c.warnOnce(t, claim, EventNoNodeWithRoom, c.noRoomMessage(len(list), request))
+		return false
+	}
+	if err := c.selectNode(ctx, claim, node.Name); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Changed or gone meanwhile: its event brings the next sync.
+			logger.V(2).Info("Claim changed before its placement", "claim", klog.KObj(claim), "err", err)
+		} else {
+			utilruntime.HandleErrorWithContext(ctx, err, "Cannot place claim", "claim", klog.KObj(claim), "node", node.Name)
+		}
+		return false
+	}
+	served[node.Name].Volumes++
+	served[node.Name].Used += request
+	delete(t.warned, claim.UID)
+	logger.Info("Placed claim", "claim", klog.KObj(claim), "node", node.Name)
+	c.recorder.Eventf(claim, v1.EventTypeNormal, EventNodeSelected,
+		"Node %s chosen for this Immediate claim among %d served nodes with room: it has the most room (%s), then the fewest volumes (%d); its node agent provisions the volume",
+		node.Name, countFitting(list, budget, request), c.roomText(budget, node), node.Volumes)
+	return true
+}
+
+func countFitting(list []nodeCandidate, b nodeBudget, request int64) int {
+	n := 0
+	for _, node := range list {
+		if b.fits(node, request) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *coordinator) roomText(b nodeBudget, n nodeCandidate) string {
+	switch {
+	case b.Storage != nil:
+		return resource.NewQuantity(b.room(n), resource.BinarySI).String() + " left in its budget"
+	case n.Available != nil:
+		return resource.NewQuantity(*n.Available, resource.BinarySI).String() + " available"
+	}
+	return "space unknown"
+}
+
+func (c *coordinator) noRoomMessage(served int, request int64) string {
+	if served == 0 {
+		return "No node is served: no node selected by this provisioner has a running node agent; the claim waits"
+	}
+	b := budgetOf(c.spec)
+	storage := "none"
+	if b.Storage != nil {
+		storage = resource.NewQuantity(*b.Storage, resource.BinarySI).String()
+	}
+	return fmt.Sprintf("None of the %d served nodes has room for %s in its budget (per node: maxVolumes %d, storage %s); the claim waits until room frees up",
+		served, resource.NewQuantity(request, resource.BinarySI).String(), b.MaxVolumes, storage)
+}
+
+// selectNode writes node into claim's selected-node annotation, unless the
+// claim changed since this leader saw it.
+func (c *coordinator) selectNode(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": claim.ResourceVersion,
+		"annotations":     map[string]string{annSelectedNode: node},
+	}})
+	if err != nil {
+		return fmt.Errorf("cannot encode the placement of claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("cannot place claim %s/%s on node %s: %w", claim.Namespace, claim.Name, node, err)
+	}
+	return nil
+}
+
+// checkSelectedNode warns when claim was selected to a node this
+// provisioner does not serve: no agent there makes its volume.
+func (c *coordinator) checkSelectedNode(t *coordTerm, claim *v1.PersistentVolumeClaim, node *v1.Node) {
+	if node == nil {
+		return
+	}
+	if selected, err := selectsNode(c.spec, node); err != nil || selected {
+		return
+	}
+	var served []string
+	for _, obj := range c.informers.Nodes.GetStore().List() {
+		if n, ok := obj.(*v1.Node); ok {
+			if selected, err := selectsNode(c.spec, n); err == nil && selected {
+				served = append(served, n.Name)
+			}
+		}
+	}
+	c.warnOnce(t, claim, EventNodeNotServed, fmt.Sprintf(
+		"Node %s was selected for this claim, but this provisioner serves only %s: no volume is made there; give the StorageClass allowedTopologies that match the served nodes",
+		node.Name, nodeList(served)))
+}
+
+// nodeList names a few nodes, sorted, and how many more there are.
+func nodeList(names []string) string {
+	const shown = 10
+	if len(names) == 0 {
+		return "no node"
+	}
+	slices.Sort(names)
+	if len(names) <= shown {
+		return "nodes " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("nodes %s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
+
+// warnOnce records a Warning Event on claim unless its last one said the
+// same.
+func (c *coordinator) warnOnce(t *coordTerm, claim *v1.PersistentVolumeClaim, reason, message string) {
+	if t.warned[claim.UID] == reason+message {
+		return
+	}
+	t.warned[claim.UID] = reason + message
+	c.recorder.Event(claim, v1.EventTypeWarning, reason, message)
+}

@@ -1,0 +1,234 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+const gi = int64(1) << 30
+
+func TestChooseNode(t *testing.T) {
+	tests := map[string]struct {
+		request    int64
+		candidates []nodeCandidate
+		budget     nodeBudget
+		want       string // empty: none fits
+	}{
+		"most storage budget left": {
+			request: gi,
+			budget:  nodeBudget{Storage: ptr.To(10 * gi)},
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 1, Used: 4 * gi},
+				{Name: "b", Volumes: 3, Used: 2 * gi},
+				{Name: "c", Volumes: 1, Used: 5 * gi},
+			},
+			want: "b",
+		},
+		"most reported space without a storage budget": {
+			request: gi,
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 0, Available: ptr.To(5 * gi)},
+				{Name: "b", Volumes: 4, Available: ptr.To(9 * gi)},
+				{Name: "c", Volumes: 0},
+			},
+			want: "b",
+		},
+		"fewest volumes when the room is equal": {
+			request: gi,
+			budget:  nodeBudget{Storage: ptr.To(10 * gi)},
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 3, Used: 2 * gi},
+				{Name: "b", Volumes: 1, Used: 2 * gi},
+				{Name: "c", Volumes: 2, Used: 2 * gi},
+			},
+			want: "b",
+		},
+		"a node whose volume count is full is skipped": {
+			request: gi,
+			budget:  nodeBudget{MaxVolumes: 2},
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 2, Available: ptr.To(100 * gi)},
+				{Name: "b", Volumes: 1, Available: ptr.To(gi)},
+			},
+			want: "b",
+		},
+		"a node without storage left for the request is skipped": {
+			request: 3 * gi,
+			budget:  nodeBudget{Storage: ptr.To(10 * gi)},
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 0, Used: 8 * gi},
+				{Name: "b", Volumes: 5, Used: 7 * gi},
+			},
+			want: "b",
+		},
+		"every budget full: the claim waits": {
+			request: gi,
+			budget:  nodeBudget{MaxVolumes: 1, Storage: ptr.To(10 * gi)},
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 1, Used: gi},
+				{Name: "b", Volumes: 0, Used: 10 * gi},
+			},
+		},
+		"no served node: the claim waits": {
+			request: gi,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			node, ok := chooseNode("uid-1", tt.request, tt.candidates, tt.budget)
+			got := ""
+			if ok {
+				got = node.Name
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("chosen node (-want +got):\n%s", diff)
+			}
+			// The order the nodes come in must not matter.
+			reversed := slices.Clone(tt.candidates)
+			slices.Reverse(reversed)
+			again, _ := chooseNode("uid-1", tt.request, reversed, tt.budget)
+			if diff := cmp.Diff(node, again); diff != "" {
+				t.Errorf("chosen node depends on the order (-forward +reversed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestChooseNodeSpreadsEqualNodes proves that the hash of claim and node
+// spreads claims over equal nodes, the same way in every order.
+func TestChooseNodeSpreadsEqualNodes(t *testing.T) {
+	candidates := []nodeCandidate{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	counts := map[string]int{}
+	for i := range 300 {
+		uid := types.UID(fmt.Sprintf("claim-%d", i))
+		node, ok := chooseNode(uid, gi, candidates, nodeBudget{})
+		if !ok {
+			t.Fatalf("no node chosen for %s", uid)
+		}
+		reversed, _ := chooseNode(uid, gi, []nodeCandidate{{Name: "c"}, {Name: "b"}, {Name: "a"}}, nodeBudget{})
+		if reversed.Name != node.Name {
+			t.Fatalf("claim %s: %s in one order, %s in the other", uid, node.Name, reversed.Name)
+		}
+		counts[node.Name]++
+	}
+	for _, n := range candidates {
+		if counts[n.Name] < 50 {
+			t.Errorf("node %s got %d of 300 claims: %v", n.Name, counts[n.Name], counts)
+		}
+	}
+}
+
+func TestLeaseLive(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		spec coordinationv1.LeaseSpec
+		want bool
+	}{
+		"renewed within its duration": {
+			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: now.Add(-30 * time.Second)}},
+			want: true,
+		},
+		"expired": {
+			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: now.Add(-41 * time.Second)}},
+		},
+		"no holder": {
+			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(""), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: now}},
+		},
+		"never renewed": {
+			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40)},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := leaseLive(&coordinationv1.Lease{Spec: tt.spec}, now)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("live (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNodeList(t *testing.T) {
+	many := make([]string, 12)
+	for i := range many {
+		many[i] = fmt.Sprintf("n%02d", 12-i)
+	}
+	tests := map[string]struct {
+		names []string
+		want  string
+	}{
+		"none":  {want: "no node"},
+		"a few": {names: []string{"b", "a"}, want: "nodes a, b"},
+		"many":  {names: many, want: "nodes n01, n02, n03, n04, n05, n06, n07, n08, n09, n10 and 2 more"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, nodeList(tt.names)); diff != "" {
+				t.Errorf("list (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAllowedBy(t *testing.T) {
+	nodes := map[string]*v1.Node{
+		"a": {ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1.LabelHostname: "a", "zone": "1"}}},
+		"b": {ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1.LabelHostname: "b", "zone": "2"}}},
+		"c": {ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1.LabelHostname: "c"}}},
+	}
+	served := map[string]*nodeCandidate{"a": {Name: "a"}, "b": {Name: "b"}, "c": {Name: "c"}}
+	term := func(key string, values ...string) v1.TopologySelectorTerm {
+		return v1.TopologySelectorTerm{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: key, Values: values}}}
+	}
+	tests := map[string]struct {
+		topologies []v1.TopologySelectorTerm
+		want       []string
+	}{
+		"none: every served node":  {want: []string{"a", "b", "c"}},
+		"by host name":             {topologies: []v1.TopologySelectorTerm{term(v1.LabelHostname, "b", "x")}, want: []string{"b"}},
+		"any of several terms":     {topologies: []v1.TopologySelectorTerm{term("zone", "1"), term(v1.LabelHostname, "c")}, want: []string{"a", "c"}},
+		"a node without the label": {topologies: []v1.TopologySelectorTerm{term("zone", "1", "2")}, want: []string{"a", "b"}},
+		"every expression of a term": {topologies: []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
+			{Key: "zone", Values: []string{"1", "2"}}, {Key: v1.LabelHostname, Values: []string{"b", "c"}},
+		}}}, want: []string{"b"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			class := &storagev1.StorageClass{AllowedTopologies: tt.topologies}
+			got := slices.Sorted(maps.Keys(allowedBy(class, served, nodes)))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("allowed nodes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
