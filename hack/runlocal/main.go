@@ -111,11 +111,11 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	examples, err := d.relocateExamples(exp)
+	ex, err := d.relocateExamples(exp)
 	if err != nil {
 		return err
 	}
-	return d.runProcesses(ctx, opts, env, exp, examples)
+	return d.runProcesses(ctx, opts, env, exp, ex)
 }
 
 // exportOf is where server answers, as a ProvisionerConfig names it.
@@ -188,17 +188,29 @@ func (d *demo) writeKubeconfigs(ctx context.Context, env *testenv.Environment) e
 	return testenv.WriteKubeconfig(d.adminKubeconfig, env.Config())
 }
 
+// examples are the copies of the examples the demo applies: the claims of
+// the hostPath example apart, applied once its agents serve every node, so
+// that its Immediate claims are placed among all of them.
+type examples struct {
+	manifests      []string
+	hostPathClaims string
+}
+
 // relocateExamples copies the examples into the data folder, the hostPath
 // example spread over the simulated nodes' disks and the NFS example pointed
-// at exp, and returns the copies.
-func (d *demo) relocateExamples(exp export) ([]string, error) {
+// at exp.
+func (d *demo) relocateExamples(exp export) (examples, error) {
 	hostPath, err := spreadOver(filepath.Join(d.root, "examples", "hostpath.yaml"), filepath.Join(d.data, "hostpath.yaml"), d.disks())
 	if err != nil {
-		return nil, err
+		return examples{}, err
+	}
+	claims := filepath.Join(d.data, "hostpath-claims.yaml")
+	if err := moveClaims(hostPath, claims); err != nil {
+		return examples{}, err
 	}
 	nfs, err := pointAt(filepath.Join(d.root, "examples", "nfs.yaml"), filepath.Join(d.data, "nfs.yaml"), exp)
 	if err != nil {
-		return nil, err
+		return examples{}, err
 	}
-	return []string{hostPath, nfs}, nil
+	return examples{manifests: []string{hostPath, nfs}, hostPathClaims: claims}, nil
 }

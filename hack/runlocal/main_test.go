@@ -173,3 +173,38 @@ func backendOf(obj map[string]any, kind string) (map[string]any, bool) {
 	b, ok := backend[kind].(map[string]any)
 	return b, ok
 }
+
+// TestMoveClaims moves the claims of the shipped hostPath example into a
+// manifest of their own and keeps the other documents where they were.
+func TestMoveClaims(t *testing.T) {
+	src := filepath.Join("..", "..", "examples", "hostpath.yaml")
+	dir := t.TempDir()
+	path, claims := filepath.Join(dir, "hostpath.yaml"), filepath.Join(dir, "claims.yaml")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveClaims(path, claims); err != nil {
+		t.Fatal(err)
+	}
+	var wantRest, wantClaims []map[string]any
+	for _, doc := range readDocuments(t, src) {
+		if doc["kind"] == "PersistentVolumeClaim" {
+			wantClaims = append(wantClaims, doc)
+		} else {
+			wantRest = append(wantRest, doc)
+		}
+	}
+	if len(wantClaims) < 2 {
+		t.Errorf("the example holds %d claims, want several", len(wantClaims))
+	}
+	if diff := cmp.Diff(wantRest, readDocuments(t, path)); diff != "" {
+		t.Errorf("the manifest (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantClaims, readDocuments(t, claims)); diff != "" {
+		t.Errorf("the claims (-want +got):\n%s", diff)
+	}
+}

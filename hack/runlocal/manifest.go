@@ -141,3 +141,40 @@ func editDocument(doc []byte, edit backendEdit) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// moveClaims moves the PersistentVolumeClaims of the manifest at path into a
+// manifest of their own at dst, so that they can be applied once their
+// provisioners serve every node.
+func moveClaims(path, dst string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var rest, claims [][]byte
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read %s: %w", path, err)
+		}
+		var obj struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return fmt.Errorf("cannot parse a document of %s: %w", path, err)
+		}
+		if obj.Kind == "PersistentVolumeClaim" {
+			claims = append(claims, doc)
+		} else {
+			rest = append(rest, doc)
+		}
+	}
+	if err := os.WriteFile(path, bytes.Join(rest, []byte("---\n")), 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := os.WriteFile(dst, bytes.Join(claims, []byte("---\n")), 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", dst, err)
+	}
+	return nil
+}

@@ -28,8 +28,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 )
@@ -61,7 +65,7 @@ func (d *demo) disks() map[string]string {
 // runProcesses creates the Nodes, starts the manager and the node agents,
 // applies the examples once they are ready and runs until ctx ends or one of
 // them exits; it stops the agents, then the manager, on return.
-func (d *demo) runProcesses(ctx context.Context, opts options, env *testenv.Environment, exp export, examples []string) error {
+func (d *demo) runProcesses(ctx context.Context, opts options, env *testenv.Environment, exp export, ex examples) error {
 	if err := createNodes(ctx, env); err != nil {
 		return err
 	}
@@ -83,7 +87,7 @@ func (d *demo) runProcesses(ctx context.Context, opts options, env *testenv.Envi
 		defer stop(agent, "the node agent of "+node)
 		procs = append(procs, agent)
 	}
-	if err := env.Apply(ctx, examples...); err != nil {
+	if err := applyExamples(ctx, env, ex); err != nil {
 		return err
 	}
 	d.printHowTo(filepath.Join(env.BinDir(), "kubectl"), manager.MetricsURL, exp)
@@ -93,6 +97,37 @@ func (d *demo) runProcesses(ctx context.Context, opts options, env *testenv.Envi
 	case proc := <-firstExit(procs):
 		return fmt.Errorf("%s exited; see %s", proc.Name(), proc.LogPath())
 	}
+}
+
+// applyExamples applies the examples, waits until every hostPath
+// ProvisionerConfig serves every simulated node, then applies its claims.
+func applyExamples(ctx context.Context, env *testenv.Environment, ex examples) error {
+	if err := env.Apply(ctx, ex.manifests...); err != nil {
+		return err
+	}
+	client, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		return fmt.Errorf("cannot build the admin client: %w", err)
+	}
+	configs := client.Resource(v1alpha1.SchemeGroupVersion.WithResource("provisionerconfigs"))
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := configs.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // the next poll retries
+		}
+		for _, pc := range list.Items {
+			_, hostPath, _ := unstructured.NestedMap(pc.Object, "spec", "backend", "hostPath")
+			served, _, _ := unstructured.NestedInt64(pc.Object, "status", "nodes", "served")
+			if hostPath && served < int64(len(nodeNames)) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the hostPath provisioners never served every node: %w", err)
+	}
+	return env.Apply(ctx, ex.hostPathClaims)
 }
 
 // start runs a manager process with its output in a new log at logPath and
