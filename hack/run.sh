@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The driver of `make run`: builds the manager and the local-cluster runner, then
-# starts a control plane plus the manager with the examples until Ctrl-C.
+# starts a control plane, the manager and node agents for three simulated nodes
+# with the examples until Ctrl-C.
 # The control-plane binaries come from `make controlplane`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -17,41 +17,28 @@ limitations under the License.
 // Command runlocal is the driver of `make run`: it starts etcd, kube-apiserver
 // and kube-controller-manager on this machine and an NFSv3 server on loopback
 // (in this process, serving a folder under the data folder), installs the
-// CRD, the RBAC of examples/deploy and the examples (their directories moved
-// under the data folder, the NFS example pointed at that server), runs the
-// manager as its ServiceAccount and waits for Ctrl-C, which stops the manager,
-// then the NFS server, then the control plane.
+// CRD, the RBAC of examples/deploy and the examples (the hostPath example
+// spread over the simulated nodes' folders, the NFS example pointed at that
+// server), creates three Nodes, runs the manager in its own role as its
+// ServiceAccount and one node agent per Node as theirs, each with its own
+// folder standing in for its node's disk, and waits for Ctrl-C, which stops
+// the agents and the manager, then the NFS server, then the control plane.
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
-	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/provfleet/provfleet/internal/testenv"
-	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
 )
-
-// exampleHostPathRoot is the path of the hostPath example that names a
-// directory on a real node; the demo moves it under its data folder.
-const exampleHostPathRoot = "/var/lib/provfleet"
 
 // nfsExportPath is the export path the demo's NFS server answers MOUNT for.
 const nfsExportPath = "/exports"
@@ -64,7 +51,7 @@ type options struct {
 func main() {
 	var opts options
 	flag.StringVar(&opts.manager, "manager", "_output/bin/manager", "the manager binary")
-	flag.StringVar(&opts.data, "data-dir", "_output/run", "folder for the volumes, the NFS export, kubeconfigs and the manager's log")
+	flag.StringVar(&opts.data, "data-dir", "_output/run", "folder for the nodes' disks, the NFS export, kubeconfigs and logs")
 	flag.StringVar(&opts.metrics, "metrics-bind-address", "127.0.0.1:8080", "the manager's metrics address")
 	flag.StringVar(&opts.health, "health-probe-bind-address", "127.0.0.1:8081", "the manager's health address")
 	flag.Parse()
@@ -78,9 +65,10 @@ func main() {
 
 // demo is where one run keeps its files.
 type demo struct {
-	root, data, hostPathRoot, nfsExport string
-	managerKubeconfig, adminKubeconfig  string
-	logPath                             string
+	root, data, nodesDir, nfsExport    string
+	managerKubeconfig, agentKubeconfig string
+	adminKubeconfig                    string
+	logPath                            string
 }
 
 // export is where the demo's NFS server answers.
@@ -123,11 +111,11 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	examples, err := d.relocateExamples(exp)
+	ex, err := d.relocateExamples(exp)
 	if err != nil {
 		return err
 	}
-	return d.runManager(ctx, opts, env, exp, examples)
+	return d.runProcesses(ctx, opts, env, exp, ex)
 }
 
 // exportOf is where server answers, as a ProvisionerConfig names it.
@@ -143,39 +131,6 @@ func exportOf(server *nfsserver.Server) (export, error) {
 	return export{host: host, port: n, path: nfsExportPath}, nil
 }
 
-// runManager starts the manager, applies the examples once it is ready and
-// runs until ctx ends or the manager exits; it stops the manager on return.
-func (d *demo) runManager(ctx context.Context, opts options, env *testenv.Environment, exp export, examples []string) error {
-	logFile, err := os.Create(d.logPath)
-	if err != nil {
-		return fmt.Errorf("cannot create the manager's log: %w", err)
-	}
-	defer logFile.Close()
-	proc, err := d.startManager(opts, logFile)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		fmt.Println("Stopping the manager (every provisioner drains and releases its Lease)...")
-		if err := proc.Terminate(15 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	if err := proc.WaitReady(ctx, time.Minute); err != nil {
-		return fmt.Errorf("%w (log: %s)", err, d.logPath)
-	}
-	if err := env.Apply(ctx, examples...); err != nil {
-		return err
-	}
-	d.printHowTo(filepath.Join(env.BinDir(), "kubectl"), proc.MetricsURL, exp)
-	select {
-	case <-ctx.Done():
-	case <-proc.Done():
-		return fmt.Errorf("the manager exited; see %s", d.logPath)
-	}
-	return nil
-}
-
 // prepare finds the repository and empties the volume folders under data.
 func prepare(data string) (*demo, error) {
 	root, err := testenv.RepoRoot()
@@ -188,17 +143,24 @@ func prepare(data string) (*demo, error) {
 	d := &demo{
 		root:              root,
 		data:              data,
-		hostPathRoot:      filepath.Join(data, "hostpath"),
+		nodesDir:          filepath.Join(data, "nodes"),
 		nfsExport:         filepath.Join(data, "nfs"),
 		managerKubeconfig: filepath.Join(data, "manager.kubeconfig"),
+		agentKubeconfig:   filepath.Join(data, "node-agent.kubeconfig"),
 		adminKubeconfig:   filepath.Join(data, "admin.kubeconfig"),
 		logPath:           filepath.Join(data, "manager.log"),
 	}
-	for _, dir := range []string{d.hostPathRoot, d.nfsExport} {
+	dirs := []string{d.nfsExport}
+	for _, node := range nodeNames {
+		dirs = append(dirs, d.disk(node))
+	}
+	for _, dir := range append(dirs, d.nodesDir) {
 		// Every run starts a fresh etcd: volumes of earlier runs are orphans.
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("cannot clear %s: %w", dir, err)
 		}
+	}
+	for _, dir := range dirs {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cannot create %s: %w", dir, err)
 		}
@@ -206,137 +168,49 @@ func prepare(data string) (*demo, error) {
 	return d, nil
 }
 
-// startManager runs the manager as the ServiceAccount of examples/deploy.
-func (d *demo) startManager(opts options, output io.Writer) (*managerproc.Process, error) {
-	return managerproc.Start(managerproc.Options{
-		Binary:       opts.manager,
-		Kubeconfig:   d.managerKubeconfig,
-		Namespace:    testenv.ManagerNamespace,
-		Identity:     "local",
-		HostPathRoot: d.hostPathRoot,
-		NodeName:     "local-node",
-		MetricsAddr:  opts.metrics,
-		HealthAddr:   opts.health,
-		Output:       output,
-	})
-}
-
-// writeKubeconfigs writes the kubeconfig of the manager's ServiceAccount, for
-// the manager, and the admin's, for the user.
+// writeKubeconfigs writes the kubeconfigs of the manager's and the node
+// agents' ServiceAccounts, for them, and the admin's, for the user.
 func (d *demo) writeKubeconfigs(ctx context.Context, env *testenv.Environment) error {
-	saConfig, err := env.ManagerServiceAccountConfig(ctx, d.root)
+	managerConfig, err := env.ManagerServiceAccountConfig(ctx, d.root)
 	if err != nil {
 		return err
 	}
-	if err := testenv.WriteKubeconfig(d.managerKubeconfig, saConfig); err != nil {
+	if err := testenv.WriteKubeconfig(d.managerKubeconfig, managerConfig); err != nil {
+		return err
+	}
+	agentConfig, err := env.NodeAgentServiceAccountConfig(ctx, d.root)
+	if err != nil {
+		return err
+	}
+	if err := testenv.WriteKubeconfig(d.agentKubeconfig, agentConfig); err != nil {
 		return err
 	}
 	return testenv.WriteKubeconfig(d.adminKubeconfig, env.Config())
 }
 
+// examples are the copies of the examples the demo applies: the claims of
+// the hostPath example apart, applied once its agents serve every node, so
+// that its Immediate claims are placed among all of them.
+type examples struct {
+	manifests      []string
+	hostPathClaims string
+}
+
 // relocateExamples copies the examples into the data folder, the hostPath
-// example's directory moved under it and the NFS example pointed at exp, and
-// returns the copies.
-func (d *demo) relocateExamples(exp export) ([]string, error) {
-	hostPath, err := relocate(filepath.Join(d.root, "examples", "hostpath.yaml"), filepath.Join(d.data, "hostpath.yaml"), map[string]string{
-		exampleHostPathRoot: d.hostPathRoot,
-	})
+// example spread over the simulated nodes' disks and the NFS example pointed
+// at exp.
+func (d *demo) relocateExamples(exp export) (examples, error) {
+	hostPath, err := spreadOver(filepath.Join(d.root, "examples", "hostpath.yaml"), filepath.Join(d.data, "hostpath.yaml"), d.disks())
 	if err != nil {
-		return nil, err
+		return examples{}, err
+	}
+	claims := filepath.Join(d.data, "hostpath-claims.yaml")
+	if err := moveClaims(hostPath, claims); err != nil {
+		return examples{}, err
 	}
 	nfs, err := pointAt(filepath.Join(d.root, "examples", "nfs.yaml"), filepath.Join(d.data, "nfs.yaml"), exp)
 	if err != nil {
-		return nil, err
+		return examples{}, err
 	}
-	return []string{hostPath, nfs}, nil
-}
-
-func (d *demo) printHowTo(kubectl, metricsURL string, exp export) {
-	fmt.Printf(`
-provfleet is running. Look at it with:
-
-  export KUBECONFIG=%s
-  %s get pcfg,pvc,pv
-  %s describe pcfg fast-local shared-nfs
-  %s get pcfg shared-nfs -o jsonpath='{.status.storage}'
-  curl -s %s/metrics | grep provision
-
-hostPath volumes appear under %s.
-NFS volumes appear under %s, which the NFS server on %s:%d
-serves as %s; the manager makes them through NFSv3, with no mount.
-The manager's log: %s
-
-Press Ctrl-C to stop everything.
-`, d.adminKubeconfig, kubectl, kubectl, kubectl, metricsURL, d.hostPathRoot, d.nfsExport, exp.host, exp.port, exp.path, d.logPath)
-}
-
-// relocate copies a manifest to dst with the directories in moves replaced.
-func relocate(src, dst string, moves map[string]string) (string, error) {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return "", fmt.Errorf("cannot read %s: %w", src, err)
-	}
-	text := string(data)
-	for from, to := range moves {
-		text = strings.ReplaceAll(text, from, to)
-	}
-	if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {
-		return "", fmt.Errorf("cannot write %s: %w", dst, err)
-	}
-	return dst, nil
-}
-
-// pointAt copies a manifest to dst with the server, port and path of every
-// NFS backend in it set to exp's; the other objects are copied as they are.
-func pointAt(src, dst string, exp export) (string, error) {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return "", fmt.Errorf("cannot read %s: %w", src, err)
-	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("cannot read %s: %w", src, err)
-		}
-		if doc, err = pointDocument(doc, exp); err != nil {
-			return "", fmt.Errorf("cannot point %s at the NFS server: %w", src, err)
-		}
-		docs = append(docs, doc)
-	}
-	if err := os.WriteFile(dst, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
-		return "", fmt.Errorf("cannot write %s: %w", dst, err)
-	}
-	return dst, nil
-}
-
-// pointDocument sets the server, port and path of doc's NFS backend to
-// exp's; a document without one is returned as it is.
-func pointDocument(doc []byte, exp export) ([]byte, error) {
-	var obj map[string]any
-	if err := yaml.Unmarshal(doc, &obj); err != nil {
-		return nil, fmt.Errorf("cannot parse a document: %w", err)
-	}
-	nfs := []string{"spec", "backend", "nfs"}
-	_, found, err := unstructured.NestedMap(obj, nfs...)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read spec.backend.nfs: %w", err)
-	}
-	if !found {
-		return doc, nil
-	}
-	for field, value := range map[string]any{"server": exp.host, "port": int64(exp.port), "path": exp.path} {
-		if err := unstructured.SetNestedField(obj, value, append(nfs, field)...); err != nil {
-			return nil, fmt.Errorf("cannot set %s: %w", field, err)
-		}
-	}
-	out, err := yaml.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("cannot write a document: %w", err)
-	}
-	return out, nil
+	return examples{manifests: []string{hostPath, nfs}, hostPathClaims: claims}, nil
 }

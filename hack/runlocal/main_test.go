@@ -45,7 +45,7 @@ func TestPointAt(t *testing.T) {
 	}
 	backends := 0
 	for i, want := range before {
-		nfs, ok := backendOf(want)
+		nfs, ok := backendOf(want, "nfs")
 		if ok {
 			backends++
 			nfs["server"], nfs["port"], nfs["path"] = exp.host, float64(exp.port), exp.path
@@ -59,9 +59,64 @@ func TestPointAt(t *testing.T) {
 	}
 }
 
-// TestPointDocument leaves a document without an NFS backend as it is, and
+// TestSpreadOver spreads the shipped hostPath example over three disks: its
+// backend gets a nodePaths entry per node, its directory moved onto that
+// node's disk, and everything else is kept.
+func TestSpreadOver(t *testing.T) {
+	src := filepath.Join("..", "..", "examples", "hostpath.yaml")
+	dst := filepath.Join(t.TempDir(), "hostpath.yaml")
+	disks := map[string]string{"node-b": "/disks/b", "node-a": "/disks/a", "node-c": "/disks/c"}
+	if _, err := spreadOver(src, dst, disks); err != nil {
+		t.Fatal(err)
+	}
+	before, after := readDocuments(t, src), readDocuments(t, dst)
+	if len(after) != len(before) {
+		t.Fatalf("%d documents, want %d", len(after), len(before))
+	}
+	backends := 0
+	for i, want := range before {
+		if hostPath, ok := backendOf(want, "hostPath"); ok {
+			backends++
+			hostPath["nodePaths"] = []any{
+				map[string]any{"nodes": []any{"node-a"}, "path": "/disks/a/fast-local"},
+				map[string]any{"nodes": []any{"node-b"}, "path": "/disks/b/fast-local"},
+				map[string]any{"nodes": []any{"node-c"}, "path": "/disks/c/fast-local"},
+			}
+		}
+		if diff := cmp.Diff(want, after[i]); diff != "" {
+			t.Errorf("document %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if backends != 1 {
+		t.Errorf("the example holds %d hostPath backends, want 1", backends)
+	}
+}
+
+// TestSpreadEdit refuses a hostPath backend whose path is not under the
+// folder the demo moves.
+func TestSpreadEdit(t *testing.T) {
+	for name, tc := range map[string]struct {
+		path    any
+		wantErr bool
+	}{
+		"under the folder":  {path: "/var/lib/provfleet/x"},
+		"the folder itself": {path: "/var/lib/provfleet"},
+		"beside the folder": {path: "/var/lib/other/x", wantErr: true},
+		"a prefix only":     {path: "/var/lib/provfleet-old/x", wantErr: true},
+		"no path":           {path: nil, wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := spreadEdit(map[string]string{"n": "/disk"}).set(map[string]any{"path": tc.path})
+			if gotErr := err != nil; gotErr != tc.wantErr {
+				t.Errorf("error %v, want one: %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestEditDocument leaves a document without an NFS backend as it is, and
 // refuses one whose backend is not an object.
-func TestPointDocument(t *testing.T) {
+func TestEditDocument(t *testing.T) {
 	exp := export{host: "127.0.0.1", port: 2049, path: "/exports"}
 	for name, tc := range map[string]struct {
 		doc     string
@@ -73,7 +128,7 @@ func TestPointDocument(t *testing.T) {
 		"nfs not an object": {doc: "spec:\n  backend:\n    nfs: yes\n", wantErr: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := pointDocument([]byte(tc.doc), exp)
+			got, err := editDocument([]byte(tc.doc), pointEdit(exp))
 			if gotErr := err != nil; gotErr != tc.wantErr {
 				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
 			}
@@ -111,10 +166,45 @@ func readDocuments(t *testing.T, path string) []map[string]any {
 	}
 }
 
-// backendOf returns the spec.backend.nfs object of a document.
-func backendOf(obj map[string]any) (map[string]any, bool) {
+// backendOf returns the spec.backend.<kind> object of a document.
+func backendOf(obj map[string]any, kind string) (map[string]any, bool) {
 	spec, _ := obj["spec"].(map[string]any)
 	backend, _ := spec["backend"].(map[string]any)
-	nfs, ok := backend["nfs"].(map[string]any)
-	return nfs, ok
+	b, ok := backend[kind].(map[string]any)
+	return b, ok
+}
+
+// TestMoveClaims moves the claims of the shipped hostPath example into a
+// manifest of their own and keeps the other documents where they were.
+func TestMoveClaims(t *testing.T) {
+	src := filepath.Join("..", "..", "examples", "hostpath.yaml")
+	dir := t.TempDir()
+	path, claims := filepath.Join(dir, "hostpath.yaml"), filepath.Join(dir, "claims.yaml")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveClaims(path, claims); err != nil {
+		t.Fatal(err)
+	}
+	var wantRest, wantClaims []map[string]any
+	for _, doc := range readDocuments(t, src) {
+		if doc["kind"] == "PersistentVolumeClaim" {
+			wantClaims = append(wantClaims, doc)
+		} else {
+			wantRest = append(wantRest, doc)
+		}
+	}
+	if len(wantClaims) < 2 {
+		t.Errorf("the example holds %d claims, want several", len(wantClaims))
+	}
+	if diff := cmp.Diff(wantRest, readDocuments(t, path)); diff != "" {
+		t.Errorf("the manifest (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantClaims, readDocuments(t, claims)); diff != "" {
+		t.Errorf("the claims (-want +got):\n%s", diff)
+	}
 }
