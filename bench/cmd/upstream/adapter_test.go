@@ -147,9 +147,9 @@ func TestNodeAdapterKeepsToItsNode(t *testing.T) {
 		wantProvision        bool
 		wantIgnored          bool
 	}{
-		"its node":         {selected: "node-1", volumeNode: "node-1", wantProvision: true},
-		"another node":     {selected: "node-2", volumeNode: "node-2", wantIgnored: true},
-		"not placed yet":   {volumeNode: "", wantIgnored: true},
+		"its node":       {selected: "node-1", volumeNode: "node-1", wantProvision: true},
+		"another node":   {selected: "node-2", volumeNode: "node-2", wantIgnored: true},
+		"not placed yet": {volumeNode: "", wantIgnored: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
