@@ -72,6 +72,16 @@ func TestSmoke(t *testing.T) {
 			[]string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S4Settled, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL, report.S8Memory},
 			[]string{report.SystemProvfleet, report.SystemUpstream},
 		},
+		{
+			[]string{report.S9NodesProvision},
+			[]string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit},
+		},
+		{
+			[]string{report.S9NodesAgent, report.S9NodesCrowded},
+			[]string{report.SystemProvfleet, report.SystemUpstream},
+		},
+		// The peer has no process that serves no node.
+		{[]string{report.S9NodesManager}, []string{report.SystemProvfleet}},
 		// The NFS scenario runs no peer: its backend is provfleet's own.
 		{
 			[]string{report.S7NFSProvision, report.S7NFSDelete},

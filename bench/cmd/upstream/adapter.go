@@ -19,11 +19,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -52,6 +54,31 @@ func (a adapter) Provision(ctx context.Context, opts controller.ProvisionOptions
 
 func (a adapter) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
 	return upstreamError(a.backend.Delete(ctx, pv))
+}
+
+// nodeAdapter is adapter for one node: the library asks it before each
+// claim, and it takes only those the scheduler placed on its node.
+type nodeAdapter struct {
+	adapter
+	node string
+}
+
+var _ controller.Qualifier = nodeAdapter{}
+
+// annSelectedNode is where the scheduler writes a claim's node.
+const annSelectedNode = "volume.kubernetes.io/selected-node"
+
+func (a nodeAdapter) ShouldProvision(_ context.Context, claim *v1.PersistentVolumeClaim) bool {
+	return claim.Annotations[annSelectedNode] == a.node
+}
+
+// Delete leaves the volumes of other nodes to their own processes, which
+// the library, watching every volume of the provisioner, hands to each.
+func (a nodeAdapter) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+	if node := pv.Annotations[hostpath.AnnNode]; node != a.node {
+		return &controller.IgnoredError{Reason: fmt.Sprintf("the volume lives on node %q, this process serves node %q", node, a.node)}
+	}
+	return a.adapter.Delete(ctx, pv)
 }
 
 func upstreamState(s provisioning.ProvisioningState) controller.ProvisioningState {

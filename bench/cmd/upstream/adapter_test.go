@@ -137,3 +137,36 @@ func TestAdapterDrivesTheHostPathBackend(t *testing.T) {
 		t.Errorf("the volume directory is still there after Delete: %v", err)
 	}
 }
+
+// TestNodeAdapterKeepsToItsNode proves that a per-node process qualifies
+// only the claims placed on its node and leaves other nodes' volumes alone.
+func TestNodeAdapterKeepsToItsNode(t *testing.T) {
+	a := nodeAdapter{adapter: adapter{&fakeBackend{}}, node: "node-1"}
+	tests := map[string]struct {
+		selected, volumeNode string
+		wantProvision        bool
+		wantIgnored          bool
+	}{
+		"its node":       {selected: "node-1", volumeNode: "node-1", wantProvision: true},
+		"another node":   {selected: "node-2", volumeNode: "node-2", wantIgnored: true},
+		"not placed yet": {volumeNode: "", wantIgnored: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+			if tc.selected != "" {
+				claim.Annotations[annSelectedNode] = tc.selected
+			}
+			pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{hostpath.AnnNode: tc.volumeNode}}}
+			var ignored *controller.IgnoredError
+			got := struct{ Provision, Ignored bool }{
+				a.ShouldProvision(context.Background(), claim),
+				errors.As(a.Delete(context.Background(), pv), &ignored),
+			}
+			want := struct{ Provision, Ignored bool }{tc.wantProvision, tc.wantIgnored}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

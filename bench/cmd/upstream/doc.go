@@ -18,5 +18,7 @@ limitations under the License.
 // sigs.k8s.io/sig-storage-lib-external-provisioner, the way users run a
 // provisioner today (one process, its own informers and Lease). Its backend is
 // provfleet's hostPath backend behind an adapter, so the benchmark compares
-// the controllers and not the storage code.
+// the controllers and not the storage code. With --node-name it is one node's
+// process, as node-local provisioners built on the library run: no Lease,
+// local volumes on that node, only the claims whose selected-node names it.
 package main

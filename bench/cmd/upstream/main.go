@@ -39,6 +39,7 @@ import (
 	"github.com/provfleet/provfleet/internal/apirequests"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 type options struct {
@@ -54,6 +55,7 @@ type options struct {
 	leaseDuration   time.Duration
 	renewDeadline   time.Duration
 	retryPeriod     time.Duration
+	nodeName        string
 }
 
 func main() {
@@ -71,6 +73,7 @@ func main() {
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "Lease duration.")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "Lease renew deadline.")
 	fs.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "Lease retry period.")
+	fs.StringVar(&o.nodeName, "node-name", "", "Node whose disk --path is: only the claims whose selected-node annotation names it are provisioned, as local volumes pinned to it, without leader election (one process per node). Empty: every claim, hostPath volumes, a Lease.")
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 
@@ -103,12 +106,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("cannot build the client: %w", err)
 	}
-	dirs, err := hostpath.New(hostpath.Config{
-		Path:         o.path,
-		VolumeType:   hostpath.VolumeTypeHostPath,
-		OnDelete:     backend.OnDeleteDelete,
-		HostPathRoot: o.hostPathRoot,
-	}, hostpath.Options{ProvisionerNames: []string{o.provisionerName}})
+	dirs, err := hostpath.New(backendConfig(o), hostpath.Options{ProvisionerNames: []string{o.provisionerName}})
 	if err != nil {
 		return fmt.Errorf("cannot start the directory backend: %w", err)
 	}
@@ -117,19 +115,55 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	ctrl := controller.NewProvisionController(ctx, client, o.provisionerName, adapter{dirs},
-		controller.Threadiness(o.workers),
-		controller.LeaderElectionNamespace(o.namespace),
-		controller.LeaseDuration(o.leaseDuration),
-		controller.RenewDeadline(o.renewDeadline),
-		controller.RetryPeriod(o.retryPeriod),
-		// The same default as a ProvisionerConfig's spec.finalizer.
-		controller.AddFinalizer(true),
-	)
+	ctrl := controller.NewProvisionController(ctx, client, o.provisionerName, provisionerOf(o, dirs), controllerOptions(o)...)
 	// Run returns only without leader election; with it the library exits
 	// the process when the context ends.
 	ctrl.Run(ctx)
 	return nil
+}
+
+// backendConfig is the directory backend of o: hostPath volumes, or local
+// volumes pinned to --node-name.
+func backendConfig(o options) hostpath.Config {
+	cfg := hostpath.Config{
+		Path:         o.path,
+		VolumeType:   hostpath.VolumeTypeHostPath,
+		OnDelete:     backend.OnDeleteDelete,
+		HostPathRoot: o.hostPathRoot,
+	}
+	if o.nodeName != "" {
+		cfg.VolumeType, cfg.NodeName = hostpath.VolumeTypeLocal, o.nodeName
+	}
+	return cfg
+}
+
+// provisionerOf is the library's Provisioner for the backend: with
+// --node-name one that qualifies only its node's claims.
+func provisionerOf(o options, dirs provisioning.Provisioner) controller.Provisioner {
+	if o.nodeName != "" {
+		return nodeAdapter{adapter: adapter{dirs}, node: o.nodeName}
+	}
+	return adapter{dirs}
+}
+
+// controllerOptions are the library's options for o. One process per node
+// serves its own node's claims, all at once: no Lease, as node-local
+// provisioners built on the library run.
+func controllerOptions(o options) []func(*controller.ProvisionController) error {
+	opts := []func(*controller.ProvisionController) error{
+		controller.Threadiness(o.workers),
+		// The same default as a ProvisionerConfig's spec.finalizer.
+		controller.AddFinalizer(true),
+	}
+	if o.nodeName != "" {
+		return append(opts, controller.LeaderElection(false))
+	}
+	return append(opts,
+		controller.LeaderElectionNamespace(o.namespace),
+		controller.LeaseDuration(o.leaseDuration),
+		controller.RenewDeadline(o.renewDeadline),
+		controller.RetryPeriod(o.retryPeriod),
+	)
 }
 
 // serveMetrics exposes registry: the Go runtime metrics (goroutines, memory)

@@ -36,7 +36,7 @@ type Config struct {
 	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
 	// empty: RepoRoot/_output/controlplane.
 	ControlPlaneBin string
-	// Scenarios to run, 1 to 8.
+	// Scenarios to run, 1 to 9.
 	Scenarios []int
 	// QPS and Burst are every system's client budget: the manager's for its
 	// whole fleet, each peer process's, and the limit's.
@@ -70,6 +70,10 @@ type Config struct {
 	// S8Objects claims, and as many PVs bound to them, fill the cluster while
 	// one idle provisioner of each system caches them.
 	S8Objects int
+	// S9Nodes simulated nodes, each with a node agent and a peer process,
+	// share S9Claims claims; S9Crowd claims and PVs of no node surround one
+	// idle agent (0: not measured).
+	S9Nodes, S9Claims, S9Crowd int
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
@@ -92,7 +96,7 @@ var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * tim
 // two cores.
 func Full() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
 		QPS:       100, Burst: 200,
 		Lease: defaultLease, Settle: 2 * time.Second,
 		S1Claims:  500,
@@ -103,8 +107,9 @@ func Full() Config {
 		S5Edits: 20, S5PeerRestarts: 3,
 		S6Claims: 20, S6Lease: defaultLease,
 		// As many as s1, so the two compare claim for claim.
-		S7Claims:    500,
-		S8Objects:   10000,
+		S7Claims:  500,
+		S8Objects: 10000,
+		S9Nodes:   10, S9Claims: 500, S9Crowd: 10000,
 		Profile:     true,
 		WaitTimeout: 10 * time.Minute,
 	}
@@ -114,7 +119,7 @@ func Full() Config {
 // harness works; its figures mean nothing.
 func Smoke() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
 		QPS:       100, Burst: 200,
 		Lease:     shortLease,
 		S1Claims:  3,
@@ -124,8 +129,9 @@ func Smoke() Config {
 		S4Bad: 3, S4Good: 2, S4Rounds: 1,
 		S5Edits: 2, S5PeerRestarts: 1,
 		S6Claims: 1, S6Lease: shortLease,
-		S7Claims:      3,
-		S8Objects:     20,
+		S7Claims:  3,
+		S8Objects: 20,
+		S9Nodes:   2, S9Claims: 6, S9Crowd: 20,
 		SystemsAtOnce: true,
 		WaitTimeout:   2 * time.Minute,
 	}

@@ -21,5 +21,8 @@ limitations under the License.
 // watches, /proc, the apiserver's and the processes' metrics). For the NFS
 // scenario it serves a folder over NFSv3 on loopback itself (go-nfs, one
 // accepting goroutine and one per connection, stopped with the scenario), and
-// checks the volumes' directories on that folder.
+// checks the volumes' directories on that folder. For the node agents'
+// scenario it creates Node objects, gives each a folder standing in for its
+// disk, runs one node agent (or peer process) per node next to one manager,
+// and checks that each volume landed on its claim's node.
 package harness

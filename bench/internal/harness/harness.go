@@ -69,7 +69,7 @@ type bench struct {
 	volumes string
 	bins    struct{ manager, upstream, limit string }
 	// kubeconfigs of the systems' ServiceAccounts.
-	kubeconfigs struct{ manager, upstream, limit string }
+	kubeconfigs struct{ manager, agent, upstream, limit string }
 	run         *report.Run
 	pprofAddrs  map[int]string
 
@@ -259,6 +259,7 @@ func (b *bench) setup(ctx context.Context) error {
 		path            *string
 	}{
 		{managerNamespace, "provfleet", []string{filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "rbac.yaml")}, &b.kubeconfigs.manager},
+		{testenv.NodeAgentNamespace, testenv.NodeAgentServiceAccount, testenv.DeployManifests(b.cfg.RepoRoot, "namespace.yaml", "node-rbac.yaml"), &b.kubeconfigs.agent},
 		{upstreamNamespace, "upstream", []string{rbac}, &b.kubeconfigs.upstream},
 		{limitNamespace, "limit", []string{rbac}, &b.kubeconfigs.limit},
 	}
@@ -359,6 +360,8 @@ func settings(cfg Config) []string {
 			cfg.S7Claims),
 		fmt.Sprintf("s8: one idle provisioner of each system, %v settle, %v window, next to %d claims (each with a kubectl last-applied annotation) and %d PVs bound to them, made by the harness and served by neither",
 			cfg.S3Settle, cfg.S3Window, cfg.S8Objects, cfg.S8Objects),
+		fmt.Sprintf("s9: %d nodes, a node agent and a peer process each, %d claims placed evenly on them (WaitForFirstConsumer, selected-node set at creation), the idle agent also next to %d claims and PVs of no node of its own",
+			cfg.S9Nodes, cfg.S9Claims, cfg.S9Crowd),
 	}
 	if cfg.SystemsAtOnce {
 		out = append(out, "the systems of each scenario ran at the same time: each one's figures include the others' load")

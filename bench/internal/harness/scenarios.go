@@ -67,6 +67,8 @@ func (b *bench) scenarios(ctx context.Context) error {
 			err = b.nfsScenario(ctx)
 		case 8:
 			err = b.memoryScenario(ctx)
+		case 9:
+			err = b.nodesScenario(ctx)
 		default:
 			err = fmt.Errorf("no scenario %d", n)
 		}

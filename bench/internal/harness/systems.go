@@ -110,42 +110,63 @@ func (s *provfleetSystem) name() string { return report.SystemProvfleet }
 
 func (s *provfleetSystem) startManager(ctx context.Context) error {
 	id := fmt.Sprintf("pf-%d-%d", s.b.nextSeq(), len(s.managers))
+	p, err := s.b.startManager(ctx, managerRun{
+		id: id, kubeconfig: s.b.kubeconfigs.manager, namespace: managerNamespace,
+		hostPathRoot: s.b.volumes, node: "bench-node",
+	})
+	// A manager that started but never got ready is stopped with the rest.
+	if p != nil {
+		s.managers = append(s.managers, p)
+		s.ids = append(s.ids, id)
+	}
+	return err
+}
+
+// managerRun is one manager process: its identity, ServiceAccount,
+// namespace, --host-path-root, NODE_NAME and further flags.
+type managerRun struct {
+	id, kubeconfig, namespace, hostPathRoot, node string
+	args                                          []string
+}
+
+// startManager starts a manager process with the run's client budget and a
+// profiling endpoint, and returns once it is ready; the process is returned
+// also when it did not get ready, for the caller to stop.
+func (b *bench) startManager(ctx context.Context, r managerRun) (*process, error) {
 	var addrs [3]string
 	for i := range addrs {
 		var err error
 		if addrs[i], err = childproc.FreeAddr(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	metricsAddr, healthAddr, pprofAddr := addrs[0], addrs[1], addrs[2]
 	m, err := managerproc.Start(managerproc.Options{
-		Binary:       s.b.bins.manager,
-		Kubeconfig:   s.b.kubeconfigs.manager,
-		Namespace:    managerNamespace,
-		Identity:     id,
-		HostPathRoot: s.b.volumes,
-		NodeName:     "bench-node",
+		Binary:       b.bins.manager,
+		Kubeconfig:   r.kubeconfig,
+		Namespace:    r.namespace,
+		Identity:     r.id,
+		HostPathRoot: r.hostPathRoot,
+		NodeName:     r.node,
 		MetricsAddr:  metricsAddr,
 		HealthAddr:   healthAddr,
-		Args: []string{
-			"--kube-api-qps=" + strconv.FormatFloat(float64(s.b.cfg.QPS), 'f', -1, 32),
-			"--kube-api-burst=" + strconv.Itoa(s.b.cfg.Burst),
-		},
+		Args: append([]string{
+			"--kube-api-qps=" + strconv.FormatFloat(float64(b.cfg.QPS), 'f', -1, 32),
+			"--kube-api-burst=" + strconv.Itoa(b.cfg.Burst),
+		}, r.args...),
 		Env:     []string{pprofEnv + "=" + pprofAddr},
-		LogPath: filepath.Join(s.b.cfg.Work, "logs", id+".log"),
+		LogPath: filepath.Join(b.cfg.Work, "logs", r.id+".log"),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &process{Process: m.Process, metricsURL: m.MetricsURL + "/metrics"}
-	s.managers = append(s.managers, p)
-	s.ids = append(s.ids, id)
-	s.b.mu.Lock()
-	s.b.pprofAddrs[p.Pid()] = pprofAddr
-	s.b.mu.Unlock()
-	return s.b.poll(ctx, "manager "+id+" ready", func(ctx context.Context) (bool, error) {
+	b.mu.Lock()
+	b.pprofAddrs[p.Pid()] = pprofAddr
+	b.mu.Unlock()
+	return p, b.poll(ctx, "manager "+r.id+" ready", func(ctx context.Context) (bool, error) {
 		if p.exited() {
-			return false, fmt.Errorf("manager %s exited; its log is %s", id, p.LogPath())
+			return false, fmt.Errorf("manager %s exited; its log is %s", r.id, p.LogPath())
 		}
 		return httpOK(ctx, "http://"+healthAddr+"/readyz"), nil
 	})

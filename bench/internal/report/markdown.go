@@ -44,6 +44,14 @@ const (
 	// S8Memory is one idle provisioner in a cluster full of claims and PVs
 	// that it does not serve.
 	S8Memory = "s8-memory"
+	// S9NodesProvision is claims spread over simulated nodes, each served by
+	// its own node agent or peer process; S9NodesAgent, S9NodesManager and
+	// S9NodesCrowded are one idle agent (or peer process), the manager, and
+	// one agent in a cluster full of claims and PVs of other nodes.
+	S9NodesProvision = "s9-nodes-provision"
+	S9NodesAgent     = "s9-nodes-agent"
+	S9NodesManager   = "s9-nodes-manager"
+	S9NodesCrowded   = "s9-nodes-crowded"
 )
 
 // Measurement is a Result plus what only the Markdown shows.
