@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
-	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -75,7 +75,7 @@ func (a nodeAdapter) ShouldProvision(_ context.Context, claim *v1.PersistentVolu
 // Delete leaves the volumes of other nodes to their own processes, which
 // the library, watching every volume of the provisioner, hands to each.
 func (a nodeAdapter) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
-	if node := pv.Annotations[hostpath.AnnNode]; node != a.node {
+	if node := backend.VolumeNode(pv); node != a.node {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("the volume lives on node %q, this process serves node %q", node, a.node)}
 	}
 	return a.adapter.Delete(ctx, pv)

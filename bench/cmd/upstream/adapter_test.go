@@ -157,7 +157,7 @@ func TestNodeAdapterKeepsToItsNode(t *testing.T) {
 			if tc.selected != "" {
 				claim.Annotations[annSelectedNode] = tc.selected
 			}
-			pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{hostpath.AnnNode: tc.volumeNode}}}
+			pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{backend.AnnNode: tc.volumeNode}}}
 			var ignored *controller.IgnoredError
 			got := struct{ Provision, Ignored bool }{
 				a.ShouldProvision(context.Background(), claim),

@@ -133,6 +133,10 @@ func backendConfig(o options) hostpath.Config {
 	}
 	if o.nodeName != "" {
 		cfg.VolumeType, cfg.NodeName = hostpath.VolumeTypeLocal, o.nodeName
+	} else {
+		// The backend pins every volume to a node; this process stands for
+		// one that serves the whole cluster from one machine.
+		cfg.NodeName = "upstream"
 	}
 	return cfg
 }

@@ -104,7 +104,15 @@ type provfleetSystem struct {
 	tenants  []tenant
 	managers []*process
 	ids      []string
+	// lease is the tenants' Lease times, which the replicas' node Lease
+	// follows.
+	lease LeaseTimes
 }
+
+// benchNode is the node every replica of the earlier scenarios runs on: in
+// both roles, as a one-node cluster's manager does, they serve its hostPath
+// volumes one at a time under its node Lease.
+const benchNode = "bench-node"
 
 func (s *provfleetSystem) name() string { return report.SystemProvfleet }
 
@@ -112,7 +120,8 @@ func (s *provfleetSystem) startManager(ctx context.Context) error {
 	id := fmt.Sprintf("pf-%d-%d", s.b.nextSeq(), len(s.managers))
 	p, err := s.b.startManager(ctx, managerRun{
 		id: id, kubeconfig: s.b.kubeconfigs.manager, namespace: managerNamespace,
-		hostPathRoot: s.b.volumes, node: "bench-node",
+		hostPathRoot: s.b.volumes, node: benchNode,
+		args: []string{"--role=manager,node", "--node-lease-duration=" + max(s.lease.Duration, 4*time.Second).String()},
 	})
 	// A manager that started but never got ready is stopped with the rest.
 	if p != nil {
@@ -173,9 +182,13 @@ func (b *bench) startManager(ctx context.Context, r managerRun) (*process, error
 }
 
 func (s *provfleetSystem) start(ctx context.Context, tenants []tenant, replicas int, lease LeaseTimes) error {
-	s.tenants = tenants
+	s.tenants, s.lease = tenants, lease
 	if err := s.b.createClasses(ctx, tenants); err != nil {
 		return err
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: benchNode, Labels: map[string]string{hostnameLabel: benchNode}}}
+	if _, err := s.b.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("cannot create Node %s: %w", benchNode, err)
 	}
 	for _, t := range tenants {
 		pc := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: t.name}}
