@@ -37,6 +37,8 @@ func report(w io.Writer, tag name.Tag, built image.Artifact, written image.Writt
 			return fmt.Errorf("cannot compute the index digest: %w", err)
 		}
 		fmt.Fprintf(w, "%s@%s (OCI image index)\n", tag, digest)
+	} else {
+		fmt.Fprintf(w, "%s (OCI image)\n", tag)
 	}
 	for i, img := range built.Images {
 		digest, err := img.Image.Digest()
