@@ -69,6 +69,10 @@ const (
 	// ReasonNoNodeAgent: a selected node has no node agent holding its Lease
 	// (status.nodes.unserved).
 	ReasonNoNodeAgent = "NoNodeAgent"
+	// ReasonNodeAgentPending: a selected node's agent runs but has not
+	// reported on this ProvisionerConfig yet, as for a moment after either
+	// starts (status.nodes.unserved); no Event is emitted for it.
+	ReasonNodeAgentPending = "NodeAgentPending"
 	// ReasonBackendStuck: a backend call runs past its deadline (see
 	// spec.timeouts), or a stopped instance gave up waiting for one and its
 	// replacement waits for the old instance's Lease to expire.
@@ -877,9 +881,11 @@ type UnservedNode struct {
 	// +required
 	Node string `json:"node"`
 
-	// reason is NoNodeAgent (no agent holds the node's Lease), InvalidSpec
-	// (the agent refuses the node's path), BackendUnavailable (the node's
-	// disk cannot be reached) or another Ready reason of the agent.
+	// reason is NoNodeAgent (no agent holds the node's Lease),
+	// NodeAgentPending (the agent has not reported on this provisioner yet),
+	// InvalidSpec (the agent refuses the node's path), BackendUnavailable
+	// (the node's disk cannot be reached) or another Ready reason of the
+	// agent.
 	// +kubebuilder:validation:MaxLength=128
 	// +required
 	Reason string `json:"reason"`

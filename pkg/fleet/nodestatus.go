@@ -65,11 +65,28 @@ func (m *Manager) withNodes(pc *v1alpha1.ProvisionerConfig, obs observation) obs
 	case nodes.Selected == 0:
 		obs.reason, obs.message = v1alpha1.ReasonNoNodeServed, "no node is selected: nodeName or nodeSelector matches no Node"
 	case nodes.Served == 0:
-		obs.reason, obs.message = v1alpha1.ReasonNoNodeServed, "none of the selected nodes is served: "+describeUnserved(nodes)
+		obs.reason, obs.message = commonReason(nodes), "none of the selected nodes is served: "+describeUnserved(nodes)
 	default:
 		obs.message = fmt.Sprintf("%s; %d of %d selected nodes served", obs.message, nodes.Served, nodes.Selected)
 	}
 	return obs
+}
+
+// commonReason is the reason every selected node gives for not being
+// served, NoNodeServed when they differ or some are not listed: one node
+// whose disk is gone makes its provisioner BackendUnavailable, as an NFS
+// server that is down does.
+func commonReason(nodes *v1alpha1.NodesStatus) string {
+	if len(nodes.Unserved) == 0 || len(nodes.Unserved) != int(nodes.Selected) {
+		return v1alpha1.ReasonNoNodeServed
+	}
+	reason := nodes.Unserved[0].Reason
+	for _, u := range nodes.Unserved[1:] {
+		if u.Reason != reason {
+			return v1alpha1.ReasonNoNodeServed
+		}
+	}
+	return reason
 }
 
 // describeUnserved says why the first unserved nodes are not served.
@@ -159,7 +176,7 @@ func (m *Manager) nodeServes(node, name string) (provisionerReport, *v1alpha1.Un
 	report, ok := reports[name]
 	switch {
 	case !ok:
-		return unserved(v1alpha1.ReasonNoNodeAgent, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
+		return unserved(v1alpha1.ReasonNodeAgentPending, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
 	case !slices.Contains(servingReasons, report.Reason):
 		return unserved(report.Reason, "%s", report.Message)
 	}

@@ -217,6 +217,23 @@ func (c *coordinator) liveReport(ctx context.Context, node string, now time.Time
 	return r, ok
 }
 
+// agentGone reports whether no node agent serves node any more: its Node
+// or its Lease is gone, or the Lease expired. An Immediate claim placed
+// there and still unbound is placed again: the agent stopped its work when
+// it could not renew the Lease, before the Lease expired, so it makes no
+// volume for the claim any more.
+func (c *coordinator) agentGone(node string, v *fleetView) bool {
+	if v.nodes[node] == nil {
+		return true
+	}
+	obj, exists, err := c.nodeLeases.GetIndexer().GetByKey(c.leaseNS + "/" + NodeLeaseName(node))
+	if err != nil {
+		return false
+	}
+	lease, ok := obj.(*coordinationv1.Lease)
+	return !exists || !ok || !leaseLive(lease, v.now)
+}
+
 // leaseLive reports whether lease has a holder that renewed it within its
 // duration.
 func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
@@ -247,11 +264,19 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 			continue
 		}
 		pending[claim.UID] = true
-		if node, ok := claim.Annotations[annSelectedNode]; ok {
-			c.checkSelectedNode(t, claim, v.nodes[node])
+		class := c.immediateClass(claim)
+		node, selected := claim.Annotations[annSelectedNode]
+		if !selected && class == nil {
 			continue
 		}
-		if class := c.immediateClass(claim); class != nil && !c.placeClaim(ctx, t, claim, allowedBy(class, served, v.nodes)) {
+		switch {
+		case selected && class == nil:
+			c.checkSelectedNode(t, claim, v.nodes[node])
+		case selected && !c.agentGone(node, v):
+			c.checkSelectedNode(t, claim, v.nodes[node])
+			// Looked at again until bound: an agent's end sends no event.
+			next = v.retry
+		case !c.placeClaim(ctx, t, claim, allowedBy(class, served, v.nodes)):
 			next = v.retry
 		}
 	}

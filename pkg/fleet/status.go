@@ -115,7 +115,7 @@ func desiredStorage(current *v1alpha1.StorageStatus, obs observation) *v1alpha1.
 func isRefusal(reason string) bool {
 	switch reason {
 	case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonProvisionerNameConflict, v1alpha1.ReasonLeaseNameConflict,
-		v1alpha1.ReasonBackendOverlap, v1alpha1.ReasonBackendUnavailable, v1alpha1.ReasonNoNodeServed:
+		v1alpha1.ReasonBackendOverlap, v1alpha1.ReasonBackendUnavailable, v1alpha1.ReasonNoNodeServed, v1alpha1.ReasonNoNodeAgent:
 		return true
 	}
 	return false
@@ -183,7 +183,7 @@ func (m *Manager) recordUnservedNodes(pc *v1alpha1.ProvisionerConfig, obs observ
 		}
 	}
 	for _, u := range obs.nodes.Unserved {
-		if !before[u.Node] {
+		if !before[u.Node] && u.Reason != v1alpha1.ReasonNodeAgentPending {
 			m.recorder.Eventf(pc, v1.EventTypeWarning, eventNodeNotServed, "node %s is not served: %s: %s", u.Node, u.Reason, u.Message)
 		}
 	}

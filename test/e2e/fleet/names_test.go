@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/fleet"
 )
 
 // TestMixedCaseProvisionerNameLeadsAndCountsItsVolumes: a provisioner name
@@ -51,6 +52,7 @@ func TestMixedCaseProvisionerNameLeadsAndCountsItsVolumes(t *testing.T) {
 	f.waitBound("first")
 
 	f.claim("second", name)
+	// Its only node has no room: the manager places it nowhere.
 	f.eventually("the second claim refused for capacity", func(ctx context.Context) (bool, error) {
 		if volumes := f.volumesOf(); len(volumes["second"]) != 0 {
 			return false, fmt.Errorf("the second claim got a volume beyond maxVolumes 1: %v", volumes)
@@ -60,7 +62,7 @@ func TestMixedCaseProvisionerNameLeadsAndCountsItsVolumes(t *testing.T) {
 			return false, nil
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == "second" && e.Type == corev1.EventTypeWarning && e.Reason == "ProvisioningFailed" {
+			if e.InvolvedObject.Name == "second" && e.Type == corev1.EventTypeWarning && e.Reason == fleet.EventNoNodeWithRoom {
 				return true, nil
 			}
 		}

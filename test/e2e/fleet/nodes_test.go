@@ -33,6 +33,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -242,9 +243,14 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 	}
 
 	t.Log("A re-tune reaches every agent")
-	edited := c.config(name)
-	edited.Spec.Workers = 3
-	edited, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{})
+	var edited *v1alpha1.ProvisionerConfig
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		edited = c.config(name)
+		edited.Spec.Workers = 3
+		edited, err = c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,10 +323,14 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	c := newNodeCluster(t)
 	const name = "spread"
 	c.provisioner(name, storagev1.VolumeBindingImmediate)
-	edited := c.config(name)
-	edited.Spec.Backend.HostPath.Capacity = &v1alpha1.CapacitySpec{MaxVolumes: 3}
-	edited.Spec.Backend.HostPath.NodeRemoval = &v1alpha1.NodeRemoval{Policy: v1alpha1.NodeRemovalDelete, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}
-	if _, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{}); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		edited := c.config(name)
+		edited.Spec.Backend.HostPath.Capacity = &v1alpha1.CapacitySpec{MaxVolumes: 3}
+		edited.Spec.Backend.HostPath.NodeRemoval = &v1alpha1.NodeRemoval{Policy: v1alpha1.NodeRemovalDelete, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}
+		_, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	c.waitNodes(name, "3/3")
