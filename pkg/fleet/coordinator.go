@@ -245,6 +245,10 @@ type coordTerm struct {
 	// that a claim is not told the same again at every sync. Only the
 	// worker touches it.
 	warned map[types.UID]string
+	// placed holds, by claim UID, the node this term placed each claim on,
+	// until the cache shows the placement: a sync on a cache that lags
+	// behind neither places the claim again nor counts its node short.
+	placed map[types.UID]string
 }
 
 func (t *coordTerm) kick() {
@@ -258,7 +262,7 @@ func (t *coordTerm) kick() {
 // returned stop waits for it to end.
 func (c *coordinator) lead(ctx context.Context) (stop func()) {
 	logger := klog.FromContext(ctx)
-	t := &coordTerm{wake: make(chan struct{}, 1), warned: map[types.UID]string{}}
+	t := &coordTerm{wake: make(chan struct{}, 1), warned: map[types.UID]string{}, placed: map[types.UID]string{}}
 	watches := c.watch(ctx, t)
 	c.mu.Lock()
 	c.term = t

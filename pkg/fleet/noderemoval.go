@@ -263,9 +263,18 @@ func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, names 
 			return err
 		case lease.ResourceVersion == "":
 			_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-		default:
-			_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+			return err
 		}
+		// A patch of the annotation alone, at the version read: the agent
+		// owns the rest of its Lease, and the manager may not update it.
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": lease.ResourceVersion,
+			"annotations":     map[string]string{AnnRemovedVolumes: lease.Annotations[AnnRemovedVolumes]},
+		}})
+		if err != nil {
+			return fmt.Errorf("cannot encode the removed volumes: %w", err)
+		}
+		_, err = leases.Patch(ctx, lease.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if err != nil {

@@ -149,9 +149,30 @@ func chooseNode(uid types.UID, request int64, candidates []nodeCandidate, b node
 	return best, found
 }
 
+// availableStep is the step in which reported free space is compared: the
+// free space of a disk moves with every write, so nodes within a step of
+// each other share claims by their volumes rather than all going to the one
+// a few bytes ahead.
+const availableStep = 1 << 30
+
+// rank is what the most room means in comparing nodes: the storage budget
+// left, else the volumes left of maxVolumes, else the reported free space in
+// steps.
+func (b nodeBudget) rank(n nodeCandidate) int64 {
+	switch {
+	case b.Storage != nil:
+		return *b.Storage - n.Used
+	case b.MaxVolumes > 0:
+		return b.MaxVolumes - n.Volumes
+	case n.Available != nil:
+		return (*n.Available - n.Used) / availableStep
+	}
+	return 0
+}
+
 func (b nodeBudget) better(uid types.UID, n, than nodeCandidate) bool {
 	return cmp.Or(
-		-cmp.Compare(b.room(n), b.room(than)),
+		-cmp.Compare(b.rank(n), b.rank(than)),
 		cmp.Compare(n.Volumes, than.Volumes),
 		cmp.Compare(placementHash(uid, n.Name), placementHash(uid, than.Name)),
 	) < 0
@@ -256,6 +277,7 @@ func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
 // claim is placed as soon as the leader hears of it, and it still yields one
 // volume, since no other agent provisions a claim selected to another node.
 func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) time.Duration {
+	c.withPlacements(t, v)
 	served := c.candidates(ctx, v)
 	var next time.Duration
 	pending := map[types.UID]bool{}
@@ -285,7 +307,33 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 			delete(t.warned, uid)
 		}
 	}
+	for uid := range t.placed {
+		if !pending[uid] {
+			delete(t.placed, uid)
+		}
+	}
 	return next
+}
+
+// withPlacements puts into v's claims the placements of this term that the
+// cache does not show yet, on copies, and forgets those it shows.
+func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
+	for i, claim := range v.claims {
+		node, ok := t.placed[claim.UID]
+		if !ok {
+			continue
+		}
+		if _, shown := claim.Annotations[annSelectedNode]; shown {
+			delete(t.placed, claim.UID)
+			continue
+		}
+		placed := claim.DeepCopy()
+		if placed.Annotations == nil {
+			placed.Annotations = map[string]string{}
+		}
+		placed.Annotations[annSelectedNode] = node
+		v.claims[i] = placed
+	}
 }
 
 // immediateClass returns claim's class when it binds at once
@@ -359,6 +407,7 @@ func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *v1.Pe
 	served[node.Name].Volumes++
 	served[node.Name].Used += request
 	delete(t.warned, claim.UID)
+	t.placed[claim.UID] = node.Name
 	logger.Info("Placed claim", "claim", klog.KObj(claim), "node", node.Name)
 	c.recorder.Eventf(claim, v1.EventTypeNormal, EventNodeSelected,
 		"Node %s chosen for this Immediate claim among %d served nodes with room: it has the most room (%s), then the fewest volumes (%d); its node agent provisions the volume",

@@ -70,6 +70,23 @@ func TestChooseNode(t *testing.T) {
 			},
 			want: "b",
 		},
+		"reported space a few bytes apart counts as equal: the fewest volumes win": {
+			request: gi,
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 2, Available: ptr.To(50*gi + 4096)},
+				{Name: "b", Volumes: 1, Available: ptr.To(50 * gi)},
+			},
+			want: "b",
+		},
+		"most volumes left of maxVolumes, whatever the reported space": {
+			request: gi,
+			budget:  nodeBudget{MaxVolumes: 3},
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 1, Available: ptr.To(90 * gi)},
+				{Name: "b", Volumes: 0, Available: ptr.To(10 * gi)},
+			},
+			want: "b",
+		},
 		"a node whose volume count is full is skipped": {
 			request: gi,
 			budget:  nodeBudget{MaxVolumes: 2},

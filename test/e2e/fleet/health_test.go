@@ -71,7 +71,10 @@ func TestBackendOutageAndRecovery(t *testing.T) {
 		return err == nil && strings.Contains(metrics, fmt.Sprintf("provisioner_backend_up{provisioner=%q} 0", pc.Spec.ProvisionerName)), nil
 	})
 
-	f.claim("waiting", pcName)
+	// Selected to the node, as the scheduler selects a WaitForFirstConsumer
+	// claim: its agent retries it. The manager would place an Immediate claim
+	// on no node while none is served.
+	f.claimOn("waiting", pcName, "node-health")
 	f.eventually("the claim retried past its threshold", func(ctx context.Context) (bool, error) {
 		return f.eventCount(ctx, "waiting", "ProvisioningFailed") >= 4, nil
 	})

@@ -357,6 +357,13 @@ func (f *fixture) deleteConfig(name string) {
 
 func (f *fixture) claim(name, class string) {
 	f.t.Helper()
+	f.claimOn(name, class, "")
+}
+
+// claimOn creates a claim of class, its volume selected to node as the
+// scheduler selects a WaitForFirstConsumer claim's when node is set.
+func (f *fixture) claimOn(name, class, node string) {
+	f.t.Helper()
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.namespace},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -366,6 +373,9 @@ func (f *fixture) claim(name, class string) {
 				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
 			},
 		},
+	}
+	if node != "" {
+		claim.Annotations = map[string]string{"volume.kubernetes.io/selected-node": node}
 	}
 	if _, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Create(f.ctx, claim, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("cannot create claim %s: %v", name, err)

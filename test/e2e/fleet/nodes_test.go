@@ -31,7 +31,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -107,17 +106,7 @@ func (c *nodeCluster) provisioner(name string, mode storagev1.VolumeBindingMode)
 // scheduled Pod.
 func (c *nodeCluster) claimOn(name, node string) {
 	c.t.Helper()
-	claim := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace, Annotations: map[string]string{"volume.kubernetes.io/selected-node": node}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To("local"),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
-		},
-	}
-	if _, err := c.kube.CoreV1().PersistentVolumeClaims(c.namespace).Create(c.ctx, claim, metav1.CreateOptions{}); err != nil {
-		c.t.Fatalf("cannot create claim %s: %v", name, err)
-	}
+	c.fixture.claimOn(name, "local", node)
 }
 
 // placement is where a claim's volume is: the node its PV is pinned to and
@@ -333,6 +322,7 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.waitReady(name, 2, v1alpha1.ReasonRunning)
 	c.waitNodes(name, "3/3")
 
 	var claims []string
