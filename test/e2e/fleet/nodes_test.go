@@ -74,7 +74,7 @@ func newNodeCluster(t *testing.T) *nodeCluster {
 // provisioner creates a hostPath ProvisionerConfig served on every node:
 // node a and b by name, c, labelled disk=nvme, by selector, each under its
 // own disk, and a StorageClass of binding mode mode.
-func (c *nodeCluster) provisioner(name string, mode storagev1.VolumeBindingMode) {
+func (c *nodeCluster) provisioner(name string, mode storagev1.VolumeBindingMode, mutate ...func(*v1alpha1.HostPathBackend)) {
 	c.t.Helper()
 	c.fixture.provisioner(name, func(pc *v1alpha1.ProvisionerConfig) {
 		hp := pc.Spec.Backend.HostPath
@@ -83,6 +83,9 @@ func (c *nodeCluster) provisioner(name string, mode storagev1.VolumeBindingMode)
 			{Nodes: []string{c.nodes[0]}, Path: v1alpha1.AbsolutePath(filepath.Join(c.disks[c.nodes[0]], "volumes"))},
 			{Nodes: []string{c.nodes[1]}, Path: v1alpha1.AbsolutePath(filepath.Join(c.disks[c.nodes[1]], "volumes"))},
 			{NodeSelector: &v1alpha1.NodeLabelSelector{MatchLabels: map[string]string{"disk": "nvme"}}, Path: v1alpha1.AbsolutePath(filepath.Join(c.disks[c.nodes[2]], "fast"))},
+		}
+		for _, m := range mutate {
+			m(hp)
 		}
 	})
 	class, err := c.kube.StorageV1().StorageClasses().Get(c.ctx, name, metav1.GetOptions{})
@@ -311,18 +314,11 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	c := newNodeCluster(t)
 	const name = "spread"
-	c.provisioner(name, storagev1.VolumeBindingImmediate)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		edited := c.config(name)
-		edited.Spec.Backend.HostPath.Capacity = &v1alpha1.CapacitySpec{MaxVolumes: 3}
-		edited.Spec.Backend.HostPath.NodeRemoval = &v1alpha1.NodeRemoval{Policy: v1alpha1.NodeRemovalDelete, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}
-		_, err := c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(c.ctx, edited, metav1.UpdateOptions{})
-		return err
+	c.provisioner(name, storagev1.VolumeBindingImmediate, func(hp *v1alpha1.HostPathBackend) {
+		hp.Capacity = &v1alpha1.CapacitySpec{MaxVolumes: 3}
+		hp.NodeRemoval = &v1alpha1.NodeRemoval{Policy: v1alpha1.NodeRemovalDelete, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.waitReady(name, 2, v1alpha1.ReasonRunning)
+	c.waitReady(name, 1, v1alpha1.ReasonRunning)
 	c.waitNodes(name, "3/3")
 
 	var claims []string
