@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -212,6 +213,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 		}
 	}
 	req, err := dirvol.ParseRequest(opts)
+	if err == nil {
+		err = req.CheckNodePath(p.path)
+	}
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
@@ -227,7 +231,10 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 		return nil, provisioning.ProvisioningFinished, err
 	}
 	pv := dirvol.NewPV(opts, req, p.source(dir))
-	pv.Annotations = p.annotations()
+	if pv.Annotations == nil {
+		pv.Annotations = map[string]string{}
+	}
+	maps.Copy(pv.Annotations, p.annotations())
 	pv.Spec.MountOptions = mountOptions
 	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
 		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{

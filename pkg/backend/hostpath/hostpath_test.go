@@ -148,8 +148,11 @@ func TestProvision(t *testing.T) {
 		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: hostname}}}
 	}
 	tests := map[string]struct {
-		volumeType   VolumeType
-		pattern      string
+		volumeType VolumeType
+		pattern    string
+		// params are more class parameters; a nodePath of "." is the
+		// backend's path.
+		params       map[string]string
 		mountOptions []string
 		selected     *v1.Node
 		wantSource   func(path string) v1.PersistentVolumeSource
@@ -191,6 +194,16 @@ func TestProvision(t *testing.T) {
 		"hostile pattern": {
 			pattern: "{{.PVC.Namespace}}/../../{{.PVC.Name}}", wantErr: `".."`,
 		},
+		"local-path class of this path, its onDelete recorded": {
+			volumeType: VolumeTypeHostPath, params: map[string]string{"nodePath": ".", "onDelete": "Retain"}, wantDir: "pvc-team-data",
+			wantSource: func(p string) v1.PersistentVolumeSource {
+				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
+			},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a", dirvol.AnnOnDelete: "Retain"},
+		},
+		"local-path class of another path": {
+			params: map[string]string{"nodePath": "/opt/local-path-provisioner"}, wantErr: `parameter nodePath: "/opt/local-path-provisioner" is not this provisioner's path`,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -200,9 +213,15 @@ func TestProvision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			class := backendtest.Class(nil)
+			class := backendtest.Class(map[string]string{})
 			if tc.pattern != "" {
-				class.Parameters = map[string]string{"pathPattern": tc.pattern}
+				class.Parameters["pathPattern"] = tc.pattern
+			}
+			for key, value := range tc.params {
+				if key == "nodePath" && value == "." {
+					value = path
+				}
+				class.Parameters[key] = value
 			}
 			class.MountOptions = tc.mountOptions
 			opts := backendtest.Options(backendtest.Claim("team", "data", "3Gi"), class)

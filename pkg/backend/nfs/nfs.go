@@ -181,6 +181,9 @@ func (p *Provisioner) Close() {
 // Provision creates the claim's subdirectory and returns its PersistentVolume.
 func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
 	req, err := dirvol.ParseRequest(opts)
+	if err == nil {
+		err = req.CheckNoNodePath()
+	}
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}

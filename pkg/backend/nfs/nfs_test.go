@@ -211,7 +211,10 @@ func TestProvision(t *testing.T) {
 		configOptions []string
 		classOptions  []string
 		pattern       string
+		onDelete      string
+		nodePath      string
 		wantOptions   []string
+		wantAnn       map[string]string
 		wantPath      string
 		wantDir       string
 		wantErr       string
@@ -229,6 +232,16 @@ func TestProvision(t *testing.T) {
 			wantPath: "/export/team/data", wantDir: "team/data",
 		},
 		"hostile pattern": {pattern: "/{{.PVC.Name}}", wantErr: "absolute"},
+		"nfs-subdir pattern archives": {
+			pattern: "${.PVC.namespace}/${.PVC.name}", wantAnn: map[string]string{dirvol.AnnOnDelete: "Archive"},
+			wantPath: "/export/team/data", wantDir: "team/data",
+		},
+		"nfs-subdir onDelete names by default as it does": {
+			onDelete: "delete", wantAnn: map[string]string{dirvol.AnnOnDelete: "Delete"},
+			wantPath: "/export/team-data-pvc-team-data", wantDir: "team-data-pvc-team-data",
+		},
+		"patterns mixed":      {pattern: "${.PVC.namespace}/{{.PVC.Name}}", wantErr: "mixes ${...} keys"},
+		"local-path nodePath": {nodePath: "/export", wantErr: "nodePath is local-path-provisioner's folder on a node"},
 	}
 	for name, tc := range tests {
 		for reachName, r := range reaches {
@@ -236,9 +249,15 @@ func TestProvision(t *testing.T) {
 				cfg := Config{Path: "/export/", MountOptions: tc.configOptions}
 				p, dir := newProvisioner(t, r, cfg, Options{})
 				cfg.Server, cfg.Port = p.server, p.port
-				class := backendtest.Class(nil)
+				class := backendtest.Class(map[string]string{})
 				if tc.pattern != "" {
-					class.Parameters = map[string]string{"pathPattern": tc.pattern}
+					class.Parameters["pathPattern"] = tc.pattern
+				}
+				if tc.onDelete != "" {
+					class.Parameters["onDelete"] = tc.onDelete
+				}
+				if tc.nodePath != "" {
+					class.Parameters["nodePath"] = tc.nodePath
 				}
 				class.MountOptions = tc.classOptions
 				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "5Gi"), class))
@@ -252,7 +271,7 @@ func TestProvision(t *testing.T) {
 					t.Fatalf("Provision: %v", err)
 				}
 				want := &v1.PersistentVolume{
-					ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data"},
+					ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data", Annotations: tc.wantAnn},
 					Spec: v1.PersistentVolumeSpec{
 						Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("5Gi")},
 						AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},

@@ -65,6 +65,10 @@ var confinementSeeds = [][5]string{
 	{"a/b/c/{{.PVC.Name}}", "team", "data\n", "", ""},
 	{"{{range .PVC.Labels}}{{end}}", "team", "data", "", ""},
 	{"{{.PVC.Name}}", "team", ".snapshot", "", ""},
+	{"${.PVC.namespace}/${.PVC.name}", "..", "..", "", ""},
+	{"${.PVC.labels.dir}/x", "team", "data", "../other", ""},
+	{"${.PVC.annotations.dir}", "team", "data", "", "/etc"},
+	{"${.PVC.labels.dir}", "team", "data", "", ""},
 }
 
 // FuzzConfinement provisions and deletes a volume with a fuzzed path pattern

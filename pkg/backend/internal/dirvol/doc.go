@@ -34,6 +34,12 @@ limitations under the License.
 // it afterwards, and reports the space of the base's file system (Dir.Space),
 // and Create refuses a claim larger than the space left, as it refuses one
 // beyond the capacity budget (of the volumes Config.Counts accepts).
+// ParseRequest reads a claim's StorageClass parameters, ours and those of
+// nfs-subdir-external-provisioner (its ${.PVC.<key>} patterns, onDelete and
+// archiveOnDelete, with its defaults for a class in its style) and
+// local-path-provisioner (nodePath); NewPV records the class's onDelete
+// policy on the PersistentVolume (AnnOnDelete), and Delete goes by that
+// record, or by the configured policy where there is none.
 // Release takes the names of PersistentVolumes deleted elsewhere, finds their
 // directories by their owner markers, walking the folders a pattern renders
 // and nothing else (no symlink, hidden folder, archive or marked volume

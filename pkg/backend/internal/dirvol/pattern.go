@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -57,6 +58,10 @@ var allowedFuncs = map[string]bool{
 // Pattern is a parsed path pattern.
 type Pattern struct {
 	tmpl *template.Template
+	// fallback, set for a pattern in nfs-subdir-external-provisioner's
+	// syntax, makes Render drop empty components, as that provisioner's
+	// path join does, and render fallback where nothing is left.
+	fallback *Pattern
 }
 
 // claimData is all a pattern can see of a claim; nothing else is reachable.
@@ -83,6 +88,12 @@ func ParsePattern(text string) (*Pattern, error) {
 	if len(text) > maxPatternLen {
 		return nil, fmt.Errorf("path pattern is %d bytes long, more than %d", len(text), maxPatternLen)
 	}
+	return parseTemplate(text)
+}
+
+// parseTemplate is ParsePattern for a text of any length: one translated
+// from a checked pattern.
+func parseTemplate(text string) (*Pattern, error) {
 	tmpl, err := template.New("pathPattern").Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse path pattern: %w", err)
@@ -186,6 +197,12 @@ func (p *Pattern) Render(pvName string, claim *v1.PersistentVolumeClaim) (string
 		return "", fmt.Errorf("cannot render path pattern: %w", err)
 	}
 	dir := out.String()
+	if p.fallback != nil {
+		dir = strings.Join(slices.DeleteFunc(strings.Split(dir, "/"), func(c string) bool { return c == "" }), "/")
+		if dir == "" {
+			return p.fallback.Render(pvName, claim)
+		}
+	}
 	if err := CheckDir(dir); err != nil {
 		return "", fmt.Errorf("rendered path %q refused: %w", truncate(dir), err)
 	}

@@ -132,7 +132,7 @@ func (s *Store) releaseNamed(ctx context.Context, v found) (bool, error) {
 		logger.V(2).Info("Volume on record, whose PersistentVolume may still come, leaving its directory alone")
 		return false, nil
 	}
-	if err := s.releaseLocked(ctx, v.pvName, v.dir, false); err != nil {
+	if err := s.releaseLocked(ctx, v.pvName, v.dir, removal{onDelete: s.cfg.OnDelete}); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -20,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,8 +36,20 @@ import (
 // The StorageClass parameters a directory backend reads; each overrides,
 // for the claims of its class, the backend's setting of the same name.
 const (
-	// ParamPathPattern is the path pattern.
+	// ParamPathPattern is the path pattern: a Go template, or a pattern in
+	// nfs-subdir-external-provisioner's ${.PVC.<key>} syntax (see
+	// IsSubdirPattern).
 	ParamPathPattern = "pathPattern"
+	// ParamOnDelete is the onDelete policy: Delete, Retain or Archive, or
+	// nfs-subdir-external-provisioner's delete or retain. It is recorded on
+	// each PersistentVolume made (AnnOnDelete).
+	ParamOnDelete = "onDelete"
+	// ParamArchiveOnDelete is nfs-subdir-external-provisioner's: a boolean
+	// ("true" archives, "false" deletes) that onDelete overrides.
+	ParamArchiveOnDelete = "archiveOnDelete"
+	// ParamNodePath is local-path-provisioner's: the folder of the node
+	// that volumes go in, which must be the backend's own path.
+	ParamNodePath = "nodePath"
 	// ParamMode is the mode of a new volume directory, in octal ("0750").
 	ParamMode = "mode"
 	// ParamUID is the user that owns a new volume directory.
@@ -45,7 +59,7 @@ const (
 )
 
 // knownParams lists the parameters ParseRequest accepts, for its error.
-var knownParams = []string{ParamPathPattern, ParamMode, ParamUID, ParamGID}
+var knownParams = []string{ParamPathPattern, ParamOnDelete, ParamArchiveOnDelete, ParamNodePath, ParamMode, ParamUID, ParamGID}
 
 // Request is one claim's directory request.
 type Request struct {
@@ -58,11 +72,17 @@ type Request struct {
 	// Directory is the class's mode and owner; a field not set means the
 	// configured one.
 	Directory backend.Directory
+	// OnDelete is the class's onDelete policy, recorded on the
+	// PersistentVolume; empty means the configured one at deletion.
+	OnDelete backend.OnDeletePolicy
+	// NodePath is the class's nodePath, cleaned; empty means none.
+	NodePath string
 }
 
 // ParseRequest checks what a directory backend can serve: a filesystem claim
-// with a storage request, of a class with no parameter but pathPattern, mode,
-// uid and gid.
+// with a storage request, of a class with no parameter but those of
+// knownParams. A class in nfs-subdir-external-provisioner's style (see
+// IsSubdirClass) gets that provisioner's defaults for what it leaves out.
 func ParseRequest(opts provisioning.ProvisionOptions) (Request, error) {
 	claim := opts.PVC
 	if claim == nil {
@@ -79,12 +99,24 @@ func ParseRequest(opts provisioning.ProvisionOptions) (Request, error) {
 	if opts.StorageClass == nil {
 		return req, nil
 	}
-	for key, value := range opts.StorageClass.Parameters {
-		if err := req.setParam(key, value); err != nil {
-			return Request{}, fmt.Errorf("StorageClass %s: %w", opts.StorageClass.Name, err)
-		}
+	if err := req.setParams(opts.StorageClass.Parameters); err != nil {
+		return Request{}, fmt.Errorf("StorageClass %s: %w", opts.StorageClass.Name, err)
 	}
 	return req, nil
+}
+
+// setParams sets what the class parameters say, in the order of their
+// names so that the first error is always the same one.
+func (r *Request) setParams(params map[string]string) error {
+	for _, key := range slices.Sorted(maps.Keys(params)) {
+		if err := r.setParam(key, params[key]); err != nil {
+			return err
+		}
+	}
+	if IsSubdirClass(params) {
+		return r.setSubdirDefaults(params)
+	}
+	return nil
 }
 
 // setParam sets what the class parameter key says.
@@ -92,7 +124,13 @@ func (r *Request) setParam(key, value string) error {
 	var err error
 	switch key {
 	case ParamPathPattern:
-		r.Pattern, err = ParsePattern(value)
+		r.Pattern, err = parseClassPattern(value)
+	case ParamOnDelete:
+		r.OnDelete, err = parseOnDelete(value)
+	case ParamArchiveOnDelete:
+		_, err = strconv.ParseBool(value)
+	case ParamNodePath:
+		r.NodePath, err = parseNodePath(value)
 	case ParamMode:
 		var mode fs.FileMode
 		mode, err = backend.ParseMode(value)
@@ -116,7 +154,8 @@ func parseID(value string) (*int64, error) {
 }
 
 // NewPV returns the PersistentVolume for a request, with source as its volume:
-// capacity and access modes come from the claim, reclaim policy from the class.
+// capacity and access modes come from the claim, reclaim policy from the class,
+// and the class's onDelete policy, if any, is recorded in AnnOnDelete.
 // Nothing is shared with the informer-cached claim.
 func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.PersistentVolumeSource) *v1.PersistentVolume {
 	reclaim := v1.PersistentVolumeReclaimDelete
@@ -127,9 +166,13 @@ func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.Persistent
 			reclaim = *class.ReclaimPolicy
 		}
 	}
+	var annotations map[string]string
+	if req.OnDelete != "" {
+		annotations = map[string]string{AnnOnDelete: string(req.OnDelete)}
+	}
 	filesystem := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: req.PVName},
+		ObjectMeta: metav1.ObjectMeta{Name: req.PVName, Annotations: annotations},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: req.Size},
 			AccessModes:                   slices.Clone(req.Claim.Spec.AccessModes),

@@ -48,9 +48,9 @@ func TestParseRequest(t *testing.T) {
 		"no request": {mutate: func(o *provisioning.ProvisionOptions) { o.PVC.Spec.Resources.Requests = nil }, wantErr: "no positive storage request"},
 		"unknown parameter": {
 			mutate: func(o *provisioning.ProvisionOptions) {
-				o.StorageClass = backendtest.Class(map[string]string{"archiveOnDelete": "true"})
+				o.StorageClass = backendtest.Class(map[string]string{"volumeType": "local"})
 			},
-			wantErr: `unknown parameter "archiveOnDelete"`,
+			wantErr: `unknown parameter "volumeType"`,
 		},
 		"bad class pattern": {
 			mutate: func(o *provisioning.ProvisionOptions) {

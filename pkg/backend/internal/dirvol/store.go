@@ -666,10 +666,22 @@ const AnnDeleteUnmarked = "provfleet.io/delete-unmarked"
 // errUnmarked refuses to release a directory without an owner marker.
 var errUnmarked = errors.New("the directory has no owner marker")
 
-// RemoveVolume is Remove for the directory dir of a PersistentVolume, which
-// may opt in to the release of an unmarked directory with AnnDeleteUnmarked.
+// removal says how a directory is released: by which onDelete policy, and
+// whether one without an owner marker may go.
+type removal struct {
+	onDelete backend.OnDeletePolicy
+	unmarked bool
+}
+
+// RemoveVolume is Remove for the directory dir of a PersistentVolume, by
+// the policy recorded on it (see VolumeOnDelete), which may opt in to the
+// release of an unmarked directory with AnnDeleteUnmarked.
 func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir string) error {
-	return s.removeDir(ctx, pv.Name, dir, pv.Annotations[AnnDeleteUnmarked] == "true")
+	onDelete, err := VolumeOnDelete(pv, s.cfg.OnDelete)
+	if err != nil {
+		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
+	}
+	return s.removeDir(ctx, pv.Name, dir, removal{onDelete: onDelete, unmarked: pv.Annotations[AnnDeleteUnmarked] == "true"})
 }
 
 // Remove applies the onDelete policy to the directory of PV pvName, dir below
@@ -678,17 +690,17 @@ func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir s
 // uses, or whose owner marker names another PV, is refused, and so is one
 // without an owner marker unless the policy is Retain.
 func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
-	return s.removeDir(ctx, pvName, dir, false)
+	return s.removeDir(ctx, pvName, dir, removal{onDelete: s.cfg.OnDelete})
 }
 
-// removeDir is Remove; unmarked allows the release of a directory without an
-// owner marker. A deleted directory leaves its place under the lock and its
-// files are deleted after, so a large volume does not hold up other claims.
-func (s *Store) removeDir(ctx context.Context, pvName, dir string, unmarked bool) error {
-	if err := s.releaseDir(ctx, pvName, dir, unmarked); err != nil {
+// removeDir is Remove as how says. A deleted directory leaves its place
+// under the lock and its files are deleted after, so a large volume does not
+// hold up other claims.
+func (s *Store) removeDir(ctx context.Context, pvName, dir string, how removal) error {
+	if err := s.releaseDir(ctx, pvName, dir, how); err != nil {
 		return err
 	}
-	if s.cfg.OnDelete != backend.OnDeleteDelete {
+	if how.onDelete != backend.OnDeleteDelete {
 		return nil
 	}
 	if err := s.purge(ctx); err != nil {
@@ -699,22 +711,22 @@ func (s *Store) removeDir(ctx context.Context, pvName, dir string, unmarked bool
 
 // releaseDir applies the onDelete policy under the lock; a deleted
 // directory is only moved into trashDir.
-func (s *Store) releaseDir(ctx context.Context, pvName, dir string, unmarked bool) error {
+func (s *Store) releaseDir(ctx context.Context, pvName, dir string, how removal) error {
 	if err := CheckDir(dir); err != nil {
 		return fmt.Errorf("directory %q refused: %w", dir, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.releaseLocked(ctx, pvName, dir, unmarked)
+	return s.releaseLocked(ctx, pvName, dir, how)
 }
 
 // releaseLocked is releaseDir for a checked dir, under the lock.
-func (s *Store) releaseLocked(ctx context.Context, pvName, dir string, unmarked bool) error {
-	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", s.cfg.OnDelete)
+func (s *Store) releaseLocked(ctx context.Context, pvName, dir string, how removal) error {
+	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", how.onDelete)
 	if err := s.checkOverlap(ctx, pvName, dir); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
-	found, err := s.remove(ctx, dir, pvName, unmarked)
+	found, err := s.remove(ctx, dir, pvName, how)
 	if errors.Is(err, errUnmarked) {
 		return fmt.Errorf("refusing to remove directory %q: %w; it may hold retained or archived data, "+
 			"or data of a volume made by hand: set the annotation %s: \"true\" on the PersistentVolume to release it anyway",
@@ -755,7 +767,7 @@ func (s *Store) checkJournal(ctx context.Context) error {
 }
 
 // remove applies the policy and reports whether the directory existed.
-func (s *Store) remove(ctx context.Context, dir, pvName string, unmarked bool) (bool, error) {
+func (s *Store) remove(ctx context.Context, dir, pvName string, how removal) (bool, error) {
 	base, err := s.openBase(ctx)
 	if err != nil {
 		return false, err
@@ -789,10 +801,10 @@ func (s *Store) remove(ctx context.Context, dir, pvName string, unmarked bool) (
 		return false, err
 	case !info.IsDir():
 		return false, fmt.Errorf("%q is not a directory (%s)", leaf, info.Mode().Type())
-	case !marked && !unmarked && s.cfg.OnDelete != backend.OnDeleteRetain:
+	case !marked && !how.unmarked && how.onDelete != backend.OnDeleteRetain:
 		return false, errUnmarked
 	default:
-		if err := s.release(ctx, base, parent, leaf); err != nil {
+		if err := s.release(ctx, base, parent, leaf, how.onDelete); err != nil {
 			return false, err
 		}
 	}
@@ -805,8 +817,8 @@ func (s *Store) remove(ctx context.Context, dir, pvName string, unmarked bool) (
 
 // release applies the onDelete policy to the existing directory leaf in
 // parent, below base.
-func (s *Store) release(ctx context.Context, base, parent Dir, leaf string) error {
-	switch s.cfg.OnDelete {
+func (s *Store) release(ctx context.Context, base, parent Dir, leaf string, onDelete backend.OnDeletePolicy) error {
+	switch onDelete {
 	case backend.OnDeleteRetain:
 		return nil
 	case backend.OnDeleteArchive:
