@@ -31,9 +31,15 @@ import (
 	"github.com/provfleet/provfleet/internal/testenv"
 )
 
-// The control plane starts with the CRD the chart ships.
+// The control plane starts with the CRD the chart ships, from the binaries
+// `make controlplane` builds at the repository's root unless
+// PROVFLEET_CONTROLPLANE_BIN names others.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.RunMain(m, testenv.Options{CRDDir: filepath.Join(helm.ChartDir(rootDir), "crds")}))
+	opts := testenv.Options{CRDDir: filepath.Join(helm.ChartDir(rootDir), "crds")}
+	if os.Getenv(testenv.BinDirEnv) == "" {
+		opts.BinDir = filepath.Join(rootDir, "_output", "controlplane")
+	}
+	os.Exit(testenv.RunMain(m, opts))
 }
 
 // rootDir is the repository's root: this module lies two folders below it.
