@@ -34,7 +34,7 @@ import (
 // the defaults and with every value set.
 func TestRender(t *testing.T) {
 	cases := map[string]struct {
-		values string
+		values map[string]any
 		want   []string
 	}{
 		"default values": {want: []string{
@@ -47,7 +47,7 @@ func TestRender(t *testing.T) {
 			"Service provfleet-system/provfleet-metrics",
 			"ServiceAccount provfleet-node/provfleet-node", "ServiceAccount provfleet-system/provfleet",
 		}},
-		"full values": {values: fullValues, want: []string{
+		"full values": {values: readValues(t, fullValues), want: []string{
 			"ClusterRole provfleet", "ClusterRole provfleet-node",
 			"ClusterRoleBinding provfleet", "ClusterRoleBinding provfleet-node",
 			"DaemonSet storage-agents/provfleet-node", "Deployment provfleet-system/provfleet",
@@ -60,11 +60,23 @@ func TestRender(t *testing.T) {
 			"ServiceMonitor provfleet-system/provfleet",
 			"StorageClass fast-local", "StorageClass shared",
 		}},
+		// Without agents the manager reads node Leases in its own Leases'
+		// namespace, and nothing runs at the privileged level.
+		"no node agents, no Service, no budget": {values: map[string]any{
+			"nodeAgent":           map[string]any{"enabled": false},
+			"metrics":             map[string]any{"service": map[string]any{"enabled": false}},
+			"podDisruptionBudget": map[string]any{"enabled": false},
+		}, want: []string{
+			"ClusterRole provfleet", "ClusterRoleBinding provfleet", "Deployment provfleet-system/provfleet",
+			"Role provfleet-system/provfleet", "Role provfleet-system/provfleet-manager",
+			"RoleBinding provfleet-system/provfleet", "RoleBinding provfleet-system/provfleet-manager",
+			"ServiceAccount provfleet-system/provfleet",
+		}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			for _, obj := range render(t, readValues(t, tc.values)) {
+			for _, obj := range render(t, tc.values) {
 				got = append(got, describe(t, obj))
 			}
 			slices.Sort(got)
