@@ -24,7 +24,7 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl
 	hack/controlplane/build.sh $(CONTROLPLANE)
 
 .PHONY: test
-test: controlplane fuzz-short bench-smoke image image-test ## Run unit and end-to-end tests, the benchmark smoke run and the image's build and tests (builds the control plane first).
+test: controlplane fuzz-short bench-smoke image image-test chart-test ## Run unit and end-to-end tests, the benchmark smoke run, the image's build and tests and the chart's tests (builds the control plane first).
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 
 # The image: the manager for each of IMAGE_ARCHS (GOARCHes of linux; several
@@ -46,6 +46,13 @@ image: ## Build the manager's OCI image without Docker into _output/image (IMAGE
 .PHONY: image-test
 image-test: ## Build the image for amd64, arm64 and this machine into a temporary folder and test it, and the Dockerfile against it.
 	cd hack/image && go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+
+# The Helm chart (charts/provfleet): its tests lint and render it with helm's
+# Go packages, pinned in hack/helm/go.mod, a module of its own, so the
+# manager's go.mod stays lean; no helm binary is needed.
+.PHONY: chart-test
+chart-test: controlplane ## Lint and render the Helm chart, keep it in step with examples/deploy and install it on a local control plane.
+	cd hack/helm && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
 
 FUZZ_TIME ?= 3000x
 FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs FuzzOverlapping:./pkg/backend FuzzNFSStore:./pkg/backend/internal/nfsfs
@@ -82,10 +89,11 @@ $(GOLANGCI_LINT) $(LOGCHECK) &: hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && go build -o $(TOOLS_BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint sigs.k8s.io/logtools/logcheck
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the manager and the benchmark, and logcheck's contextual-logging rules.
+lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the manager, the benchmark, the image and chart tools, and logcheck's contextual-logging rules.
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	cd bench && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../.golangci.yml ./...
 	cd hack/image && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
+	cd hack/helm && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
 	$(LOGCHECK) -check-contextual -check-value ./...
 
 .PHONY: generate

@@ -1,0 +1,33 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package helm renders the Helm chart of charts/provfleet with helm's Go
+// packages, as `helm template` does but without the helm binary, and decodes
+// the rendered manifest into typed Kubernetes objects. Its tests lint the
+// chart, keep its RBAC and CRD in step with examples/deploy, its kustomize
+// base and crds/, check the Pod Security levels of its Pods in-process and
+// against a real API server, and install it on the control plane of
+// internal/testenv, where the manager and a node agent run as the chart's
+// ServiceAccounts.
+//
+// In: the chart's folder and values. Out: the release helm would install
+// (its manifest in install order and its notes) and the objects of a
+// manifest. It is a module of its own so that helm's dependencies stay out
+// of the manager's go.mod.
+//
+// Nothing here starts goroutines or talks to a cluster; the tests start the
+// control plane and the manager processes.
+package helm

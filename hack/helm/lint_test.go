@@ -1,0 +1,86 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package helm_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/lint/support"
+
+	"github.com/provfleet/provfleet/hack/helm"
+)
+
+// The chart lints without a warning, with its defaults and with every value
+// set.
+func TestLint(t *testing.T) {
+	for name, file := range map[string]string{"default values": "", "full values": fullValues} {
+		t.Run(name, func(t *testing.T) {
+			lint := action.NewLint()
+			lint.Namespace = helm.ReleaseNamespace
+			lint.Strict = true
+			result := lint.Run([]string{helm.ChartDir(repoRoot(t))}, readValues(t, file))
+			var messages []string
+			for _, m := range result.Messages {
+				if m.Severity >= support.WarningSev {
+					messages = append(messages, m.Error())
+				}
+			}
+			for _, err := range result.Errors {
+				messages = append(messages, err.Error())
+			}
+			if diff := cmp.Diff([]string(nil), messages); diff != "" {
+				t.Errorf("lint (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The CRD the chart ships is the generated one of crds/.
+func TestCRDInStep(t *testing.T) {
+	root := repoRoot(t)
+	name := "provfleet.io_provisionerconfigs.yaml"
+	generated, err := os.ReadFile(filepath.Join(root, "crds", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(filepath.Join(helm.ChartDir(root), "crds", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(generated, shipped) {
+		t.Errorf("charts/provfleet/crds/%s differs from crds/%s: copy it over", name, name)
+	}
+}
+
+// The notes name what was installed and how to upgrade the CRD.
+func TestNotes(t *testing.T) {
+	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Deployment provfleet in namespace provfleet-system", "DaemonSet provfleet-node in namespace provfleet-node", "kubectl apply --server-side -f crds/"} {
+		if !strings.Contains(rel.Info.Notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, rel.Info.Notes)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package helm_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/internal/testenv"
+)
+
+// grant is what an RBAC object grants, without its labels: the rules of a
+// role, the role and the subjects of a binding.
+type grant struct {
+	Rules    []rbacv1.PolicyRule
+	RoleRef  rbacv1.RoleRef
+	Subjects []rbacv1.Subject
+}
+
+// grants are the RBAC objects among objects, by kind and name.
+func grants(t *testing.T, objects []runtime.Object) map[string]grant {
+	t.Helper()
+	out := map[string]grant{}
+	for _, obj := range objects {
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			out[describe(t, o)] = grant{Rules: o.Rules}
+		case *rbacv1.Role:
+			out[describe(t, o)] = grant{Rules: o.Rules}
+		case *rbacv1.ClusterRoleBinding:
+			out[describe(t, o)] = grant{RoleRef: o.RoleRef, Subjects: o.Subjects}
+		case *rbacv1.RoleBinding:
+			out[describe(t, o)] = grant{RoleRef: o.RoleRef, Subjects: o.Subjects}
+		}
+	}
+	return out
+}
+
+// decodeFiles decodes the objects of manifest files.
+func decodeFiles(t *testing.T, paths ...string) []runtime.Object {
+	t.Helper()
+	var objects []runtime.Object
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, err := helm.Decode(string(data))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		objects = append(objects, decoded...)
+	}
+	return objects
+}
+
+// The chart grants the manager and the node agents exactly what
+// examples/deploy grants them, under the same names.
+func TestRBACInStep(t *testing.T) {
+	want := grants(t, decodeFiles(t, deployManifest(t, "rbac.yaml"), deployManifest(t, "node-rbac.yaml")))
+	got := grants(t, render(t, nil))
+	if len(want) == 0 {
+		t.Fatal("examples/deploy grants nothing")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RBAC of the chart (-examples/deploy +chart):\n%s", diff)
+	}
+}
+
+// The kustomize base, built by kubectl's kustomize, grants exactly what
+// examples/deploy grants, so it is in step with the chart too.
+func TestKustomizeRBACInStep(t *testing.T) {
+	env := testenv.Env(t)
+	out, err := exec.CommandContext(t.Context(), filepath.Join(env.BinDir(), "kubectl"), "kustomize", filepath.Join(repoRoot(t), "examples")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	built, err := helm.Decode(string(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := filepath.Glob(deployManifest(t, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := grants(t, decodeFiles(t, manifests...))
+	if diff := cmp.Diff(want, grants(t, built)); diff != "" {
+		t.Errorf("RBAC of the kustomize base (-examples/deploy +base):\n%s", diff)
+	}
+}
+
+// The kustomize base lists every manifest of examples/deploy, so that
+// `kubectl apply -k examples/` applies what `kubectl apply -f
+// examples/deploy/` does.
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	examples := filepath.Join(repoRoot(t), "examples")
+	data, err := os.ReadFile(filepath.Join(examples, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(data, &kustomization); err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := filepath.Glob(filepath.Join(examples, "deploy", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, path := range manifests {
+		want = append(want, filepath.Join("deploy", filepath.Base(path)))
+	}
+	got := slices.Sorted(slices.Values(kustomization.Resources))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resources of examples/kustomization.yaml (-examples/deploy +listed):\n%s", diff)
+	}
+}
