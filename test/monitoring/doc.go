@@ -18,7 +18,8 @@ limitations under the License.
 // the manager's metrics in step with what it exports: the README's table of
 // metrics, and the Grafana dashboard and PrometheusRule of
 // examples/monitoring. The series come from the registry of a manager built
-// in-process as cmd/manager builds it, without a control plane. No code
-// outside the tests; the tests start no goroutine beyond the manager's
-// constructors'.
+// in-process as cmd/manager builds it, without a control plane; the metric
+// names a query selects come from a small PromQL tokenizer (promql.go),
+// which serves these tests only. The tests start no goroutine of their own
+// beyond one that describes each collector.
 package monitoring
