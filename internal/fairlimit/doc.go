@@ -40,6 +40,10 @@ limitations under the License.
 // and Limiter.Stop fails every pending and later Wait (Accept then returns
 // without a token).
 //
+// Limiter.ObserveWaits has a function told how long each Wait and Accept
+// waited, by tenant, so the process can export the budget's waiting time
+// with the labels it chooses; the package itself has no metrics.
+//
 // Goroutines: one dispatcher, started when a caller has to wait and ending
 // when nobody waits or the limiter stops; Limiter.Stop returns after it ended.
 package fairlimit

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -74,7 +75,14 @@ type Limiter struct {
 	dispatching bool
 	stopped     bool
 	dispatcher  sync.WaitGroup
+
+	// observer, if set, hears how long each Wait or Accept waited.
+	observer atomic.Pointer[WaitObserver]
 }
+
+// WaitObserver hears, for each Wait or Accept, the tenant and how long it
+// waited for its token, whether it got one or gave up.
+type WaitObserver func(tenant string, waited time.Duration)
 
 type waiter struct {
 	done chan struct{}
@@ -136,12 +144,25 @@ func (l *Limiter) Stop() {
 	l.ring = nil
 }
 
+// ObserveWaits has observe told of every later Wait and Accept; nil stops
+// telling. Waits granted at once are told too, so that the share of requests
+// that waited shows.
+func (l *Limiter) ObserveWaits(observe WaitObserver) {
+	if observe == nil {
+		l.observer.Store(nil)
+		return
+	}
+	l.observer.Store(&observe)
+}
+
 func (l *Limiter) wait(ctx context.Context, tenant string) error {
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
 		return errStopped
 	}
+	// Registered first, so it runs once l.mu is released on every path.
+	defer l.observeSince(tenant, l.clock.Now())
 	if len(l.ring) == 0 && l.take(tenant, l.clock.Now()) {
 		l.mu.Unlock()
 		return nil
@@ -173,6 +194,13 @@ func (l *Limiter) wait(ctx context.Context, tenant string) error {
 	}
 	// Granted (or stopped) while we gave up: the token is spent either way.
 	return w.err
+}
+
+// observeSince tells the observer, if any, that tenant waited since start.
+func (l *Limiter) observeSince(tenant string, start time.Time) {
+	if observe := l.observer.Load(); observe != nil {
+		(*observe)(tenant, l.clock.Since(start))
+	}
 }
 
 // signal wakes the dispatcher if it waits for tokens.

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -315,5 +317,67 @@ func TestLimiterTenantsShareOneBucket(t *testing.T) {
 	}
 	if got, want := l.Tenant("t0").QPS(), float32(0.001); got != want {
 		t.Errorf("QPS() = %v, want %v", got, want)
+	}
+}
+
+// waitLog keeps what a WaitObserver heard.
+type waitLog struct {
+	mu    sync.Mutex
+	waits []string
+}
+
+func (w *waitLog) observe(tenant string, waited time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waits = append(w.waits, fmt.Sprintf("%s %v", tenant, waited))
+}
+
+func (w *waitLog) get() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.waits)
+}
+
+// TestLimiterObservesWaits: every Wait is told with how long it waited,
+// those granted at once, those granted later and those that gave up.
+func TestLimiterObservesWaits(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	l, clk := newTestLimiter(1, 2)
+	defer l.Stop()
+	log := &waitLog{}
+	l.ObserveWaits(log.observe)
+
+	granted := enqueue(t, l, []string{"slow"})
+	if n := step(t, l, clk, 1500*time.Millisecond); n != 1 {
+		t.Fatalf("%d waiters granted after 1.5s, want 1", n)
+	}
+	<-granted
+	// Half a token is left: the next Wait of this tenant is granted at once
+	// after another half second.
+	clk.Step(500 * time.Millisecond)
+	if err := l.Tenant("quick").Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- l.Tenant("impatient").Wait(ctx) }()
+	waitFor(t, func() bool { return l.waiting() == 1 })
+	clk.Step(250 * time.Millisecond)
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Wait returned %v, want context.Canceled", err)
+	}
+
+	want := []string{"slow 1.5s", "quick 0s", "impatient 250ms"}
+	if diff := cmp.Diff(want, log.get()); diff != "" {
+		t.Errorf("waits observed (-want +got):\n%s", diff)
+	}
+	l.ObserveWaits(nil)
+	clk.Step(time.Second)
+	if err := l.Tenant("unheard").Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(log.get()); got != len(want) {
+		t.Errorf("%d waits observed after ObserveWaits(nil), want %d", got, len(want))
 	}
 }

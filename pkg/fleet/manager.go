@@ -150,6 +150,8 @@ type Manager struct {
 	metrics  *provisioning.Metrics
 	// coordinatorMetrics are those of the coordinators of hostPath backends.
 	coordinatorMetrics *coordinatorMetrics
+	// fleetMetrics are those of the whole fleet.
+	fleetMetrics *fleetMetrics
 
 	core   informers.SharedInformerFactory
 	leases informers.SharedInformerFactory // the Leases namespace only; nil without leader election
@@ -188,7 +190,12 @@ func New(config *rest.Config, settings Settings, opts ...Option) (_ *Manager, er
 	if err != nil {
 		return nil, err
 	}
-	return newManager(settings, deps, opts...)
+	m, err := newManager(settings, deps, opts...)
+	if err != nil {
+		return nil, err
+	}
+	b.shared.ObserveWaits(m.fleetMetrics.observeBudgetWait)
+	return m, nil
 }
 
 func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager, error) {
@@ -239,6 +246,9 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		if m.agent, err = m.newNodeAgent(); err != nil {
 			return nil, err
 		}
+	}
+	if m.fleetMetrics, err = newFleetMetrics(reg, m); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -25,7 +25,7 @@ limitations under the License.
 //
 // In: a Config (Reconfigure re-tunes a running controller), a Provisioner
 // (the backend, with its optional interfaces: Qualifier, BlockProvisioner,
-// DataSourceProvisioner, DeletionGuard, Reclaimer, Prober), and the events of the
+// DataSourceProvisioner, DeletionGuard, Reclaimer, Prober, BudgetReporter), and the events of the
 // shared claim, volume, class and node informers, which the event router hands
 // to the controllers they concern.
 //

@@ -134,9 +134,14 @@ func (c *Controller) probeSoon() {
 // probe probes the backend once, under a deadline of the probe interval.
 func (c *Controller) probe(ctx context.Context) {
 	var space Space
+	var budget *Budget
 	err := c.guard(ctx, "probe", c.config().ProbeInterval, func(ctx context.Context) error {
 		var err error
-		space, err = c.prober.Probe(ctx)
+		if space, err = c.prober.Probe(ctx); err == nil {
+			// Under the deadline too: a backend may count its budget under
+			// the lock of a hung operation.
+			budget = c.readBudget(ctx)
+		}
 		return err
 	})
 	if ctx.Err() != nil {
@@ -144,6 +149,24 @@ func (c *Controller) probe(ctx context.Context) {
 		return
 	}
 	c.recordProbe(ctx, space, err)
+	if err == nil {
+		c.metrics.observeBudget(c.name, budget)
+	}
+}
+
+// readBudget returns the capacity budget of a BudgetReporter backend; nil
+// for another backend, or when it cannot count it.
+func (c *Controller) readBudget(ctx context.Context) *Budget {
+	reporter, ok := c.prober.(BudgetReporter)
+	if !ok {
+		return nil
+	}
+	budget, err := reporter.Budget()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot count the use of the capacity budget")
+		return nil
+	}
+	return &budget
 }
 
 // recordProbe keeps the result of a probe, exports it and tells of a change.

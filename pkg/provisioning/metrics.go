@@ -71,6 +71,12 @@ type Metrics struct {
 	backendUp      *prometheus.GaugeVec
 	availableBytes *prometheus.GaugeVec
 	totalBytes     *prometheus.GaugeVec
+	// The capacity budget of each leading controller's backend, as its last
+	// successful probe read it: a used and limit pair for each limit set.
+	usedBytes    *prometheus.GaugeVec
+	limitBytes   *prometheus.GaugeVec
+	usedVolumes  *prometheus.GaugeVec
+	limitVolumes *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metric vectors and registers them with reg. Call it
@@ -151,6 +157,29 @@ func (m *Metrics) declareProbeMetrics() {
 		Name: "provisioner_backend_total_bytes",
 		Help: "Size in bytes of a provisioner's backend storage, as its last successful probe found.",
 	}, byProvisioner)
+	m.declareBudgetMetrics()
+}
+
+// declareBudgetMetrics declares the series of the backends' capacity
+// budgets, which exist while a controller leads and its budget sets a limit.
+func (m *Metrics) declareBudgetMetrics() {
+	byProvisioner := []string{labelProvisioner}
+	m.usedBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "provisioner_capacity_used_bytes",
+		Help: "Bytes the volumes of a provisioner request against its capacity budget's storage limit.",
+	}, byProvisioner)
+	m.limitBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "provisioner_capacity_limit_bytes",
+		Help: "Storage limit in bytes of a provisioner's capacity budget.",
+	}, byProvisioner)
+	m.usedVolumes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "provisioner_capacity_used_volumes",
+		Help: "Volumes of a provisioner counted against its capacity budget's volume limit.",
+	}, byProvisioner)
+	m.limitVolumes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "provisioner_capacity_limit_volumes",
+		Help: "Volume limit of a provisioner's capacity budget.",
+	}, byProvisioner)
 }
 
 // observeProbe records one probe of a backend.
@@ -164,10 +193,32 @@ func (m *Metrics) observeProbe(provisionerName string, space Space, err error) {
 	m.totalBytes.WithLabelValues(provisionerName).Set(float64(space.TotalBytes))
 }
 
+// observeBudget records the capacity budget a probe read: the used and limit
+// pair of each limit set, none for a backend without a budget (nil).
+func (m *Metrics) observeBudget(provisionerName string, budget *Budget) {
+	if budget == nil {
+		budget = &Budget{}
+	}
+	setPair(m.usedBytes, m.limitBytes, provisionerName, budget.UsedBytes, budget.LimitBytes)
+	setPair(m.usedVolumes, m.limitVolumes, provisionerName, budget.UsedVolumes, budget.LimitVolumes)
+}
+
+// setPair sets the used and limit series of provisionerName, or deletes both
+// when there is no limit.
+func setPair(used, limit *prometheus.GaugeVec, provisionerName string, usedValue, limitValue int64) {
+	if limitValue <= 0 {
+		used.DeleteLabelValues(provisionerName)
+		limit.DeleteLabelValues(provisionerName)
+		return
+	}
+	used.WithLabelValues(provisionerName).Set(float64(usedValue))
+	limit.WithLabelValues(provisionerName).Set(float64(limitValue))
+}
+
 // deleteHealthSeries removes the probe series of one provisioner, which
 // stopped leading.
 func (m *Metrics) deleteHealthSeries(provisionerName string) {
-	for _, c := range []partialDeleter{m.backendUp, m.availableBytes, m.totalBytes} {
+	for _, c := range m.probeCollectors() {
 		c.DeletePartialMatch(prometheus.Labels{labelProvisioner: provisionerName})
 	}
 }
@@ -206,13 +257,17 @@ type partialDeleter interface {
 	DeletePartialMatch(labels prometheus.Labels) int
 }
 
+// probeCollectors are the vectors of what the probes found.
+func (m *Metrics) probeCollectors() []partialDeleter {
+	return []partialDeleter{m.backendUp, m.availableBytes, m.totalBytes, m.usedBytes, m.limitBytes, m.usedVolumes, m.limitVolumes}
+}
+
 func (m *Metrics) collectors() []partialDeleter {
-	return []partialDeleter{
+	return append([]partialDeleter{
 		m.provisionTotal, m.provisionFailed, m.provisionDuration,
 		m.deleteTotal, m.deleteFailed, m.deleteDuration, m.panics,
 		m.queueDepth, m.queueAdds, m.queueLatency, m.queueWorkDuration, m.queueRetries,
-		m.backendUp, m.availableBytes, m.totalBytes,
-	}
+	}, m.probeCollectors()...)
 }
 
 // deleteSeries removes every series of one provisioner.

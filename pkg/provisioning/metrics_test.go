@@ -177,3 +177,71 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no single series of %s", name)
 	return 0
 }
+
+// budgetedBackend is a probedBackend with a capacity budget.
+type budgetedBackend struct {
+	*probedBackend
+	budget Budget
+}
+
+func (b budgetedBackend) Budget() (Budget, error) { return b.budget, nil }
+
+// TestBudgetMetrics: a leader exports the used and limit pair of each limit
+// its backend's budget sets, read at its probes, and drops them when it
+// stops.
+func TestBudgetMetrics(t *testing.T) {
+	tests := map[string]struct {
+		budget Budget
+		want   string
+	}{
+		"both limits": {
+			budget: Budget{UsedBytes: 3 << 30, LimitBytes: 10 << 30, UsedVolumes: 3, LimitVolumes: 5},
+			want: `
+# HELP provisioner_capacity_limit_bytes Storage limit in bytes of a provisioner's capacity budget.
+# TYPE provisioner_capacity_limit_bytes gauge
+provisioner_capacity_limit_bytes{provisioner="provfleet.io/test"} 1.073741824e+10
+# HELP provisioner_capacity_limit_volumes Volume limit of a provisioner's capacity budget.
+# TYPE provisioner_capacity_limit_volumes gauge
+provisioner_capacity_limit_volumes{provisioner="provfleet.io/test"} 5
+# HELP provisioner_capacity_used_bytes Bytes the volumes of a provisioner request against its capacity budget's storage limit.
+# TYPE provisioner_capacity_used_bytes gauge
+provisioner_capacity_used_bytes{provisioner="provfleet.io/test"} 3.221225472e+09
+# HELP provisioner_capacity_used_volumes Volumes of a provisioner counted against its capacity budget's volume limit.
+# TYPE provisioner_capacity_used_volumes gauge
+provisioner_capacity_used_volumes{provisioner="provfleet.io/test"} 3
+`,
+		},
+		"a volume limit only": {
+			budget: Budget{UsedBytes: 3 << 30, UsedVolumes: 2, LimitVolumes: 5},
+			want: `
+# HELP provisioner_capacity_limit_volumes Volume limit of a provisioner's capacity budget.
+# TYPE provisioner_capacity_limit_volumes gauge
+provisioner_capacity_limit_volumes{provisioner="provfleet.io/test"} 5
+# HELP provisioner_capacity_used_volumes Volumes of a provisioner counted against its capacity budget's volume limit.
+# TYPE provisioner_capacity_used_volumes gauge
+provisioner_capacity_used_volumes{provisioner="provfleet.io/test"} 2
+`,
+		},
+		"no budget": {budget: Budget{UsedBytes: 3 << 30, UsedVolumes: 2}},
+	}
+	names := []string{"provisioner_capacity_used_bytes", "provisioner_capacity_limit_bytes",
+		"provisioner_capacity_used_volumes", "provisioner_capacity_limit_volumes"}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.start()
+			cfg := testConfig(testProvisioner)
+			cfg.ProbeInterval = time.Hour
+			c := f.newController(cfg, budgetedBackend{newProbedBackend(nil), tc.budget}, &testRecorder{})
+			stop := run(t, c)
+			polltest.Eventually(t, "the first probe", func() bool { return c.Health().Space != nil })
+			if err := testutil.GatherAndCompare(f.registry, strings.NewReader(tc.want), names...); err != nil {
+				t.Error(err)
+			}
+			stop()
+			if n, err := testutil.GatherAndCount(f.registry, names...); err != nil || n != 0 {
+				t.Errorf("%d capacity series left after the stop (%v), want none", n, err)
+			}
+		})
+	}
+}

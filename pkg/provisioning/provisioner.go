@@ -135,6 +135,25 @@ type Prober interface {
 	Probe(ctx context.Context) (Space, error)
 }
 
+// BudgetReporter is implemented by a Prober whose volumes count against a
+// capacity budget of its own. At each successful probe the controller reads
+// the budget and exports it as provisioner_capacity_used_bytes,
+// provisioner_capacity_limit_bytes, provisioner_capacity_used_volumes and
+// provisioner_capacity_limit_volumes. Budget must not reach the storage: it
+// counts what the backend knows.
+type BudgetReporter interface {
+	// Budget returns the limits and what the volumes counted towards them
+	// use now; zero limits when there is no budget.
+	Budget() (Budget, error)
+}
+
+// Budget is a backend's capacity budget and its use. A zero limit means no
+// limit of that kind.
+type Budget struct {
+	UsedBytes, LimitBytes     int64
+	UsedVolumes, LimitVolumes int64
+}
+
 // Space is the room of a backend's storage, in bytes.
 type Space struct {
 	// AvailableBytes is what new volumes may still use.

@@ -97,9 +97,10 @@ type Provisioner struct {
 }
 
 var (
-	_ provisioning.Provisioner = (*Provisioner)(nil)
-	_ provisioning.Reclaimer   = (*Provisioner)(nil)
-	_ provisioning.Prober      = (*Provisioner)(nil)
+	_ provisioning.Provisioner    = (*Provisioner)(nil)
+	_ provisioning.Reclaimer      = (*Provisioner)(nil)
+	_ provisioning.Prober         = (*Provisioner)(nil)
+	_ provisioning.BudgetReporter = (*Provisioner)(nil)
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
@@ -300,6 +301,12 @@ func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVol
 // others are to be asked again. Options.Volumes is required.
 func (p *Provisioner) ReleaseRemoved(ctx context.Context, pvNames []string) ([]string, error) {
 	return p.store.Release(ctx, pvNames)
+}
+
+// Budget returns the capacity budget and what this provisioner's volumes use
+// of it.
+func (p *Provisioner) Budget() (provisioning.Budget, error) {
+	return p.store.Budget()
 }
 
 // Probe reaches Path and reports the space of the file system that holds it.

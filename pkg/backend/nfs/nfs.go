@@ -88,9 +88,10 @@ type Provisioner struct {
 }
 
 var (
-	_ provisioning.Provisioner = (*Provisioner)(nil)
-	_ provisioning.Reclaimer   = (*Provisioner)(nil)
-	_ provisioning.Prober      = (*Provisioner)(nil)
+	_ provisioning.Provisioner    = (*Provisioner)(nil)
+	_ provisioning.Reclaimer      = (*Provisioner)(nil)
+	_ provisioning.Prober         = (*Provisioner)(nil)
+	_ provisioning.BudgetReporter = (*Provisioner)(nil)
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
@@ -158,6 +159,12 @@ func check(cfg Config) error {
 		return fmt.Errorf("%w: mountPath %q is not absolute", backend.ErrInvalidSpec, cfg.MountPath)
 	}
 	return nil
+}
+
+// Budget returns the capacity budget and what this provisioner's volumes use
+// of it.
+func (p *Provisioner) Budget() (provisioning.Budget, error) {
+	return p.store.Budget()
 }
 
 // Probe reaches the export and reports its space. Speaking NFS, its

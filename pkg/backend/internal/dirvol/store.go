@@ -351,18 +351,39 @@ func (s *Store) checkOverlap(ctx context.Context, pvName, dir string) error {
 	return nil
 }
 
-// checkRoom refuses a volume that does not fit the capacity budget, counting
-// this provisioner's listed volumes and the reservations not yet listed.
+// checkRoom refuses a volume that does not fit the capacity budget.
+// Callers hold s.mu.
 func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 	limits := s.cfg.Capacity
 	if limits.Storage.IsZero() && limits.MaxVolumes == 0 {
 		return nil
 	}
+	used, count, err := s.use(pvName)
+	if err != nil {
+		return err
+	}
+	if limits.MaxVolumes > 0 && count >= int(limits.MaxVolumes) {
+		return fmt.Errorf("capacity exhausted: %d of %d volumes in use", count, limits.MaxVolumes)
+	}
+	if !limits.Storage.IsZero() {
+		total := used.DeepCopy()
+		total.Add(size)
+		if total.Cmp(limits.Storage) > 0 {
+			return fmt.Errorf("capacity exhausted: %s of %s in use, the claim requests %s", used.String(), limits.Storage.String(), size.String())
+		}
+	}
+	return nil
+}
+
+// use counts what the volumes but pvName's use of the capacity budget: this
+// provisioner's listed volumes and the reservations not yet listed. Callers
+// hold s.mu.
+func (s *Store) use(pvName string) (resource.Quantity, int, error) {
 	var pvs []*v1.PersistentVolume
 	if s.cfg.Options.Volumes != nil {
 		var err error
 		if pvs, err = s.cfg.Options.Volumes.List(); err != nil {
-			return fmt.Errorf("cannot count the volumes in use: %w", err)
+			return resource.Quantity{}, 0, fmt.Errorf("cannot count the volumes in use: %w", err)
 		}
 	}
 	var used resource.Quantity
@@ -383,17 +404,27 @@ func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 		used.Add(res.size)
 		count++
 	}
-	if limits.MaxVolumes > 0 && count >= int(limits.MaxVolumes) {
-		return fmt.Errorf("capacity exhausted: %d of %d volumes in use", count, limits.MaxVolumes)
+	return used, count, nil
+}
+
+// Budget returns the capacity budget and what the volumes use of it now,
+// as Create counts it; zero limits when there is no budget, without
+// counting.
+func (s *Store) Budget() (provisioning.Budget, error) {
+	limits := s.cfg.Capacity
+	if limits.Storage.IsZero() && limits.MaxVolumes == 0 {
+		return provisioning.Budget{}, nil
 	}
-	if !limits.Storage.IsZero() {
-		total := used.DeepCopy()
-		total.Add(size)
-		if total.Cmp(limits.Storage) > 0 {
-			return fmt.Errorf("capacity exhausted: %s of %s in use, the claim requests %s", used.String(), limits.Storage.String(), size.String())
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used, count, err := s.use("")
+	if err != nil {
+		return provisioning.Budget{}, err
 	}
-	return nil
+	return provisioning.Budget{
+		UsedBytes: used.Value(), LimitBytes: limits.Storage.Value(),
+		UsedVolumes: int64(count), LimitVolumes: int64(limits.MaxVolumes),
+	}, nil
 }
 
 // counts reports whether a listed volume counts towards Capacity.

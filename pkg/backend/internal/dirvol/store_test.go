@@ -37,6 +37,7 @@ import (
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 const (
@@ -442,6 +443,53 @@ func TestCapacity(t *testing.T) {
 			}
 			_, err := f.store.Create(t.Context(), request(t, "team", "data", tc.size, ""))
 			checkErr(t, err, tc.wantErr)
+		})
+	}
+}
+
+// TestBudget: Budget reports the limits and what Create counts against them,
+// listed volumes of this provisioner and reservations not yet listed.
+func TestBudget(t *testing.T) {
+	tests := map[string]struct {
+		capacity backend.Capacity
+		pvs      []*v1.PersistentVolume
+		earlier  []string
+		want     provisioning.Budget
+	}{
+		"no budget, nothing counted": {
+			pvs: []*v1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
+		},
+		"listed volumes and reservations": {
+			capacity: backend.Capacity{Storage: resource.MustParse("10Gi"), MaxVolumes: 5},
+			pvs: []*v1.PersistentVolume{
+				volume("pvc-a", "a", "2Gi", testProvisioner),
+				volume("pvc-b", "b", "6Gi", "someone/else"),
+			},
+			earlier: []string{"1Gi", "3Gi"},
+			want:    provisioning.Budget{UsedBytes: 6 << 30, LimitBytes: 10 << 30, UsedVolumes: 3, LimitVolumes: 5},
+		},
+		"a volume limit only": {
+			capacity: backend.Capacity{MaxVolumes: 2},
+			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "2Gi", testProvisioner)},
+			want:     provisioning.Budget{UsedBytes: 2 << 30, UsedVolumes: 1, LimitVolumes: 2},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.Capacity = tc.capacity })
+			f.pvs = tc.pvs
+			for i, size := range tc.earlier {
+				if _, err := f.store.Create(t.Context(), request(t, "earlier", fmt.Sprint(i), size, "")); err != nil {
+					t.Fatalf("earlier Create: %v", err)
+				}
+			}
+			got, err := f.store.Budget()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Budget() (-want +got):\n%s", diff)
+			}
 		})
 	}
 }
