@@ -22,6 +22,7 @@ limitations under the License.
 //	Environment ──▶ Config()                     admin rest.Config (system:masters)
 //	            ──▶ ServiceAccountConfig(...)    rest.Config of a ServiceAccount, after applying its RBAC
 //	            ──▶ ManagerServiceAccountConfig  the same for the manager's, with the RBAC of examples/deploy
+//	            ──▶ NodeAgentServiceAccountConfig the same for the node agents', with examples/deploy/node-rbac.yaml
 //	            ──▶ Apply(...)                   server-side apply of YAML files
 //	            ──▶ AdminKubeconfigPath(), BinDir() for kubectl and binaries under test
 //	WriteKubeconfig(path, config)                a kubeconfig file of any rest.Config, for --kubeconfig
