@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -143,31 +142,10 @@ func install(t *testing.T, env *testenv.Environment, values map[string]any) []ru
 // the API server sent.
 func dryRunPod(t *testing.T, admin *rest.Config, pod *corev1.Pod) ([]string, error) {
 	t.Helper()
-	recorder := &warnings{}
-	config := rest.CopyConfig(admin)
-	config.WarningHandler = recorder
-	client, err := kubernetes.NewForConfig(config)
+	client, recorder, err := testenv.WarningClient(admin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = client.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	return recorder.list(), err
-}
-
-// warnings records the warnings of API responses.
-type warnings struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warnings) list() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.seen
+	return recorder.List(), err
 }

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -210,20 +209,20 @@ func levelNamespace(t *testing.T, client kubernetes.Interface, level string, pod
 // dryRunPod asks the API server to create pod in namespace without storing
 // it, and returns the warnings it answered with.
 func dryRunPod(ctx context.Context, admin *rest.Config, namespace string, pod *corev1.Pod) ([]string, error) {
-	client, recorder, err := warningClient(admin)
+	client, recorder, err := testenv.WarningClient(admin)
 	if err != nil {
 		return nil, err
 	}
 	pod = pod.DeepCopy()
 	pod.Namespace = namespace
 	_, err = client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	return recorder.warnings(), err
+	return recorder.List(), err
 }
 
 // dryRunWorkload asks the API server to create the Deployment or the
 // DaemonSet without storing it, and returns the warnings it answered with.
 func dryRunWorkload(ctx context.Context, admin *rest.Config, workload runtime.Object) ([]string, error) {
-	client, recorder, err := warningClient(admin)
+	client, recorder, err := testenv.WarningClient(admin)
 	if err != nil {
 		return nil, err
 	}
@@ -236,19 +235,7 @@ func dryRunWorkload(ctx context.Context, admin *rest.Config, workload runtime.Ob
 	default:
 		err = fmt.Errorf("cannot dry-run a %T", workload)
 	}
-	return recorder.warnings(), err
-}
-
-// warningClient is an admin client whose answers' warnings the recorder keeps.
-func warningClient(admin *rest.Config) (kubernetes.Interface, *warningRecorder, error) {
-	recorder := &warningRecorder{}
-	config := rest.CopyConfig(admin)
-	config.WarningHandler = recorder
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot build a client: %w", err)
-	}
-	return client, recorder, nil
+	return recorder.List(), err
 }
 
 // refusedWith tells whether err is a refusal whose message says all of parts.
@@ -262,22 +249,4 @@ func refusedWith(err error, parts []string) bool {
 		}
 	}
 	return true
-}
-
-// warningRecorder keeps the warnings of the API server's answers.
-type warningRecorder struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (r *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.seen = append(r.seen, text)
-}
-
-func (r *warningRecorder) warnings() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.seen)
 }
