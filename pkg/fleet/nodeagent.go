@@ -170,6 +170,9 @@ func (a *nodeAgent) annotate(annotations map[string]string) {
 		utilruntime.HandleError(err)
 		return
 	}
+	if len(removed) == 0 {
+		return
+	}
 	for name, released := range a.released {
 		removed[name] = slices.DeleteFunc(removed[name], func(pv string) bool { return slices.Contains(released, pv) })
 		if len(removed[name]) == 0 {
@@ -199,14 +202,21 @@ func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot read the removed volumes of the node")
 		return false
 	}
-	pending := slices.DeleteFunc(slices.Clone(removed[name]), func(pv string) bool {
-		a.reportMu.Lock()
-		defer a.reportMu.Unlock()
-		return slices.Contains(a.released[name], pv)
-	})
+	listed := removed[name]
+	a.reportMu.Lock()
+	// What the Lease no longer lists was dropped: forget it.
+	a.released[name] = slices.DeleteFunc(a.released[name], func(pv string) bool { return !slices.Contains(listed, pv) })
+	if len(a.released[name]) == 0 {
+		delete(a.released, name)
+	}
+	pending := slices.DeleteFunc(slices.Clone(listed), func(pv string) bool { return slices.Contains(a.released[name], pv) })
+	a.reportMu.Unlock()
 	r := m.instances.Get(key)
+	if r == nil || len(pending) == 0 {
+		return false
+	}
 	releaser, ok := r.provisioner.(removedReleaser)
-	if len(pending) == 0 || !ok {
+	if !ok {
 		return false
 	}
 	released, err := releaser.ReleaseRemoved(ctx, pending)
