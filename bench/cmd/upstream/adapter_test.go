@@ -102,12 +102,9 @@ func TestAdapterTranslates(t *testing.T) {
 
 func TestAdapterDrivesTheHostPathBackend(t *testing.T) {
 	root := t.TempDir()
-	dirs, err := hostpath.New(hostpath.Config{
-		Path:         filepath.Join(root, "peer"),
-		VolumeType:   hostpath.VolumeTypeHostPath,
-		OnDelete:     backend.OnDeleteDelete,
-		HostPathRoot: root,
-	}, hostpath.Options{ProvisionerNames: []string{"bench.provfleet.io/peer"}})
+	// The backend the peer builds without --node-name.
+	dirs, err := hostpath.New(backendConfig(options{path: filepath.Join(root, "peer"), hostPathRoot: root}),
+		hostpath.Options{ProvisionerNames: []string{"bench.provfleet.io/peer"}})
 	if err != nil {
 		t.Fatal(err)
 	}
