@@ -210,7 +210,13 @@ func (b base) String() string {
 func bases(spec *v1alpha1.BackendSpec) []base {
 	switch {
 	case spec.HostPath != nil:
-		return []base{{field: "hostPath.path", path: string(spec.HostPath.Path)}}
+		// Node paths count on every node: two objects that share a path on
+		// disjoint nodes are refused too, rather than trusted to stay apart.
+		bases := []base{{field: "hostPath.path", path: string(spec.HostPath.Path)}}
+		for i, entry := range spec.HostPath.NodePaths {
+			bases = append(bases, base{field: fmt.Sprintf("hostPath.nodePaths[%d].path", i), path: string(entry.Path)})
+		}
+		return bases
 	case spec.NFS != nil:
 		export := base{field: "nfs.path", server: backend.NFSServer(spec.NFS.Server, int(spec.NFS.Port)), path: string(spec.NFS.Path)}
 		if spec.NFS.MountPath == "" {
