@@ -172,15 +172,15 @@ func TestOverlappingBases(t *testing.T) {
 		a, b v1alpha1.BackendSpec
 		want string
 	}{
-		"hostPath siblings":                {a: hostPath("/srv/a"), b: hostPath("/srv/b")},
-		"hostPath sharing a name prefix":   {a: hostPath("/srv/a"), b: hostPath("/srv/ab")},
-		"hostPath equal":                   {a: hostPath("/srv/a"), b: hostPath("/srv/a/"), want: `backend hostPath.path "/srv/a" overlaps hostPath.path "/srv/a/"`},
-		"hostPath inside another":          {a: hostPath("/srv/a/b"), b: hostPath("/srv/a"), want: `backend hostPath.path "/srv/a/b" overlaps hostPath.path "/srv/a"`},
-		"hostPath around another":          {a: hostPath("/srv"), b: hostPath("/srv/a"), want: `backend hostPath.path "/srv" overlaps hostPath.path "/srv/a"`},
-		"hostPath under the root":          {a: hostPath("/"), b: hostPath("/srv/a"), want: `backend hostPath.path "/" overlaps hostPath.path "/srv/a"`},
+		"hostPath siblings":              {a: hostPath("/srv/a"), b: hostPath("/srv/b")},
+		"hostPath sharing a name prefix": {a: hostPath("/srv/a"), b: hostPath("/srv/ab")},
+		"hostPath equal":                 {a: hostPath("/srv/a"), b: hostPath("/srv/a/"), want: `backend hostPath.path "/srv/a" overlaps hostPath.path "/srv/a/"`},
+		"hostPath inside another":        {a: hostPath("/srv/a/b"), b: hostPath("/srv/a"), want: `backend hostPath.path "/srv/a/b" overlaps hostPath.path "/srv/a"`},
+		"hostPath around another":        {a: hostPath("/srv"), b: hostPath("/srv/a"), want: `backend hostPath.path "/srv" overlaps hostPath.path "/srv/a"`},
+		"hostPath under the root":        {a: hostPath("/"), b: hostPath("/srv/a"), want: `backend hostPath.path "/" overlaps hostPath.path "/srv/a"`},
 		"a node path inside another's path": {
-			a: v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{Path: "/srv/a", NodePaths: []v1alpha1.NodePath{{Nodes: []string{"n1"}, Path: "/data/b/x"}}}},
-			b: hostPath("/data/b"),
+			a:    v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{Path: "/srv/a", NodePaths: []v1alpha1.NodePath{{Nodes: []string{"n1"}, Path: "/data/b/x"}}}},
+			b:    hostPath("/data/b"),
 			want: `backend hostPath.nodePaths[0].path "/data/b/x" overlaps hostPath.path "/data/b"`,
 		},
 		"NFS exports of different servers": {a: nfs("nfs-1", "/export", "/mnt/1"), b: nfs("nfs-2", "/export", "/mnt/2")},
