@@ -19,6 +19,10 @@ go tool controller-gen \
 	crd output:crd:dir=crds \
 	paths=./api/...
 
+# The Helm chart ships the same CRD (Helm installs crds/ of a chart as is).
+rm -f charts/provfleet/crds/*.yaml
+cp crds/*.yaml charts/provfleet/crds/
+
 go tool client-gen \
 	--go-header-file "${boilerplate}" \
 	--input-base "${module}" \
