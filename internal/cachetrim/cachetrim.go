@@ -76,34 +76,3 @@ func trimMeta(meta *metav1.ObjectMeta) {
 		meta.Annotations = nil
 	}
 }
-
-// selectedNode is the claim annotation naming the node its volume goes to.
-const selectedNode = "volume.kubernetes.io/selected-node"
-
-// ForNode returns the transform of a node agent's cache: Transform, and
-// besides it keeps of a claim not selected to node, and of a
-// PersistentVolume volumeNode does not place on node, only the name,
-// namespace, UID and resource version. The agent serves its node's claims
-// and volumes only: in a cluster of many nodes the others are most of the
-// cache, and a stub still answers whether an object exists. When a claim is
-// selected to node later, the update carries the whole object again.
-func ForNode(node string, volumeNode func(*v1.PersistentVolume) string) cache.TransformFunc {
-	return func(obj any) (any, error) {
-		switch o := obj.(type) {
-		case *v1.PersistentVolumeClaim:
-			if o.Annotations[selectedNode] != node {
-				return &v1.PersistentVolumeClaim{ObjectMeta: stubMeta(&o.ObjectMeta)}, nil
-			}
-		case *v1.PersistentVolume:
-			if volumeNode(o) != node {
-				return &v1.PersistentVolume{ObjectMeta: stubMeta(&o.ObjectMeta)}, nil
-			}
-		}
-		return Transform(obj)
-	}
-}
-
-// stubMeta is what a stub keeps of meta.
-func stubMeta(meta *metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID, ResourceVersion: meta.ResourceVersion}
-}

@@ -29,9 +29,11 @@ limitations under the License.
 // must send only what it changes, never the whole object (pkg/provisioning
 // patches claims and PersistentVolumes for that reason).
 //
-// A node agent, which serves only its node's claims and volumes, uses
-// ForNode instead: the claims and volumes of other nodes are cached as stubs
-// of their names and UIDs.
+// A node agent serves only its node's claims and volumes: Only limits what
+// its informers list and watch to those, so the other nodes' objects are
+// dropped as they are decoded and never cached (see Only for how an object
+// that leaves the node leaves the cache).
 //
-// No goroutines: the transforms run on the informer's own.
+// Goroutines: Transform runs on the informer's own; each watch of Only runs
+// one goroutine that filters its events until the watch ends or is stopped.
 package cachetrim

@@ -227,7 +227,7 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		coordinatorMetrics: coordinators,
 		// Instances resync on their own timers; the cache keeps only what
 		// they read.
-		core:    informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithTransform(cacheTransform(settings))),
+		core:    informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithTransform(cachetrim.Transform)),
 		configs: externalversions.NewSharedInformerFactory(deps.pcfg, 0),
 		scheme:  scheme,
 		synced:  make(chan struct{}),
@@ -277,16 +277,6 @@ func checkRoles(settings Settings) error {
 	return nil
 }
 
-// cacheTransform trims the shared caches of claims, volumes, classes and
-// nodes: a node agent alone keeps only stubs of other nodes' claims and
-// volumes.
-func cacheTransform(settings Settings) cache.TransformFunc {
-	if settings.Roles.Manager {
-		return cachetrim.Transform
-	}
-	return cachetrim.ForNode(settings.NodeName, backend.VolumeNode)
-}
-
 // newEventScheme returns the scheme of the objects Events are about.
 func newEventScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
@@ -302,6 +292,9 @@ func newEventScheme() (*runtime.Scheme, error) {
 // addInformers sets up the informers the whole fleet shares, their indexes
 // and their one event router, before any of them starts.
 func (m *Manager) addInformers() error {
+	if !m.settings.Roles.Manager {
+		m.limitCacheToNode()
+	}
 	m.shared = provisioning.SharedInformers{
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
