@@ -102,9 +102,9 @@ generate: ## Regenerate deepcopy, CRDs and typed clients from api/.
 
 .PHONY: verify
 verify: generate lint ## Regenerate and fail on a diff; gofmt, license headers, linters, go vet, tests of generated output.
-	@git diff --exit-code -- api crds charts/provfleet/crds pkg/generated && test -z "$$(git ls-files --others --exclude-standard -- api crds charts/provfleet/crds pkg/generated)" \
-		|| { git status --short -- api crds charts/provfleet/crds pkg/generated; echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- api crds charts/provfleet/crds pkg/generated docs/api.md && test -z "$$(git ls-files --others --exclude-standard -- api crds charts/provfleet/crds pkg/generated docs/api.md)" \
+		|| { git status --short -- api crds charts/provfleet/crds pkg/generated docs/api.md; echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	hack/verify-boilerplate.sh
 	go vet ./...
-	go test -race -count=1 ./api/...
+	go test -race -count=1 ./api/... ./hack/apidocs/...

@@ -44,3 +44,6 @@ go tool informer-gen \
 	--output-dir "${out}/informers" \
 	--output-pkg "${module}/${out}/informers" \
 	"${apis[@]}"
+
+# The API reference, from the CRD just written.
+go run ./hack/apidocs -out docs/api.md crds/*.yaml
