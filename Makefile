@@ -97,13 +97,16 @@ lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the
 	$(LOGCHECK) -check-contextual -check-value ./...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs and typed clients from api/.
+generate: ## Regenerate deepcopy, CRDs and typed clients from api/, and the chart's copies of the CRD and examples/monitoring.
 	hack/update-codegen.sh
+
+# What make generate writes, all of it checked in.
+GENERATED := api crds charts/provfleet/crds charts/provfleet/files pkg/generated docs/api.md
 
 .PHONY: verify
 verify: generate lint ## Regenerate and fail on a diff; gofmt, license headers, linters, go vet, tests of generated output.
-	@git diff --exit-code -- api crds charts/provfleet/crds pkg/generated docs/api.md && test -z "$$(git ls-files --others --exclude-standard -- api crds charts/provfleet/crds pkg/generated docs/api.md)" \
-		|| { git status --short -- api crds charts/provfleet/crds pkg/generated docs/api.md; echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- $(GENERATED) && test -z "$$(git ls-files --others --exclude-standard -- $(GENERATED))" \
+		|| { git status --short -- $(GENERATED); echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	hack/verify-boilerplate.sh
 	go vet ./...

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from api/: deepcopy functions, the CRD, and the
-# typed clientset, listers and informers under pkg/generated. Runs from any
-# checkout location: generators get import paths, never GOPATH-relative ones.
+# typed clientset, listers and informers under pkg/generated; and the chart's
+# copies of the CRD and of examples/monitoring. Runs from any checkout
+# location: generators get import paths, never GOPATH-relative ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,13 @@ go tool controller-gen \
 # The Helm chart ships the same CRD (Helm installs crds/ of a chart as is).
 rm -f charts/provfleet/crds/*.yaml
 cp crds/*.yaml charts/provfleet/crds/
+
+# It ships the dashboard and alerts of examples/monitoring too: those stay the
+# one source, whole objects to import or kubectl apply without Helm, and a
+# chart reads only files inside its own folder.
+rm -rf charts/provfleet/files/monitoring
+mkdir -p charts/provfleet/files/monitoring
+cp examples/monitoring/dashboard.json examples/monitoring/prometheusrule.yaml charts/provfleet/files/monitoring/
 
 go tool client-gen \
 	--go-header-file "${boilerplate}" \

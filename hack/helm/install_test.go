@@ -47,7 +47,9 @@ const waitTimeout = 2 * time.Minute
 // agent, run with the arguments of the rendered Deployment and DaemonSet as
 // the chart's ServiceAccounts (so with exactly the chart's RBAC), make the
 // ProvisionerConfig of the chart's provisionerConfigs Ready and bind a claim
-// of its StorageClass.
+// of its StorageClass. The dashboard's ConfigMap installs with them; the
+// ServiceMonitor and the PrometheusRule stay off, as by default, since the
+// control plane has no Prometheus Operator CRDs.
 func TestInstall(t *testing.T) {
 	env := testenv.Env(t)
 	ctx := t.Context()
@@ -61,6 +63,7 @@ func TestInstall(t *testing.T) {
 		"storageClasses": []any{map[string]any{
 			"name": "chart-local", "provisioner": "provfleet.io/chart-local", "volumeBindingMode": "Immediate",
 		}},
+		"metrics": map[string]any{"dashboard": map[string]any{"enabled": true}},
 	})
 	admin := kubernetes.NewForConfigOrDie(env.Config())
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "chart-node", Labels: map[string]string{corev1.LabelHostname: "chart-node"}}}

@@ -25,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/provfleet/provfleet/hack/helm"
@@ -104,6 +105,23 @@ func one[T runtime.Object](t *testing.T, objects []runtime.Object) T {
 	if len(found) != 1 {
 		var zero T
 		t.Fatalf("want one %T, got %d", zero, len(found))
+	}
+	return found[0]
+}
+
+// oneOfKind returns the only object of a kind the scheme does not know
+// (a ServiceMonitor, a PrometheusRule), failing the test if there is not
+// exactly one.
+func oneOfKind(t *testing.T, objects []runtime.Object, kind string) *unstructured.Unstructured {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, obj := range only[*unstructured.Unstructured](objects) {
+		if obj.GetKind() == kind {
+			found = append(found, obj)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %s, got %d", kind, len(found))
 	}
 	return found[0]
 }

@@ -82,7 +82,7 @@ var codecs = func() serializer.CodecFactory {
 
 // Decode returns the objects of a multi-document YAML manifest, in order:
 // typed objects of the kinds client-go and provfleet.io know, Unstructured
-// ones of any other kind (a ServiceMonitor).
+// ones of any other kind (a ServiceMonitor, a PrometheusRule).
 func Decode(manifest string) ([]runtime.Object, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
 	var objects []runtime.Object

@@ -30,8 +30,9 @@ import (
 )
 
 // Every rendered object decodes strictly into its typed object (a
-// ServiceMonitor, whose types are not built in, into an Unstructured), with
-// the defaults and with every value set.
+// ServiceMonitor or a PrometheusRule, whose types are not built in, into an
+// Unstructured), with the defaults and with every value set. The dashboard
+// and the PrometheusRule are off by default, like the ServiceMonitor.
 func TestRender(t *testing.T) {
 	cases := map[string]struct {
 		values map[string]any
@@ -50,9 +51,10 @@ func TestRender(t *testing.T) {
 		"full values": {values: readValues(t, fullValues), want: []string{
 			"ClusterRole provfleet", "ClusterRole provfleet-node",
 			"ClusterRoleBinding provfleet", "ClusterRoleBinding provfleet-node",
+			"ConfigMap monitoring/provfleet-dashboard",
 			"DaemonSet storage-agents/provfleet-node", "Deployment provfleet-system/provfleet",
 			"Namespace storage-agents", "PodDisruptionBudget provfleet-system/provfleet",
-			"ProvisionerConfig fast-local", "ProvisionerConfig shared",
+			"PrometheusRule monitoring/provfleet", "ProvisionerConfig fast-local", "ProvisionerConfig shared",
 			"Role storage-agents/provfleet-manager", "Role storage-agents/provfleet-node", "Role storage-leases/provfleet",
 			"RoleBinding storage-agents/provfleet-manager", "RoleBinding storage-agents/provfleet-node", "RoleBinding storage-leases/provfleet",
 			"Service provfleet-system/provfleet-metrics",
@@ -106,7 +108,7 @@ func TestFullValues(t *testing.T) {
 	objects := render(t, readValues(t, fullValues))
 	manager := one[*appsv1.Deployment](t, objects)
 	agent := one[*appsv1.DaemonSet](t, objects)
-	monitor := one[*unstructured.Unstructured](t, objects)
+	monitor := oneOfKind(t, objects, "ServiceMonitor")
 	managerPod, agentPod := manager.Spec.Template.Spec, agent.Spec.Template.Spec
 	endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
 	if len(endpoints) != 1 {

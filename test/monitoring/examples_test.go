@@ -27,9 +27,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const (
-	dashboardFile = "../../examples/monitoring/dashboard.json"
-	ruleFile      = "../../examples/monitoring/prometheusrule.yaml"
+// The dashboard and the PrometheusRule of examples/monitoring, and the
+// copies the chart ships and renders (make generate writes them, hack/helm
+// checks that they are equal and that the chart renders them).
+var (
+	dashboardFiles = []string{"../../examples/monitoring/dashboard.json", "../../charts/provfleet/files/monitoring/dashboard.json"}
+	ruleFiles      = []string{"../../examples/monitoring/prometheusrule.yaml", "../../charts/provfleet/files/monitoring/prometheusrule.yaml"}
 )
 
 // queryable returns every series name a query may select: each exported
@@ -64,7 +67,7 @@ func checkQueried(t *testing.T, file string, queried []string) {
 
 // dashboardQueries returns the PromQL of every panel's targets and every
 // templating variable of a Grafana dashboard, and its panels' titles.
-func dashboardQueries(t *testing.T) (queries, titles []string) {
+func dashboardQueries(t *testing.T, dashboardFile string) (queries, titles []string) {
 	t.Helper()
 	data, err := os.ReadFile(dashboardFile)
 	if err != nil {
@@ -141,7 +144,14 @@ func cutLast(s, sep string) (before, after string, found bool) {
 // TestDashboard: the dashboard parses, every panel queries something, it
 // shows what an operator watches, and every metric it queries is exported.
 func TestDashboard(t *testing.T) {
-	queries, titles := dashboardQueries(t)
+	for _, file := range dashboardFiles {
+		t.Run(strings.TrimPrefix(file, "../../"), func(t *testing.T) { checkDashboard(t, file) })
+	}
+}
+
+// checkDashboard checks one copy of the dashboard.
+func checkDashboard(t *testing.T, dashboardFile string) {
+	queries, titles := dashboardQueries(t, dashboardFile)
 	var queried []string
 	for _, q := range queries {
 		names := metricNames(q)
@@ -191,6 +201,13 @@ type prometheusRule struct {
 // an operator needs, each with a severity and a summary, and every metric
 // they query is exported.
 func TestPrometheusRule(t *testing.T) {
+	for _, file := range ruleFiles {
+		t.Run(strings.TrimPrefix(file, "../../"), func(t *testing.T) { checkPrometheusRule(t, file) })
+	}
+}
+
+// checkPrometheusRule checks one copy of the PrometheusRule.
+func checkPrometheusRule(t *testing.T, ruleFile string) {
 	data, err := os.ReadFile(ruleFile)
 	if err != nil {
 		t.Fatal(err)
