@@ -97,7 +97,7 @@ lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the
 	$(LOGCHECK) -check-contextual -check-value ./...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs and typed clients from api/, and the chart's copies of the CRD and examples/monitoring.
+generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, and the chart's copies of the CRD and examples/monitoring.
 	hack/update-codegen.sh
 
 # What make generate writes, all of it checked in.

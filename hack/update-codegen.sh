@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates everything derived from api/: deepcopy functions, the CRD, and the
-# typed clientset, listers and informers under pkg/generated; and the chart's
+# Regenerates everything derived from api/: deepcopy functions, the CRD, the
+# typed clientset, listers and informers under pkg/generated and the API
+# reference docs/api.md; and the chart's
 # copies of the CRD and of examples/monitoring. Runs from any checkout
 # location: generators get import paths, never GOPATH-relative ones.
 set -euo pipefail
