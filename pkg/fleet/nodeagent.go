@@ -40,6 +40,7 @@ import (
 	"github.com/provfleet/provfleet/internal/cachetrim"
 	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // defaultNodeLeaseDuration is how long a node agent's Lease lasts unrenewed
@@ -338,7 +339,7 @@ func (m *Manager) ownNode() (*v1.Node, error) {
 type nodeScope string
 
 func (n nodeScope) Claim(claim *v1.PersistentVolumeClaim) bool {
-	return claim.Annotations[annSelectedNode] == string(n)
+	return claim.Annotations[provisioning.AnnSelectedNode] == string(n)
 }
 
 func (n nodeScope) Volume(volume *v1.PersistentVolume) bool {

@@ -205,7 +205,7 @@ func (c *coordinator) candidates(ctx context.Context, v *fleetView) map[string]*
 		}
 	}
 	for _, claim := range v.claims {
-		if n := served[claim.Annotations[annSelectedNode]]; n != nil && claim.Spec.VolumeName == "" {
+		if n := served[claim.Annotations[provisioning.AnnSelectedNode]]; n != nil && claim.Spec.VolumeName == "" {
 			n.Volumes++
 			n.Used += storageOf(claim.Spec.Resources.Requests)
 		}
@@ -287,7 +287,7 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 		}
 		pending[claim.UID] = true
 		class := c.immediateClass(claim)
-		node, selected := claim.Annotations[annSelectedNode]
+		node, selected := claim.Annotations[provisioning.AnnSelectedNode]
 		if !selected && class == nil {
 			continue
 		}
@@ -323,7 +323,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 		if !ok {
 			continue
 		}
-		if _, shown := claim.Annotations[annSelectedNode]; shown {
+		if _, shown := claim.Annotations[provisioning.AnnSelectedNode]; shown {
 			delete(t.placed, claim.UID)
 			continue
 		}
@@ -331,7 +331,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 		if placed.Annotations == nil {
 			placed.Annotations = map[string]string{}
 		}
-		placed.Annotations[annSelectedNode] = node
+		placed.Annotations[provisioning.AnnSelectedNode] = node
 		v.claims[i] = placed
 	}
 }
@@ -339,7 +339,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 // immediateClass returns claim's class when it binds at once
 // (volumeBindingMode Immediate, or none); nil otherwise.
 func (c *coordinator) immediateClass(claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
-	name := claim.Annotations[annBetaStorageClass]
+	name := claim.Annotations[provisioning.AnnBetaStorageClass]
 	if claim.Spec.StorageClassName != nil {
 		name = *claim.Spec.StorageClassName
 	}
@@ -453,7 +453,7 @@ func (c *coordinator) noRoomMessage(served int, request int64) string {
 func (c *coordinator) selectNode(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": claim.ResourceVersion,
-		"annotations":     map[string]string{annSelectedNode: node},
+		"annotations":     map[string]string{provisioning.AnnSelectedNode: node},
 	}})
 	if err != nil {
 		return fmt.Errorf("cannot encode the placement of claim %s/%s: %w", claim.Namespace, claim.Name, err)
