@@ -29,11 +29,6 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// nodeRecheck is how often the manager looks again at the nodes of a
-// hostPath ProvisionerConfig: an agent that stops renewing its Lease sends
-// no event.
-const nodeRecheck = 10 * time.Second
-
 // maxUnservedListed bounds status.nodes.unserved.
 const maxUnservedListed = 16
 
@@ -56,7 +51,6 @@ func (m *Manager) withNodes(pc *v1alpha1.ProvisionerConfig, obs observation) obs
 	if err != nil {
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	}
-	m.queue.AddAfter(pc.Name, nodeRecheck)
 	obs.nodes, obs.storage = nodes, space
 	if obs.reason != v1alpha1.ReasonRunning && obs.reason != v1alpha1.ReasonStandby {
 		return obs
