@@ -39,16 +39,6 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// Annotations of claims and PersistentVolumes that the coordinator reads, as
-// Kubernetes and external-provisioner name them.
-const (
-	annStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
-	annBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
-	annBetaStorageClass       = "volume.beta.kubernetes.io/storage-class"
-	annSelectedNode           = "volume.kubernetes.io/selected-node"
-	annProvisionedBy          = "pv.kubernetes.io/provisioned-by"
-)
-
 // coordinatorDeps are what a coordinator uses but does not own.
 type coordinatorDeps struct {
 	// Client patches claims and PersistentVolumes, deletes
@@ -383,15 +373,15 @@ func claimProvisioner(obj any) string {
 	if !ok {
 		return ""
 	}
-	if name, ok := claim.Annotations[annStorageProvisioner]; ok {
+	if name, ok := claim.Annotations[provisioning.AnnStorageProvisioner]; ok {
 		return name
 	}
-	return claim.Annotations[annBetaStorageProvisioner]
+	return claim.Annotations[provisioning.AnnBetaStorageProvisioner]
 }
 
 func volumeProvisioner(obj any) string {
 	if volume, ok := obj.(*v1.PersistentVolume); ok {
-		return volume.Annotations[annProvisionedBy]
+		return volume.Annotations[provisioning.AnnDynamicallyProvisioned]
 	}
 	return ""
 }

@@ -244,7 +244,7 @@ func (e *coordEnv) volume(name, node, size, class string, claim *v1.PersistentVo
 	e.t.Helper()
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{provisioning.VolumeFinalizer},
-			Annotations: map[string]string{annProvisionedBy: e.provName, backend.AnnNode: node}},
+			Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: e.provName, backend.AnnNode: node}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
 			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
@@ -300,7 +300,7 @@ func (e *coordEnv) placedOn(name string) string {
 	e.t.Helper()
 	var node string
 	e.eventually("claim "+name+" placed", func() (bool, error) {
-		node = e.getClaim(name).Annotations[annSelectedNode]
+		node = e.getClaim(name).Annotations[provisioning.AnnSelectedNode]
 		return node != "", nil
 	})
 	return node
@@ -407,7 +407,7 @@ func testFullBudgetWaits(t *testing.T, client kubernetes.Interface) {
 	if !strings.Contains(message, "maxVolumes 1") {
 		t.Errorf("the Event does not say the budget: %q", message)
 	}
-	if node := e.getClaim("waits").Annotations[annSelectedNode]; node != "" {
+	if node := e.getClaim("waits").Annotations[provisioning.AnnSelectedNode]; node != "" {
 		t.Fatalf("claim placed on %s past the budget", node)
 	}
 	e.forgetVolume("full-pv")
@@ -458,7 +458,7 @@ func testUnservedNode(t *testing.T, client kubernetes.Interface) {
 		NodeSelector: &v1alpha1.NodeLabelSelector{MatchLabels: map[string]string{"disk": "local"}}})
 
 	// As the scheduler and the binder would annotate it.
-	e.claim("elsewhere", class, "1Gi", map[string]string{annSelectedNode: "unserved-x", annStorageProvisioner: e.provName})
+	e.claim("elsewhere", class, "1Gi", map[string]string{provisioning.AnnSelectedNode: "unserved-x", provisioning.AnnStorageProvisioner: e.provName})
 	message := e.waitEvent(e.ns, "elsewhere", EventNodeNotServed)
 	for _, want := range []string{"unserved-x", "nodes unserved-a, unserved-b", "allowedTopologies"} {
 		if !strings.Contains(message, want) {
@@ -523,7 +523,7 @@ func TestCoordinatorRun(t *testing.T) {
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fake"}, Provisioner: "provfleet.io/fake"},
 		&v1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "claim", UID: "uid-1",
-				Annotations: map[string]string{annStorageProvisioner: "provfleet.io/fake"}},
+				Annotations: map[string]string{provisioning.AnnStorageProvisioner: "provfleet.io/fake"}},
 			Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fake")},
 		},
 	)
@@ -534,7 +534,7 @@ func TestCoordinatorRun(t *testing.T) {
 	go func() { done <- c.Run(runCtx) }()
 	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, coordWait, true, func(ctx context.Context) (bool, error) {
 		claim, err := client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "claim", metav1.GetOptions{})
-		return err == nil && claim.Annotations[annSelectedNode] == "node-1", err
+		return err == nil && claim.Annotations[provisioning.AnnSelectedNode] == "node-1", err
 	})
 	if err != nil {
 		t.Errorf("claim not placed: %v", err)

@@ -52,7 +52,9 @@ limitations under the License.
 //
 // Goroutines, all ended when Run returns: the shared informers, the
 // ProvisionerConfig informer and those of the Nodes and node Leases; the
-// Event broadcaster; the reconcile workers (runWorker), which stop each
+// manager's wait for node Leases that expire unrenewed (watchNodes), which
+// with the Node and Lease events queues the hostPath ProvisionerConfigs a
+// node's change concerns; the Event broadcaster; the reconcile workers (runWorker), which stop each
 // instance and wait until it drained; a node agent's elector on its node's
 // Lease; one goroutine per instance running its Controller.Run or its
 // coordinator's Run, which while leading runs one more to place claims and

@@ -20,8 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -33,13 +31,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/cachetrim"
 	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // defaultNodeLeaseDuration is how long a node agent's Lease lasts unrenewed
@@ -338,54 +336,11 @@ func (m *Manager) ownNode() (*v1.Node, error) {
 type nodeScope string
 
 func (n nodeScope) Claim(claim *v1.PersistentVolumeClaim) bool {
-	return claim.Annotations[annSelectedNode] == string(n)
+	return claim.Annotations[provisioning.AnnSelectedNode] == string(n)
 }
 
 func (n nodeScope) Volume(volume *v1.PersistentVolume) bool {
 	return backend.VolumeNode(volume) == string(n)
-}
-
-// watchNodes queues the hostPath ProvisionerConfigs whenever a Node comes,
-// goes or changes its labels, or a node Lease changes hands or annotations:
-// what their nodes are and how they are served.
-func (m *Manager) watchNodes(ctx context.Context) (func(), error) {
-	logger := klog.FromContext(ctx)
-	opts := cache.HandlerOptions{Logger: &logger}
-	nodes, err := m.shared.Nodes.AddEventHandlerWithOptions(changeHandler(m.enqueueHostPath, func(oldObj, newObj any) bool {
-		o, ok1 := oldObj.(*v1.Node)
-		n, ok2 := newObj.(*v1.Node)
-		return !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels)
-	}), opts)
-	if err != nil {
-		return nil, fmt.Errorf("cannot watch Nodes: %w", err)
-	}
-	leases, err := m.nodeLeaseInf.AddEventHandlerWithOptions(changeHandler(m.enqueueHostPath, func(oldObj, newObj any) bool {
-		o, ok1 := oldObj.(*coordinationv1.Lease)
-		n, ok2 := newObj.(*coordinationv1.Lease)
-		return !ok1 || !ok2 || !maps.Equal(o.Annotations, n.Annotations) || !reflect.DeepEqual(o.Spec.HolderIdentity, n.Spec.HolderIdentity)
-	}), opts)
-	if err != nil {
-		_ = m.shared.Nodes.RemoveEventHandler(nodes)
-		return nil, fmt.Errorf("cannot watch the node Leases: %w", err)
-	}
-	return func() {
-		_ = m.shared.Nodes.RemoveEventHandler(nodes)
-		_ = m.nodeLeaseInf.RemoveEventHandler(leases)
-	}, nil
-}
-
-// changeHandler calls fn on every add and delete, and on the updates changed
-// reports.
-func changeHandler(fn func(), changed func(oldObj, newObj any) bool) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { fn() },
-		UpdateFunc: func(oldObj, newObj any) {
-			if changed(oldObj, newObj) {
-				fn()
-			}
-		},
-		DeleteFunc: func(any) { fn() },
-	}
 }
 
 // enqueueHostPath queues every hostPath ProvisionerConfig.

@@ -29,11 +29,6 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// nodeRecheck is how often the manager looks again at the nodes of a
-// hostPath ProvisionerConfig: an agent that stops renewing its Lease sends
-// no event.
-const nodeRecheck = 10 * time.Second
-
 // maxUnservedListed bounds status.nodes.unserved.
 const maxUnservedListed = 16
 
@@ -56,7 +51,6 @@ func (m *Manager) withNodes(pc *v1alpha1.ProvisionerConfig, obs observation) obs
 	if err != nil {
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	}
-	m.queue.AddAfter(pc.Name, nodeRecheck)
 	obs.nodes, obs.storage = nodes, space
 	if obs.reason != v1alpha1.ReasonRunning && obs.reason != v1alpha1.ReasonStandby {
 		return obs
@@ -104,6 +98,7 @@ func describeUnserved(nodes *v1alpha1.NodesStatus) string {
 // observeNodes counts the nodes pc selects and those an agent serves, and
 // sums the space the serving agents report.
 func (m *Manager) observeNodes(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.NodesStatus, *provisioning.Space, error) {
+	now := time.Now()
 	all := m.shared.Nodes.GetStore().List()
 	nodes := make([]*v1.Node, 0, len(all))
 	for _, obj := range all {
@@ -123,15 +118,15 @@ func (m *Manager) observeNodes(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.NodesS
 			continue
 		}
 		st.Selected++
-		report, unserved := m.nodeServes(node.Name, pc.Name)
-		if unserved != nil {
+		service := serviceOf(m.nodeLeaseInf.GetStore(), m.settings.NodeLeaseNamespace, node.Name, pc.Name, now)
+		if service.unserved != nil {
 			if len(st.Unserved) < maxUnservedListed {
-				st.Unserved = append(st.Unserved, *unserved)
+				st.Unserved = append(st.Unserved, *service.unserved)
 			}
 			continue
 		}
 		st.Served++
-		space = addSpace(space, report)
+		space = addSpace(space, service.report)
 	}
 	st.Summary = fmt.Sprintf("%d/%d", st.Served, st.Selected)
 	return st, space, nil
@@ -148,37 +143,4 @@ func addSpace(sum *provisioning.Space, r provisionerReport) *provisioning.Space 
 	sum.AvailableBytes += *r.Available
 	sum.TotalBytes += *r.Total
 	return sum
-}
-
-// servingReasons are the agent's Ready reasons of a served node.
-var servingReasons = []string{v1alpha1.ReasonRunning, v1alpha1.ReasonStandby, v1alpha1.ReasonPaused}
-
-// nodeServes returns the report of the agent of node on the
-// ProvisionerConfig name, or why the node is not served.
-func (m *Manager) nodeServes(node, name string) (provisionerReport, *v1alpha1.UnservedNode) {
-	unserved := func(reason, format string, args ...any) (provisionerReport, *v1alpha1.UnservedNode) {
-		return provisionerReport{}, &v1alpha1.UnservedNode{Node: node, Reason: reason, Message: fmt.Sprintf(format, args...)}
-	}
-	leaseName := m.settings.NodeLeaseNamespace + "/" + NodeLeaseName(node)
-	lease, err := m.nodeLease(node)
-	switch {
-	case err != nil:
-		return unserved(v1alpha1.ReasonNoNodeAgent, "cannot read Lease %s: %v", leaseName, err)
-	case lease == nil:
-		return unserved(v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease %s", leaseName)
-	case !leaseLive(lease, time.Now()):
-		return unserved(v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease %s", leaseName)
-	}
-	reports, err := readNodeReport(lease)
-	if err != nil {
-		return unserved(v1alpha1.ReasonNoNodeAgent, "%v", err)
-	}
-	report, ok := reports[name]
-	switch {
-	case !ok:
-		return unserved(v1alpha1.ReasonNodeAgentPending, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
-	case !slices.Contains(servingReasons, report.Reason):
-		return unserved(report.Reason, "%s", report.Message)
-	}
-	return report, nil
 }

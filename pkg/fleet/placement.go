@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,15 +186,18 @@ func placementHash(uid types.UID, node string) uint64 {
 // candidates are the nodes this provisioner serves right now: selected by
 // the spec, with a live node Lease whose report runs this ProvisionerConfig,
 // with the volumes and placed claims of each.
-func (c *coordinator) candidates(ctx context.Context, v *fleetView) map[string]*nodeCandidate {
+func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 	served := map[string]*nodeCandidate{}
 	for name, node := range v.nodes {
 		if selected, err := selectsNode(c.spec, node); err != nil || !selected {
 			continue
 		}
-		report, ok := c.liveReport(ctx, name, v.now)
-		if ok && report.Reason == v1alpha1.ReasonRunning {
-			served[name] = &nodeCandidate{Name: name, Available: report.Available}
+		// Served, and Running: the status counts a Paused or Standby node
+		// as served, but its instance provisions nothing, so a new claim
+		// placed there would wait while a Running node could take it.
+		service := serviceOf(c.nodeLeases.GetStore(), c.leaseNS, name, c.configName, v.now)
+		if service.state == agentServing && service.report.Reason == v1alpha1.ReasonRunning {
+			served[name] = &nodeCandidate{Name: name, Available: service.report.Available}
 		}
 	}
 	for _, volume := range v.volumes {
@@ -205,7 +207,7 @@ func (c *coordinator) candidates(ctx context.Context, v *fleetView) map[string]*
 		}
 	}
 	for _, claim := range v.claims {
-		if n := served[claim.Annotations[annSelectedNode]]; n != nil && claim.Spec.VolumeName == "" {
+		if n := served[claim.Annotations[provisioning.AnnSelectedNode]]; n != nil && claim.Spec.VolumeName == "" {
 			n.Volumes++
 			n.Used += storageOf(claim.Spec.Resources.Requests)
 		}
@@ -218,51 +220,13 @@ func storageOf(resources v1.ResourceList) int64 {
 	return q.Value()
 }
 
-// liveReport is what the agent of node reports of this ProvisionerConfig,
-// when its node Lease is held and renewed in time.
-func (c *coordinator) liveReport(ctx context.Context, node string, now time.Time) (provisionerReport, bool) {
-	obj, exists, err := c.nodeLeases.GetIndexer().GetByKey(c.leaseNS + "/" + NodeLeaseName(node))
-	if err != nil || !exists {
-		return provisionerReport{}, false
-	}
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok || !leaseLive(lease, now) {
-		return provisionerReport{}, false
-	}
-	report, err := readNodeReport(lease)
-	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Ignoring a node report", "lease", klog.KObj(lease), "err", err)
-		return provisionerReport{}, false
-	}
-	r, ok := report[c.configName]
-	return r, ok
-}
-
 // agentGone reports whether no node agent serves node any more: its Node
 // or its Lease is gone, or the Lease expired. An Immediate claim placed
 // there and still unbound is placed again: the agent stopped its work when
 // it could not renew the Lease, before the Lease expired, so it makes no
 // volume for the claim any more.
 func (c *coordinator) agentGone(node string, v *fleetView) bool {
-	if v.nodes[node] == nil {
-		return true
-	}
-	obj, exists, err := c.nodeLeases.GetIndexer().GetByKey(c.leaseNS + "/" + NodeLeaseName(node))
-	if err != nil {
-		return false
-	}
-	lease, ok := obj.(*coordinationv1.Lease)
-	return !exists || !ok || !leaseLive(lease, v.now)
-}
-
-// leaseLive reports whether lease has a holder that renewed it within its
-// duration.
-func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
-	s := lease.Spec
-	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
-		return false
-	}
-	return s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second).After(now)
+	return v.nodes[node] == nil || !serviceOf(c.nodeLeases.GetStore(), c.leaseNS, node, c.configName, v.now).agentLive()
 }
 
 // place places every claim of Immediate binding that waits for a node and
@@ -278,7 +242,7 @@ func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
 // volume, since no other agent provisions a claim selected to another node.
 func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) time.Duration {
 	c.withPlacements(t, v)
-	served := c.candidates(ctx, v)
+	served := c.candidates(v)
 	var next time.Duration
 	pending := map[types.UID]bool{}
 	for _, claim := range v.claims {
@@ -287,7 +251,7 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 		}
 		pending[claim.UID] = true
 		class := c.immediateClass(claim)
-		node, selected := claim.Annotations[annSelectedNode]
+		node, selected := claim.Annotations[provisioning.AnnSelectedNode]
 		if !selected && class == nil {
 			continue
 		}
@@ -323,7 +287,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 		if !ok {
 			continue
 		}
-		if _, shown := claim.Annotations[annSelectedNode]; shown {
+		if _, shown := claim.Annotations[provisioning.AnnSelectedNode]; shown {
 			delete(t.placed, claim.UID)
 			continue
 		}
@@ -331,7 +295,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 		if placed.Annotations == nil {
 			placed.Annotations = map[string]string{}
 		}
-		placed.Annotations[annSelectedNode] = node
+		placed.Annotations[provisioning.AnnSelectedNode] = node
 		v.claims[i] = placed
 	}
 }
@@ -339,7 +303,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 // immediateClass returns claim's class when it binds at once
 // (volumeBindingMode Immediate, or none); nil otherwise.
 func (c *coordinator) immediateClass(claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
-	name := claim.Annotations[annBetaStorageClass]
+	name := claim.Annotations[provisioning.AnnBetaStorageClass]
 	if claim.Spec.StorageClassName != nil {
 		name = *claim.Spec.StorageClassName
 	}
@@ -453,7 +417,7 @@ func (c *coordinator) noRoomMessage(served int, request int64) string {
 func (c *coordinator) selectNode(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": claim.ResourceVersion,
-		"annotations":     map[string]string{annSelectedNode: node},
+		"annotations":     map[string]string{provisioning.AnnSelectedNode: node},
 	}})
 	if err != nil {
 		return fmt.Errorf("cannot encode the placement of claim %s/%s: %w", claim.Namespace, claim.Name, err)

@@ -21,10 +21,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,39 +157,6 @@ func TestChooseNodeSpreadsEqualNodes(t *testing.T) {
 		if counts[n.Name] < 50 {
 			t.Errorf("node %s got %d of 300 claims: %v", n.Name, counts[n.Name], counts)
 		}
-	}
-}
-
-func TestLeaseLive(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	tests := map[string]struct {
-		spec coordinationv1.LeaseSpec
-		want bool
-	}{
-		"renewed within its duration": {
-			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
-				RenewTime: &metav1.MicroTime{Time: now.Add(-30 * time.Second)}},
-			want: true,
-		},
-		"expired": {
-			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
-				RenewTime: &metav1.MicroTime{Time: now.Add(-41 * time.Second)}},
-		},
-		"no holder": {
-			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(""), LeaseDurationSeconds: ptr.To[int32](40),
-				RenewTime: &metav1.MicroTime{Time: now}},
-		},
-		"never renewed": {
-			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40)},
-		},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := leaseLive(&coordinationv1.Lease{Spec: tt.spec}, now)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("live (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 

@@ -95,7 +95,7 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 	// The scheduler chooses where a WaitForFirstConsumer volume goes, and
 	// chooses again once a backend asked to reschedule: until then there is
 	// nothing to provision. A class not seen yet fails the provisioning.
-	if class, err := c.classOf(claim); err == nil && claim.Annotations[annSelectedNode] == "" &&
+	if class, err := c.classOf(claim); err == nil && claim.Annotations[AnnSelectedNode] == "" &&
 		class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
 		return false, nil
 	}
@@ -157,7 +157,7 @@ func (c *Controller) recoveredVolume(claim *v1.PersistentVolumeClaim) *v1.Persis
 	volume := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        volumeNameFor(claim),
-			Annotations: map[string]string{annDynamicallyProvisioned: c.name},
+			Annotations: map[string]string{AnnDynamicallyProvisioned: c.name},
 		},
 		Spec: v1.PersistentVolumeSpec{
 			ClaimRef:                      claimRef(claim),

@@ -37,11 +37,11 @@ func TestShouldProvision(t *testing.T) {
 	bound := newClaim("c", "fast", testProvisioner)
 	bound.Spec.VolumeName = "pv"
 	beta := newClaim("c", "fast", "")
-	beta.Annotations[annBetaStorageProvisioner] = testProvisioner
+	beta.Annotations[AnnBetaStorageProvisioner] = testProvisioner
 	chosen := newClaim("c", "wffc", testProvisioner)
-	chosen.Annotations[annSelectedNode] = "node-1"
+	chosen.Annotations[AnnSelectedNode] = "node-1"
 	unchosen := newClaim("c", "wffc", testProvisioner)
-	unchosen.Annotations[annSelectedNode] = ""
+	unchosen.Annotations[AnnSelectedNode] = ""
 	tests := map[string]struct {
 		claim   *v1.PersistentVolumeClaim
 		backend func(*fakeBackend) Provisioner
@@ -108,7 +108,7 @@ func newWaitingClass(name, provisioner string) *storagev1.StorageClass {
 // nothing.
 func TestRescheduledClaimWaitsForNode(t *testing.T) {
 	claim := newClaim("c", "wffc", testProvisioner)
-	claim.Annotations[annSelectedNode] = "node-1"
+	claim.Annotations[AnnSelectedNode] = "node-1"
 	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
 	f := newFixture(t, objects...)
 	f.fill(objects...)
@@ -122,7 +122,7 @@ func TestRescheduledClaimWaitsForNode(t *testing.T) {
 		t.Fatal("want the rescheduled attempt to fail")
 	}
 	rescheduled := f.getClaim("c")
-	if node, ok := rescheduled.Annotations[annSelectedNode]; ok {
+	if node, ok := rescheduled.Annotations[AnnSelectedNode]; ok {
 		t.Fatalf("selected node %q kept after a reschedule", node)
 	}
 	f.fill(rescheduled)

@@ -37,7 +37,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 		return "", err
 	}
 	volume, ok := obj.(*v1.PersistentVolume)
-	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) || !c.volumeInScope(volume) {
+	if !ok || !c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return "", nil
 	}
 	if uid, ok := c.deleted.Load(name); ok && uid == volume.UID {
@@ -100,7 +100,7 @@ func (c *Controller) shouldDelete(ctx context.Context, volume *v1.PersistentVolu
 	}
 	if volume.Status.Phase != v1.VolumeReleased ||
 		volume.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete ||
-		!c.knownName(volume.Annotations[annDynamicallyProvisioned]) {
+		!c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) {
 		return false, nil
 	}
 	guard, ok := c.provisioner.(DeletionGuard)

@@ -121,7 +121,7 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 
 func (c *Controller) enqueueVolume(t *term, obj any) {
 	volume, ok := obj.(*v1.PersistentVolume)
-	if !ok || !c.knownName(volume.Annotations[annDynamicallyProvisioned]) || !c.volumeInScope(volume) {
+	if !ok || !c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return
 	}
 	if c.volumeRetries.Admit(volume.Name, volume.ResourceVersion) {

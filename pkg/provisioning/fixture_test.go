@@ -277,7 +277,7 @@ func newClaim(name, class, provisioner string) *v1.PersistentVolumeClaim {
 		},
 	}
 	if provisioner != "" {
-		claim.Annotations[annStorageProvisioner] = provisioner
+		claim.Annotations[AnnStorageProvisioner] = provisioner
 	}
 	return claim
 }
@@ -286,7 +286,7 @@ func newVolume(name, provisioner string, phase v1.PersistentVolumePhase, policy 
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, ResourceVersion: "1",
-			Annotations: map[string]string{annDynamicallyProvisioned: provisioner},
+			Annotations: map[string]string{AnnDynamicallyProvisioned: provisioner},
 		},
 		Spec:   v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: policy, StorageClassName: "fast"},
 		Status: v1.PersistentVolumeStatus{Phase: phase},

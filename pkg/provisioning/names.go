@@ -25,12 +25,25 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// Annotations of claims and PersistentVolumes, as Kubernetes and
+// external-provisioner name them.
 const (
-	annStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
-	annBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
-	annBetaStorageClass       = "volume.beta.kubernetes.io/storage-class"
-	annSelectedNode           = "volume.kubernetes.io/selected-node"
-	annDynamicallyProvisioned = "pv.kubernetes.io/provisioned-by"
+	// AnnStorageProvisioner names, on a claim, the provisioner the
+	// PersistentVolume controller asks to provision it.
+	AnnStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
+	// AnnBetaStorageProvisioner is the beta form of AnnStorageProvisioner,
+	// still written beside it; read when the first is missing.
+	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	// AnnBetaStorageClass names a claim's StorageClass when its
+	// spec.storageClassName is unset.
+	AnnBetaStorageClass = "volume.beta.kubernetes.io/storage-class"
+	// AnnSelectedNode names, on a claim, the node its volume is made on:
+	// the scheduler's choice for WaitForFirstConsumer, the coordinator's
+	// placement for an Immediate hostPath claim.
+	AnnSelectedNode = "volume.kubernetes.io/selected-node"
+	// AnnDynamicallyProvisioned names, on a PersistentVolume, the
+	// provisioner that made it.
+	AnnDynamicallyProvisioned = "pv.kubernetes.io/provisioned-by"
 
 	// VolumeFinalizer keeps a provisioned PersistentVolume until its backend
 	// volume was deleted (Config.Finalizer).
@@ -72,17 +85,17 @@ func volumeNameFor(claim *v1.PersistentVolumeClaim) string {
 }
 
 func storageProvisioner(claim *v1.PersistentVolumeClaim) string {
-	if name, ok := claim.Annotations[annStorageProvisioner]; ok {
+	if name, ok := claim.Annotations[AnnStorageProvisioner]; ok {
 		return name
 	}
-	return claim.Annotations[annBetaStorageProvisioner]
+	return claim.Annotations[AnnBetaStorageProvisioner]
 }
 
 func claimClassName(claim *v1.PersistentVolumeClaim) string {
 	if claim.Spec.StorageClassName != nil {
 		return *claim.Spec.StorageClassName
 	}
-	return claim.Annotations[annBetaStorageClass]
+	return claim.Annotations[AnnBetaStorageClass]
 }
 
 func claimRef(claim *v1.PersistentVolumeClaim) *v1.ObjectReference {

@@ -126,7 +126,7 @@ func (c *Controller) provisionOptions(ctx context.Context, claim *v1.PersistentV
 		return nil, ProvisioningFinished, nil
 	}
 	options := &ProvisionOptions{StorageClass: class, PVName: volumeNameFor(claim), PVC: claim, DataSource: dataSourceOf(claim)}
-	if nodeName := claim.Annotations[annSelectedNode]; nodeName != "" {
+	if nodeName := claim.Annotations[AnnSelectedNode]; nodeName != "" {
 		obj, exists, err := c.informers.Nodes.GetStore().GetByKey(nodeName)
 		if err != nil || !exists {
 			err = fmt.Errorf("cannot find selected node %q: %w", nodeName, errors.Join(err, errNotFound))
@@ -192,7 +192,7 @@ func (c *Controller) fillVolume(volume *v1.PersistentVolume, claim *v1.Persisten
 	volume.Name = volumeNameFor(claim)
 	volume.Spec.ClaimRef = claimRef(claim)
 	volume.Spec.StorageClassName = class.Name
-	metav1.SetMetaDataAnnotation(&volume.ObjectMeta, annDynamicallyProvisioned, c.name)
+	metav1.SetMetaDataAnnotation(&volume.ObjectMeta, AnnDynamicallyProvisioned, c.name)
 	if c.config().Finalizer && !hasFinalizer(volume, VolumeFinalizer) {
 		volume.Finalizers = append(volume.Finalizers, VolumeFinalizer)
 	}
@@ -213,10 +213,10 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVo
 		}
 		c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "Rescheduling: %v", err)
 		updated, uerr := c.updateClaim(ctx, claim, func(claim *v1.PersistentVolumeClaim) bool {
-			if _, ok := claim.Annotations[annSelectedNode]; !ok {
+			if _, ok := claim.Annotations[AnnSelectedNode]; !ok {
 				return false
 			}
-			delete(claim.Annotations, annSelectedNode)
+			delete(claim.Annotations, AnnSelectedNode)
 			return true
 		})
 		return updated, ProvisioningFinished, errors.Join(err, uerr)

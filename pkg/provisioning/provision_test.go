@@ -67,7 +67,7 @@ func TestProvision(t *testing.T) {
 		return c
 	}
 	withNode := func(c *v1.PersistentVolumeClaim, node string) *v1.PersistentVolumeClaim {
-		c.Annotations[annSelectedNode] = node
+		c.Annotations[AnnSelectedNode] = node
 		return c
 	}
 	withIntent := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
@@ -291,7 +291,7 @@ func TestProvision(t *testing.T) {
 				Volume:       f.volumeExists("pvc-uid-c"),
 				Intent:       hasFinalizer(claim, c.finalizer),
 				InProgress:   inProgress,
-				SelectedNode: claim.Annotations[annSelectedNode],
+				SelectedNode: claim.Annotations[AnnSelectedNode],
 				DeletedBack:  deleted,
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -318,7 +318,7 @@ func TestProvisionedVolume(t *testing.T) {
 		Provisioner, Class string
 		Finalizers         []string
 		ClaimRef           v1.ObjectReference
-	}{pv.Annotations[annDynamicallyProvisioned], pv.Spec.StorageClassName, pv.Finalizers, *pv.Spec.ClaimRef}
+	}{pv.Annotations[AnnDynamicallyProvisioned], pv.Spec.StorageClassName, pv.Finalizers, *pv.Spec.ClaimRef}
 	want := struct {
 		Provisioner, Class string
 		Finalizers         []string

@@ -184,7 +184,7 @@ func TestReclaim(t *testing.T) {
 	saved := newVolume(volumeNameFor(pending), testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
 	saved.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/vols/pending"}
 	savedByOther := saved.DeepCopy()
-	savedByOther.Annotations[annDynamicallyProvisioned] = "other.io/x"
+	savedByOther.Annotations[AnnDynamicallyProvisioned] = "other.io/x"
 	savedByHand := saved.DeepCopy()
 	savedByHand.Annotations = nil
 	record := unsavedVolume(pending, "/vols/pending")

@@ -89,7 +89,7 @@ func volumeKeys(obj any, yield func(routeKey)) {
 	if !ok {
 		return
 	}
-	if name := volume.Annotations[annDynamicallyProvisioned]; name != "" {
+	if name := volume.Annotations[AnnDynamicallyProvisioned]; name != "" {
 		yield(provisionerKey(name))
 	}
 }

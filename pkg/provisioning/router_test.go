@@ -86,7 +86,7 @@ func TestRouterRoutes(t *testing.T) {
 		}}
 	}
 	annotated := func(name, provisioner string, finalizers ...string) *v1.PersistentVolumeClaim {
-		return claim(name, map[string]string{annStorageProvisioner: provisioner}, finalizers...)
+		return claim(name, map[string]string{AnnStorageProvisioner: provisioner}, finalizers...)
 	}
 	lease := func(namespace, name string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
@@ -113,14 +113,14 @@ func TestRouterRoutes(t *testing.T) {
 		"claim by beta annotation": {
 			route: claims,
 			send: func(h cache.ResourceEventHandler) {
-				h.OnAdd(claim("c", map[string]string{annBetaStorageProvisioner: b}), false)
+				h.OnAdd(claim("c", map[string]string{AnnBetaStorageProvisioner: b}), false)
 			},
 			want: []string{"b add c"},
 		},
 		"claim annotation wins over the beta one": {
 			route: claims,
 			send: func(h cache.ResourceEventHandler) {
-				h.OnAdd(claim("c", map[string]string{annStorageProvisioner: a, annBetaStorageProvisioner: b}), false)
+				h.OnAdd(claim("c", map[string]string{AnnStorageProvisioner: a, AnnBetaStorageProvisioner: b}), false)
 			},
 			want: []string{"a add c"},
 		},
@@ -383,7 +383,7 @@ func TestFinalizersOnlyChanged(t *testing.T) {
 		"claim finalizer and annotation": {
 			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *v1.PersistentVolumeClaim) {
 				withFinalizer(c)
-				c.Annotations[annSelectedNode] = "node"
+				c.Annotations[AnnSelectedNode] = "node"
 			})),
 		},
 		"claim finalizer and spec": {

@@ -32,7 +32,7 @@ import (
 type nodeOnly string
 
 func (n nodeOnly) Claim(claim *v1.PersistentVolumeClaim) bool {
-	return claim.Annotations[annSelectedNode] == string(n)
+	return claim.Annotations[AnnSelectedNode] == string(n)
 }
 
 func (n nodeOnly) Volume(volume *v1.PersistentVolume) bool {
@@ -46,7 +46,7 @@ func TestScopeSplitsOneProvisionerBetweenNodes(t *testing.T) {
 	selected := func(name, node string) *v1.PersistentVolumeClaim {
 		c := newClaim(name, "fast", testProvisioner)
 		if node != "" {
-			c.Annotations[annSelectedNode] = node
+			c.Annotations[AnnSelectedNode] = node
 		}
 		return c
 	}

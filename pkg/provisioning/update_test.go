@@ -30,7 +30,7 @@ import (
 
 func TestUpdateClaimRetriesConflict(t *testing.T) {
 	claim := newClaim("c", "fast", testProvisioner)
-	claim.Annotations[annSelectedNode] = "node-1"
+	claim.Annotations[AnnSelectedNode] = "node-1"
 	f := newFixture(t, claim)
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
 	conflicts := 1
@@ -42,7 +42,7 @@ func TestUpdateClaimRetriesConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	_, err := c.updateClaim(context.Background(), claim, func(claim *v1.PersistentVolumeClaim) bool {
-		delete(claim.Annotations, annSelectedNode)
+		delete(claim.Annotations, AnnSelectedNode)
 		return true
 	})
 	if err != nil {
@@ -51,7 +51,7 @@ func TestUpdateClaimRetriesConflict(t *testing.T) {
 	if conflicts != 0 {
 		t.Fatal("the update met no conflict")
 	}
-	if node, ok := f.getClaim("c").Annotations[annSelectedNode]; ok {
+	if node, ok := f.getClaim("c").Annotations[AnnSelectedNode]; ok {
 		t.Errorf("selected node %q still set after a conflict", node)
 	}
 }
@@ -60,7 +60,7 @@ func TestUpdateClaimRetriesConflict(t *testing.T) {
 // of it keeps those fields as the API has them.
 func TestUpdateClaimKeepsWhatTheCacheDropped(t *testing.T) {
 	stored := newClaim("c", "fast", testProvisioner)
-	stored.Annotations[annSelectedNode] = "node-1"
+	stored.Annotations[AnnSelectedNode] = "node-1"
 	stored.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = `{"kind":"PersistentVolumeClaim"}`
 	stored.Status.Phase = v1.ClaimPending
 	stored.Status.Conditions = []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimResizing, Status: v1.ConditionTrue}}
@@ -70,14 +70,14 @@ func TestUpdateClaimKeepsWhatTheCacheDropped(t *testing.T) {
 	delete(cached.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
 	cached.Status = v1.PersistentVolumeClaimStatus{}
 	_, err := c.updateClaim(context.Background(), cached, func(claim *v1.PersistentVolumeClaim) bool {
-		delete(claim.Annotations, annSelectedNode)
+		delete(claim.Annotations, AnnSelectedNode)
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := stored.DeepCopy()
-	delete(want.Annotations, annSelectedNode)
+	delete(want.Annotations, AnnSelectedNode)
 	if diff := cmp.Diff(want, f.getClaim("c")); diff != "" {
 		t.Errorf("claim after the update (-want +got):\n%s", diff)
 	}
@@ -86,13 +86,13 @@ func TestUpdateClaimKeepsWhatTheCacheDropped(t *testing.T) {
 func TestChangePatch(t *testing.T) {
 	claim := newClaim("c", "fast", testProvisioner)
 	claim.ResourceVersion = "7"
-	claim.Annotations[annSelectedNode] = "node-1"
+	claim.Annotations[AnnSelectedNode] = "node-1"
 	tests := map[string]struct {
 		mutate func(*v1.PersistentVolumeClaim)
 		want   string
 	}{
 		"a removed annotation is null": {
-			mutate: func(claim *v1.PersistentVolumeClaim) { delete(claim.Annotations, annSelectedNode) },
+			mutate: func(claim *v1.PersistentVolumeClaim) { delete(claim.Annotations, AnnSelectedNode) },
 			want:   `{"metadata":{"annotations":{"volume.kubernetes.io/selected-node":null},"resourceVersion":"7"}}`,
 		},
 		"a label is set alone": {

@@ -38,8 +38,6 @@ import (
 )
 
 const (
-	// annProvisionedBy is written by the controller on every volume it saves.
-	annProvisionedBy = "pv.kubernetes.io/provisioned-by"
 	// markerSuffix names the file beside each volume directory that records
 	// which PersistentVolume owns it. It lives beside, not inside, so the
 	// volume starts empty (databases refuse non-empty data directories).
@@ -429,7 +427,7 @@ func (s *Store) Budget() (provisioning.Budget, error) {
 
 // counts reports whether a listed volume counts towards Capacity.
 func (s *Store) counts(pv *v1.PersistentVolume) bool {
-	if !slices.Contains(s.cfg.Options.ProvisionerNames, pv.Annotations[annProvisionedBy]) {
+	if !slices.Contains(s.cfg.Options.ProvisionerNames, pv.Annotations[provisioning.AnnDynamicallyProvisioned]) {
 		return false
 	}
 	return s.cfg.Counts == nil || s.cfg.Counts(pv)

@@ -105,7 +105,7 @@ func hostPathLocation(dir string) (string, string) {
 
 func volume(name, dir, size, provisioner string) *v1.PersistentVolume {
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annProvisionedBy: provisioner}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: provisioner}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
 			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volumesPath + "/" + dir}},
