@@ -30,11 +30,14 @@ test: controlplane fuzz-short bench-smoke image image-test chart-test ## Run uni
 # The image: the manager for each of IMAGE_ARCHS (GOARCHes of linux; several
 # make an OCI image index), tagged IMAGE_REPOSITORY:VERSION, dated
 # SOURCE_DATE_EPOCH (the last commit's time) so that a rebuild gives the same
-# digests. The tool is a module of its own (hack/image/go.mod) that pins
+# digests. VERSION is the chart's appVersion, the tag the chart installs by
+# default, so that the chart runs the image built from the same tree
+# (hack/helm tests that the chart, examples/deploy and this default agree).
+# The tool is a module of its own (hack/image/go.mod) that pins
 # go-containerregistry, so the manager's go.mod stays lean.
 IMAGE_ARCHS       ?= $(shell go env GOARCH)
 IMAGE_REPOSITORY  ?= provfleet/manager
-VERSION           ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION           ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/provfleet/Chart.yaml)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 

@@ -48,8 +48,8 @@ const waitTimeout = 2 * time.Minute
 // the chart's ServiceAccounts (so with exactly the chart's RBAC), make the
 // ProvisionerConfig of the chart's provisionerConfigs Ready and bind a claim
 // of its StorageClass. The dashboard's ConfigMap installs with them; the
-// ServiceMonitor and the PrometheusRule stay off, as by default, since the
-// control plane has no Prometheus Operator CRDs.
+// ServiceMonitor, the agents' PodMonitor and the PrometheusRule stay off, as
+// by default, since the control plane has no Prometheus Operator CRDs.
 func TestInstall(t *testing.T) {
 	env := testenv.Env(t)
 	ctx := t.Context()

@@ -30,9 +30,10 @@ import (
 )
 
 // Every rendered object decodes strictly into its typed object (a
-// ServiceMonitor or a PrometheusRule, whose types are not built in, into an
-// Unstructured), with the defaults and with every value set. The dashboard
-// and the PrometheusRule are off by default, like the ServiceMonitor.
+// ServiceMonitor, a PodMonitor or a PrometheusRule, whose types are not
+// built in, into an Unstructured), with the defaults and with every value
+// set. The dashboard and the PrometheusRule are off by default, like the
+// ServiceMonitor and the agents' PodMonitor that goes with it.
 func TestRender(t *testing.T) {
 	cases := map[string]struct {
 		values map[string]any
@@ -54,6 +55,7 @@ func TestRender(t *testing.T) {
 			"ConfigMap monitoring/provfleet-dashboard",
 			"DaemonSet storage-agents/provfleet-node", "Deployment provfleet-system/provfleet",
 			"Namespace storage-agents", "PodDisruptionBudget provfleet-system/provfleet",
+			"PodMonitor storage-agents/provfleet-node",
 			"PrometheusRule monitoring/provfleet", "ProvisionerConfig fast-local", "ProvisionerConfig shared",
 			"Role storage-agents/provfleet-manager", "Role storage-agents/provfleet-node", "Role storage-leases/provfleet",
 			"RoleBinding storage-agents/provfleet-manager", "RoleBinding storage-agents/provfleet-node", "RoleBinding storage-leases/provfleet",
@@ -73,6 +75,19 @@ func TestRender(t *testing.T) {
 			"Role provfleet-system/provfleet", "Role provfleet-system/provfleet-manager",
 			"RoleBinding provfleet-system/provfleet", "RoleBinding provfleet-system/provfleet-manager",
 			"ServiceAccount provfleet-system/provfleet",
+		}},
+		// The agents' PodMonitor goes with the agents; the ServiceMonitor
+		// stays, as it scrapes the manager.
+		"monitors without node agents": {values: map[string]any{
+			"nodeAgent": map[string]any{"enabled": false},
+			"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+		}, want: []string{
+			"ClusterRole provfleet", "ClusterRoleBinding provfleet", "Deployment provfleet-system/provfleet",
+			"PodDisruptionBudget provfleet-system/provfleet",
+			"Role provfleet-system/provfleet", "Role provfleet-system/provfleet-manager",
+			"RoleBinding provfleet-system/provfleet", "RoleBinding provfleet-system/provfleet-manager",
+			"Service provfleet-system/provfleet-metrics", "ServiceAccount provfleet-system/provfleet",
+			"ServiceMonitor provfleet-system/provfleet",
 		}},
 	}
 	for name, tc := range cases {
@@ -109,12 +124,8 @@ func TestFullValues(t *testing.T) {
 	manager := one[*appsv1.Deployment](t, objects)
 	agent := one[*appsv1.DaemonSet](t, objects)
 	monitor := oneOfKind(t, objects, "ServiceMonitor")
+	podMonitor := oneOfKind(t, objects, "PodMonitor")
 	managerPod, agentPod := manager.Spec.Template.Spec, agent.Spec.Template.Spec
-	endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
-	if len(endpoints) != 1 {
-		t.Fatalf("want one endpoint of the ServiceMonitor, got %v", endpoints)
-	}
-	interval, _, _ := unstructured.NestedString(endpoints[0].(map[string]any), "interval")
 	got := map[string]any{
 		"replicas":              *manager.Spec.Replicas,
 		"manager image":         managerPod.Containers[0].Image,
@@ -135,8 +146,10 @@ func TestFullValues(t *testing.T) {
 		"agent priority":        agentPod.PriorityClassName,
 		"agent host path":       agentPod.Volumes[0].HostPath.Path,
 		"agent capabilities":    agentPod.Containers[0].SecurityContext.Capabilities.Add,
-		"monitor interval":      interval,
+		"monitor interval":      onlyInterval(t, monitor, "endpoints"),
 		"monitor labels":        monitor.GetLabels()["release"],
+		"pod monitor interval":  onlyInterval(t, podMonitor, "podMetricsEndpoints"),
+		"pod monitor labels":    podMonitor.GetLabels()["release"],
 	}
 	want := map[string]any{
 		"replicas":            int32(3),
@@ -162,14 +175,28 @@ func TestFullValues(t *testing.T) {
 			"--role=node", "--host-path-root=/mnt/disks", "--kube-api-qps=20", "--kube-api-burst=40",
 			"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--logging-format=text",
 		},
-		"agent account":      "storage-agent",
-		"agent priority":     "system-node-critical",
-		"agent host path":    "/mnt/disks",
-		"agent capabilities": []corev1.Capability{"CHOWN", "FOWNER"},
-		"monitor interval":   "15s",
-		"monitor labels":     "prometheus",
+		"agent account":        "storage-agent",
+		"agent priority":       "system-node-critical",
+		"agent host path":      "/mnt/disks",
+		"agent capabilities":   []corev1.Capability{"CHOWN", "FOWNER"},
+		"monitor interval":     "15s",
+		"monitor labels":       "prometheus",
+		"pod monitor interval": "15s",
+		"pod monitor labels":   "prometheus",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rendered fields (-want +got):\n%s", diff)
 	}
+}
+
+// onlyInterval is the interval of the only endpoint of a ServiceMonitor
+// ("endpoints") or a PodMonitor ("podMetricsEndpoints").
+func onlyInterval(t *testing.T, monitor *unstructured.Unstructured, field string) string {
+	t.Helper()
+	endpoints := monitorEndpoints(t, monitor, field)
+	if len(endpoints) != 1 {
+		t.Fatalf("want one endpoint of the %s, got %v", monitor.GetKind(), endpoints)
+	}
+	interval, _, _ := unstructured.NestedString(endpoints[0].(map[string]any), "interval")
+	return interval
 }
