@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestParseStat(t *testing.T) {
@@ -61,25 +62,30 @@ func TestParseStat(t *testing.T) {
 
 func TestParseStatus(t *testing.T) {
 	tests := map[string]struct {
-		status           string
-		wantRSS, wantHWM uint64
-		wantErr          bool
+		status  string
+		want    map[string]uint64
+		wantErr bool
 	}{
 		"both": {
-			status:  "Name:\tmanager\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t9\n",
-			wantRSS: 10 << 20, wantHWM: 20 << 20,
+			status: "Name:\tmanager\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t9\n",
+			want:   map[string]uint64{"VmRSS": 10 << 20, "VmHWM": 20 << 20},
+		},
+		"anonymous and file": {
+			status: "VmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nRssAnon:\t    4096 kB\nRssFile:\t    6144 kB\nRssShmem:\t       0 kB\n",
+			want:   map[string]uint64{"VmRSS": 10 << 20, "VmHWM": 20 << 20, "RssAnon": 4 << 20, "RssFile": 6 << 20},
 		},
 		"kernel thread": {status: "Name:\tkthreadd\nThreads:\t1\n", wantErr: true},
+		"no peak":       {status: "VmRSS:\t1 kB\n", wantErr: true},
 		"odd unit":      {status: "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			rss, hwm, err := parseStatus([]byte(tc.status))
+			got, err := parseStatus([]byte(tc.status))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
-			if diff := cmp.Diff([]uint64{tc.wantRSS, tc.wantHWM}, []uint64{rss, hwm}); diff != "" {
-				t.Errorf("RSS, HWM (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("memory (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -92,6 +98,9 @@ func TestReadUsageOfThisProcess(t *testing.T) {
 	}
 	if u.RSS == 0 || u.PeakRSS < u.RSS {
 		t.Errorf("RSS %d, peak %d: want a positive RSS no larger than its peak", u.RSS, u.PeakRSS)
+	}
+	if u.RSSAnon == 0 || u.RSSFile == 0 || u.RSSAnon+u.RSSFile > u.RSS {
+		t.Errorf("RSS %d of which anonymous %d and file %d: want two positive parts within it", u.RSS, u.RSSAnon, u.RSSFile)
 	}
 }
 

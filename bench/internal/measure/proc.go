@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,10 @@ type Usage struct {
 	CPU time.Duration
 	// RSS is the resident set now; PeakRSS its high-water mark (VmHWM).
 	RSS, PeakRSS uint64
+	// RSSAnon and RSSFile are the parts of RSS that are the process's own
+	// memory and that are mapped from files (its binary, its libraries);
+	// zero where the kernel does not tell them apart.
+	RSSAnon, RSSFile uint64
 }
 
 // ReadUsage reads the usage of pid from the proc filesystem mounted at root
@@ -56,11 +61,11 @@ func ReadUsage(root string, pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("cannot read the memory of process %d: %w", pid, err)
 	}
-	u := Usage{CPU: cpu}
-	if u.RSS, u.PeakRSS, err = parseStatus(status); err != nil {
+	mem, err := parseStatus(status)
+	if err != nil {
 		return Usage{}, fmt.Errorf("cannot parse the status of process %d: %w", pid, err)
 	}
-	return u, nil
+	return Usage{CPU: cpu, RSS: mem["VmRSS"], PeakRSS: mem["VmHWM"], RSSAnon: mem["RssAnon"], RSSFile: mem["RssFile"]}, nil
 }
 
 // parseStat returns utime+stime of a /proc/<pid>/stat line. The command name
@@ -87,31 +92,34 @@ func parseStat(data []byte) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
-// parseStatus returns VmRSS and VmHWM of /proc/<pid>/status in bytes.
-func parseStatus(data []byte) (rss, hwm uint64, err error) {
-	var seenRSS, seenHWM bool
+// memoryFields are the fields of /proc/<pid>/status parseStatus reads; the
+// first two every process of user space has.
+var memoryFields = []string{"VmRSS", "VmHWM", "RssAnon", "RssFile"}
+
+// parseStatus returns the memoryFields of /proc/<pid>/status, in bytes.
+func parseStatus(data []byte) (map[string]uint64, error) {
+	mem := map[string]uint64{}
 	s := bufio.NewScanner(bytes.NewReader(data))
 	for s.Scan() {
 		key, value, ok := strings.Cut(s.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		if !ok || !slices.Contains(memoryFields, key) {
 			continue
 		}
 		fields := strings.Fields(value)
 		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, 0, fmt.Errorf("unexpected %s value %q", key, value)
+			return nil, fmt.Errorf("unexpected %s value %q", key, value)
 		}
 		kib, err := strconv.ParseUint(fields[0], 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("cannot parse %s: %w", key, err)
+			return nil, fmt.Errorf("cannot parse %s: %w", key, err)
 		}
-		if key == "VmRSS" {
-			rss, seenRSS = kib*1024, true
-		} else {
-			hwm, seenHWM = kib*1024, true
-		}
+		mem[key] = kib * 1024
 	}
-	if !seenRSS || !seenHWM {
-		return 0, 0, errors.New("no VmRSS or VmHWM (a kernel thread or a zombie)")
+	if _, ok := mem["VmRSS"]; !ok {
+		return nil, errors.New("no VmRSS (a kernel thread or a zombie)")
 	}
-	return rss, hwm, nil
+	if _, ok := mem["VmHWM"]; !ok {
+		return nil, errors.New("no VmHWM (a kernel thread or a zombie)")
+	}
+	return mem, nil
 }
