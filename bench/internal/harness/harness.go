@@ -193,7 +193,9 @@ func (b *bench) pollEvery(ctx context.Context, interval time.Duration, what stri
 // build compiles the manager (with the profiling endpoint added through an
 // overlay, the source tree untouched), the peer and the limit, both modules
 // at once. Into a BinDir kept between runs, go build relinks only what
-// changed.
+// changed. Every binary is built as the image builds the manager (static,
+// no build paths or symbol tables: hack/image), so memory is measured of what
+// runs in a cluster.
 func (b *bench) build(ctx context.Context) error {
 	binDir := b.cfg.BinDir
 	pprofFile := filepath.Join(binDir, "pprof.go")
@@ -217,14 +219,15 @@ func (b *bench) build(ctx context.Context) error {
 		dir  string
 		args []string
 	}{
-		{b.cfg.RepoRoot, []string{"build", "-overlay=" + overlayFile, "-o", b.bins.manager, "./cmd/manager"}},
-		{filepath.Join(b.cfg.RepoRoot, "bench"), []string{"build", "-o", binDir + "/", "./cmd/upstream", "./cmd/limit"}},
+		{b.cfg.RepoRoot, []string{"build", "-trimpath", "-ldflags=-s -w", "-overlay=" + overlayFile, "-o", b.bins.manager, "./cmd/manager"}},
+		{filepath.Join(b.cfg.RepoRoot, "bench"), []string{"build", "-trimpath", "-ldflags=-s -w", "-o", binDir + "/", "./cmd/upstream", "./cmd/limit"}},
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, build := range builds {
 		g.Go(func() error {
 			cmd := exec.CommandContext(gctx, "go", build.args...)
 			cmd.Dir = build.dir
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("cannot go %s: %w\n%s", strings.Join(build.args, " "), err, out)
 			}
