@@ -271,6 +271,11 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 	}
 	c.agents[killed] = c.startAgent("agent-b-again", killed, c.disks[killed])
 	c.waitBound("after-kill-b")
+	// Made by the returned agent on its node: no other agent took the claim
+	// while its node was unserved.
+	if diff := cmp.Diff(placement{Node: killed, Disk: killed}, c.placements()["after-kill-b"]); diff != "" {
+		t.Errorf("the killed node's claim once its agent returned (-want +got):\n%s", diff)
+	}
 	c.waitNodes(name, "3/3")
 
 	t.Log("Two agents of one node provision nothing twice")
