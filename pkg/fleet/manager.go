@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -567,6 +568,10 @@ func (m *Manager) processNextWorkItem(ctx context.Context) bool {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisionerConfig", klog.KRef("", key))
 	retry, err := m.reconcile(klog.NewContext(ctx, logger), key)
 	switch {
+	case apierrors.IsConflict(err):
+		// A write from a stale cache: the watch brings the newer object.
+		logger.V(4).Info("The ProvisionerConfig changed meanwhile: reconciling it again", "err", err)
+		m.queue.AddRateLimited(key)
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot reconcile ProvisionerConfig", "provisionerConfig", klog.KRef("", key))
 		m.queue.AddRateLimited(key)

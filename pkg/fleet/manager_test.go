@@ -30,6 +30,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -64,6 +65,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	_, ctx := ktesting.NewTestContext(t)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
+	storeLikeTheAPIServer(f.pcfg)
 	m, err := newManager(Settings{Roles: Roles{Manager: true, Node: true}, Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
 		HostPathRoot: t.TempDir(), NodeName: "node-1"},
 		dependencies{
@@ -126,13 +128,29 @@ func (f *fixture) get(name string) *v1alpha1.ProvisionerConfig {
 	return pc
 }
 
-// edit changes the spec as the apiserver would: a new generation.
+func (f *fixture) delete(name string) {
+	f.t.Helper()
+	if err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Delete(f.ctx, name, metav1.DeleteOptions{}); err != nil {
+		f.t.Fatalf("cannot delete %s: %v", name, err)
+	}
+}
+
+// gone reports whether the object no longer exists.
+func (f *fixture) gone(name string) bool {
+	f.t.Helper()
+	_, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		f.t.Fatalf("cannot get %s: %v", name, err)
+	}
+	return apierrors.IsNotFound(err)
+}
+
+// edit changes the spec, again at the latest version after a conflict.
 func (f *fixture) edit(name string, change func(*v1alpha1.ProvisionerConfig)) {
 	f.t.Helper()
 	err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		pc := f.get(name)
 		change(pc)
-		pc.Generation++
 		_, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(ctx, pc, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
@@ -255,9 +273,8 @@ func TestManagerStartsRetunesAndStopsInstances(t *testing.T) {
 	second.mu.Unlock()
 	second = f.started("x.io/a")[2]
 
-	now := metav1.Now()
-	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.DeletionTimestamp = &now })
-	f.eventually("a lets go of its finalizer", func() bool { return len(f.get("a").Finalizers) == 0 })
+	f.delete("a")
+	f.eventually("a lets go of its finalizer and is gone", func() bool { return f.gone("a") })
 	if !isStopped(second) {
 		t.Errorf("the finalizer was removed before the instance stopped")
 	}
@@ -277,9 +294,7 @@ func TestManagerNameConflict(t *testing.T) {
 		return cmp.Equal(f.warnings("new"), []string{v1alpha1.ReasonProvisionerNameConflict})
 	})
 
-	if err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Delete(f.ctx, "old", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.delete("old")
 	f.eventually("new takes over", func() bool { return f.readyReason("new", 1) == v1alpha1.ReasonRunning })
 	instances := f.started("x.io/shared")
 	if len(instances) != 2 || !isStopped(instances[0]) || isStopped(instances[1]) {
@@ -382,9 +397,8 @@ func TestManagerClosesTheBackendsOfStoppedInstances(t *testing.T) {
 	if diff := cmp.Diff([]int32{1, 0}, closed()); diff != "" {
 		t.Errorf("Close calls after a change of backend (-want +got):\n%s", diff)
 	}
-	now := metav1.Now()
-	f.edit("a", func(pc *v1alpha1.ProvisionerConfig) { pc.DeletionTimestamp = &now })
-	f.eventually("a lets go of its finalizer", func() bool { return len(f.get("a").Finalizers) == 0 })
+	f.delete("a")
+	f.eventually("a lets go of its finalizer and is gone", func() bool { return f.gone("a") })
 	if diff := cmp.Diff([]int32{1, 1}, closed()); diff != "" {
 		t.Errorf("Close calls after deletion (-want +got):\n%s", diff)
 	}

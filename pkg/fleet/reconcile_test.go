@@ -25,7 +25,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -88,9 +87,7 @@ func TestManagerLeaseNameConflict(t *testing.T) {
 		t.Errorf("the refusal %q does not name the older object", msg)
 	}
 
-	if err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Delete(f.ctx, "old", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.delete("old")
 	f.eventually("new takes over", func() bool { return f.readyReason("new", 1) == v1alpha1.ReasonRunning })
 }
 
