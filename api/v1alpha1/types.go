@@ -649,8 +649,9 @@ type NodeRemoval struct {
 	// the node stayed removed for gracePeriod the manager deletes its
 	// PersistentVolumes, so that their claims turn Lost and can be deleted
 	// and made again on a live node. Their directories cannot be reached: a
-	// node that comes back under the same name has its agent apply onDelete
-	// to them.
+	// node that comes back under the same name has its agent do to them what
+	// deleting each volume would have: its onDelete, or Retain when its
+	// reclaim policy is not Delete.
 	// +kubebuilder:default=Report
 	// +optional
 	Policy NodeRemovalPolicy `json:"policy,omitempty"`

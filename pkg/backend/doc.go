@@ -15,7 +15,9 @@ limitations under the License.
 */
 
 // Package backend holds what the built-in directory backends (hostpath, nfs)
-// share with the code that configures them: the onDelete policies, the
+// share with the code that configures them: the onDelete policies, with
+// the one recorded on each PersistentVolume (AnnOnDelete) and the one its
+// directory gets when someone else deleted it (RemovedOnDelete), the
 // capacity budget, the error classes a caller maps to a ProvisionerConfig's
 // Ready reason, and PathIndex, the index of PersistentVolumes by the paths they
 // name, through which a backend finds the volumes a new directory would

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -59,16 +60,16 @@ type nodeAgent struct {
 
 	reportMu sync.Mutex
 	reports  nodeReport
-	// released are, by ProvisionerConfig, the removed volumes whose
-	// directories this agent released, to drop from the Lease.
-	released removedVolumes
+	// released are, by ProvisionerConfig, the names of the removed volumes
+	// whose directories this agent released, to drop from the Lease.
+	released map[string][]string
 }
 
 // removedReleaser is a backend that releases the directories of the
 // volumes whose PersistentVolumes the manager deleted while their node was
 // removed; it returns the names that need no more work.
 type removedReleaser interface {
-	ReleaseRemoved(ctx context.Context, pvNames []string) ([]string, error)
+	ReleaseRemoved(ctx context.Context, removed []backend.RemovedVolume) ([]string, error)
 }
 
 // addNodeInformers sets up the informers of the Nodes and of the node
@@ -103,7 +104,7 @@ func (m *Manager) newNodeAgent() (*nodeAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}, released: removedVolumes{}}
+	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}, released: map[string][]string{}}
 	d := m.settings.NodeLeaseDuration
 	a.elector = leaderelection.NewLeaderElector(leaderelection.Config{
 		Client:        client,
@@ -172,7 +173,7 @@ func (a *nodeAgent) annotate(annotations map[string]string) {
 		return
 	}
 	for name, released := range a.released {
-		removed[name] = slices.DeleteFunc(removed[name], func(pv string) bool { return slices.Contains(released, pv) })
+		maps.DeleteFunc(removed[name], func(pv string, _ backend.OnDeletePolicy) bool { return slices.Contains(released, pv) })
 		if len(removed[name]) == 0 {
 			delete(removed, name)
 		}
@@ -203,11 +204,16 @@ func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
 	listed := removed[name]
 	a.reportMu.Lock()
 	// What the Lease no longer lists was dropped: forget it.
-	a.released[name] = slices.DeleteFunc(a.released[name], func(pv string) bool { return !slices.Contains(listed, pv) })
+	a.released[name] = slices.DeleteFunc(a.released[name], func(pv string) bool { _, ok := listed[pv]; return !ok })
 	if len(a.released[name]) == 0 {
 		delete(a.released, name)
 	}
-	pending := slices.DeleteFunc(slices.Clone(listed), func(pv string) bool { return slices.Contains(a.released[name], pv) })
+	var pending []backend.RemovedVolume
+	for _, pv := range slices.Sorted(maps.Keys(listed)) {
+		if !slices.Contains(a.released[name], pv) {
+			pending = append(pending, backend.RemovedVolume{PVName: pv, OnDelete: listed[pv]})
+		}
+	}
 	a.reportMu.Unlock()
 	r := m.instances.Get(key)
 	if r == nil || len(pending) == 0 {

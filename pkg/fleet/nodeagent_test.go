@@ -26,7 +26,7 @@ import (
 // released, and only those; a Lease that lists none any more is left alone.
 func TestNodeAgentAnnotate(t *testing.T) {
 	tests := map[string]struct {
-		released removedVolumes
+		released map[string][]string
 		before   map[string]string
 		want     map[string]string
 	}{
@@ -35,17 +35,17 @@ func TestNodeAgentAnnotate(t *testing.T) {
 			want:   map[string]string{"other": "kept", AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
 		},
 		"released names dropped, others kept": {
-			released: removedVolumes{"a": {"pv-1"}},
-			before:   map[string]string{AnnRemovedVolumes: `{"a":["pv-1","pv-2"],"b":["pv-9"]}`},
-			want:     map[string]string{AnnRemovedVolumes: `{"a":["pv-2"],"b":["pv-9"]}`, AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
+			released: map[string][]string{"a": {"pv-1"}},
+			before:   map[string]string{AnnRemovedVolumes: `{"a":{"pv-1":"Delete","pv-2":"Retain"},"b":{"pv-9":"Delete"}}`},
+			want:     map[string]string{AnnRemovedVolumes: `{"a":{"pv-2":"Retain"},"b":{"pv-9":"Delete"}}`, AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
 		},
 		"the last name dropped with the annotation": {
-			released: removedVolumes{"a": {"pv-1"}},
-			before:   map[string]string{AnnRemovedVolumes: `{"a":["pv-1"]}`},
+			released: map[string][]string{"a": {"pv-1"}},
+			before:   map[string]string{AnnRemovedVolumes: `{"a":{"pv-1":"Delete"}}`},
 			want:     map[string]string{AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
 		},
 		"released names the Lease no longer lists": {
-			released: removedVolumes{"a": {"pv-1"}},
+			released: map[string][]string{"a": {"pv-1"}},
 			before:   map[string]string{},
 			want:     map[string]string{AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
 		},

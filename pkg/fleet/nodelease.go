@@ -22,6 +22,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -36,8 +37,9 @@ const (
 	AnnNodeReport = "provfleet.io/provisioners"
 	// AnnRemovedVolumes holds, in JSON (a removedVolumes), the
 	// PersistentVolumes of the node that the manager deleted while the node
-	// was removed. The agent of a node that comes back applies onDelete to
-	// their directories, then drops them from the annotation.
+	// was removed, with what is to become of their directories. The agent of
+	// a node that comes back applies that to their directories, then drops
+	// them from the annotation.
 	AnnRemovedVolumes = "provfleet.io/removed-volumes"
 )
 
@@ -64,8 +66,11 @@ type provisionerReport struct {
 	Total     *int64 `json:"total,omitempty"`
 }
 
-// removedVolumes are PersistentVolume names by ProvisionerConfig name.
-type removedVolumes map[string][]string
+// removedVolumes are, by ProvisionerConfig name, the names of the
+// PersistentVolumes deleted while their node was removed, each with the
+// onDelete policy for its directory, decided from the volume when it was
+// deleted (backend.RemovedOnDelete).
+type removedVolumes map[string]map[string]backend.OnDeletePolicy
 
 // readNodeReport returns the report a node Lease carries; a Lease without one
 // reports nothing.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -181,18 +182,19 @@ func (c *coordinator) annotateVolume(ctx context.Context, volume *v1.PersistentV
 }
 
 // deleteRemovedVolumes deletes the volumes of the removed node. Their names
-// go to the node's Lease first, so that the agent of a node that comes back
-// under the same name applies onDelete to their directories; then the
-// volume finalizer, which waits for a backend that cannot be reached, is
-// removed and the volume deleted. A bound volume goes once its claim is
-// deleted (the volume protection keeps it until then); its claim is lost,
-// to be deleted and made again.
+// go to the node's Lease first, each with the onDelete policy its directory
+// gets, so that the agent of a node that comes back under the same name
+// applies it; then the volume finalizer, which waits for a backend that
+// cannot be reached, is removed and the volume deleted. A bound volume goes
+// once its claim is deleted (the volume protection keeps it until then); its
+// claim is lost, to be deleted and made again.
 func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, volumes []*v1.PersistentVolume) error {
-	names := make([]string, 0, len(volumes))
+	configured := backend.OnDeletePolicy(c.spec.OnDelete)
+	policies := make(map[string]backend.OnDeletePolicy, len(volumes))
 	for _, volume := range volumes {
-		names = append(names, volume.Name)
+		policies[volume.Name] = backend.RemovedOnDelete(volume, configured)
 	}
-	if err := c.addRemovedVolumes(ctx, node, names); err != nil {
+	if err := c.addRemovedVolumes(ctx, node, policies); err != nil {
 		return err
 	}
 	for _, volume := range volumes {
@@ -244,10 +246,10 @@ func (c *coordinator) tell(volume *v1.PersistentVolume, eventType, reason, messa
 	}
 }
 
-// addRemovedVolumes adds names to what node's Lease says was removed of
-// this ProvisionerConfig, creating the Lease when there is none, and never
-// dropping a name.
-func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, names []string) error {
+// addRemovedVolumes adds policies, by volume name, to what node's Lease says
+// was removed of this ProvisionerConfig, creating the Lease when there is
+// none, and never dropping a name.
+func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, policies map[string]backend.OnDeletePolicy) error {
 	leases := c.client.CoordinationV1().Leases(c.leaseNS)
 	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
 	err := retry.OnError(retry.DefaultRetry, retriable, func() error {
@@ -257,7 +259,7 @@ func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, names 
 		} else if err != nil {
 			return err
 		}
-		changed, err := c.mergeRemovedVolumes(lease, names)
+		changed, err := c.mergeRemovedVolumes(lease, policies)
 		switch {
 		case err != nil || !changed:
 			return err
@@ -283,9 +285,10 @@ func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, names 
 	return nil
 }
 
-// mergeRemovedVolumes adds names to lease's removed volumes of this
-// ProvisionerConfig and reports whether that changed anything.
-func (c *coordinator) mergeRemovedVolumes(lease *coordinationv1.Lease, names []string) (bool, error) {
+// mergeRemovedVolumes adds policies to lease's removed volumes of this
+// ProvisionerConfig and reports whether that changed anything. A volume
+// named again gets its new policy: the volume may have changed since.
+func (c *coordinator) mergeRemovedVolumes(lease *coordinationv1.Lease, policies map[string]backend.OnDeletePolicy) (bool, error) {
 	removed, err := readRemovedVolumes(lease)
 	if err != nil {
 		return false, err
@@ -293,16 +296,14 @@ func (c *coordinator) mergeRemovedVolumes(lease *coordinationv1.Lease, names []s
 	if removed == nil {
 		removed = removedVolumes{}
 	}
-	merged := slices.Clone(removed[c.configName])
-	for _, name := range names {
-		if !slices.Contains(merged, name) {
-			merged = append(merged, name)
-		}
+	merged := maps.Clone(removed[c.configName])
+	if merged == nil {
+		merged = map[string]backend.OnDeletePolicy{}
 	}
-	if len(merged) == len(removed[c.configName]) {
+	maps.Copy(merged, policies)
+	if maps.Equal(merged, removed[c.configName]) {
 		return false, nil
 	}
-	slices.Sort(merged)
 	removed[c.configName] = merged
 	data, err := json.Marshal(removed)
 	if err != nil {

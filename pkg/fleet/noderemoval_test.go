@@ -28,9 +28,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -88,9 +90,15 @@ func testRemovalDelete(t *testing.T, client kubernetes.Interface) {
 	class := e.class("Immediate")
 	e.node("delete-gone", nil)
 	volume := e.boundVolume("lost", "delete-gone", class)
+	// An admin switched this one to Retain: its directory is to be kept.
+	retained := e.boundVolume("retained", "delete-gone", class)
+	patch := []byte(`{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`)
+	if _, err := e.client.CoreV1().PersistentVolumes().Patch(e.ctx, retained.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// The node's Lease already names a volume removed earlier, and one of
 	// another ProvisionerConfig: both stay.
-	earlier, err := json.Marshal(removedVolumes{e.configName: {"pvc-earlier"}, "other": {"pvc-other"}})
+	earlier, err := json.Marshal(removedVolumes{e.configName: {"pvc-earlier": backend.OnDeleteDelete}, "other": {"pvc-other": backend.OnDeleteDelete}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +109,7 @@ func testRemovalDelete(t *testing.T, client kubernetes.Interface) {
 		return err
 	})
 	grace := 2 * time.Second
-	e.start("replica-1", &v1alpha1.HostPathBackend{Path: "/var/lib/delete",
+	e.start("replica-1", &v1alpha1.HostPathBackend{Path: "/var/lib/delete", OnDelete: v1alpha1.OnDeleteArchive,
 		NodeRemoval: &v1alpha1.NodeRemoval{Policy: v1alpha1.NodeRemovalDelete, GracePeriod: &metav1.Duration{Duration: grace}}})
 	if err := e.client.CoreV1().Nodes().Delete(e.ctx, "delete-gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -139,7 +147,10 @@ func testRemovalDelete(t *testing.T, client kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := removedVolumes{e.configName: {volume.Name, "pvc-earlier"}, "other": {"pvc-other"}}
+	want := removedVolumes{
+		e.configName: {volume.Name: backend.OnDeleteArchive, retained.Name: backend.OnDeleteRetain, "pvc-earlier": backend.OnDeleteDelete},
+		"other":      {"pvc-other": backend.OnDeleteDelete},
+	}
 	if diff := cmp.Diff(want, removed); diff != "" {
 		t.Errorf("removed volumes on the node Lease (-want +got):\n%s", diff)
 	}

@@ -157,8 +157,8 @@ func TestChangedEntries(t *testing.T) {
 			want:  []string{"a", "b"},
 		},
 		"removed volumes released": {
-			old:   lease(map[string]string{AnnRemovedVolumes: `{"a":["pv-1","pv-2"],"b":["pv-3"]}`}),
-			lease: lease(map[string]string{AnnRemovedVolumes: `{"a":["pv-2"],"b":["pv-3"]}`}),
+			old:   lease(map[string]string{AnnRemovedVolumes: `{"a":{"pv-1":"Delete","pv-2":"Delete"},"b":{"pv-3":"Retain"}}`}),
+			lease: lease(map[string]string{AnnRemovedVolumes: `{"a":{"pv-2":"Delete"},"b":{"pv-3":"Retain"}}`}),
 			want:  []string{"a"},
 		},
 	}

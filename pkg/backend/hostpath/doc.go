@@ -32,9 +32,10 @@ limitations under the License.
 // New takes a Config (backend.hostPath of a ProvisionerConfig and the node
 // agent's --host-path-root and node) and Options, whose Volumes, usually a
 // backend.PathIndex, it reads to count capacity and refuse directories that
-// overlap other volumes of the node. ReleaseRemoved takes the names of the
-// PersistentVolumes the manager deleted while the node was gone and applies
-// the onDelete policy to their directories. The Provisioner runs no
+// overlap other volumes of the node. ReleaseRemoved takes the
+// PersistentVolumes the manager deleted while the node was gone, each with
+// the onDelete policy its Delete would have applied, and applies it to their
+// directories. The Provisioner runs no
 // goroutine: its methods run on the caller's goroutine (the controller's
 // workers, or the node agent's for ReleaseRemoved).
 package hostpath

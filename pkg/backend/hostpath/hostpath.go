@@ -290,17 +290,17 @@ func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVol
 	return p.store.Saved(ctx, volume, saved)
 }
 
-// ReleaseRemoved applies the onDelete policy, as Delete does, to the
-// directories below Path whose owner marker names one of pvNames: the
-// PersistentVolumes of this node that the manager deleted while the node
-// was gone. A directory whose PersistentVolume exists, that a record of an
-// unsaved volume names, or whose marker names another volume is left alone,
-// so a deleted PersistentVolume that is not named (one an admin switched to
-// Retain, say) keeps its directory. It returns the names that need no more
-// work, released or with no directory here, for the caller to drop; the
-// others are to be asked again. Options.Volumes is required.
-func (p *Provisioner) ReleaseRemoved(ctx context.Context, pvNames []string) ([]string, error) {
-	return p.store.Release(ctx, pvNames)
+// ReleaseRemoved applies the onDelete policy given with each volume of
+// removed, as Delete does, to its directory below Path: the
+// PersistentVolumes of this node that the manager deleted while the node was
+// gone. A directory whose PersistentVolume exists, that a record of an
+// unsaved volume names, or whose owner marker names another volume is left
+// alone, and so is the directory of a deleted PersistentVolume that is not
+// in removed. It returns the names that need no more work, released or with
+// no directory here, for the caller to drop; the others are to be asked
+// again. Options.Volumes is required.
+func (p *Provisioner) ReleaseRemoved(ctx context.Context, removed []backend.RemovedVolume) ([]string, error) {
+	return p.store.Release(ctx, removed)
 }
 
 // Budget returns the capacity budget and what this provisioner's volumes use

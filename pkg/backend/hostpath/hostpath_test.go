@@ -199,7 +199,7 @@ func TestProvision(t *testing.T) {
 			wantSource: func(p string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
 			},
-			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a", dirvol.AnnOnDelete: "Retain"},
+			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a", backend.AnnOnDelete: "Retain"},
 		},
 		"local-path class of another path": {
 			params: map[string]string{"nodePath": "/opt/local-path-provisioner"}, wantErr: `parameter nodePath: "/opt/local-path-provisioner" is not this provisioner's path`,
@@ -577,12 +577,14 @@ func TestNodesShareAPath(t *testing.T) {
 	}
 }
 
-// TestReleaseRemoved: the agent of a node that comes back applies onDelete
-// to the directories of the PersistentVolumes the manager deleted while it
-// was gone, and to no other: not a deleted one it was not told of (an admin
-// switched it to Retain), nor one that exists.
+// TestReleaseRemoved: the agent of a node that comes back applies the
+// policy the manager gave with each PersistentVolume it deleted while the
+// node was gone, whatever the backend's own, to its directory, and to no
+// other: not a deleted one it was not told of, nor one that exists.
 func TestReleaseRemoved(t *testing.T) {
 	tests := map[string]struct {
+		// onDelete is given with each of names; the backend's own is
+		// another, Archive or, for Archive, Delete.
 		onDelete backend.OnDeletePolicy
 		// deleted are the claims whose PersistentVolume is gone.
 		deleted []string
@@ -617,7 +619,11 @@ func TestReleaseRemoved(t *testing.T) {
 			path := filepath.Join(root, "vols")
 			var pvs []*v1.PersistentVolume
 			volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil })
-			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", OnDelete: tc.onDelete},
+			configured := backend.OnDeleteArchive
+			if tc.onDelete == backend.OnDeleteArchive {
+				configured = backend.OnDeleteDelete
+			}
+			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", OnDelete: configured},
 				Options{Volumes: volumes, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
 			if err != nil {
 				t.Fatal(err)
@@ -636,7 +642,11 @@ func TestReleaseRemoved(t *testing.T) {
 			pvs = slices.DeleteFunc(pvs, func(pv *v1.PersistentVolume) bool {
 				return slices.Contains(tc.deleted, strings.TrimPrefix(pv.Name, "pvc-team-"))
 			})
-			got, err := p.ReleaseRemoved(t.Context(), tc.names)
+			var removed []backend.RemovedVolume
+			for _, name := range tc.names {
+				removed = append(removed, backend.RemovedVolume{PVName: name, OnDelete: tc.onDelete})
+			}
+			got, err := p.ReleaseRemoved(t.Context(), removed)
 			if err != nil {
 				t.Errorf("ReleaseRemoved: %v", err)
 			}
@@ -657,7 +667,7 @@ func TestReleaseRemovedNeedsVolumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ReleaseRemoved(t.Context(), []string{"pvc-team-a"}); err == nil {
+	if _, err := p.ReleaseRemoved(t.Context(), []backend.RemovedVolume{{PVName: "pvc-team-a", OnDelete: backend.OnDeleteDelete}}); err == nil {
 		t.Error("ReleaseRemoved without the cluster's volumes did not fail")
 	}
 }

@@ -233,11 +233,11 @@ func TestProvision(t *testing.T) {
 		},
 		"hostile pattern": {pattern: "/{{.PVC.Name}}", wantErr: "absolute"},
 		"nfs-subdir pattern archives": {
-			pattern: "${.PVC.namespace}/${.PVC.name}", wantAnn: map[string]string{dirvol.AnnOnDelete: "Archive"},
+			pattern: "${.PVC.namespace}/${.PVC.name}", wantAnn: map[string]string{backend.AnnOnDelete: "Archive"},
 			wantPath: "/export/team/data", wantDir: "team/data",
 		},
 		"nfs-subdir onDelete names by default as it does": {
-			onDelete: "delete", wantAnn: map[string]string{dirvol.AnnOnDelete: "Delete"},
+			onDelete: "delete", wantAnn: map[string]string{backend.AnnOnDelete: "Delete"},
 			wantPath: "/export/team-data-pvc-team-data", wantDir: "team-data-pvc-team-data",
 		},
 		"patterns mixed":      {pattern: "${.PVC.namespace}/{{.PVC.Name}}", wantErr: "mixes ${...} keys"},

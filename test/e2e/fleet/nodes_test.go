@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -148,22 +149,30 @@ func (c *nodeCluster) placements() map[string]placement {
 
 // directories counts the volume directories on each node's disk.
 func (c *nodeCluster) directories() map[string]int {
-	c.t.Helper()
 	out := map[string]int{}
-	for node, disk := range c.disks {
-		for _, base := range []string{"volumes", "fast"} {
-			entries, err := os.ReadDir(filepath.Join(disk, base))
-			if err != nil {
-				continue
-			}
-			for _, e := range entries {
-				if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-					out[node]++
-				}
-			}
+	for node := range c.disks {
+		if dirs := c.volumeDirs(node); len(dirs) > 0 {
+			out[node] = len(dirs)
 		}
 	}
 	return out
+}
+
+// volumeDirs returns the names of the volume directories on node's disk.
+func (c *nodeCluster) volumeDirs(node string) []string {
+	var dirs []string
+	for _, base := range []string{"volumes", "fast"} {
+		entries, err := os.ReadDir(filepath.Join(c.disks[node], base))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				dirs = append(dirs, e.Name())
+			}
+		}
+	}
+	return dirs
 }
 
 // nodeReport is what the agent of node reports on the ProvisionerConfig
@@ -315,7 +324,7 @@ func TestNodeAgentsServeTheirNodes(t *testing.T) {
 // Immediate claims are placed by the manager on the served nodes by room,
 // each provisioned once; a removed node's volumes are deleted after the
 // grace period, and when the node comes back under its name its agent
-// removes their directories.
+// removes their directories, but for the one an admin switched to Retain.
 func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	c := newNodeCluster(t)
 	const name = "spread"
@@ -368,6 +377,12 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 			removedVolumes = append(removedVolumes, live.Spec.VolumeName)
 		}
 	}
+	// An admin keeps the data of one of them: its directory must stay.
+	retained := removedVolumes[1]
+	patch := []byte(`{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`)
+	if _, err := c.kube.CoreV1().PersistentVolumes().Patch(c.ctx, retained, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	c.agents[removed].Kill()
 	if err := c.kube.CoreV1().Nodes().Delete(c.ctx, removed, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -392,9 +407,7 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	t.Log("The node comes back under its name")
 	c.node(removed, map[string]string{"disk": "nvme"})
 	c.agents[removed] = c.startAgent("agent-c-again", removed, c.disks[removed])
-	c.eventually("the removed volumes' directories released on the node that came back", func(context.Context) (bool, error) {
-		return c.directories()[removed] == 0, nil
-	})
+	// The agent drops the names from the Lease once it released them all.
 	c.eventually("the node's Lease lists no removed volume", func(ctx context.Context) (bool, error) {
 		lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, fleet.NodeLeaseName(removed), metav1.GetOptions{})
 		if err != nil {
@@ -403,6 +416,9 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 		_, listed := lease.Annotations[fleet.AnnRemovedVolumes]
 		return !listed, nil
 	})
+	if diff := cmp.Diff([]string{retained}, c.volumeDirs(removed)); diff != "" {
+		t.Errorf("directories left on the node that came back, want the retained volume's alone (-want +got):\n%s", diff)
+	}
 	if got := c.directories(); got[c.nodes[0]] != 2 || got[c.nodes[1]] != 2 {
 		t.Errorf("directories of the other nodes: %v, want 2 each", got)
 	}

@@ -38,12 +38,12 @@ limitations under the License.
 // nfs-subdir-external-provisioner (its ${.PVC.<key>} patterns, onDelete and
 // archiveOnDelete, with its defaults for a class in its style) and
 // local-path-provisioner (nodePath); NewPV records the class's onDelete
-// policy on the PersistentVolume (AnnOnDelete), and Delete goes by that
+// policy on the PersistentVolume (backend.AnnOnDelete), and Delete goes by that
 // record, or by the configured policy where there is none.
-// Release takes the names of PersistentVolumes deleted elsewhere, finds their
-// directories by their owner markers, walking the folders a pattern renders
-// and nothing else (no symlink, hidden folder, archive or marked volume
-// directory), and applies the onDelete policy to those whose
+// Release takes PersistentVolumes deleted elsewhere, each with its onDelete
+// policy, finds their directories by their owner markers, walking the
+// folders a pattern renders and nothing else (no symlink, hidden folder,
+// archive or marked volume directory), and applies the policy to those whose
 // PersistentVolume does not exist and that no record names.
 //
 // A Store gets from its backend the file system that holds the base

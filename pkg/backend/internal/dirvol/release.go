@@ -27,20 +27,21 @@ import (
 	"github.com/provfleet/provfleet/pkg/backend"
 )
 
-// Release applies the onDelete policy, as Remove does, to the volume
-// directories below the base whose owner marker names one of pvNames: the
-// PersistentVolumes someone else deleted while this store could not, such
-// as those of a node that was gone. It leaves alone a directory whose
-// PersistentVolume exists, or that a record names (its PersistentVolume may
-// still come), and every directory whose marker names another volume, so a
-// deleted PersistentVolume whose name is not given keeps its directory.
+// Release applies, as Remove does, the onDelete policy given with each
+// volume of removed to the directory below the base whose owner marker
+// names it: the PersistentVolumes someone else deleted while this store
+// could not, such as those of a node that was gone. It leaves alone a
+// directory whose PersistentVolume exists, or that a record names (its
+// PersistentVolume may still come), and every directory whose marker names
+// another volume, so a deleted PersistentVolume that is not in removed keeps
+// its directory.
 //
 // It returns the names that need no more work, released or with no
 // directory here, in the order given; a name whose directory is left, or
 // that may be in a folder the walk could not read, is not among them, and
 // the caller asks again later. Options.Volumes is required.
-func (s *Store) Release(ctx context.Context, pvNames []string) ([]string, error) {
-	if len(pvNames) == 0 {
+func (s *Store) Release(ctx context.Context, removed []backend.RemovedVolume) ([]string, error) {
+	if len(removed) == 0 {
 		return nil, nil
 	}
 	if s.cfg.Options.Volumes == nil {
@@ -50,10 +51,7 @@ func (s *Store) Release(ctx context.Context, pvNames []string) ([]string, error)
 	if walkErr != nil && volumes == nil {
 		return nil, fmt.Errorf("cannot find the volume directories: %w", walkErr)
 	}
-	wanted := map[string]bool{}
-	for _, name := range pvNames {
-		wanted[name] = true
-	}
+	pvNames, policies := byName(removed)
 	// left counts the directories of each name that are still there; a
 	// name with none found has none only if the walk read every folder.
 	left := map[string]int{}
@@ -63,12 +61,12 @@ func (s *Store) Release(ctx context.Context, pvNames []string) ([]string, error)
 		}
 	}
 	for _, v := range volumes {
-		if wanted[v.pvName] {
+		if _, ok := policies[v.pvName]; ok {
 			left[v.pvName]++
 		}
 	}
 	errs := []error{walkErr}
-	released := 0
+	purge := false
 	for _, v := range volumes {
 		if left[v.pvName] == 0 {
 			continue
@@ -77,21 +75,33 @@ func (s *Store) Release(ctx context.Context, pvNames []string) ([]string, error)
 			errs = append(errs, err)
 			break
 		}
-		done, err := s.releaseNamed(ctx, v)
+		onDelete := policies[v.pvName]
+		done, err := s.releaseNamed(ctx, v, onDelete)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cannot release directory %q of PV %s: %w", v.dir, v.pvName, err))
 		}
 		if done {
 			left[v.pvName]--
-			released++
+			purge = purge || onDelete == backend.OnDeleteDelete
 		}
 	}
-	if released > 0 && s.cfg.OnDelete == backend.OnDeleteDelete {
+	if purge {
 		if err := s.purge(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("cannot delete the files of released directories, moved to %s: %w", trashDir, err))
 		}
 	}
 	return doneNames(pvNames, left), errors.Join(errs...)
+}
+
+// byName returns the names of removed, in order, and their policies.
+func byName(removed []backend.RemovedVolume) ([]string, map[string]backend.OnDeletePolicy) {
+	pvNames := make([]string, 0, len(removed))
+	policies := map[string]backend.OnDeletePolicy{}
+	for _, volume := range removed {
+		pvNames = append(pvNames, volume.PVName)
+		policies[volume.PVName] = volume.OnDelete
+	}
+	return pvNames, policies
 }
 
 // doneNames returns the names of pvNames known to have no directory left,
@@ -108,11 +118,11 @@ func doneNames(pvNames []string, left map[string]int) []string {
 	return done
 }
 
-// releaseNamed applies the onDelete policy to the volume directory v under
+// releaseNamed applies onDelete to the volume directory v under
 // the lock, unless its PersistentVolume exists or may still come, and
 // reports whether it is released. A Create holds the lock from its record
 // to its directory, so a volume being provisioned is on record here.
-func (s *Store) releaseNamed(ctx context.Context, v found) (bool, error) {
+func (s *Store) releaseNamed(ctx context.Context, v found, onDelete backend.OnDeletePolicy) (bool, error) {
 	logger := klog.FromContext(ctx).WithValues("pv", v.pvName, "dir", v.dir)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,7 +142,7 @@ func (s *Store) releaseNamed(ctx context.Context, v found) (bool, error) {
 		logger.V(2).Info("Volume on record, whose PersistentVolume may still come, leaving its directory alone")
 		return false, nil
 	}
-	if err := s.releaseLocked(ctx, v.pvName, v.dir, removal{onDelete: s.cfg.OnDelete}); err != nil {
+	if err := s.releaseLocked(ctx, v.pvName, v.dir, removal{onDelete: onDelete}); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -74,7 +74,11 @@ func TestReleaseAfterAnIncompleteWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	released, err := f.store.Release(t.Context(), []string{"pvc-team-a", "pvc-team-b", "pvc-team-c"})
+	var removed []backend.RemovedVolume
+	for _, name := range []string{"pvc-team-a", "pvc-team-b", "pvc-team-c"} {
+		removed = append(removed, backend.RemovedVolume{PVName: name, OnDelete: backend.OnDeleteArchive})
+	}
+	released, err := f.store.Release(t.Context(), removed)
 	if err == nil || !strings.Contains(err.Error(), "cannot read the folder") {
 		t.Errorf("Release: %v, want the listing's error", err)
 	}

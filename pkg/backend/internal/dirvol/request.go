@@ -42,7 +42,7 @@ const (
 	ParamPathPattern = "pathPattern"
 	// ParamOnDelete is the onDelete policy: Delete, Retain or Archive, or
 	// nfs-subdir-external-provisioner's delete or retain. It is recorded on
-	// each PersistentVolume made (AnnOnDelete).
+	// each PersistentVolume made (backend.AnnOnDelete).
 	ParamOnDelete = "onDelete"
 	// ParamArchiveOnDelete is nfs-subdir-external-provisioner's: a boolean
 	// ("true" archives, "false" deletes) that onDelete overrides.
@@ -155,7 +155,7 @@ func parseID(value string) (*int64, error) {
 
 // NewPV returns the PersistentVolume for a request, with source as its volume:
 // capacity and access modes come from the claim, reclaim policy from the class,
-// and the class's onDelete policy, if any, is recorded in AnnOnDelete.
+// and the class's onDelete policy, if any, is recorded in backend.AnnOnDelete.
 // Nothing is shared with the informer-cached claim.
 func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.PersistentVolumeSource) *v1.PersistentVolume {
 	reclaim := v1.PersistentVolumeReclaimDelete
@@ -168,7 +168,7 @@ func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.Persistent
 	}
 	var annotations map[string]string
 	if req.OnDelete != "" {
-		annotations = map[string]string{AnnOnDelete: string(req.OnDelete)}
+		annotations = map[string]string{backend.AnnOnDelete: string(req.OnDelete)}
 	}
 	filesystem := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{

@@ -23,16 +23,8 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/provfleet/provfleet/pkg/backend"
 )
-
-// AnnOnDelete records on a PersistentVolume the onDelete policy of its class
-// when it was made, so that a class changed or deleted before the volume
-// does not change what happens to its directory. A PersistentVolume without
-// it goes by the backend's onDelete at the time it is deleted.
-const AnnOnDelete = "provfleet.io/on-delete"
 
 // subdirKeyStart opens a key in nfs-subdir-external-provisioner's pattern
 // syntax; a Go template action opens with templateStart.
@@ -44,21 +36,6 @@ const (
 // subdirDefaultPattern names a directory as nfs-subdir-external-provisioner
 // does when its class has no pathPattern, or one that renders to nothing.
 const subdirDefaultPattern = "{{.PVC.Namespace}}-{{.PVC.Name}}-{{.PVName}}"
-
-// VolumeOnDelete returns the onDelete policy recorded on pv, or configured
-// when it records none. A value that names no policy is an error: nothing is
-// deleted in doubt.
-func VolumeOnDelete(pv *v1.PersistentVolume, configured backend.OnDeletePolicy) (backend.OnDeletePolicy, error) {
-	value, ok := pv.Annotations[AnnOnDelete]
-	if !ok {
-		return configured, nil
-	}
-	switch policy := backend.OnDeletePolicy(value); policy {
-	case backend.OnDeleteDelete, backend.OnDeleteRetain, backend.OnDeleteArchive:
-		return policy, nil
-	}
-	return "", fmt.Errorf("annotation %s: %q is not one of Delete, Retain, Archive", AnnOnDelete, value)
-}
 
 // parseOnDelete reads the onDelete parameter in either spelling: ours, or
 // nfs-subdir-external-provisioner's lower-case delete and retain.

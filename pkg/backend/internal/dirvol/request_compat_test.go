@@ -188,30 +188,6 @@ func FuzzSubdirPattern(f *testing.F) {
 	})
 }
 
-func TestVolumeOnDelete(t *testing.T) {
-	tests := map[string]struct {
-		annotations map[string]string
-		want        backend.OnDeletePolicy
-		wantErr     string
-	}{
-		"none recorded: the configured": {want: backend.OnDeleteRetain},
-		"recorded":                      {annotations: map[string]string{AnnOnDelete: "Archive"}, want: backend.OnDeleteArchive},
-		"recorded Delete":               {annotations: map[string]string{AnnOnDelete: "Delete"}, want: backend.OnDeleteDelete},
-		"not a policy":                  {annotations: map[string]string{AnnOnDelete: "archive"}, wantErr: `annotation provfleet.io/on-delete: "archive" is not one of Delete, Retain, Archive`},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			pv := &v1.PersistentVolume{}
-			pv.Annotations = tc.annotations
-			got, err := VolumeOnDelete(pv, backend.OnDeleteRetain)
-			checkErr(t, err, tc.wantErr)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("VolumeOnDelete() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // TestRemoveVolumeByRecordedPolicy deletes volumes of a store configured to
 // delete, each by the policy recorded on its PersistentVolume.
 func TestRemoveVolumeByRecordedPolicy(t *testing.T) {
@@ -237,7 +213,7 @@ func TestRemoveVolumeByRecordedPolicy(t *testing.T) {
 			backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "data")
 			pv := volume(req.PVName, dir, "1Gi", testProvisioner)
 			if tc.onDelete != "" {
-				pv.Annotations[AnnOnDelete] = tc.onDelete
+				pv.Annotations[backend.AnnOnDelete] = tc.onDelete
 			}
 			err = f.store.RemoveVolume(t.Context(), pv, dir)
 			checkErr(t, err, tc.wantErr)
@@ -259,7 +235,7 @@ func TestNewPVRecordsOnDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	pv := NewPV(opts, req, v1.PersistentVolumeSource{})
-	if diff := cmp.Diff(map[string]string{AnnOnDelete: "Archive"}, pv.Annotations); diff != "" {
+	if diff := cmp.Diff(map[string]string{backend.AnnOnDelete: "Archive"}, pv.Annotations); diff != "" {
 		t.Errorf("annotations mismatch (-want +got):\n%s", diff)
 	}
 }

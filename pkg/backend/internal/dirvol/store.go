@@ -703,10 +703,10 @@ type removal struct {
 }
 
 // RemoveVolume is Remove for the directory dir of a PersistentVolume, by
-// the policy recorded on it (see VolumeOnDelete), which may opt in to the
+// the policy recorded on it (see backend.VolumeOnDelete), which may opt in to the
 // release of an unmarked directory with AnnDeleteUnmarked.
 func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir string) error {
-	onDelete, err := VolumeOnDelete(pv, s.cfg.OnDelete)
+	onDelete, err := backend.VolumeOnDelete(pv, s.cfg.OnDelete)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}

@@ -42,8 +42,11 @@ const volumesPath = "/vols"
 // namespace team: gone, nested (in folder team/x), kept (deleted but not
 // named), live (its PersistentVolume exists) and unsaved (on record).
 type releaseCase struct {
+	// onDelete is the policy given with each of names, but for those
+	// policies gives another; the store's own is always Archive.
 	onDelete backend.OnDeletePolicy
 	names    []string
+	policies map[string]backend.OnDeletePolicy
 	// existsErr fails every look-up of a PersistentVolume.
 	existsErr error
 	// plant changes the base at host, in the temporary folder tmp, after
@@ -52,6 +55,19 @@ type releaseCase struct {
 	want     []string
 	wantTree []string
 	wantErr  string
+}
+
+// removed returns the volumes the case releases, each with its policy.
+func (tc releaseCase) removed() []backend.RemovedVolume {
+	var removed []backend.RemovedVolume
+	for _, name := range tc.names {
+		policy, ok := tc.policies[name]
+		if !ok {
+			policy = tc.onDelete
+		}
+		removed = append(removed, backend.RemovedVolume{PVName: name, OnDelete: policy})
+	}
+	return removed
 }
 
 // keptVolumes are the volumes no Release of a case touches.
@@ -83,6 +99,11 @@ func releaseCases() map[string]releaseCase {
 			onDelete: backend.OnDeleteRetain, names: allNames,
 			want:     []string{"pvc-team-gone", "pvc-team-nested", "pvc-team-nowhere"},
 			wantTree: withKept("pvc-team-gone/", "pvc-team-gone/file", "team/", "team/x/", "team/x/nested/", "team/x/nested/file"),
+		},
+		"each volume by the policy given with it": {
+			onDelete: backend.OnDeleteDelete, names: allNames, policies: map[string]backend.OnDeletePolicy{"pvc-team-nested": backend.OnDeleteRetain},
+			want:     []string{"pvc-team-gone", "pvc-team-nested", "pvc-team-nowhere"},
+			wantTree: withKept("team/", "team/x/", "team/x/nested/", "team/x/nested/file"),
 		},
 		"a name given twice is returned once": {
 			onDelete: backend.OnDeleteDelete, names: []string{"pvc-team-nowhere", "pvc-team-nowhere"},
@@ -132,7 +153,7 @@ func TestRelease(t *testing.T, serve Serve) {
 				tc.plant(t, tmp, host)
 			}
 			before := backendtest.Snapshot(t, tmp, host)
-			got, err := store.Release(t.Context(), tc.names)
+			got, err := store.Release(t.Context(), tc.removed())
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("Release: %v", err)
@@ -162,7 +183,7 @@ func newReleaseStore(t *testing.T, fsys dirvol.Filesystem, root, base, host stri
 	live := map[string]bool{"pvc-team-live": true}
 	volumes := &existing{names: live}
 	store, err := dirvol.New(dirvol.Config{
-		FS: fsys, Root: root, Base: base, OnDelete: tc.onDelete,
+		FS: fsys, Root: root, Base: base, OnDelete: backend.OnDeleteArchive,
 		Options: dirvol.Options{Volumes: volumes, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }},
 		VolumeDir: func(pv *v1.PersistentVolume) (string, error) {
 			if pv.Spec.HostPath == nil {
