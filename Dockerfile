@@ -18,7 +18,8 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
 # distroless/static:nonroot holds the CA certificates, /etc/passwd with the
 # nonroot user 65532, and no shell.
 FROM gcr.io/distroless/static:nonroot
-ARG VERSION=dev
+# The chart's appVersion, which a test keeps in step.
+ARG VERSION=v0.1.0
 LABEL org.opencontainers.image.title=provfleet-manager \
       org.opencontainers.image.source=https://github.com/provfleet/provfleet \
       org.opencontainers.image.version=$VERSION \

@@ -19,6 +19,7 @@ package helm_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,6 +64,26 @@ func TestImageInStep(t *testing.T) {
 			t.Errorf("image of %s (-chart's appVersion +got):\n%s", source, diff)
 		}
 	}
+	if diff := cmp.Diff(chart.Metadata.AppVersion, dockerfileVersion(t)); diff != "" {
+		t.Errorf("the Dockerfile's default VERSION (-chart's appVersion +got):\n%s", diff)
+	}
+}
+
+// dockerfileVersion returns the default of the Dockerfile's VERSION
+// argument, the version its image is labelled with.
+func dockerfileVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if version, ok := strings.CutPrefix(strings.TrimSpace(line), "ARG VERSION="); ok {
+			return version
+		}
+	}
+	t.Fatal("the Dockerfile has no ARG VERSION with a default")
+	return ""
 }
 
 // makeImageTag is the tag `make image` gives without IMAGE_REPOSITORY and
