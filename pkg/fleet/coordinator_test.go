@@ -70,6 +70,7 @@ func TestCoordinator(t *testing.T) {
 	t.Run("a full budget waits until room frees up", func(t *testing.T) { testFullBudgetWaits(t, client) })
 	t.Run("two racing leaders place a claim once", func(t *testing.T) { testRacingLeaders(t, client) })
 	t.Run("a claim selected to an unserved node is told", func(t *testing.T) { testUnservedNode(t, client) })
+	t.Run("a claim placed on an agent that stops is placed again", func(t *testing.T) { testAgentExpiry(t, client) })
 	t.Run("node removal reported", func(t *testing.T) { testRemovalReport(t, client) })
 	t.Run("node removal deletes after the grace period", func(t *testing.T) { testRemovalDelete(t, client) })
 	t.Run("a node back within the grace period keeps its volumes", func(t *testing.T) { testNodeBack(t, client) })
@@ -97,12 +98,14 @@ type coordEnv struct {
 	configName string
 	provName   string
 	metrics    *coordinatorMetrics
+	// retry is the coordinator's retry delay.
+	retry time.Duration
 }
 
 func newCoordEnv(t *testing.T, client kubernetes.Interface, id string) *coordEnv {
 	_, ctx := ktesting.NewTestContext(t)
 	e := &coordEnv{t: t, ctx: ctx, client: client, id: id, ns: id, leaseNS: id + "-nodes",
-		configName: id, provName: "provfleet.io/" + id}
+		configName: id, provName: "provfleet.io/" + id, retry: time.Second}
 	for _, ns := range []string{e.ns, e.leaseNS} {
 		e.create(func() error {
 			_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -130,7 +133,7 @@ func (e *coordEnv) create(create func() error) {
 func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *coordinator {
 	e.t.Helper()
 	cfg := provisioning.DefaultConfig(e.provName)
-	cfg.Retry.InitialDelay = time.Second
+	cfg.Retry.InitialDelay = e.retry
 	cfg.LeaderElection = provisioning.LeaderElectionConfig{Enabled: identity != "", Namespace: e.ns, Identity: identity,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}
 	factory := informers.NewSharedInformerFactory(e.client, 0)
@@ -192,6 +195,11 @@ func (e *coordEnv) agent(node, reason string, live bool, available *int64) {
 	if !live {
 		renewed = renewed.Add(-time.Hour)
 	}
+	e.agentLease(node, reason, renewed, 600, available)
+}
+
+// agentLease writes the node Lease of node, renewed at renewed for seconds.
+func (e *coordEnv) agentLease(node, reason string, renewed time.Time, seconds int32, available *int64) {
 	report, err := json.Marshal(nodeReport{e.configName: {Generation: 1, Reason: reason, Available: available}})
 	if err != nil {
 		e.t.Fatal(err)
@@ -199,7 +207,7 @@ func (e *coordEnv) agent(node, reason string, live bool, available *int64) {
 	e.create(func() error {
 		_, err := e.client.CoordinationV1().Leases(e.leaseNS).Create(e.ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: NodeLeaseName(node), Annotations: map[string]string{AnnNodeReport: string(report)}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-" + node), LeaseDurationSeconds: ptr.To[int32](600),
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-" + node), LeaseDurationSeconds: ptr.To(seconds),
 				RenewTime: &metav1.MicroTime{Time: renewed}},
 		}, metav1.CreateOptions{})
 		return err
@@ -446,6 +454,29 @@ func testRacingLeaders(t *testing.T, client kubernetes.Interface) {
 			t.Errorf("claim %s placed %d times", name, count)
 		}
 	}
+}
+
+// testAgentExpiry: an Immediate claim placed on a node whose agent stops
+// renewing its Lease, which sends no event, is placed again once the Lease
+// expires, not at the next retry, 15 minutes later.
+func testAgentExpiry(t *testing.T, client kubernetes.Interface) {
+	e := newCoordEnv(t, client, "expiry")
+	e.retry = 15 * time.Minute
+	e.node("expiry-a", nil)
+	e.node("expiry-b", nil)
+	e.agentLease("expiry-a", v1alpha1.ReasonRunning, time.Now(), 4, nil)
+	class := e.class(storagev1.VolumeBindingImmediate)
+	e.start("replica-1", &v1alpha1.HostPathBackend{Path: "/var/lib/expiry"})
+	e.claim("waiting", class, "1Gi", nil)
+	if diff := cmp.Diff("expiry-a", e.placedOn("waiting")); diff != "" {
+		t.Fatalf("node of the claim (-want +got):\n%s", diff)
+	}
+	// Its event wakes the coordinator, which leaves the claim where it is:
+	// the agent of a still renews, as far as anyone can tell.
+	e.agent("expiry-b", v1alpha1.ReasonRunning, true, nil)
+	e.eventually("the claim placed again on b", func() (bool, error) {
+		return e.getClaim("waiting").Annotations[provisioning.AnnSelectedNode] == "expiry-b", nil
+	})
 }
 
 func testUnservedNode(t *testing.T, client kubernetes.Interface) {

@@ -61,6 +61,9 @@ type nodeService struct {
 	report provisionerReport
 	// unserved says why the node is not served; nil when it is.
 	unserved *v1alpha1.UnservedNode
+	// expiry is when the Lease expires unless renewed, from agentUnreadable
+	// on: renewals send no event a watcher acts on, so it wakes then.
+	expiry time.Time
 }
 
 // agentLive reports whether an agent holds the node's Lease and renews it
@@ -76,29 +79,41 @@ func (s nodeService) agentLive() bool {
 // its state.
 func serviceOf(leases cache.Store, namespace, node, config string, now time.Time) nodeService {
 	leaseName := namespace + "/" + NodeLeaseName(node)
-	unserved := func(state agentState, reason, format string, args ...any) nodeService {
-		return nodeService{state: state, unserved: &v1alpha1.UnservedNode{Node: node, Reason: reason, Message: fmt.Sprintf(format, args...)}}
-	}
 	obj, exists, err := leases.GetByKey(leaseName)
 	lease, _ := obj.(*coordinationv1.Lease)
 	switch {
 	case err != nil:
-		return unserved(agentNoLease, v1alpha1.ReasonNoNodeAgent, "cannot read Lease %s: %v", leaseName, err)
+		return unserved(node, agentNoLease, v1alpha1.ReasonNoNodeAgent, "cannot read Lease %s: %v", leaseName, err)
 	case !exists || lease == nil:
-		return unserved(agentNoLease, v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease %s", leaseName)
-	case !leaseLive(lease, now):
-		return unserved(agentExpired, v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease %s", leaseName)
+		return unserved(node, agentNoLease, v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease %s", leaseName)
 	}
+	expiry, held := leaseExpiry(lease)
+	if !held || !expiry.After(now) {
+		return unserved(node, agentExpired, v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease %s", leaseName)
+	}
+	s := readService(lease, config, node)
+	s.expiry = expiry
+	return s
+}
+
+// unserved is the service of node in state, unserved for reason.
+func unserved(node string, state agentState, reason, format string, args ...any) nodeService {
+	return nodeService{state: state, unserved: &v1alpha1.UnservedNode{Node: node, Reason: reason, Message: fmt.Sprintf(format, args...)}}
+}
+
+// readService reads how the agent of node, which holds lease, serves
+// config, from its report.
+func readService(lease *coordinationv1.Lease, config, node string) nodeService {
 	reports, err := readNodeReport(lease)
 	if err != nil {
-		return unserved(agentUnreadable, v1alpha1.ReasonNoNodeAgent, "%v", err)
+		return unserved(node, agentUnreadable, v1alpha1.ReasonNoNodeAgent, "%v", err)
 	}
 	report, ok := reports[config]
 	if !ok {
-		return unserved(agentPending, v1alpha1.ReasonNodeAgentPending, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
+		return unserved(node, agentPending, v1alpha1.ReasonNodeAgentPending, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
 	}
 	if !slices.Contains(servingReasons, report.Reason) {
-		s := unserved(agentNotServing, report.Reason, "%s", report.Message)
+		s := unserved(node, agentNotServing, report.Reason, "%s", report.Message)
 		s.report = report
 		return s
 	}

@@ -115,7 +115,12 @@ func TestServiceOf(t *testing.T) {
 				}
 			}
 			got := serviceOf(store, "agents", "n1", "pc", now)
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(nodeService{})); diff != "" {
+			want := tt.want
+			if tt.live {
+				// Renewed 10 s ago for 40 s.
+				want.expiry = now.Add(30 * time.Second)
+			}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(nodeService{})); diff != "" {
 				t.Errorf("service (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.live, got.agentLive()); diff != "" {

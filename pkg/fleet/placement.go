@@ -224,14 +224,21 @@ func storageOf(resources v1.ResourceList) int64 {
 // or its Lease is gone, or the Lease expired. An Immediate claim placed
 // there and still unbound is placed again: the agent stopped its work when
 // it could not renew the Lease, before the Lease expired, so it makes no
-// volume for the claim any more.
-func (c *coordinator) agentGone(node string, v *fleetView) bool {
-	return v.nodes[node] == nil || !serviceOf(c.nodeLeases.GetStore(), c.leaseNS, node, c.configName, v.now).agentLive()
+// volume for the claim any more. While the agent lives, expiry is when its
+// Lease expires unless renewed.
+func (c *coordinator) agentGone(node string, v *fleetView) (gone bool, expiry time.Time) {
+	if v.nodes[node] == nil {
+		return true, time.Time{}
+	}
+	s := serviceOf(c.nodeLeases.GetStore(), c.leaseNS, node, c.configName, v.now)
+	return !s.agentLive(), s.expiry
 }
 
 // place places every claim of Immediate binding that waits for a node and
 // warns of claims selected to nodes it does not serve. It returns how soon
-// to try again a claim that found no node; zero when none waits.
+// to look again: at the retry delay for a claim that found no node, or when
+// the Lease of the agent a placed claim waits for would expire; zero when
+// no claim waits.
 //
 // Placement is one write by one leader: the leader picks the node and sets
 // the claim's selected-node annotation, with the claim's resourceVersion so
@@ -255,15 +262,22 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 		if !selected && class == nil {
 			continue
 		}
-		switch {
-		case selected && class == nil:
+		if selected && class == nil {
 			c.checkSelectedNode(t, claim, v.nodes[node])
-		case selected && !c.agentGone(node, v):
-			c.checkSelectedNode(t, claim, v.nodes[node])
-			// Looked at again until bound: an agent's end sends no event.
-			next = v.retry
-		case !c.placeClaim(ctx, t, claim, allowedBy(class, served, v.nodes)):
-			next = v.retry
+			continue
+		}
+		if selected {
+			if gone, expiry := c.agentGone(node, v); !gone {
+				c.checkSelectedNode(t, claim, v.nodes[node])
+				// Looked at again when the agent's Lease would expire
+				// unrenewed: neither a renewal nor an agent's end sends an
+				// event the coordinator wakes on.
+				next = shorter(next, expiry.Sub(v.now))
+				continue
+			}
+		}
+		if !c.placeClaim(ctx, t, claim, allowedBy(class, served, v.nodes)) {
+			next = shorter(next, v.retry)
 		}
 	}
 	for uid := range t.warned {
