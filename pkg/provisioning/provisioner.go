@@ -74,7 +74,8 @@ type ProvisionOptions struct {
 // returns the same volume, Delete of a missing volume succeeds.
 type Provisioner interface {
 	// Provision creates a backend volume and returns the PersistentVolume that
-	// represents it. The controller creates the PV object itself.
+	// represents it. The controller creates the PV object itself. A refusal
+	// for want of room wraps ErrNoRoom, so that the claim waits for room.
 	Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error)
 	// Delete removes the backend volume behind a PersistentVolume. It is
 	// handed either the PersistentVolume that uses the backend volume, or a
