@@ -140,7 +140,7 @@ func (c *Controller) deleteAbandonedVolume(ctx context.Context, claim *v1.Persis
 		if volume == nil {
 			volume = c.recoveredVolume(claim)
 		}
-		err := c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+		err := c.deleteBackend(ctx, volume)
 		if err != nil && !IsIgnoredError(err) {
 			err = fmt.Errorf("cannot delete the backend volume %q of an abandoned claim: %w", volume.Name, err)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())

@@ -145,6 +145,7 @@ type Controller struct {
 
 	claimRetries  *workqueue.Retries[claimKey]
 	volumeRetries *workqueue.Retries[string]
+	room          *roomWaits
 	// inProgress holds the claims (by UID) a backend still works on in the
 	// background, so that work continues even after the claim is gone.
 	inProgress sync.Map
@@ -181,15 +182,9 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot create the provision controller: %w", err)
 	}
-	missing := missingDependencies(deps)
-	inf := deps.Informers
-	if inf.Router == nil && len(missing) == 0 {
-		inf.Router = NewRouter(inf.Claims, inf.Volumes, inf.Leases)
-	} else if inf.Router != nil && !inf.Router.serves(inf) {
-		missing = append(missing, errors.New("the router must route the claim, volume and Lease informers given"))
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("cannot create the provision controller: %w", errors.Join(missing...))
+	inf, err := routedInformers(deps)
+	if err != nil {
+		return nil, err
 	}
 	identity, err := replicaIdentity(cfg.LeaderElection.Identity)
 	if err != nil {
@@ -208,6 +203,7 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		clock:          clock.RealClock{},
 		claimRetries:   workqueue.NewRetries[claimKey](rateLimits(cfg.Retry)),
 		volumeRetries:  workqueue.NewRetries[string](rateLimits(cfg.Retry)),
+		room:           newRoomWaits(rateLimits(cfg.Retry)),
 		onStuck:        deps.OnStuck,
 		onHealthChange: deps.OnHealthChange,
 		scope:          deps.Scope,
@@ -228,6 +224,22 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	}
 	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
 	return c, nil
+}
+
+// routedInformers checks deps and returns its informers with their router,
+// made when deps has none.
+func routedInformers(deps Dependencies) (SharedInformers, error) {
+	missing := missingDependencies(deps)
+	inf := deps.Informers
+	if inf.Router == nil && len(missing) == 0 {
+		inf.Router = NewRouter(inf.Claims, inf.Volumes, inf.Leases)
+	} else if inf.Router != nil && !inf.Router.serves(inf) {
+		missing = append(missing, errors.New("the router must route the claim, volume and Lease informers given"))
+	}
+	if len(missing) > 0 {
+		return inf, fmt.Errorf("cannot create the provision controller: %w", errors.Join(missing...))
+	}
+	return inf, nil
 }
 
 // missingDependencies lists what deps lacks, the router aside.
@@ -354,6 +366,7 @@ func (c *Controller) Reconfigure(cfg Config) error {
 	c.cfg = cfg
 	c.claimRetries.Limiter().Retune(rateLimits(cfg.Retry))
 	c.volumeRetries.Limiter().Retune(rateLimits(cfg.Retry))
+	c.room.backoff.Retune(rateLimits(cfg.Retry))
 	t := c.term
 	if t != nil {
 		t.resize(cfg)
@@ -434,10 +447,11 @@ type loop[K comparable] struct {
 	retries   *workqueue.Retries[K]
 	threshold func() int
 	paused    func() bool
-	// backendDown tells whether the backend's last probe failed, and when
-	// to try an item again then: its failure does not count, so that items
-	// wait for the backend rather than being given up on.
-	backendDown func() (time.Duration, bool)
+	// waits tells whether the failure err of key is to be waited out rather
+	// than counted, and when to try the item again then, so that an item
+	// waits for what it lacks (an available backend, room) rather than
+	// being given up on.
+	waits func(key K, err error) (retryIn time.Duration, why string, waits bool)
 	// sync (syncClaim or syncVolume) handles one item and returns the object
 	// version it ended at.
 	sync func(ctx context.Context, key K) (string, error)
@@ -460,9 +474,9 @@ func (l *loop[K]) handle(ctx context.Context, key K) {
 	if ctx.Err() != nil {
 		return
 	}
-	if retryIn, down := l.backendDown(); down {
+	if retryIn, why, waits := l.waits(key, err); waits {
 		l.queue.AddAfter(key, retryIn)
-		utilruntime.HandleErrorWithContext(ctx, err, "Backend unavailable: will retry at the next probe, not counted as a failure", "item", key)
+		utilruntime.HandleErrorWithContext(ctx, err, "Will retry, not counted as a failure", "item", key, "reason", why, "retryIn", retryIn)
 		return
 	}
 	if l.retries.Failed(l.queue, key, version, l.threshold()) {

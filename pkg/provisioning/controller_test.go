@@ -500,11 +500,11 @@ func TestGivenUpItemIsNotSyncedByAnEarlierRetry(t *testing.T) {
 	t.Cleanup(queue.ShutDown)
 	syncs := 0
 	l := loop[string]{
-		queue:       queue,
-		retries:     retries,
-		threshold:   func() int { return 1 },
-		paused:      func() bool { return false },
-		backendDown: func() (time.Duration, bool) { return 0, false },
+		queue:     queue,
+		retries:   retries,
+		threshold: func() int { return 1 },
+		paused:    func() bool { return false },
+		waits:     func(string, error) (time.Duration, string, bool) { return 0, "", false },
 		sync: func(context.Context, string) (string, error) {
 			syncs++
 			return "1", errors.New("backend down")

@@ -212,7 +212,7 @@ func (c *Controller) getVolume(ctx context.Context, name string) (*v1.Persistent
 // deleteBackendVolume asks the backend to delete the volume of a
 // PersistentVolume; done is false when the backend ignored it.
 func (c *Controller) deleteBackendVolume(ctx context.Context, volume *v1.PersistentVolume) (done bool, err error) {
-	err = c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+	err = c.deleteBackend(ctx, volume)
 	if IsIgnoredError(err) {
 		klog.FromContext(ctx).V(2).Info("Backend ignored the volume", "reason", err)
 		return false, nil

@@ -59,7 +59,8 @@ limitations under the License.
 // (provision.go), saves its PersistentVolume (save.go) or abandons it; a
 // PersistentVolume goes through syncVolume (delete.go). reclaim.go goes
 // through a Reclaimer's record, backendcall.go puts each backend call under
-// its deadline, health.go probes a Prober, finalizers.go and names.go hold the finalizers, annotations
+// its deadline, health.go probes a Prober, room.go retries the claims
+// waiting for room, finalizers.go and names.go hold the finalizers, annotations
 // and names the others share.
 //
 // # Glossary
@@ -121,6 +122,12 @@ limitations under the License.
 // Provision and Delete then do not count towards the failure thresholds:
 // claims and volumes wait for the backend, and are retried at each probe
 // interval.
+//
+// No room: a backend refused a claim with an error wrapping ErrNoRoom (a
+// capacity budget used up, a file system too full). The refusal does not
+// count towards the failure threshold either: the claim waits for room,
+// retried with the backoff of Config.Retry and at once when this controller
+// deleted a backend volume or saw a PersistentVolume of its provisioner go.
 //
 // Stuck call: a backend call that outlived its deadline by a grace period
 // and has not returned (it may ignore its context, as a call on a hard NFS

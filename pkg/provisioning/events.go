@@ -50,6 +50,7 @@ func (c *Controller) claimHandler(t *term) cache.ResourceEventHandler {
 			}
 			key := keyOfClaim(claim)
 			c.claimRetries.Forget(key)
+			c.room.forget(key)
 			// A backend working in the background must get to finish or clean up.
 			if _, ok := c.inProgress.Load(claim.UID); ok {
 				t.claims.queue.Add(key)
@@ -114,6 +115,11 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 			if volume, ok := obj.(*v1.PersistentVolume); ok {
 				c.volumeRetries.Forget(volume.Name)
 				c.deleted.Delete(volume.Name)
+				// A backend may count the PersistentVolumes it lists
+				// against its room.
+				if c.volumeInScope(volume) {
+					c.roomFreed()
+				}
 			}
 		},
 	}

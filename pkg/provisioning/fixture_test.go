@@ -129,16 +129,18 @@ func (b *fakeBackend) provisionCount(name string) int {
 	return b.provisioned[name]
 }
 
-// testRecorder keeps the reasons of the events it records.
+// testRecorder keeps the reasons and messages of the events it records.
 type testRecorder struct {
-	mu      sync.Mutex
-	reasons []string
+	mu       sync.Mutex
+	reasons  []string
+	messages []string
 }
 
-func (r *testRecorder) Event(_ runtime.Object, _, reason, _ string) {
+func (r *testRecorder) Event(_ runtime.Object, _, reason, message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reasons = append(r.reasons, reason)
+	r.messages = append(r.messages, message)
 }
 
 func (r *testRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
@@ -153,6 +155,19 @@ func (r *testRecorder) events() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.reasons...)
+}
+
+// messagesOf returns the messages of the events of reason.
+func (r *testRecorder) messagesOf(reason string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var messages []string
+	for i, got := range r.reasons {
+		if got == reason {
+			messages = append(messages, r.messages[i])
+		}
+	}
+	return messages
 }
 
 // fixture is a fake clientset with one set of shared informers.

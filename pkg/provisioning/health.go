@@ -61,6 +61,16 @@ func (c *Controller) backendDown() (time.Duration, bool) {
 	return c.config().ProbeInterval, c.Health().Err != nil
 }
 
+// volumeWaits reports whether the failure of a volume is waited out rather
+// than counted, as claimWaits does for claims: volumes only wait for an
+// unavailable backend.
+func (c *Controller) volumeWaits(string, error) (retryIn time.Duration, why string, waits bool) {
+	if retryIn, down := c.backendDown(); down {
+		return retryIn, "backend unavailable", true
+	}
+	return 0, "", false
+}
+
 // probes are the probes of one term, run by one goroutine.
 type probes struct {
 	// now, of one slot, asks for a probe; requests coalesce.

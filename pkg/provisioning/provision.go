@@ -176,7 +176,8 @@ func (c *Controller) provisionVolume(ctx context.Context, options ProvisionOptio
 		volume, state, err = c.provisioner.Provision(ctx, options)
 		return err
 	})
-	if err != nil && !IsIgnoredError(err) {
+	// A refusal for want of room is an answer: the backend is reachable.
+	if err != nil && !IsIgnoredError(err) && !errors.Is(err, ErrNoRoom) {
 		c.probeSoon()
 	}
 	if err == nil && volume == nil {

@@ -74,7 +74,8 @@ type ProvisionOptions struct {
 // returns the same volume, Delete of a missing volume succeeds.
 type Provisioner interface {
 	// Provision creates a backend volume and returns the PersistentVolume that
-	// represents it. The controller creates the PV object itself.
+	// represents it. The controller creates the PV object itself. A refusal
+	// for want of room wraps ErrNoRoom, so that the claim waits for room.
 	Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error)
 	// Delete removes the backend volume behind a PersistentVolume. It is
 	// handed either the PersistentVolume that uses the backend volume, or a
@@ -211,6 +212,17 @@ type DataSourceProvisioner interface {
 	Provisioner
 	SupportsDataSource(ctx context.Context, kind schema.GroupKind) bool
 }
+
+// ErrNoRoom is wrapped (with %w) by the error of a Provision that a backend
+// refuses because it has no room for the volume now: a capacity budget used
+// up, a file system too full. Room may free up, so such a refusal does not
+// count towards Config.Retry.ProvisionFailureThreshold: the claim gets its
+// ProvisioningFailed Event each time and is retried with the backoff of
+// Config.Retry for as long as it is refused, and at once when this
+// controller deleted a backend volume or saw a PersistentVolume of its
+// provisioner go. A claim that can never fit (larger than the whole
+// budget) is refused with another error, which counts.
+var ErrNoRoom = errors.New("no room")
 
 // IgnoredError is returned by a backend that decides a claim or volume is not
 // its own. The controller drops the item without an Event or a retry.

@@ -102,7 +102,7 @@ func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.Pers
 	if err != nil || wanted {
 		return wanted, err
 	}
-	err = c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
+	err = c.deleteBackend(ctx, volume)
 	if err != nil && !IsIgnoredError(err) {
 		return false, fmt.Errorf("cannot delete the unsaved backend volume %q: %w", volume.Name, err)
 	}

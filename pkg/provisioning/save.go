@@ -82,7 +82,7 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 	if err != nil {
 		err = fmt.Errorf("cannot save PersistentVolume %q after %d tries: %w", volume.Name, cfg.Retries, lastErr)
 		c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "%v; deleting the backend volume", err)
-		if derr := c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) }); derr != nil && !IsIgnoredError(derr) {
+		if derr := c.deleteBackend(ctx, volume); derr != nil && !IsIgnoredError(derr) {
 			derr = fmt.Errorf("cannot delete backend volume %q: %w", volume.Name, derr)
 			c.recorder.Event(claim, v1.EventTypeWarning, EventCleanupFailed, derr.Error())
 			err = errors.Join(err, derr)

@@ -182,22 +182,22 @@ func (c *Controller) newTerm(ctx context.Context) *term {
 	paused := func() bool { return c.config().Paused }
 	t := &term{
 		claims: loop[claimKey]{
-			retries:     c.claimRetries,
-			threshold:   func() int { return c.config().Retry.ProvisionFailureThreshold },
-			paused:      paused,
-			backendDown: c.backendDown,
+			retries:   c.claimRetries,
+			threshold: func() int { return c.config().Retry.ProvisionFailureThreshold },
+			paused:    paused,
+			waits:     c.claimWaits,
 		},
 		volumes: loop[string]{
-			retries:     c.volumeRetries,
-			threshold:   func() int { return c.config().Retry.DeleteFailureThreshold },
-			paused:      paused,
-			backendDown: c.backendDown,
-			sync:        c.syncVolume,
+			retries:   c.volumeRetries,
+			threshold: func() int { return c.config().Retry.DeleteFailureThreshold },
+			paused:    paused,
+			waits:     c.volumeWaits,
+			sync:      c.syncVolume,
 		},
 		saveLimiter:    workqueue.NewRetryLimiter[string](saveRetry(cfg)),
 		reclaimLimiter: workqueue.NewRetryLimiter[struct{}](rateLimits(cfg.Retry)),
 	}
-	t.claims.sync = func(ctx context.Context, key claimKey) (string, error) { return c.syncClaim(ctx, t, key) }
+	t.claims.sync = c.claimSync(t)
 	metrics := queueMetricsProvider{c.metrics}
 	t.claims.queue = workqueue.NewRateLimitingQueue(c.claimRetries.Limiter(),
 		workqueue.Config{Name: queueName("claims", c.name), MaxWorkers: cfg.Workers, MetricsProvider: metrics},

@@ -33,7 +33,9 @@ limitations under the License.
 // Probe reaches the base, makes the record folder the first time and requires
 // it afterwards, and reports the space of the base's file system (Dir.Space),
 // and Create refuses a claim larger than the space left, as it refuses one
-// beyond the capacity budget (of the volumes Config.Counts accepts).
+// beyond the capacity budget (of the volumes Config.Counts accepts), with an
+// error wrapping provisioning.ErrNoRoom unless the claim is larger than the
+// whole file system or budget, so that it waits for room.
 // ParseRequest reads a claim's StorageClass parameters, ours and those of
 // nfs-subdir-external-provisioner (its ${.PVC.<key>} patterns, onDelete and
 // archiveOnDelete, with its defaults for a class in its style) and

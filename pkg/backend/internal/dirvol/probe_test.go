@@ -118,13 +118,15 @@ func TestCreateRefusesWhatDoesNotFit(t *testing.T) {
 		space   provisioning.Space
 		size    string
 		wantErr string
+		// noRoom: the refusal wraps provisioning.ErrNoRoom.
+		noRoom bool
 	}{
 		"fits":                 {space: provisioning.Space{AvailableBytes: 2 * gi, TotalBytes: 10 * gi}, size: "1Gi"},
 		"fits exactly":         {space: provisioning.Space{AvailableBytes: 2 * gi, TotalBytes: 10 * gi}, size: "2Gi"},
-		"one byte too many":    {space: provisioning.Space{AvailableBytes: 2 * gi, TotalBytes: 10 * gi}, size: "2147483649", wantErr: "not enough free space: 2Gi of 10Gi available, the claim requests 2147483649"},
-		"full":                 {space: provisioning.Space{TotalBytes: 10 * gi}, size: "1", wantErr: "not enough free space: 0 of 10Gi available"},
+		"one byte too many":    {space: provisioning.Space{AvailableBytes: 2 * gi, TotalBytes: 10 * gi}, size: "2147483649", wantErr: "not enough free space: 2Gi of 10Gi available, the claim requests 2147483649", noRoom: true},
+		"full":                 {space: provisioning.Space{TotalBytes: 10 * gi}, size: "1", wantErr: "not enough free space: 0 of 10Gi available", noRoom: true},
 		"no size reported":     {space: provisioning.Space{}, size: "1Ei"},
-		"larger than the disk": {space: provisioning.Space{AvailableBytes: 2 * gi, TotalBytes: 10 * gi}, size: "11Gi", wantErr: "the claim requests 11Gi"},
+		"larger than the disk": {space: provisioning.Space{AvailableBytes: 2 * gi, TotalBytes: 10 * gi}, size: "11Gi", wantErr: "the claim requests 11Gi, more than the whole file system"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -132,6 +134,9 @@ func TestCreateRefusesWhatDoesNotFit(t *testing.T) {
 			before := backendtest.Tree(t, f.base)
 			_, err := f.store.Create(t.Context(), request(t, "team", "data", tc.size, ""))
 			checkErr(t, err, tc.wantErr)
+			if got := errors.Is(err, provisioning.ErrNoRoom); got != tc.noRoom {
+				t.Errorf("errors.Is(%v, ErrNoRoom) = %v, want %v", err, got, tc.noRoom)
+			}
 			if tc.wantErr == "" {
 				return
 			}

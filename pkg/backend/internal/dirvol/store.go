@@ -349,7 +349,9 @@ func (s *Store) checkOverlap(ctx context.Context, pvName, dir string) error {
 	return nil
 }
 
-// checkRoom refuses a volume that does not fit the capacity budget.
+// checkRoom refuses a volume that does not fit the capacity budget, with an
+// error wrapping provisioning.ErrNoRoom unless it is larger than the whole
+// budget: the claim waits for room only if room can ever be enough.
 // Callers hold s.mu.
 func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 	limits := s.cfg.Capacity
@@ -361,14 +363,18 @@ func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 		return err
 	}
 	if limits.MaxVolumes > 0 && count >= int(limits.MaxVolumes) {
-		return fmt.Errorf("capacity exhausted: %d of %d volumes in use", count, limits.MaxVolumes)
+		return fmt.Errorf("%w: capacity exhausted: %d of %d volumes in use", provisioning.ErrNoRoom, count, limits.MaxVolumes)
 	}
-	if !limits.Storage.IsZero() {
-		total := used.DeepCopy()
-		total.Add(size)
-		if total.Cmp(limits.Storage) > 0 {
-			return fmt.Errorf("capacity exhausted: %s of %s in use, the claim requests %s", used.String(), limits.Storage.String(), size.String())
-		}
+	if limits.Storage.IsZero() {
+		return nil
+	}
+	if size.Cmp(limits.Storage) > 0 {
+		return fmt.Errorf("capacity exhausted: %s of %s in use, the claim requests %s, more than the whole budget", used.String(), limits.Storage.String(), size.String())
+	}
+	total := used.DeepCopy()
+	total.Add(size)
+	if total.Cmp(limits.Storage) > 0 {
+		return fmt.Errorf("%w: capacity exhausted: %s of %s in use, the claim requests %s", provisioning.ErrNoRoom, used.String(), limits.Storage.String(), size.String())
 	}
 	return nil
 }
@@ -434,8 +440,9 @@ func (s *Store) counts(pv *v1.PersistentVolume) bool {
 }
 
 // checkSpace refuses a volume larger than the space left on the base's file
-// system, as checkRoom refuses one beyond the capacity budget. A file system
-// that reports no size is not checked.
+// system, as checkRoom refuses one beyond the capacity budget: with an error
+// wrapping provisioning.ErrNoRoom unless it is larger than the whole file
+// system. A file system that reports no size is not checked.
 func checkSpace(ctx context.Context, base Dir, size resource.Quantity) error {
 	space, err := base.Space(ctx)
 	if err != nil {
@@ -444,8 +451,12 @@ func checkSpace(ctx context.Context, base Dir, size resource.Quantity) error {
 	if space.TotalBytes == 0 || size.CmpInt64(space.AvailableBytes) <= 0 {
 		return nil
 	}
-	return fmt.Errorf("not enough free space: %s of %s available, the claim requests %s",
-		resource.NewQuantity(space.AvailableBytes, resource.BinarySI), resource.NewQuantity(space.TotalBytes, resource.BinarySI), size.String())
+	available := resource.NewQuantity(space.AvailableBytes, resource.BinarySI)
+	total := resource.NewQuantity(space.TotalBytes, resource.BinarySI)
+	if size.CmpInt64(space.TotalBytes) > 0 {
+		return fmt.Errorf("not enough free space: %s of %s available, the claim requests %s, more than the whole file system", available, total, size.String())
+	}
+	return fmt.Errorf("%w: not enough free space: %s of %s available, the claim requests %s", provisioning.ErrNoRoom, available, total, size.String())
 }
 
 // errNotOurs refuses a directory that exists without being this volume's.

@@ -394,6 +394,8 @@ func TestCapacity(t *testing.T) {
 		earlier  []string
 		size     string
 		wantErr  string
+		// noRoom: the refusal wraps provisioning.ErrNoRoom.
+		noRoom bool
 	}{
 		"no budget": {
 			pvs: []*v1.PersistentVolume{volume("pvc-a", "a", "1Ei", testProvisioner)}, size: "1Mi",
@@ -405,7 +407,7 @@ func TestCapacity(t *testing.T) {
 		"bytes exhausted by listed volumes": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
 			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "6Gi", testProvisioner)}, size: "5Gi",
-			wantErr: "6Gi of 10Gi in use, the claim requests 5Gi",
+			wantErr: "capacity exhausted: 6Gi of 10Gi in use, the claim requests 5Gi", noRoom: true,
 		},
 		"other provisioners' volumes do not count": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi"), MaxVolumes: 1},
@@ -414,17 +416,17 @@ func TestCapacity(t *testing.T) {
 		"bytes exhausted by reservations": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
 			earlier:  []string{"4Gi", "4Gi"}, size: "3Gi",
-			wantErr: "8Gi of 10Gi in use",
+			wantErr: "8Gi of 10Gi in use", noRoom: true,
 		},
 		"larger than the whole budget": {
 			capacity: backend.Capacity{Storage: resource.MustParse("1Gi")}, size: "2Gi",
-			wantErr: "0 of 1Gi in use, the claim requests 2Gi",
+			wantErr: "0 of 1Gi in use, the claim requests 2Gi, more than the whole budget",
 		},
 		"volumes exhausted": {
 			capacity: backend.Capacity{MaxVolumes: 2},
 			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
 			earlier:  []string{"1Gi"}, size: "1Gi",
-			wantErr: "2 of 2 volumes in use",
+			wantErr: "capacity exhausted: 2 of 2 volumes in use", noRoom: true,
 		},
 		"volumes left": {
 			capacity: backend.Capacity{MaxVolumes: 3},
@@ -443,6 +445,9 @@ func TestCapacity(t *testing.T) {
 			}
 			_, err := f.store.Create(t.Context(), request(t, "team", "data", tc.size, ""))
 			checkErr(t, err, tc.wantErr)
+			if got := errors.Is(err, provisioning.ErrNoRoom); got != tc.noRoom {
+				t.Errorf("errors.Is(%v, ErrNoRoom) = %v, want %v", err, got, tc.noRoom)
+			}
 		})
 	}
 }
