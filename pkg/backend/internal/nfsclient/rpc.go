@@ -52,7 +52,6 @@ const (
 const (
 	firstReservedPort = 512
 	reservedPorts     = 1024
-	reservedTries     = 32
 )
 
 // transport is one TCP connection carrying one RPC call at a time.
@@ -81,12 +80,17 @@ func dial(ctx context.Context, addr string, sourcePort SourcePort) (*transport, 
 }
 
 // dialReserved returns no connection and no error when the process may not
-// bind a reserved port, so the caller falls back to an unreserved one.
+// bind a reserved port, or every one is taken, so the caller falls back to
+// an unreserved one. It tries each port once from a random one. The ports
+// of closed connections wait in TIME_WAIT for a minute, and there are only
+// 512: with SO_REUSEADDR such a port is bound again, and only a connection
+// to the same server address is refused (EADDRNOTAVAIL), as the kernel
+// keeps each connection's addresses unique.
 func dialReserved(ctx context.Context, addr string) (net.Conn, error) {
 	start := rand.IntN(reservedPorts - firstReservedPort) //nolint:gosec // spreading ports needs no secrecy
-	for i := range reservedTries {
+	for i := range reservedPorts - firstReservedPort {
 		port := firstReservedPort + (start+i)%(reservedPorts-firstReservedPort)
-		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}}
+		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}, Control: reuseAddress}
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		switch {
 		case err == nil:
@@ -100,6 +104,17 @@ func dialReserved(ctx context.Context, addr string) (net.Conn, error) {
 		}
 	}
 	return nil, nil
+}
+
+// reuseAddress sets SO_REUSEADDR on a socket before it is bound.
+func reuseAddress(_, _ string, c syscall.RawConn) error {
+	var err error
+	if controlErr := c.Control(func(fd uintptr) {
+		err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	}); controlErr != nil {
+		return controlErr
+	}
+	return err
 }
 
 // addressless drops the addresses that a *net.OpError names: its local

@@ -20,7 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,6 +216,55 @@ func TestSecureExport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReservedPortsInTimeWait: the reserved ports of closed connections
+// wait in TIME_WAIT for a minute, and there are only 512 of them; a client
+// that opened many connections still reaches a secure export from one.
+func TestReservedPortsInTimeWait(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("binding a reserved port needs root")
+	}
+	occupyReservedPorts(t)
+	e := serve(t, nfsserver.Options{Secure: true})
+	c, err := Dial(t.Context(), e.options(Options{SourcePort: ReservedFirst}))
+	if err != nil {
+		t.Fatalf("Dial with every reserved port in TIME_WAIT: %v", err)
+	}
+	c.Close()
+}
+
+// occupyReservedPorts leaves every reserved port that is free in TIME_WAIT:
+// it connects from each to a listener of its own and closes its end first.
+func occupyReservedPorts(t *testing.T) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				_, _ = io.Copy(io.Discard, conn)
+				_ = conn.Close()
+			})
+		}
+	})
+	for port := firstReservedPort; port < reservedPorts; port++ {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}}
+		conn, err := d.DialContext(t.Context(), "tcp", l.Addr().String())
+		if err != nil {
+			continue // taken already
+		}
+		_ = conn.Close()
+	}
+	_ = l.Close()
+	wg.Wait()
 }
 
 // silentServer returns a server that never answers.
