@@ -276,11 +276,21 @@ func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 		if !res.done {
 			delete(s.reservations, req.PVName)
 		}
+		if full(err) {
+			return "", fmt.Errorf("%w: cannot create directory %q: %w", provisioning.ErrNoRoom, dir, err)
+		}
 		return "", fmt.Errorf("cannot create directory %q: %w", dir, err)
 	}
 	res.done = true
 	logger.V(2).Info("Volume directory ready")
 	return dir, nil
+}
+
+// full reports whether err is a file system out of space or over quota, a
+// state the checks before cannot rule out (a file system that reports no
+// size, another writer) and that may pass.
+func full(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // dirFor keeps the directory of an earlier call for the same PV, so a claim

@@ -17,8 +17,10 @@ limitations under the License.
 package dirvol
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -26,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -445,6 +448,62 @@ func TestCapacity(t *testing.T) {
 			}
 			_, err := f.store.Create(t.Context(), request(t, "team", "data", tc.size, ""))
 			checkErr(t, err, tc.wantErr)
+			if got := errors.Is(err, provisioning.ErrNoRoom); got != tc.noRoom {
+				t.Errorf("errors.Is(%v, ErrNoRoom) = %v, want %v", err, got, tc.noRoom)
+			}
+		})
+	}
+}
+
+// failingFS is LocalFS on which making a volume directory (named pvc-...)
+// fails with err.
+type failingFS struct {
+	LocalFS
+	err error
+}
+
+func (f failingFS) OpenBase(ctx context.Context, root, base string) (Dir, error) {
+	d, err := f.LocalFS.OpenBase(ctx, root, base)
+	return failingDir{Dir: d, err: f.err}, err
+}
+
+type failingDir struct {
+	Dir
+	err error
+}
+
+func (d failingDir) OpenDir(ctx context.Context, name string) (Dir, error) {
+	child, err := d.Dir.OpenDir(ctx, name)
+	return failingDir{Dir: child, err: d.err}, err
+}
+
+func (d failingDir) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	if !strings.HasPrefix(name, "pvc-") {
+		return d.Dir.Mkdir(ctx, name, perm)
+	}
+	return &fs.PathError{Op: "mkdir", Path: name, Err: d.err}
+}
+
+// TestCreateOnAFullFileSystem: a file system found full or over quota only
+// when the directory is made refuses the claim for want of room, which may
+// free up; another failure does not.
+func TestCreateOnAFullFileSystem(t *testing.T) {
+	tests := map[string]struct {
+		err    error
+		noRoom bool
+	}{
+		"out of space":     {err: syscall.ENOSPC, noRoom: true},
+		"over quota":       {err: syscall.EDQUOT, noRoom: true},
+		"read-only":        {err: syscall.EROFS},
+		"permission error": {err: syscall.EACCES},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.FS = failingFS{err: tc.err} })
+			_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", ""))
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("Create: %v, want the file system's error", err)
+			}
 			if got := errors.Is(err, provisioning.ErrNoRoom); got != tc.noRoom {
 				t.Errorf("errors.Is(%v, ErrNoRoom) = %v, want %v", err, got, tc.noRoom)
 			}

@@ -19,6 +19,7 @@ package nfsclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -235,6 +236,29 @@ func TestErrors(t *testing.T) {
 	for _, tt := range tests {
 		if !errors.Is(tt.err, tt.want) {
 			t.Errorf("%s: %v, want an error wrapping %v", tt.name, tt.err, tt.want)
+		}
+	}
+}
+
+// TestStatusErrorIs: the statuses a caller acts on match what a local file
+// system's errors match.
+func TestStatusErrorIs(t *testing.T) {
+	tests := []struct {
+		status uint32
+		target error
+		want   bool
+	}{
+		{status: statusNoSpace, target: syscall.ENOSPC, want: true},
+		{status: statusQuota, target: syscall.EDQUOT, want: true},
+		{status: statusNoSpace, target: syscall.EDQUOT},
+		{status: statusExist, target: syscall.ENOSPC},
+		{status: statusNoEnt, target: fs.ErrNotExist, want: true},
+		{status: statusAccess, target: fs.ErrPermission, want: true},
+	}
+	for _, tt := range tests {
+		err := fmt.Errorf("cannot make it: %w", &StatusError{Op: "MKDIR", Path: "dir", Status: tt.status})
+		if got := errors.Is(err, tt.target); got != tt.want {
+			t.Errorf("errors.Is(%v, %v) = %v, want %v", err, tt.target, got, tt.want)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 
 	"github.com/willscott/go-nfs-client/nfs"
 )
@@ -35,6 +36,8 @@ const (
 	statusNotEmpty  = nfs.NFS3ErrNotEmpty
 	statusStale     = nfs.NFS3ErrStale
 	statusBadHandle = nfs.NFS3ErrBadHandle
+	statusNoSpace   = nfs.NFS3ErrNoSpc
+	statusQuota     = nfs.NFS3ErrDQuot
 )
 
 // ErrNotDirectory is what a path element that must be a directory and is
@@ -46,8 +49,9 @@ var ErrClosed = errors.New("NFS client is closed")
 
 // StatusError is an NFS or MOUNT procedure that the server answered with a
 // status other than OK. errors.Is matches it against fs.ErrNotExist,
-// fs.ErrExist and fs.ErrPermission (NFS3ERR_PERM and NFS3ERR_ACCES, what a
-// refused chown under root_squash answers).
+// fs.ErrExist, fs.ErrPermission (NFS3ERR_PERM and NFS3ERR_ACCES, what a
+// refused chown under root_squash answers), syscall.ENOSPC and
+// syscall.EDQUOT, as the errors of a local file system match.
 type StatusError struct {
 	Op     string
 	Path   string
@@ -89,6 +93,10 @@ func (e *StatusError) Is(target error) bool {
 		return e.Status == statusPerm || e.Status == statusAccess
 	case ErrNotDirectory:
 		return e.Status == statusNotDir
+	case syscall.ENOSPC:
+		return e.Status == statusNoSpace
+	case syscall.EDQUOT:
+		return e.Status == statusQuota
 	}
 	return false
 }
