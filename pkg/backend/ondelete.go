@@ -36,11 +36,19 @@ func VolumeOnDelete(pv *v1.PersistentVolume, configured OnDeletePolicy) (OnDelet
 	if !ok {
 		return configured, nil
 	}
-	switch policy := OnDeletePolicy(value); policy {
-	case OnDeleteDelete, OnDeleteRetain, OnDeleteArchive:
+	if policy := OnDeletePolicy(value); policy.Known() {
 		return policy, nil
 	}
 	return "", fmt.Errorf("annotation %s: %q is not one of Delete, Retain, Archive", AnnOnDelete, value)
+}
+
+// Known reports whether p is one of Delete, Retain and Archive.
+func (p OnDeletePolicy) Known() bool {
+	switch p {
+	case OnDeleteDelete, OnDeleteRetain, OnDeleteArchive:
+		return true
+	}
+	return false
 }
 
 // RemovedOnDelete returns what is to become of the directory of pv when pv

@@ -51,7 +51,7 @@ func (s *Store) Release(ctx context.Context, removed []backend.RemovedVolume) ([
 	if walkErr != nil && volumes == nil {
 		return nil, fmt.Errorf("cannot find the volume directories: %w", walkErr)
 	}
-	pvNames, policies := byName(removed)
+	pvNames, policies, refused := byName(removed)
 	// left counts the directories of each name that are still there; a
 	// name with none found has none only if the walk read every folder.
 	left := map[string]int{}
@@ -65,7 +65,7 @@ func (s *Store) Release(ctx context.Context, removed []backend.RemovedVolume) ([
 			left[v.pvName]++
 		}
 	}
-	errs := []error{walkErr}
+	errs := []error{walkErr, refused}
 	purge := false
 	for _, v := range volumes {
 		if left[v.pvName] == 0 {
@@ -93,15 +93,22 @@ func (s *Store) Release(ctx context.Context, removed []backend.RemovedVolume) ([
 	return doneNames(pvNames, left), errors.Join(errs...)
 }
 
-// byName returns the names of removed, in order, and their policies.
-func byName(removed []backend.RemovedVolume) ([]string, map[string]backend.OnDeletePolicy) {
+// byName returns the names of removed, in order, and their policies, but
+// for those whose policy is none of Delete, Retain and Archive: nothing is
+// released in doubt, and their names are not done.
+func byName(removed []backend.RemovedVolume) ([]string, map[string]backend.OnDeletePolicy, error) {
 	pvNames := make([]string, 0, len(removed))
 	policies := map[string]backend.OnDeletePolicy{}
+	var errs []error
 	for _, volume := range removed {
+		if !volume.OnDelete.Known() {
+			errs = append(errs, fmt.Errorf("cannot release PV %s: onDelete %q is not one of Delete, Retain, Archive", volume.PVName, volume.OnDelete))
+			continue
+		}
 		pvNames = append(pvNames, volume.PVName)
 		policies[volume.PVName] = volume.OnDelete
 	}
-	return pvNames, policies
+	return pvNames, policies, errors.Join(errs...)
 }
 
 // doneNames returns the names of pvNames known to have no directory left,

@@ -166,9 +166,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.OnDelete == "" {
 		cfg.OnDelete = backend.OnDeleteDelete
 	}
-	switch cfg.OnDelete {
-	case backend.OnDeleteDelete, backend.OnDeleteRetain, backend.OnDeleteArchive:
-	default:
+	if !cfg.OnDelete.Known() {
 		return nil, fmt.Errorf("%w: onDelete %q is not one of Delete, Retain, Archive", backend.ErrInvalidSpec, cfg.OnDelete)
 	}
 	if cfg.Capacity.Storage.Sign() < 0 || cfg.Capacity.MaxVolumes < 0 {

@@ -105,6 +105,11 @@ func releaseCases() map[string]releaseCase {
 			want:     []string{"pvc-team-gone", "pvc-team-nested", "pvc-team-nowhere"},
 			wantTree: withKept("team/", "team/x/", "team/x/nested/", "team/x/nested/file"),
 		},
+		"a policy in doubt releases nothing": {
+			onDelete: backend.OnDeleteDelete, names: []string{"pvc-team-gone", "pvc-team-nowhere"},
+			policies: map[string]backend.OnDeletePolicy{"pvc-team-gone": "delete"},
+			want:     []string{"pvc-team-nowhere"}, wantTree: unreleased, wantErr: `onDelete "delete" is not one of Delete, Retain, Archive`,
+		},
 		"a name given twice is returned once": {
 			onDelete: backend.OnDeleteDelete, names: []string{"pvc-team-nowhere", "pvc-team-nowhere"},
 			want: []string{"pvc-team-nowhere"}, wantTree: unreleased,
