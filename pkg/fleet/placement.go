@@ -200,14 +200,20 @@ func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 			served[name] = &nodeCandidate{Name: name, Available: service.report.Available}
 		}
 	}
+	// A claim counts until its volume does: the volume may be seen before
+	// the binder binds the claim to it.
+	made := map[types.UID]bool{}
 	for _, volume := range v.volumes {
+		if ref := volume.Spec.ClaimRef; ref != nil {
+			made[ref.UID] = true
+		}
 		if n := served[backend.VolumeNode(volume)]; n != nil {
 			n.Volumes++
 			n.Used += storageOf(volume.Spec.Capacity)
 		}
 	}
 	for _, claim := range v.claims {
-		if n := served[claim.Annotations[provisioning.AnnSelectedNode]]; n != nil && claim.Spec.VolumeName == "" {
+		if n := served[claim.Annotations[provisioning.AnnSelectedNode]]; n != nil && claim.Spec.VolumeName == "" && !made[claim.UID] {
 			n.Volumes++
 			n.Used += storageOf(claim.Spec.Resources.Requests)
 		}

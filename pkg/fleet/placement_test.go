@@ -17,17 +17,26 @@ limitations under the License.
 package fleet
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 const gi = int64(1) << 30
@@ -212,5 +221,47 @@ func TestAllowedBy(t *testing.T) {
 				t.Errorf("allowed nodes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCandidatesCountEachVolumeOnce: a claim placed on a node counts there
+// until its volume is made, and then only its volume does, even before the
+// binder binds the claim to it.
+func TestCandidatesCountEachVolumeOnce(t *testing.T) {
+	report, err := json.Marshal(nodeReport{"fake": {Reason: v1alpha1.ReasonRunning}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := fakeCoordinator(t, kubefake.NewClientset(), &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
+	now := time.Now()
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "nodes", Name: NodeLeaseName("a"), Annotations: map[string]string{AnnNodeReport: string(report)}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-a"), LeaseDurationSeconds: ptr.To[int32](600), RenewTime: &metav1.MicroTime{Time: now}},
+	}
+	if err := c.nodeLeases.GetStore().Add(lease); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(uid types.UID, volumeName string) *v1.PersistentVolumeClaim {
+		return &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: string(uid), UID: uid, Annotations: map[string]string{provisioning.AnnSelectedNode: "a"}},
+			Spec: v1.PersistentVolumeClaimSpec{VolumeName: volumeName,
+				Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
+		}
+	}
+	volume := func(name string, uid types.UID) *v1.PersistentVolume {
+		return &v1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{backend.AnnNode: "a"}},
+			Spec: v1.PersistentVolumeSpec{Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+				ClaimRef: &v1.ObjectReference{Namespace: "ns", Name: string(uid), UID: uid}},
+		}
+	}
+	v := &fleetView{now: now, nodes: map[string]*v1.Node{"a": {ObjectMeta: metav1.ObjectMeta{Name: "a"}}},
+		volumes: []*v1.PersistentVolume{volume("pv-bound", "bound"), volume("pv-unbound", "made")},
+		claims:  []*v1.PersistentVolumeClaim{claim("bound", "pv-bound"), claim("made", ""), claim("placed", "")},
+	}
+	got := c.candidates(v)
+	want := map[string]*nodeCandidate{"a": {Name: "a", Volumes: 3, Used: 3 * gi}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("candidates (-want +got):\n%s", diff)
 	}
 }

@@ -358,9 +358,9 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 		}
 		perNode[p.Node]++
 	}
-	// Three nodes with equal room: two claims each.
+	// Three nodes with equal room: two claims each, which the rest counts on.
 	if diff := cmp.Diff(map[string]int{c.nodes[0]: 2, c.nodes[1]: 2, c.nodes[2]: 2}, perNode); diff != "" {
-		t.Errorf("claims per node (-want +got):\n%s", diff)
+		t.Fatalf("claims per node (-want +got):\n%s", diff)
 	}
 	c.waitEvent(c.namespace, claims[0], corev1.EventTypeNormal, fleet.EventNodeSelected)
 
