@@ -55,20 +55,21 @@ func (c *Controller) Health() Health {
 	return c.health
 }
 
-// backendDown reports whether the last probe failed and, if so, when a
-// failed item is to be tried again: at the next probe.
-func (c *Controller) backendDown() (time.Duration, bool) {
-	return c.config().ProbeInterval, c.Health().Err != nil
+// backendWaits reports whether the last probe failed and, if so, when a
+// failed item is to be tried again: at the next probe. Its failure does not
+// count, so that items wait for the backend rather than being given up on.
+func (c *Controller) backendWaits() (retryIn time.Duration, why string, waits bool) {
+	if c.Health().Err == nil {
+		return 0, "", false
+	}
+	return c.config().ProbeInterval, "backend unavailable", true
 }
 
 // volumeWaits reports whether the failure of a volume is waited out rather
-// than counted, as claimWaits does for claims: volumes only wait for an
-// unavailable backend.
+// than counted: volumes wait for an unavailable backend only, claims for
+// room too (claimWaits).
 func (c *Controller) volumeWaits(string, error) (retryIn time.Duration, why string, waits bool) {
-	if retryIn, down := c.backendDown(); down {
-		return retryIn, "backend unavailable", true
-	}
-	return 0, "", false
+	return c.backendWaits()
 }
 
 // probes are the probes of one term, run by one goroutine.

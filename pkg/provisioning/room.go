@@ -90,8 +90,8 @@ func (w *roomWaits) generation() uint64 {
 // rather than counted towards the failure threshold and, if so, when to try
 // the claim again and why: the backend is unavailable, or has no room for it.
 func (c *Controller) claimWaits(key claimKey, err error) (retryIn time.Duration, why string, waits bool) {
-	if retryIn, down := c.backendDown(); down {
-		return retryIn, "backend unavailable", true
+	if retryIn, why, waits := c.backendWaits(); waits {
+		return retryIn, why, waits
 	}
 	if errors.Is(err, ErrNoRoom) {
 		return c.room.refused(key), "no room", true
