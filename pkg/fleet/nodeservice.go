@@ -83,21 +83,21 @@ func serviceOf(leases cache.Store, namespace, node, config string, now time.Time
 	lease, _ := obj.(*coordinationv1.Lease)
 	switch {
 	case err != nil:
-		return unserved(node, agentNoLease, v1alpha1.ReasonNoNodeAgent, "cannot read Lease %s: %v", leaseName, err)
+		return notServed(node, agentNoLease, v1alpha1.ReasonNoNodeAgent, "cannot read Lease %s: %v", leaseName, err)
 	case !exists || lease == nil:
-		return unserved(node, agentNoLease, v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease %s", leaseName)
+		return notServed(node, agentNoLease, v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease %s", leaseName)
 	}
 	expiry, held := leaseExpiry(lease)
 	if !held || !expiry.After(now) {
-		return unserved(node, agentExpired, v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease %s", leaseName)
+		return notServed(node, agentExpired, v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease %s", leaseName)
 	}
 	s := readService(lease, config, node)
 	s.expiry = expiry
 	return s
 }
 
-// unserved is the service of node in state, unserved for reason.
-func unserved(node string, state agentState, reason, format string, args ...any) nodeService {
+// notServed is the service of node in state, not served for reason.
+func notServed(node string, state agentState, reason, format string, args ...any) nodeService {
 	return nodeService{state: state, unserved: &v1alpha1.UnservedNode{Node: node, Reason: reason, Message: fmt.Sprintf(format, args...)}}
 }
 
@@ -106,14 +106,14 @@ func unserved(node string, state agentState, reason, format string, args ...any)
 func readService(lease *coordinationv1.Lease, config, node string) nodeService {
 	reports, err := readNodeReport(lease)
 	if err != nil {
-		return unserved(node, agentUnreadable, v1alpha1.ReasonNoNodeAgent, "%v", err)
+		return notServed(node, agentUnreadable, v1alpha1.ReasonNoNodeAgent, "%v", err)
 	}
 	report, ok := reports[config]
 	if !ok {
-		return unserved(node, agentPending, v1alpha1.ReasonNodeAgentPending, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
+		return notServed(node, agentPending, v1alpha1.ReasonNodeAgentPending, "the node agent %s has not reported on this ProvisionerConfig yet", *lease.Spec.HolderIdentity)
 	}
 	if !slices.Contains(servingReasons, report.Reason) {
-		s := unserved(node, agentNotServing, report.Reason, "%s", report.Message)
+		s := notServed(node, agentNotServing, report.Reason, "%s", report.Message)
 		s.report = report
 		return s
 	}
