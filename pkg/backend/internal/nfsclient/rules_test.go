@@ -236,6 +236,7 @@ func TestReservedPortsInTimeWait(t *testing.T) {
 
 // occupyReservedPorts leaves every reserved port that is free in TIME_WAIT:
 // it connects from each to a listener of its own and closes its end first.
+// It fails unless every reserved port ends up taken.
 func occupyReservedPorts(t *testing.T) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -258,8 +259,11 @@ func occupyReservedPorts(t *testing.T) {
 	for port := firstReservedPort; port < reservedPorts; port++ {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}}
 		conn, err := d.DialContext(t.Context(), "tcp", l.Addr().String())
-		if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EADDRNOTAVAIL) {
 			continue // taken already
+		}
+		if err != nil {
+			t.Fatalf("cannot take port %d: %v", port, err)
 		}
 		_ = conn.Close()
 	}
