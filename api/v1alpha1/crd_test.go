@@ -457,6 +457,21 @@ func TestValidation(t *testing.T) {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, pathPattern: "/{{.PVName}}"}}}`,
 			want: []string{`spec.backend.hostPath.pathPattern: Invalid value: "/{{.PVName}}": must be relative to the backend's base directory`},
 		},
+		"hostPath pathPattern that climbs out of path": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, pathPattern: "../{{.PVName}}"}}}`,
+			want: []string{`spec.backend.hostPath.pathPattern: Invalid value: "../{{.PVName}}": must not contain a '..' path element: every volume lies under the backend's base directory`},
+		},
+		"nfs pathPattern with a .. element inside": {
+			spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, pathPattern: "{{.PVC.Namespace}}/../{{.PVC.Name}}"}}}`,
+			want: []string{`spec.backend.nfs.pathPattern: Invalid value: "{{.PVC.Namespace}}/../{{.PVC.Name}}": must not contain a '..' path element: every volume lies under the backend's base directory`},
+		},
+		"nfs pathPattern that is ..": {
+			spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, pathPattern: ".."}}}`,
+			want: []string{`spec.backend.nfs.pathPattern: Invalid value: "..": must not contain a '..' path element: every volume lies under the backend's base directory`},
+		},
+		"pathPattern with dots inside names": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, pathPattern: "{{.PVC.Namespace}}/v..{{.PVC.Name}}..x"}}}`,
+		},
 		"duration that does not parse": {
 			spec: `{provisionerName: x, resyncPeriod: 15 minutes, ` + hostPath + `}`,
 			want: []string{

@@ -457,6 +457,7 @@ type AbsolutePath string
 //
 // +kubebuilder:validation:MaxLength=1024
 // +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="must be relative to the backend's base directory"
+// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="must not contain a '..' path element: every volume lies under the backend's base directory"
 type PathPattern string
 
 // OnDeletePolicy says what happens to a volume's directory when the volume is
@@ -534,7 +535,9 @@ type HostPathBackend struct {
 	NodeRemoval *NodeRemoval `json:"nodeRemoval,omitempty"`
 
 	// pathPattern renders each volume's directory under path; empty means the
-	// PersistentVolume name.
+	// PersistentVolume name. A '..' path element is refused; fixed text that
+	// renders ".." for every claim in a way no rule sees, such as {{".."}},
+	// makes the ProvisionerConfig Ready=False with reason InvalidSpec.
 	// +optional
 	PathPattern PathPattern `json:"pathPattern,omitempty"`
 
@@ -698,7 +701,9 @@ type NFSBackend struct {
 	MountPath AbsolutePath `json:"mountPath,omitempty"`
 
 	// pathPattern renders each volume's subdirectory; empty means the
-	// PersistentVolume name.
+	// PersistentVolume name. A '..' path element is refused; fixed text that
+	// renders ".." for every claim in a way no rule sees, such as {{".."}},
+	// makes the ProvisionerConfig Ready=False with reason InvalidSpec.
 	// +optional
 	PathPattern PathPattern `json:"pathPattern,omitempty"`
 

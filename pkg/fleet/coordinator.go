@@ -36,6 +36,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/leaderelection"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -105,6 +106,10 @@ func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.H
 		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
 	}
 	if err := missingCoordinatorDeps(spec, deps); err != nil {
+		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
+	}
+	// Every node agent would refuse it: say so without waiting for them.
+	if err := hostpath.CheckPathPattern(string(spec.PathPattern)); err != nil {
 		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
 	}
 	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)

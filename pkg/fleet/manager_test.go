@@ -494,3 +494,23 @@ func TestManagerBackendsShareTheVolumePathIndex(t *testing.T) {
 		t.Errorf("backends built: %d, want 2", len(volumes))
 	}
 }
+
+// TestManagerRefusesPathPatternsThatClimb checks that a pathPattern whose
+// fixed text renders ".." for every claim, which the CRD's rules cannot see,
+// makes its ProvisionerConfig Ready=False InvalidSpec instead of Ready with
+// every claim refused.
+func TestManagerRefusesPathPatternsThatClimb(t *testing.T) {
+	f := newFixture(t)
+	onHost := hostPathConfig("on-host", "x.io/on-host", 1)
+	onHost.Spec.Backend.HostPath.PathPattern = `{{".."}}/{{.PVName}}`
+	onNFS := hostPathConfig("on-nfs", "x.io/on-nfs", 1)
+	onNFS.Spec.Backend = v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{Server: "nfs.example", Path: "/export", PathPattern: `{{.PVC.Namespace}}/.{{"."}}/x`}}
+	f.create(onHost)
+	f.create(onNFS)
+	for _, name := range []string{"on-host", "on-nfs"} {
+		f.eventually(name+" refused for its pathPattern", func() bool {
+			c := meta.FindStatusCondition(f.get(name).Status.Conditions, v1alpha1.ConditionReady)
+			return f.readyReason(name, 1) == v1alpha1.ReasonInvalidSpec && strings.Contains(c.Message, `renders ".." for every claim`)
+		})
+	}
+}

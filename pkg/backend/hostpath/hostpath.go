@@ -103,6 +103,16 @@ var (
 	_ provisioning.BudgetReporter = (*Provisioner)(nil)
 )
 
+// CheckPathPattern refuses a pathPattern that New refuses, for the manager,
+// which runs no hostPath backend but reports its configuration. Errors wrap
+// backend.ErrInvalidSpec.
+func CheckPathPattern(pattern string) error {
+	if _, err := dirvol.ParsePattern(pattern); err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrInvalidSpec, err)
+	}
+	return nil
+}
+
 // New checks cfg and returns its Provisioner. Errors wrap
 // backend.ErrInvalidSpec or backend.ErrUnavailable.
 func New(cfg Config, opts Options) (*Provisioner, error) {

@@ -88,7 +88,67 @@ func ParsePattern(text string) (*Pattern, error) {
 	if len(text) > maxPatternLen {
 		return nil, fmt.Errorf("path pattern is %d bytes long, more than %d", len(text), maxPatternLen)
 	}
-	return parseTemplate(text)
+	p, err := parseTemplate(text)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFixedText(p.tmpl.Root); err != nil {
+		return nil, fmt.Errorf("path pattern %q: %w", truncate(text), err)
+	}
+	return p, nil
+}
+
+// checkFixedText refuses a pattern whose fixed text makes every claim's
+// directory one that CheckDir refuses: a ".." or a leading "/" spelt in a
+// way the CRD's rules, which read the pattern as written, cannot see, such as
+// {{".."}} or text joined across a comment. Text next to an action that
+// renders the claim may change meaning, so only runs of fixed text count.
+func checkFixedText(root *parse.ListNode) error {
+	var run strings.Builder
+	first := true
+	for _, node := range root.Nodes {
+		if text, fixed := fixedText(node); fixed {
+			run.WriteString(text)
+			continue
+		}
+		if err := checkFixedRun(run.String(), first); err != nil {
+			return err
+		}
+		run.Reset()
+		first = false
+	}
+	return checkFixedRun(run.String(), first)
+}
+
+// checkFixedRun checks one run of fixed text; first says whether the run
+// starts the directory.
+func checkFixedRun(run string, first bool) error {
+	switch {
+	case strings.Contains(run, ".."):
+		return fmt.Errorf("its fixed text %q renders \"..\" for every claim", truncate(run))
+	case first && strings.HasPrefix(run, "/"):
+		return fmt.Errorf("its fixed text %q renders an absolute path for every claim", truncate(run))
+	}
+	return nil
+}
+
+// fixedText returns what node renders whatever the claim, if that is fixed:
+// text, a comment, or an action that is a string constant.
+func fixedText(node parse.Node) (string, bool) {
+	switch n := node.(type) {
+	case *parse.TextNode:
+		return string(n.Text), true
+	case *parse.CommentNode:
+		return "", true
+	case *parse.ActionNode:
+		if len(n.Pipe.Decl) != 0 || len(n.Pipe.Cmds) != 1 || len(n.Pipe.Cmds[0].Args) != 1 {
+			return "", false
+		}
+		if s, ok := n.Pipe.Cmds[0].Args[0].(*parse.StringNode); ok {
+			return s.Text, true
+		}
+	}
+	return "", false
 }
 
 // parseTemplate is ParsePattern for a text of any length: one translated

@@ -132,12 +132,35 @@ func TestParsePatternRefusals(t *testing.T) {
 		"in an else":      {pattern: `{{if .PVName}}x{{else}}{{slice .PVName 1}}{{end}}`, wantErr: `function "slice" is not allowed`},
 		"in a chain":      {pattern: `{{(urlquery .PVName).X}}`, wantErr: `function "urlquery" is not allowed`},
 		"call":            {pattern: `{{call .PVName}}`, wantErr: `function "call" is not allowed`},
+		// What the CRD's rules, reading the pattern as written, cannot see.
+		"parent in a string constant": {pattern: `{{".."}}/{{.PVName}}`, wantErr: `renders ".." for every claim`},
+		"parent across a comment":     {pattern: `{{.PVC.Namespace}}/.{{/* x */}}./{{.PVName}}`, wantErr: `renders ".." for every claim`},
+		"parent of constants":         {pattern: `{{"."}}{{"."}}/{{.PVName}}`, wantErr: `renders ".." for every claim`},
+		"parent after trimming":       {pattern: "x/. {{- \".\" -}} /{{.PVName}}", wantErr: `renders ".." for every claim`},
+		"dots inside a fixed name":    {pattern: `{{.PVC.Namespace}}/v..{{.PVName}}`, wantErr: `renders ".." for every claim`},
+		"absolute in a constant":      {pattern: `{{"/"}}{{.PVName}}`, wantErr: "renders an absolute path for every claim"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParsePattern(tc.pattern)
 			checkErr(t, err, tc.wantErr)
 		})
+	}
+}
+
+// TestParsePatternKeepsDotsTheClaimMayChange accepts patterns whose dots or
+// slashes are not, whatever the claim, a ".." or a leading "/".
+func TestParsePatternKeepsDotsTheClaimMayChange(t *testing.T) {
+	for _, pattern := range []string{
+		`{{.PVC.Namespace}}/a.{{.PVName}}.b`,
+		`{{.PVC.Namespace}}{{"/"}}{{.PVName}}`,
+		`x/{{"y.z"}}/{{.PVName}}`,
+		`{{if eq .PVC.Namespace ".."}}x{{else}}y{{end}}/{{.PVName}}`,
+		`{{.PVC.Namespace}}.{{.PVName}}`,
+	} {
+		if _, err := ParsePattern(pattern); err != nil {
+			t.Errorf("ParsePattern(%q): %v", pattern, err)
+		}
 	}
 }
 
