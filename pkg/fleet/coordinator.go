@@ -58,6 +58,9 @@ type coordinatorDeps struct {
 	// OnLeaderChange, if set, is called with the holder of the provisioner's
 	// Lease whenever it changes.
 	OnLeaderChange func(holderIdentity string)
+	// LeaseClock judges the node Leases' expiry: the manager's, which its
+	// watch of the node Leases tells of every change.
+	LeaseClock *leaseClock
 }
 
 // coordElector is what a coordinator needs of its elector: a
@@ -88,6 +91,7 @@ type coordinator struct {
 	client     provisioning.Client
 	informers  provisioning.SharedInformers
 	nodeLeases cache.SharedIndexInformer
+	leaseClock *leaseClock
 	leaseNS    string
 	recorder   record.EventRecorder
 	metrics    *coordinatorMetrics
@@ -120,6 +124,7 @@ func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.H
 		client:     deps.Client,
 		informers:  deps.Informers,
 		nodeLeases: deps.NodeLeases,
+		leaseClock: deps.LeaseClock,
 		leaseNS:    deps.NodeLeaseNamespace,
 		recorder:   deps.EventRecorder,
 		metrics:    deps.Metrics,
@@ -140,6 +145,9 @@ func missingCoordinatorDeps(spec *v1alpha1.HostPathBackend, deps coordinatorDeps
 	inf := deps.Informers
 	if inf.Claims == nil || inf.Volumes == nil || inf.Classes == nil || inf.Nodes == nil || deps.NodeLeases == nil {
 		missing = append(missing, errors.New("claim, volume, class, node and node Lease informers are required"))
+	}
+	if deps.LeaseClock == nil {
+		missing = append(missing, errors.New("a clock of the node Leases is required"))
 	}
 	return errors.Join(missing...)
 }

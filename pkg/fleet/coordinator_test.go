@@ -98,6 +98,9 @@ type coordEnv struct {
 	configName string
 	provName   string
 	metrics    *coordinatorMetrics
+	// clock judges the node Leases' expiry for every coordinator of the
+	// subtest, as the manager's does for its coordinators.
+	clock *leaseClock
 	// retry is the coordinator's retry delay.
 	retry time.Duration
 }
@@ -105,7 +108,7 @@ type coordEnv struct {
 func newCoordEnv(t *testing.T, client kubernetes.Interface, id string) *coordEnv {
 	_, ctx := ktesting.NewTestContext(t)
 	e := &coordEnv{t: t, ctx: ctx, client: client, id: id, ns: id, leaseNS: id + "-nodes",
-		configName: id, provName: "provfleet.io/" + id, retry: time.Second}
+		configName: id, provName: "provfleet.io/" + id, retry: time.Second, clock: newLeaseClock()}
 	for _, ns := range []string{e.ns, e.leaseNS} {
 		e.create(func() error {
 			_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -152,6 +155,7 @@ func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *coord
 		},
 		NodeLeases:         nodeLeases.Coordination().V1().Leases().Informer(),
 		NodeLeaseNamespace: e.leaseNS,
+		LeaseClock:         e.clock,
 		EventRecorder:      broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "coordinator-" + identity}),
 		Metrics:            e.metrics,
 	})
@@ -189,27 +193,38 @@ func (e *coordEnv) node(name string, labels map[string]string) {
 }
 
 // agent writes the node Lease of node as its agent would: held and renewed
-// now when live, and reporting reason for this ProvisionerConfig.
+// now, and reporting reason for this ProvisionerConfig. Unless live, the
+// manager saw that renewal an hour ago.
 func (e *coordEnv) agent(node, reason string, live bool, available *int64) {
-	renewed := time.Now()
+	lease := e.nodeLease(node, reason, time.Now(), 600, available)
 	if !live {
-		renewed = renewed.Add(-time.Hour)
+		// Before any coordinator can see it first.
+		e.clock.expiry(lease, time.Now().Add(-time.Hour))
 	}
-	e.agentLease(node, reason, renewed, 600, available)
+	e.createLease(lease)
 }
 
 // agentLease writes the node Lease of node, renewed at renewed for seconds.
 func (e *coordEnv) agentLease(node, reason string, renewed time.Time, seconds int32, available *int64) {
+	e.createLease(e.nodeLease(node, reason, renewed, seconds, available))
+}
+
+// nodeLease is the node Lease of node, renewed at renewed for seconds.
+func (e *coordEnv) nodeLease(node, reason string, renewed time.Time, seconds int32, available *int64) *coordinationv1.Lease {
 	report, err := json.Marshal(nodeReport{e.configName: {Generation: 1, Reason: reason, Available: available}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.leaseNS, Name: NodeLeaseName(node), Annotations: map[string]string{AnnNodeReport: string(report)}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-" + node), LeaseDurationSeconds: ptr.To(seconds),
+			RenewTime: &metav1.MicroTime{Time: renewed}},
+	}
+}
+
+func (e *coordEnv) createLease(lease *coordinationv1.Lease) {
 	e.create(func() error {
-		_, err := e.client.CoordinationV1().Leases(e.leaseNS).Create(e.ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: NodeLeaseName(node), Annotations: map[string]string{AnnNodeReport: string(report)}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-" + node), LeaseDurationSeconds: ptr.To(seconds),
-				RenewTime: &metav1.MicroTime{Time: renewed}},
-		}, metav1.CreateOptions{})
+		_, err := e.client.CoordinationV1().Leases(e.leaseNS).Create(e.ctx, lease, metav1.CreateOptions{})
 		return err
 	})
 }
@@ -517,6 +532,7 @@ func fakeCoordinator(t *testing.T, client kubernetes.Interface, spec *v1alpha1.H
 		},
 		NodeLeases:         factory.Coordination().V1().Leases().Informer(),
 		NodeLeaseNamespace: "nodes",
+		LeaseClock:         newLeaseClock(),
 		EventRecorder:      record.NewFakeRecorder(100),
 		Metrics:            m,
 	})

@@ -176,6 +176,9 @@ type Manager struct {
 	started      sync.Once
 	synced       chan struct{}
 	runErr       error
+
+	// leaseClock judges the node Leases' expiry by this process's clock.
+	leaseClock *leaseClock
 }
 
 // New returns a Manager that talks to the API server of config, spending at
@@ -232,6 +235,8 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 		configs: externalversions.NewSharedInformerFactory(deps.pcfg, 0),
 		scheme:  scheme,
 		synced:  make(chan struct{}),
+
+		leaseClock: newLeaseClock(),
 	}
 	for _, opt := range opts {
 		if err := opt(m); err != nil {

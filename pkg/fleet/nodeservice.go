@@ -74,10 +74,10 @@ func (s nodeService) agentLive() bool {
 
 // serviceOf reads, at now, the Lease of node in namespace from leases (a
 // cache of node Leases) into how its agent serves the ProvisionerConfig
-// config. It is the one reader of the node Leases' reports: the status
-// counts the nodes it finds served; placement and node removal decide on
-// its state.
-func serviceOf(leases cache.Store, namespace, node, config string, now time.Time) nodeService {
+// config, judging its expiry by clock. It is the one reader of the node
+// Leases' reports: the status counts the nodes it finds served; placement
+// and node removal decide on its state.
+func serviceOf(leases cache.Store, clock *leaseClock, namespace, node, config string, now time.Time) nodeService {
 	leaseName := namespace + "/" + NodeLeaseName(node)
 	obj, exists, err := leases.GetByKey(leaseName)
 	lease, _ := obj.(*coordinationv1.Lease)
@@ -87,7 +87,7 @@ func serviceOf(leases cache.Store, namespace, node, config string, now time.Time
 	case !exists || lease == nil:
 		return notServed(node, agentNoLease, v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease %s", leaseName)
 	}
-	expiry, held := leaseExpiry(lease)
+	expiry, held := clock.expiry(lease, now)
 	if !held || !expiry.After(now) {
 		return notServed(node, agentExpired, v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease %s", leaseName)
 	}
@@ -118,21 +118,4 @@ func readService(lease *coordinationv1.Lease, config, node string) nodeService {
 		return s
 	}
 	return nodeService{state: agentServing, report: report}
-}
-
-// leaseLive reports whether lease has a holder that renewed it within its
-// duration.
-func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
-	expiry, held := leaseExpiry(lease)
-	return held && expiry.After(now)
-}
-
-// leaseExpiry is when lease expires unless renewed; false when it has no
-// holder or no renewal.
-func leaseExpiry(lease *coordinationv1.Lease) (time.Time, bool) {
-	s := lease.Spec
-	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
-		return time.Time{}, false
-	}
-	return s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second), true
 }

@@ -33,8 +33,6 @@ func TestServiceOf(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	live := coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-a"), LeaseDurationSeconds: ptr.To[int32](40),
 		RenewTime: &metav1.MicroTime{Time: now.Add(-10 * time.Second)}}
-	expired := *live.DeepCopy()
-	expired.RenewTime = &metav1.MicroTime{Time: now.Add(-41 * time.Second)}
 	leaseName := "agents/" + NodeLeaseName("n1")
 	unserved := func(reason, message string) *v1alpha1.UnservedNode {
 		return &v1alpha1.UnservedNode{Node: "n1", Reason: reason, Message: message}
@@ -44,6 +42,9 @@ func TestServiceOf(t *testing.T) {
 		spec   *coordinationv1.LeaseSpec
 		report *string
 		want   nodeService
+		// seenAgo is how long ago the manager saw the Lease's renewal;
+		// 10 s unless set.
+		seenAgo time.Duration
 		// live: an agent holds the Lease, whatever it reports.
 		live bool
 	}{
@@ -52,7 +53,7 @@ func TestServiceOf(t *testing.T) {
 				unserved: unserved(v1alpha1.ReasonNoNodeAgent, "no node agent has run on the node: there is no Lease "+leaseName)},
 		},
 		"expired": {
-			spec: &expired, report: ptr.To(`{"pc":{"generation":1,"reason":"Running"}}`),
+			spec: &live, seenAgo: 41 * time.Second, report: ptr.To(`{"pc":{"generation":1,"reason":"Running"}}`),
 			want: nodeService{state: agentExpired, unserved: unserved(v1alpha1.ReasonNoNodeAgent, "no node agent renews Lease "+leaseName)},
 		},
 		"released": {
@@ -99,6 +100,7 @@ func TestServiceOf(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			clock := newLeaseClock()
 			// Another node's live Lease is never read for n1.
 			other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: NodeLeaseName("n2"),
 				Annotations: map[string]string{AnnNodeReport: `{"pc":{"generation":1,"reason":"Running"}}`}}, Spec: live}
@@ -113,11 +115,16 @@ func TestServiceOf(t *testing.T) {
 				if err := store.Add(lease); err != nil {
 					t.Fatal(err)
 				}
+				seenAgo := 10 * time.Second
+				if tt.seenAgo != 0 {
+					seenAgo = tt.seenAgo
+				}
+				clock.expiry(lease, now.Add(-seenAgo))
 			}
-			got := serviceOf(store, "agents", "n1", "pc", now)
+			got := serviceOf(store, clock, "agents", "n1", "pc", now)
 			want := tt.want
 			if tt.live {
-				// Renewed 10 s ago for 40 s.
+				// Renewal seen 10 s ago, for 40 s.
 				want.expiry = now.Add(30 * time.Second)
 			}
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(nodeService{})); diff != "" {
@@ -130,20 +137,34 @@ func TestServiceOf(t *testing.T) {
 	}
 }
 
-func TestLeaseLive(t *testing.T) {
+func TestLeaseClockLive(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
 		spec coordinationv1.LeaseSpec
-		want bool
+		// seenAgo is how long ago the manager first saw the renewal.
+		seenAgo time.Duration
+		want    bool
 	}{
-		"renewed within its duration": {
+		"renewal seen within its duration": {
 			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
 				RenewTime: &metav1.MicroTime{Time: now.Add(-30 * time.Second)}},
-			want: true,
+			seenAgo: 30 * time.Second,
+			want:    true,
 		},
-		"expired": {
+		"renewal seen longer ago than its duration": {
 			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
 				RenewTime: &metav1.MicroTime{Time: now.Add(-41 * time.Second)}},
+			seenAgo: 41 * time.Second,
+		},
+		"renewal first seen now, written by a clock an hour behind": {
+			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: now.Add(-time.Hour)}},
+			want: true,
+		},
+		"renewal seen 41 s ago, written by a clock an hour ahead": {
+			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: now.Add(time.Hour)}},
+			seenAgo: 41 * time.Second,
 		},
 		"no holder": {
 			spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(""), LeaseDurationSeconds: ptr.To[int32](40),
@@ -155,10 +176,62 @@ func TestLeaseLive(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := leaseLive(&coordinationv1.Lease{Spec: tt.spec}, now)
+			clock := newLeaseClock()
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "l"}, Spec: tt.spec}
+			clock.expiry(lease, now.Add(-tt.seenAgo))
+			got := clock.live(lease.DeepCopy(), now)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("live (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestServiceOfWithTheAgentsClockBehind follows an agent whose clock is 45 s
+// behind the manager's, renewing a 40 s Lease every 10 s and then stopping:
+// it counts as live while it renews and until 40 s after the manager saw its
+// last renewal, whatever renewTime says.
+func TestServiceOfWithTheAgentsClockBehind(t *testing.T) {
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const skew = -45 * time.Second
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	clock := newLeaseClock()
+	renew := func(at time.Time) {
+		t.Helper()
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: NodeLeaseName("n1"),
+				Annotations: map[string]string{AnnNodeReport: `{"pc":{"generation":1,"reason":"Running"}}`}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-a"), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: at.Add(skew)}},
+		}
+		if err := store.Update(lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type look struct {
+		at         time.Duration
+		wantState  agentState
+		wantExpiry time.Duration
+	}
+	var got, want []look
+	observe := func(at time.Duration, wantState agentState, wantExpiry time.Duration) {
+		s := serviceOf(store, clock, "agents", "n1", "pc", start.Add(at))
+		var expiry time.Duration
+		if !s.expiry.IsZero() {
+			expiry = s.expiry.Sub(start)
+		}
+		got = append(got, look{at, s.state, expiry})
+		want = append(want, look{at, wantState, wantExpiry})
+	}
+	for at := time.Duration(0); at <= 30*time.Second; at += 10 * time.Second {
+		renew(start.Add(at))
+		observe(at, agentServing, at+40*time.Second)
+		observe(at+5*time.Second, agentServing, at+40*time.Second)
+	}
+	// The last renewal, seen at 30 s, lasts until 70 s.
+	observe(69*time.Second, agentServing, 70*time.Second)
+	observe(70*time.Second, agentExpired, 0)
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(look{})); diff != "" {
+		t.Errorf("service over time (-want +got):\n%s", diff)
 	}
 }

@@ -118,7 +118,7 @@ func (m *Manager) observeNodes(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.NodesS
 			continue
 		}
 		st.Selected++
-		service := serviceOf(m.nodeLeaseInf.GetStore(), m.settings.NodeLeaseNamespace, node.Name, pc.Name, now)
+		service := serviceOf(m.nodeLeaseInf.GetStore(), m.leaseClock, m.settings.NodeLeaseNamespace, node.Name, pc.Name, now)
 		if service.unserved != nil {
 			if len(st.Unserved) < maxUnservedListed {
 				st.Unserved = append(st.Unserved, *service.unserved)

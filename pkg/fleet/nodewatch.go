@@ -138,14 +138,20 @@ func (w *nodeWatch) leaseChanged(old, lease *coordinationv1.Lease) {
 	if old == nil && lease == nil {
 		return
 	}
-	if lease != nil {
-		w.watchExpiry(lease)
-	}
 	now := time.Now()
+	clock := w.m.leaseClock
+	// Asked before lease is seen, which replaces what was seen of old.
+	revived := old != nil && !clock.wasLive(old, now)
+	if lease == nil {
+		clock.forget(old)
+	} else {
+		w.watchExpiry(lease, now)
+		revived = revived && clock.live(lease, now)
+	}
 	switch {
 	case old == nil || lease == nil,
 		!reflect.DeepEqual(old.Spec.HolderIdentity, lease.Spec.HolderIdentity),
-		!leaseLive(old, now) && leaseLive(lease, now),
+		revived,
 		reportReadable(old) != reportReadable(lease):
 		w.enqueueNodeOf(cmp.Or(lease, old), changedEntries(old, lease))
 	default:
@@ -212,12 +218,12 @@ func reportReadable(lease *coordinationv1.Lease) bool {
 	return err == nil
 }
 
-// watchExpiry has the node of lease looked at again when lease expires,
-// unless renewed by then.
-func (w *nodeWatch) watchExpiry(lease *coordinationv1.Lease) {
-	if expiry, held := leaseExpiry(lease); held && w.expiries != nil {
+// watchExpiry has the node of lease, seen at now, looked at again when
+// lease expires by the manager's clock, unless renewed by then.
+func (w *nodeWatch) watchExpiry(lease *coordinationv1.Lease, now time.Time) {
+	if expiry, held := w.m.leaseClock.expiry(lease, now); held && w.expiries != nil {
 		// A renewal keeps the earlier wait: leaseDue waits again.
-		w.expiries.AddAfter(lease.Namespace+"/"+lease.Name, time.Until(expiry))
+		w.expiries.AddAfter(lease.Namespace+"/"+lease.Name, expiry.Sub(now))
 	}
 }
 
@@ -243,8 +249,8 @@ func (w *nodeWatch) leaseDue(key string) {
 		// Its deletion queued its node.
 		return
 	}
-	if leaseLive(lease, time.Now()) {
-		w.watchExpiry(lease)
+	if now := time.Now(); w.m.leaseClock.live(lease, now) {
+		w.watchExpiry(lease, now)
 		return
 	}
 	w.enqueueNodeOf(lease, nil)

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -170,5 +171,34 @@ func TestChangedEntries(t *testing.T) {
 				t.Errorf("changed entries (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// recordedWaits records the waits of a delaying queue; it implements
+// nothing else.
+type recordedWaits struct {
+	workqueue.TypedDelayingInterface[string]
+	waits map[string]time.Duration
+}
+
+func (r *recordedWaits) AddAfter(key string, d time.Duration) { r.waits[key] = d }
+
+// TestWatchExpiryWaitsByTheManagersClock: the watch looks at a node again
+// one duration after it saw the Lease renewed, whatever the agent's clock
+// wrote; with renewTime 45 s behind a 40 s Lease, not at once.
+func TestWatchExpiryWaitsByTheManagersClock(t *testing.T) {
+	now := time.Now()
+	waits := &recordedWaits{waits: map[string]time.Duration{}}
+	w := &nodeWatch{m: &Manager{leaseClock: newLeaseClock()}, expiries: waits}
+	for name, renewed := range map[string]time.Time{"behind": now.Add(-45 * time.Second), "ahead": now.Add(time.Hour)} {
+		w.watchExpiry(&coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: name},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: renewed}},
+		}, now)
+	}
+	want := map[string]time.Duration{"agents/behind": 40 * time.Second, "agents/ahead": 40 * time.Second}
+	if diff := cmp.Diff(want, waits.waits); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 }

@@ -195,7 +195,7 @@ func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 		// Served, and Running: the status counts a Paused or Standby node
 		// as served, but its instance provisions nothing, so a new claim
 		// placed there would wait while a Running node could take it.
-		service := serviceOf(c.nodeLeases.GetStore(), c.leaseNS, name, c.configName, v.now)
+		service := serviceOf(c.nodeLeases.GetStore(), c.leaseClock, c.leaseNS, name, c.configName, v.now)
 		if service.state == agentServing && service.report.Reason == v1alpha1.ReasonRunning {
 			served[name] = &nodeCandidate{Name: name, Available: service.report.Available}
 		}
@@ -236,7 +236,7 @@ func (c *coordinator) agentGone(node string, v *fleetView) (gone bool, expiry ti
 	if v.nodes[node] == nil {
 		return true, time.Time{}
 	}
-	s := serviceOf(c.nodeLeases.GetStore(), c.leaseNS, node, c.configName, v.now)
+	s := serviceOf(c.nodeLeases.GetStore(), c.leaseClock, c.leaseNS, node, c.configName, v.now)
 	return !s.agentLive(), s.expiry
 }
 

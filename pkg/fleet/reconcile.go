@@ -321,7 +321,7 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 	recorder := m.events.NewRecorder(m.scheme, v1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
 	if u.backend.HostPath != nil && u.scope == nil {
 		entry.instance, err = newCoordinator(pc.Name, cfg, u.backend.HostPath, coordinatorDeps{
-			Client: client, Informers: m.shared, NodeLeases: m.nodeLeaseInf, NodeLeaseNamespace: m.settings.NodeLeaseNamespace,
+			Client: client, Informers: m.shared, NodeLeases: m.nodeLeaseInf, NodeLeaseNamespace: m.settings.NodeLeaseNamespace, LeaseClock: m.leaseClock,
 			EventRecorder: recorder, Metrics: m.coordinatorMetrics, OnLeaderChange: onLeaderChange,
 		})
 	} else {
