@@ -35,5 +35,6 @@ limitations under the License.
 // that leaves the node leaves the cache).
 //
 // Goroutines: Transform runs on the informer's own; each watch of Only runs
-// one goroutine that filters its events until the watch ends or is stopped.
+// one goroutine that filters its events until the watch ends or is stopped,
+// holding Only's lock while its reader takes an event.
 package cachetrim

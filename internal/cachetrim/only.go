@@ -38,7 +38,9 @@ import (
 // An object that keep accepted and no longer accepts (a claim selected to
 // another node) is handed on as deleted, so the cache never keeps a version
 // that is no longer true. For that Only remembers the keys of the objects it
-// handed on and not yet deleted; a list, or a watch that starts with the
+// handed on and not yet deleted, each once the informer took its event (a
+// watch stopped before may be resumed without a relist, and then sends the
+// event again); a list, or a watch that starts with the
 // initial events, begins that memory afresh, as the informer replaces its
 // whole cache with what they bring.
 //
@@ -142,16 +144,38 @@ func (w *onlyWatch) Stop() {
 func (w *onlyWatch) run(o *only, epoch uint64) {
 	defer close(w.result)
 	for e := range w.inner.ResultChan() {
-		out, pass := o.filter(epoch, e)
-		if !pass {
-			continue
-		}
-		select {
-		case w.result <- out:
-		case <-w.done:
+		if !o.handOn(w, epoch, e) {
 			return
 		}
 	}
+}
+
+// handOn hands on to w's reader what becomes of e, an event of the watch
+// started in epoch, and only once the reader took it records what was
+// handed on: an event dropped as its watch stops is sent again by the
+// watch that resumes from the last one delivered, and must then be judged
+// as the first time. It reports false once w is stopped.
+//
+// mu is held while the reader takes the event, so that no other watch
+// judges the same object in between. The informer's reflector makes every
+// other call that takes mu (a list, a new watch) only after it stopped w,
+// which ends the wait.
+func (o *only) handOn(w *onlyWatch, epoch uint64, e watch.Event) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out, kept, pass := o.filter(epoch, e)
+	if !pass {
+		return true
+	}
+	select {
+	case w.result <- out:
+	case <-w.done:
+		return false
+	}
+	if out.Type == watch.Added || out.Type == watch.Modified || out.Type == watch.Deleted {
+		o.record(keyOf(out.Object), kept)
+	}
+	return true
 }
 
 // restart forgets every key, at the start of what replaces the whole cache.
@@ -160,29 +184,36 @@ func (o *only) restart() {
 	clear(o.kept)
 }
 
-// filter decides what becomes of one event of the watch started in epoch.
-func (o *only) filter(epoch uint64, e watch.Event) (watch.Event, bool) {
+// filter decides, holding mu, what becomes of one event of the watch
+// started in epoch: the event handed on, whether its object is then kept,
+// and whether anything is handed on at all.
+func (o *only) filter(epoch uint64, e watch.Event) (watch.Event, bool, bool) {
 	if e.Type != watch.Added && e.Type != watch.Modified && e.Type != watch.Deleted {
 		// Bookmarks carry the resource version on; errors end the watch.
-		return e, true
+		return e, false, true
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	if epoch != o.epoch {
-		return e, false
+		return e, false, false
 	}
-	key := keyOf(e.Object)
-	_, known := o.kept[key]
+	_, known := o.kept[keyOf(e.Object)]
 	switch {
 	case e.Type != watch.Deleted && o.keep(e.Object):
-		o.kept[key] = struct{}{}
-		return e, true
+		return e, true, true
 	case known:
-		delete(o.kept, key)
-		return watch.Event{Type: watch.Deleted, Object: e.Object}, true
+		return watch.Event{Type: watch.Deleted, Object: e.Object}, false, true
 	default:
-		return e, false
+		return e, false, false
 	}
+}
+
+// record notes, holding mu, whether the object of key was handed on as
+// kept.
+func (o *only) record(key string, kept bool) {
+	if kept {
+		o.kept[key] = struct{}{}
+		return
+	}
+	delete(o.kept, key)
 }
 
 // keyOf is the informer's key of obj; an object without metadata, which

@@ -251,3 +251,68 @@ func TestOnlyStopWithAnEventUnread(t *testing.T) {
 		t.Error("the watch handed on an event after it was stopped")
 	}
 }
+
+// TestOnlyResumedAfterAnEventUndelivered stops a watch while its event waits
+// to be handed on, as the informer does when it restarts a watch, and
+// resumes with another watch without a relist: the new watch sends that
+// event again, as it starts after the last one delivered, and Only judges it
+// as though the first never happened.
+func TestOnlyResumedAfterAnEventUndelivered(t *testing.T) {
+	tests := map[string]struct {
+		// before is handed on before the watch that stops; undelivered is
+		// the event that watch does not hand on.
+		before      *watch.Event
+		undelivered watch.Event
+		want        *watch.Event
+	}{
+		"stopped while switching to another node": {
+			before:      event(watch.Added, "a", "node-1"),
+			undelivered: *event(watch.Modified, "a", "node-2"),
+			want:        event(watch.Deleted, "a", "node-2"),
+		},
+		"stopped while deleting": {
+			before:      event(watch.Added, "a", "node-1"),
+			undelivered: *event(watch.Deleted, "a", "node-1"),
+			want:        event(watch.Deleted, "a", "node-1"),
+		},
+		"stopped while adding": {
+			undelivered: *event(watch.Added, "a", "node-1"),
+			want:        event(watch.Added, "a", "node-1"),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := &source{pages: map[string][]v1.ConfigMap{}}
+			o := Only(src.listWatch(), keepNode1).(*only)
+			if _, err := o.ListWithContext(t.Context(), metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.before != nil {
+				first, err := o.WatchWithContext(t.Context(), metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := passes(t, src.watches[0], first, *tc.before); got == nil {
+					t.Fatalf("%v was not handed on", tc.before.Type)
+				}
+				first.Stop()
+			}
+			// The informer stopped this watch with the event unread.
+			events := make(chan watch.Event, 1)
+			events <- tc.undelivered
+			stopped := &onlyWatch{inner: watch.NewProxyWatcher(events), result: make(chan watch.Event), done: make(chan struct{})}
+			stopped.Stop()
+			stopped.run(o, o.epoch)
+
+			resumed, err := o.WatchWithContext(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resumed.Stop()
+			got := passes(t, src.watches[len(src.watches)-1], resumed, tc.undelivered)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("handed on by the resumed watch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
