@@ -24,6 +24,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // OnDeletePolicy says what happens to a volume's directory when its
@@ -55,8 +57,9 @@ var (
 	ErrInvalidSpec = errors.New("invalid backend configuration")
 	// ErrUnavailable classifies errors caused by the machine, such as a missing
 	// mount, which may go away without a change of the ProvisionerConfig (Ready
-	// reason BackendUnavailable).
-	ErrUnavailable = errors.New("backend unavailable")
+	// reason BackendUnavailable). It is provisioning.ErrBackendUnavailable, so
+	// a claim whose Provision fails so is not given up on.
+	ErrUnavailable = provisioning.ErrBackendUnavailable
 )
 
 // DefaultDirectoryMode is the mode of a new volume directory when neither the

@@ -224,6 +224,16 @@ type DataSourceProvisioner interface {
 // budget) is refused with another error, which counts.
 var ErrNoRoom = errors.New("no room")
 
+// ErrBackendUnavailable is wrapped (with %w) by the error of a Provision
+// that failed because the backend could not be reached or failed to
+// answer: a server down or answering with errors, a missing mount. That
+// says nothing of the claim, so, as with ErrNoRoom, such a failure does not
+// count towards Config.Retry.ProvisionFailureThreshold: the claim gets its
+// ProvisioningFailed Event each time and is retried with the backoff of
+// Config.Retry until the backend answers. backend.ErrUnavailable is this
+// error.
+var ErrBackendUnavailable = errors.New("backend unavailable")
+
 // IgnoredError is returned by a backend that decides a claim or volume is not
 // its own. The controller drops the item without an Event or a retry.
 type IgnoredError struct {

@@ -88,13 +88,19 @@ func (w *roomWaits) generation() uint64 {
 
 // claimWaits reports whether the failure err of the claim key is waited out
 // rather than counted towards the failure threshold and, if so, when to try
-// the claim again and why: the backend is unavailable, or has no room for it.
+// the claim again and why: the backend is unavailable, as its probes or its
+// error say, or has no room for it.
 func (c *Controller) claimWaits(key claimKey, err error) (retryIn time.Duration, why string, waits bool) {
 	if retryIn, why, waits := c.backendWaits(); waits {
 		return retryIn, why, waits
 	}
-	if errors.Is(err, ErrNoRoom) {
+	switch {
+	case errors.Is(err, ErrNoRoom):
 		return c.room.refused(key), "no room", true
+	case errors.Is(err, ErrBackendUnavailable):
+		// Before a probe saw it, or between probes: paced as refusals
+		// are, the backoff dropped once the claim syncs.
+		return c.room.backoff.When(key), "backend unavailable", true
 	}
 	return 0, "", false
 }

@@ -43,7 +43,8 @@ func refusing(b *fakeBackend, refusal error, full func() bool) {
 }
 
 // TestNoRoomIsNotGivenUp: a claim refused for want of room is retried past
-// its failure threshold, each refusal a ProvisioningFailed Event with the
+// its failure threshold, as is one refused by a backend that says it is
+// unavailable, each refusal a ProvisioningFailed Event with the
 // backend's message, and is provisioned once room frees up; any other
 // error counts towards the threshold, whatever it says.
 func TestNoRoomIsNotGivenUp(t *testing.T) {
@@ -54,6 +55,7 @@ func TestNoRoomIsNotGivenUp(t *testing.T) {
 	}{
 		"no room":                 {refusal: fmt.Errorf("%w: %s", ErrNoRoom, message)},
 		"no room, wrapped again":  {refusal: fmt.Errorf("cannot create the volume: %w", fmt.Errorf("%w: %s", ErrNoRoom, message))},
+		"backend unavailable":     {refusal: fmt.Errorf("cannot record the volume: %w: %s", ErrBackendUnavailable, message)},
 		"another error":           {refusal: errors.New(message), wantGiveUp: true},
 		"another error, wrapping": {refusal: fmt.Errorf("%s: %w", message, errBackend), wantGiveUp: true},
 	}

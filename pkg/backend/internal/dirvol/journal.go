@@ -255,19 +255,28 @@ func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir stri
 	if !errors.Is(err, fs.ErrExist) {
 		return err == nil, err
 	}
-	if _, err := readRecord(ctx, journal, name); err == nil {
+	_, readErr := readRecord(ctx, journal, name)
+	if readErr == nil {
 		// Keep the time of the first record: it says how long the volume
 		// has been waiting for its PersistentVolume.
 		return false, nil
 	}
-	// Left unreadable by a crash while it was written, or not a file.
+	// Left unreadable by a crash while it was written, by a server that made
+	// it and then answered an earlier try with an error, or not a file.
 	if err := removeRecord(ctx, journal, name); err != nil {
-		return false, err
+		return false, leftover(name, readErr, err)
 	}
 	if err := s.createRecord(ctx, journal, name, data); err != nil {
-		return false, err
+		return false, leftover(name, readErr, err)
 	}
 	return true, nil
+}
+
+// leftover says why replacing the record name, which readErr refused,
+// failed with err: it is most likely what an earlier try left, the server
+// having made it before the answer to that try was lost.
+func leftover(name string, readErr, err error) error {
+	return fmt.Errorf("the record %q is most likely left by an earlier try whose answer was lost (%v), and cannot be replaced: %w", name, readErr, err)
 }
 
 // createRecord writes a record that does not exist yet and syncs it and its

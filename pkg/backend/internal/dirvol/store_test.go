@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -997,5 +998,71 @@ func TestDeleteLeftoversRemoved(t *testing.T) {
 		if strings.Contains(entry, "precious-") {
 			t.Errorf("%s left after the next Remove", entry)
 		}
+	}
+}
+
+// answerLostFS is LocalFS on which creating a record makes it and then
+// fails, as a server that made the file and answered with an error, and
+// removing one fails, while fail is set.
+type answerLostFS struct {
+	LocalFS
+	fail *atomic.Bool
+}
+
+func (f answerLostFS) OpenBase(ctx context.Context, root, base string) (Dir, error) {
+	d, err := f.LocalFS.OpenBase(ctx, root, base)
+	return answerLostDir{Dir: d, fail: f.fail}, err
+}
+
+type answerLostDir struct {
+	Dir
+	fail *atomic.Bool
+}
+
+func (d answerLostDir) OpenDir(ctx context.Context, name string) (Dir, error) {
+	child, err := d.Dir.OpenDir(ctx, name)
+	return answerLostDir{Dir: child, fail: d.fail}, err
+}
+
+var errServer = errors.New("NFS3ERR_IO")
+
+func (d answerLostDir) CreateFile(ctx context.Context, name string, perm fs.FileMode) (File, error) {
+	f, err := d.Dir.CreateFile(ctx, name, perm)
+	if err != nil || !d.fail.Load() {
+		return f, err
+	}
+	return nil, errors.Join(errServer, f.Close())
+}
+
+func (d answerLostDir) Remove(ctx context.Context, name string) error {
+	if d.fail.Load() {
+		return errServer
+	}
+	return d.Dir.Remove(ctx, name)
+}
+
+// TestCreateAfterAnAnswerLost: a record the file system made before it
+// answered with an error is met by the next try, which says so and that the
+// backend is unavailable (so the claim waits rather than being given up on),
+// and is replaced once the file system answers again.
+func TestCreateAfterAnAnswerLost(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	f := newFixture(t, func(c *Config) { c.FS = answerLostFS{fail: &fail} })
+	req := request(t, "team", "data", "1Gi", "")
+	var errs []error
+	for range 2 {
+		_, err := f.store.Create(t.Context(), req)
+		errs = append(errs, err)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, errServer) {
+			t.Errorf("try %d: %v, want the file system's error as the backend's being unavailable", i+1, err)
+		}
+	}
+	checkErr(t, errs[1], "left by an earlier try whose answer was lost")
+	fail.Store(false)
+	if _, err := f.store.Create(t.Context(), req); err != nil {
+		t.Fatalf("Create once the file system answers: %v", err)
 	}
 }
