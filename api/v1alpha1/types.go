@@ -650,11 +650,14 @@ const (
 type NodeRemoval struct {
 	// policy is Report (the volumes are reported and kept) or Delete: once
 	// the node stayed removed for gracePeriod the manager deletes its
-	// PersistentVolumes, so that their claims turn Lost and can be deleted
-	// and made again on a live node. Their directories cannot be reached: a
-	// node that comes back under the same name has its agent do to them what
-	// deleting each volume would have: its onDelete, or Retain when its
-	// reclaim policy is not Delete.
+	// PersistentVolumes. A PersistentVolume bound to a claim then stays
+	// Terminating, held by the kubernetes.io/pv-protection finalizer, and its
+	// claim stays Bound until it is deleted; delete the claim, and it can be
+	// made again on a live node (a StatefulSet does so). The directories
+	// cannot be reached: a node that comes back under the same name has its
+	// agent do to them what deleting each volume would have (its onDelete,
+	// or Retain when its reclaim policy is not Delete), each only once its
+	// PersistentVolume is fully gone.
 	// +kubebuilder:default=Report
 	// +optional
 	Policy NodeRemovalPolicy `json:"policy,omitempty"`
