@@ -744,8 +744,9 @@ type NFSBackend struct {
 // the manager's user as owner (on NFS, whom the server maps it to).
 //
 // Under root_squash, the default of NFS servers, the manager's root is the
-// server's anonymous user: a uid or gid is refused (set no_root_squash on the
-// export to use them), while mode still applies, the manager owning the
+// server's anonymous user: a uid or gid is refused (no_root_squash on the
+// export allows them, and gives root on the export to every client that
+// reaches the server: AUTH_SYS believes any Pod that says it is root), while mode still applies, the manager owning the
 // directory; with all_squash every directory belongs to the anonymous user
 // whatever uid and gid say, so they are refused too. A refused uid or gid
 // fails the claim with an Event saying so and leaves no directory behind. On
@@ -765,7 +766,8 @@ type VolumeDirectory struct {
 	// uid is the user that owns a new volume directory; unset leaves it the
 	// manager's (or whom the NFS server maps it to). Only root may set it: a
 	// hostPath backend needs a manager running as root, and an NFS export
-	// no_root_squash. The StorageClass parameter uid overrides it.
+	// no_root_squash, which gives root on the export to every client that
+	// reaches the server. The StorageClass parameter uid overrides it.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
