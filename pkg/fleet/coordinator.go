@@ -57,6 +57,11 @@ type coordinatorDeps struct {
 	// OnLeaderChange, if set, is called with the holder of the provisioner's
 	// Lease whenever it changes.
 	OnLeaderChange func(holderIdentity string)
+	// Handovers, set in a process that is also LocalNode's agent, take the
+	// claims this coordinator leaves to the process's own node instance
+	// (handover.go).
+	Handovers *handovers
+	LocalNode string
 }
 
 // coordElector is what a coordinator needs of its elector: a
@@ -92,6 +97,9 @@ type coordinator struct {
 	metrics    *coordinatorMetrics
 	elector    coordElector
 	started    atomic.Bool
+	// handovers is nil unless this process is localNode's agent too.
+	handovers *handovers
+	localNode string
 
 	mu   sync.Mutex
 	cfg  provisioning.Config
@@ -118,6 +126,8 @@ func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.H
 		leaseNS:    deps.NodeLeaseNamespace,
 		recorder:   deps.EventRecorder,
 		metrics:    deps.Metrics,
+		handovers:  deps.Handovers,
+		localNode:  deps.LocalNode,
 		cfg:        cfg,
 	}
 	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
@@ -414,6 +424,7 @@ func (c *coordinator) sync(ctx context.Context, t *coordTerm) time.Duration {
 		return 0
 	}
 	v := c.view(cfg)
+	c.forgetHandedOver(v)
 	next := c.place(ctx, t, v)
 	if removal := c.handleRemovedNodes(ctx, v); removal > 0 && (next == 0 || removal < next) {
 		next = removal
