@@ -61,6 +61,11 @@ type coordinatorDeps struct {
 	// LeaseClock judges the node Leases' expiry: the manager's, which its
 	// watch of the node Leases tells of every change.
 	LeaseClock *leaseClock
+	// Handovers, set in a process that is also LocalNode's agent, take the
+	// claims this coordinator leaves to the process's own node instance
+	// (handover.go).
+	Handovers *handovers
+	LocalNode string
 }
 
 // coordElector is what a coordinator needs of its elector: a
@@ -97,6 +102,9 @@ type coordinator struct {
 	metrics    *coordinatorMetrics
 	elector    coordElector
 	started    atomic.Bool
+	// handovers is nil unless this process is localNode's agent too.
+	handovers *handovers
+	localNode string
 
 	mu   sync.Mutex
 	cfg  provisioning.Config
@@ -128,6 +136,8 @@ func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.H
 		leaseNS:    deps.NodeLeaseNamespace,
 		recorder:   deps.EventRecorder,
 		metrics:    deps.Metrics,
+		handovers:  deps.Handovers,
+		localNode:  deps.LocalNode,
 		cfg:        cfg,
 	}
 	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
@@ -427,6 +437,7 @@ func (c *coordinator) sync(ctx context.Context, t *coordTerm) time.Duration {
 		return 0
 	}
 	v := c.view(cfg)
+	c.forgetHandedOver(v)
 	next := c.place(ctx, t, v)
 	if removal := c.handleRemovedNodes(ctx, v); removal > 0 && (next == 0 || removal < next) {
 		next = removal

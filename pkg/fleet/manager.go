@@ -163,19 +163,21 @@ type Manager struct {
 	nodeLeases   informers.SharedInformerFactory
 	nodeLeaseInf cache.SharedIndexInformer
 	agent        *nodeAgent // nil unless Roles.Node
-	shared       provisioning.SharedInformers
-	volumes      *backend.PathIndex
-	configs      externalversions.SharedInformerFactory
-	configInf    cache.SharedIndexInformer
-	lister       listers.ProvisionerConfigLister
-	queue        workqueue.TypedRateLimitingInterface[string]
-	scheme       *runtime.Scheme
-	events       record.EventBroadcaster
-	recorder     record.EventRecorder
-	instances    *registry
-	started      sync.Once
-	synced       chan struct{}
-	runErr       error
+	// handovers is nil unless the process has both roles.
+	handovers *handovers
+	shared    provisioning.SharedInformers
+	volumes   *backend.PathIndex
+	configs   externalversions.SharedInformerFactory
+	configInf cache.SharedIndexInformer
+	lister    listers.ProvisionerConfigLister
+	queue     workqueue.TypedRateLimitingInterface[string]
+	scheme    *runtime.Scheme
+	events    record.EventBroadcaster
+	recorder  record.EventRecorder
+	instances *registry
+	started   sync.Once
+	synced    chan struct{}
+	runErr    error
 
 	// leaseClock judges the node Leases' expiry by this process's clock.
 	leaseClock *leaseClock
@@ -251,6 +253,9 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	if settings.Roles.Node {
 		if m.agent, err = m.newNodeAgent(); err != nil {
 			return nil, err
+		}
+		if settings.Roles.Manager {
+			m.handovers = newHandovers(m.requeueOnNode)
 		}
 	}
 	if m.fleetMetrics, err = newFleetMetrics(reg, m); err != nil {
@@ -595,6 +600,10 @@ func (m *Manager) all() ([]*v1alpha1.ProvisionerConfig, error) {
 
 // stop stops the instance of key, if any, and waits until it drained.
 func (m *Manager) stop(ctx context.Context, key string) {
+	if config := configOf(key); config != key {
+		m.handovers.close(config)
+		defer m.handovers.forget(config)
+	}
 	if r := m.instances.Get(key); r != nil && m.instances.Stop(key, r.token) {
 		klog.FromContext(ctx).Info("Stopped provisioner instance", "token", r.token)
 	}

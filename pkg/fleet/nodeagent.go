@@ -141,7 +141,9 @@ func (m *Manager) leadNode(ctx context.Context) (waitStopped func()) {
 			}
 		})
 		for key, token := range stopping {
+			m.handovers.close(configOf(key))
 			m.instances.Stop(key, token)
+			m.handovers.forget(configOf(key))
 		}
 		a.reportMu.Lock()
 		a.reports = nodeReport{}
@@ -280,8 +282,11 @@ func (m *Manager) reconcileNode(ctx context.Context, pc *v1alpha1.ProvisionerCon
 			key:      key,
 			backend:  backendSpec,
 			settings: instanceSettings{identity: m.settings.Identity, probeInterval: m.settings.BackendProbeInterval},
-			scope:    nodeScope(a.node),
+			scope:    m.nodeScopeOf(pc.Name),
 		})
+		if obs.running {
+			m.handovers.open(pc.Name)
+		}
 	}
 	r := &provisionerReport{Generation: pc.Generation, Reason: obs.reason, Message: obs.message}
 	if obs.storage != nil {
@@ -347,6 +352,30 @@ func (n nodeScope) Claim(claim *v1.PersistentVolumeClaim) bool {
 
 func (n nodeScope) Volume(volume *v1.PersistentVolume) bool {
 	return backend.VolumeNode(volume) == string(n)
+}
+
+// nodeScopeOf is the scope of this node's instance of the ProvisionerConfig
+// config: with both roles, also the claims the process's coordinator hands
+// over to it.
+func (m *Manager) nodeScopeOf(config string) provisioning.Scope {
+	if m.handovers == nil {
+		return nodeScope(m.agent.node)
+	}
+	return handoverScope{node: m.agent.node, config: config, handovers: m.handovers}
+}
+
+// requeueOnNode has this node's instance of the ProvisionerConfig config look
+// at claim, which the coordinator handed over to it.
+func (m *Manager) requeueOnNode(config string, claim *v1.PersistentVolumeClaim) {
+	r := m.instances.Get(nodeUnitPrefix + config)
+	if r == nil {
+		return
+	}
+	if q, ok := r.instance.(interface {
+		Requeue(*v1.PersistentVolumeClaim)
+	}); ok {
+		q.Requeue(claim)
+	}
 }
 
 // enqueueHostPath queues every hostPath ProvisionerConfig.

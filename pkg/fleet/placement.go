@@ -368,6 +368,9 @@ func termMatches(term v1.TopologySelectorTerm, labels map[string]string) bool {
 // placeClaim selects a node for claim and reports whether it did.
 func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *v1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
 	logger := klog.FromContext(ctx)
+	if c.handOver(claim, served) {
+		return true
+	}
 	list := make([]nodeCandidate, 0, len(served))
 	for _, n := range served {
 		list = append(list, *n)

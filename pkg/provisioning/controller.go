@@ -337,6 +337,18 @@ func (c *Controller) Stuck() error {
 	return errors.Join(errs...)
 }
 
+// Requeue has the controller look at claim again, as a change of it would:
+// a Scope whose answer for the claim changed without the claim changing
+// calls it. It does nothing while the controller does not lead.
+func (c *Controller) Requeue(claim *v1.PersistentVolumeClaim) {
+	c.mu.Lock()
+	t := c.term
+	c.mu.Unlock()
+	if t != nil {
+		c.enqueueClaim(t, claim)
+	}
+}
+
 // KeepLease makes the coming stop keep this instance's Lease held rather
 // than release it. A replacement started right after Run returned, with the
 // same identity and lease settings, takes the Lease over at once, and no other

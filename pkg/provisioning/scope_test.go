@@ -104,3 +104,39 @@ func TestScopeSplitsOneProvisionerBetweenNodes(t *testing.T) {
 		t.Errorf("a claim selected to no node got finalizers %q", claim.Finalizers)
 	}
 }
+
+// switchScope serves the claims its set names, whatever their annotations.
+type switchScope map[string]bool
+
+func (s switchScope) Claim(claim *v1.PersistentVolumeClaim) bool { return s[claim.Name] }
+
+func (s switchScope) Volume(*v1.PersistentVolume) bool { return false }
+
+// A claim its Scope turned to serve without the claim changing is queued by
+// Requeue, and only then; a controller that does not lead queues nothing.
+func TestRequeueAfterTheScopeChanged(t *testing.T) {
+	claim := newClaim("late", "fast", testProvisioner)
+	f := newFixture(t, newClass("fast", testProvisioner), claim)
+	f.fill(newClass("fast", testProvisioner), claim)
+	scope := switchScope{}
+	c, err := New(testConfig(testProvisioner), Dependencies{
+		Client: f.client, Informers: f.informers, Metrics: f.metrics, Provisioner: newFakeBackend(), Scope: scope,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Requeue(claim)
+	tm := newTestTerm(t, c)
+	c.mu.Lock()
+	c.term = tm
+	c.mu.Unlock()
+	c.Requeue(claim)
+	if n := tm.claims.queue.Len(); n != 0 {
+		t.Fatalf("%d claims queued out of scope", n)
+	}
+	scope[claim.Name] = true
+	c.Requeue(claim)
+	if n := tm.claims.queue.Len(); n != 1 {
+		t.Fatalf("%d claims queued once the scope serves the claim, want 1", n)
+	}
+}

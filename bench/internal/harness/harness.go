@@ -79,7 +79,8 @@ type bench struct {
 }
 
 // Run builds the systems, starts a fresh control plane, runs the configured
-// scenarios and writes <UTC date>.md and latest.jsonl to cfg.Out. It returns
+// scenarios, writes <UTC date>.md to cfg.Out and merges its rows into
+// latest.jsonl there (report.UpdateJSONL). It returns
 // the run, also when a scenario failed (with the error).
 func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 	cfg = withDefaults(cfg)
@@ -89,6 +90,7 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 		}
 	}
 	b := newBench(cfg)
+	b.run.Commit = commitOf(ctx, cfg.RepoRoot)
 	err := b.buildAndStart(ctx)
 	if b.env != nil {
 		defer b.env.Stop()
@@ -372,7 +374,18 @@ func settings(cfg Config) []string {
 	return out
 }
 
-// write stores the run as <UTC date>.md and latest.jsonl in cfg.Out.
+// commitOf names the commit of the repository at root, with -dirty when its
+// files differ from it; report.Unknown when git cannot tell.
+func commitOf(ctx context.Context, root string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty", "--abbrev=7").Output()
+	if err != nil {
+		return report.Unknown
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// write stores the run as <UTC date>.md in cfg.Out and merges its rows into
+// latest.jsonl there.
 func (b *bench) write() error {
 	md, err := os.Create(filepath.Join(b.cfg.Out, b.run.Started.Format("2006-01-02")+".md"))
 	if err != nil {
@@ -382,10 +395,5 @@ func (b *bench) write() error {
 	if err := report.WriteMarkdown(md, b.run); err != nil {
 		return fmt.Errorf("cannot write the results table: %w", err)
 	}
-	jsonl, err := os.Create(filepath.Join(b.cfg.Out, "latest.jsonl"))
-	if err != nil {
-		return fmt.Errorf("cannot create latest.jsonl: %w", err)
-	}
-	defer jsonl.Close()
-	return report.WriteJSONL(jsonl, b.run.Results())
+	return report.UpdateJSONL(filepath.Join(b.cfg.Out, "latest.jsonl"), b.run.Results())
 }

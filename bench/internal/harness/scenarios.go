@@ -558,6 +558,7 @@ func (b *bench) provisionPhase(ctx context.Context, sys system, scenario, ns str
 	if mixes.ownProvision, err = ownRequestsSince(ctx, sys, ownBefore, len(refs)); err != nil {
 		return nil, mixes, err
 	}
+	m.RequestsPerClaim = sum(mixes.ownProvision)
 	b.record(m)
 	b.addProfile(profile, title)
 	return refs, mixes, nil
@@ -606,8 +607,13 @@ func (b *bench) deletionPhase(ctx context.Context, sys system, scenario string, 
 	if err := b.close(ctx, w, baseline, &d); err != nil {
 		return nil, err
 	}
+	own, err := ownRequestsSince(ctx, sys, ownBefore, len(refs))
+	if err != nil {
+		return nil, err
+	}
+	d.RequestsPerClaim = sum(own)
 	b.record(d)
-	return ownRequestsSince(ctx, sys, ownBefore, len(refs))
+	return own, nil
 }
 
 // ownRequestsSince is what the system sent itself per claim since before,

@@ -240,9 +240,12 @@ func (s *provfleetSystem) backendOf(t tenant) v1alpha1.BackendSpec {
 	if s.backend != nil {
 		return s.backend(t)
 	}
+	// The one-node form, as a one-node cluster's install has: the manager
+	// is that node's agent and makes its volumes with no placement write.
 	return v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{
 		Path:       v1alpha1.AbsolutePath(filepath.Join(s.b.volumes, t.name)),
 		VolumeType: v1alpha1.HostPathVolumeHostPath,
+		NodeName:   benchNode,
 	}}
 }
 

@@ -17,6 +17,7 @@ limitations under the License.
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -67,7 +68,9 @@ type Measurement struct {
 
 // Run is everything one benchmark run reports.
 type Run struct {
-	Started  time.Time
+	Started time.Time
+	// Commit is the commit the run measured (git describe).
+	Commit   string
 	Machine  string
 	Settings []string
 	// LeaseTimeout is leaseDuration + retryPeriod of the failover scenario.
@@ -82,11 +85,14 @@ type Section struct {
 	Title, Body string
 }
 
-// Results returns the JSONL view of the measurements.
+// Results returns the JSONL view of the measurements, each dated with the
+// run's start and commit.
 func (r *Run) Results() []Result {
 	out := make([]Result, len(r.Measurements))
 	for i, m := range r.Measurements {
 		out[i] = m.Result
+		out[i].Date = r.Started.UTC().Format(time.RFC3339)
+		out[i].Commit = cmp.Or(r.Commit, Unknown)
 	}
 	return out
 }
@@ -95,7 +101,7 @@ func (r *Run) Results() []Result {
 func WriteMarkdown(w io.Writer, run *Run) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# provfleet benchmark, %s\n\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "Machine: %s\n\n", run.Machine)
+	fmt.Fprintf(&b, "Commit: %s\n\nMachine: %s\n\n", cmp.Or(run.Commit, Unknown), run.Machine)
 	for _, s := range run.Settings {
 		fmt.Fprintf(&b, "- %s\n", s)
 	}

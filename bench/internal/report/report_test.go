@@ -27,15 +27,16 @@ import (
 
 func TestJSONLRoundTrip(t *testing.T) {
 	in := []Result{
-		{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 500, Seconds: 12.5, P50MS: 80, P99MS: 300, RSSMiB: 60, CPUS: 4.2, Watches: 4, APIRPS: 90, Replicas: 1},
-		{Scenario: S3Idle, System: SystemUpstream, Tenants: 100, Replicas: 2},
+		{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 500, Seconds: 12.5, P50MS: 80, P99MS: 300, RSSMiB: 60, CPUS: 4.2, Watches: 4, APIRPS: 90, Replicas: 1,
+			RequestsPerClaim: 1.5, Date: "2026-12-02T12:00:00Z", Commit: "4d16a97"},
+		{Scenario: S3Idle, System: SystemUpstream, Tenants: 100, Replicas: 2, Date: "2026-12-02T12:00:00Z", Commit: Unknown},
 	}
 	var buf bytes.Buffer
 	if err := WriteJSONL(&buf, in); err != nil {
 		t.Fatal(err)
 	}
 	first, _, _ := strings.Cut(buf.String(), "\n")
-	want := `{"scenario":"s1-provision","system":"provfleet","tenants":1,"claims":500,"seconds":12.5,"p50_ms":80,"p99_ms":300,"rss_mib":60,"cpu_s":4.2,"watches":4,"api_rps":90,"replicas":1}`
+	want := `{"scenario":"s1-provision","system":"provfleet","tenants":1,"claims":500,"seconds":12.5,"p50_ms":80,"p99_ms":300,"rss_mib":60,"cpu_s":4.2,"watches":4,"api_rps":90,"replicas":1,"requests_per_claim":1.5,"date":"2026-12-02T12:00:00Z","commit":"4d16a97"}`
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("first line (-want +got):\n%s", diff)
 	}
@@ -49,12 +50,13 @@ func TestJSONLRoundTrip(t *testing.T) {
 }
 
 func TestReadJSONLRejects(t *testing.T) {
-	const good = `"scenario":"s1-provision","system":"limit","tenants":1,"claims":5,"seconds":1,"p50_ms":1,"p99_ms":2,"rss_mib":1,"cpu_s":1,"watches":0,"api_rps":1,"replicas":1`
+	const good = `"scenario":"s1-provision","system":"limit","tenants":1,"claims":5,"seconds":1,"p50_ms":1,"p99_ms":2,"rss_mib":1,"cpu_s":1,"watches":0,"api_rps":1,"replicas":1,"date":"2026-12-02T12:00:00Z","commit":"4d16a97"`
 	tests := map[string]struct {
 		line, wantErr string
 	}{
 		"missing field":  {line: `{"scenario":"s1-provision"}`, wantErr: `no field "system"`},
-		"extra field":    {line: `{` + good + `,"goroutines":3}`, wantErr: "13 fields"},
+		"extra field":    {line: `{` + good + `,"goroutines":3}`, wantErr: `field "goroutines" is not one of`},
+		"no commit":      {line: `{` + strings.Replace(good, `,"commit":"4d16a97"`, "", 1) + `}`, wantErr: `no field "commit"`},
 		"unknown system": {line: `{` + strings.Replace(good, `"limit"`, `"other"`, 1) + `}`, wantErr: `system "other"`},
 		"negative":       {line: `{` + strings.Replace(good, `"cpu_s":1`, `"cpu_s":-1`, 1) + `}`, wantErr: "cpu_s is -1"},
 		"wrong type":     {line: `{` + strings.Replace(good, `"tenants":1`, `"tenants":"1"`, 1) + `}`, wantErr: "cannot unmarshal"},

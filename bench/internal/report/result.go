@@ -19,6 +19,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,7 +49,18 @@ type Result struct {
 	Watches  int     `json:"watches"`
 	APIRPS   float64 `json:"api_rps"`
 	Replicas int     `json:"replicas"`
+	// RequestsPerClaim is what the system sent itself per claim of the
+	// phase, Events and Leases included; 0: not measured.
+	RequestsPerClaim float64 `json:"requests_per_claim,omitempty"`
+	// Date is when the run that measured the row started (RFC 3339, UTC),
+	// Commit the commit it ran (git describe: a -dirty suffix for changes
+	// not committed); Unknown where no record says.
+	Date   string `json:"date"`
+	Commit string `json:"commit"`
 }
+
+// Unknown is the date or commit of a row that no record dates.
+const Unknown = "unknown"
 
 // Validate reports what makes r malformed.
 func (r Result) Validate() error {
@@ -62,9 +74,13 @@ func (r Result) Validate() error {
 	if r.Tenants < 0 || r.Claims < 0 || r.Watches < 0 || r.Replicas < 0 {
 		errs = append(errs, errors.New("a negative count"))
 	}
+	if r.Date == "" || r.Commit == "" {
+		errs = append(errs, errors.New("no date or no commit"))
+	}
 	for name, v := range map[string]float64{
 		"seconds": r.Seconds, "p50_ms": r.P50MS, "p99_ms": r.P99MS,
 		"rss_mib": r.RSSMiB, "cpu_s": r.CPUS, "api_rps": r.APIRPS,
+		"requests_per_claim": r.RequestsPerClaim,
 	} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %v", name, v))
@@ -90,37 +106,33 @@ func WriteJSONL(w io.Writer, results []Result) error {
 	return nil
 }
 
-// jsonlFields are the keys every line must have, no more.
-var jsonlFields = []string{"scenario", "system", "tenants", "claims", "seconds", "p50_ms", "p99_ms", "rss_mib", "cpu_s", "watches", "api_rps", "replicas"}
+// jsonlFields are the keys every line must have; optionalFields those it
+// may have besides.
+var (
+	jsonlFields    = []string{"scenario", "system", "tenants", "claims", "seconds", "p50_ms", "p99_ms", "rss_mib", "cpu_s", "watches", "api_rps", "replicas", "date", "commit"}
+	optionalFields = []string{"requests_per_claim"}
+	// undatedFields are those of the lines written before rows carried
+	// their date and commit.
+	undatedFields = jsonlFields[:len(jsonlFields)-2]
+)
 
 // ReadJSONL reads and validates latest.jsonl: every line has exactly the
 // contract's fields, with values of the right types and ranges.
 func ReadJSONL(r io.Reader) ([]Result, error) {
+	return readJSONL(r, jsonlFields)
+}
+
+// readJSONL reads lines that have every field of required and otherwise only
+// fields of the contract; a row without a date or commit gets Unknown.
+func readJSONL(r io.Reader, required []string) ([]Result, error) {
 	var results []Result
 	s := bufio.NewScanner(r)
 	for line := 1; s.Scan(); line++ {
 		if len(bytes.TrimSpace(s.Bytes())) == 0 {
 			continue
 		}
-		var keys map[string]json.RawMessage
-		if err := json.Unmarshal(s.Bytes(), &keys); err != nil {
-			return nil, fmt.Errorf("line %d: cannot parse: %w", line, err)
-		}
-		for _, k := range jsonlFields {
-			if _, ok := keys[k]; !ok {
-				return nil, fmt.Errorf("line %d: no field %q", line, k)
-			}
-		}
-		if len(keys) != len(jsonlFields) {
-			return nil, fmt.Errorf("line %d: %d fields, want exactly %v", line, len(keys), jsonlFields)
-		}
-		dec := json.NewDecoder(bytes.NewReader(s.Bytes()))
-		dec.DisallowUnknownFields()
-		var res Result
-		if err := dec.Decode(&res); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		if err := res.Validate(); err != nil {
+		res, err := parseLine(s.Bytes(), required)
+		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		results = append(results, res)
@@ -129,4 +141,29 @@ func ReadJSONL(r io.Reader) ([]Result, error) {
 		return nil, fmt.Errorf("cannot read results: %w", err)
 	}
 	return results, nil
+}
+
+func parseLine(line []byte, required []string) (Result, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(line, &keys); err != nil {
+		return Result{}, fmt.Errorf("cannot parse: %w", err)
+	}
+	for _, k := range required {
+		if _, ok := keys[k]; !ok {
+			return Result{}, fmt.Errorf("no field %q", k)
+		}
+	}
+	for k := range keys {
+		if !slices.Contains(jsonlFields, k) && !slices.Contains(optionalFields, k) {
+			return Result{}, fmt.Errorf("field %q is not one of %v or %v", k, jsonlFields, optionalFields)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var res Result
+	if err := dec.Decode(&res); err != nil {
+		return Result{}, err
+	}
+	res.Date, res.Commit = cmp.Or(res.Date, Unknown), cmp.Or(res.Commit, Unknown)
+	return res, res.Validate()
 }
