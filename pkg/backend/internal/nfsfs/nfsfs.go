@@ -142,6 +142,14 @@ func (d *dir) ReadNames(ctx context.Context) ([]string, error) {
 	return d.client.ReadDir(ctx, d.path)
 }
 
+func (d *dir) ReadSomeNames(ctx context.Context, limit int) ([]string, error) {
+	h, err := d.client.Open(ctx, d.path)
+	if err != nil {
+		return nil, err
+	}
+	return d.client.ReadNamesIn(ctx, h, limit)
+}
+
 func (d *dir) Rename(ctx context.Context, oldName, newName string) error {
 	return d.Move(ctx, oldName, d, newName)
 }
