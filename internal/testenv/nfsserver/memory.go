@@ -197,14 +197,17 @@ func (m *Memory) entry(name string) (*memNode, string, error) {
 	return parent, elems[len(elems)-1], err
 }
 
+// Create opens name for reading and writing, made empty or emptied.
 func (m *Memory) Create(name string) (billy.File, error) {
 	return m.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
 }
 
+// Open opens the file name for reading.
 func (m *Memory) Open(name string) (billy.File, error) {
 	return m.OpenFile(name, os.O_RDONLY, 0)
 }
 
+// OpenFile opens the regular file name as os.OpenFile does with flag.
 func (m *Memory) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -230,8 +233,10 @@ func (m *Memory) OpenFile(name string, flag int, perm os.FileMode) (billy.File, 
 	return &memFile{memory: m, node: n, name: name}, nil
 }
 
+// Stat describes name; like Lstat, it follows no symlink.
 func (m *Memory) Stat(name string) (os.FileInfo, error) { return m.Lstat(name) }
 
+// Lstat describes name itself.
 func (m *Memory) Lstat(name string) (os.FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -298,6 +303,7 @@ func (m *Memory) below(name string, n *memNode) bool {
 	return false
 }
 
+// Remove removes the file, symlink or empty directory name.
 func (m *Memory) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -316,12 +322,15 @@ func (m *Memory) Remove(name string) error {
 	return nil
 }
 
+// Join joins path elements with slashes.
 func (m *Memory) Join(elem ...string) string { return path.Join(elem...) }
 
+// TempFile is not supported: go-nfs never asks for one.
 func (m *Memory) TempFile(string, string) (billy.File, error) {
 	return nil, billy.ErrNotSupported
 }
 
+// ReadDir describes the entries of the directory name, in no order.
 func (m *Memory) ReadDir(name string) ([]os.FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -362,6 +371,7 @@ func (m *Memory) MkdirAll(name string, perm os.FileMode) error {
 	return nil
 }
 
+// Symlink makes the symlink link to target.
 func (m *Memory) Symlink(target, link string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -378,6 +388,7 @@ func (m *Memory) Symlink(target, link string) error {
 	return nil
 }
 
+// Readlink returns the target of the symlink link.
 func (m *Memory) Readlink(link string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -391,8 +402,10 @@ func (m *Memory) Readlink(link string) (string, error) {
 	return n.target, nil
 }
 
+// Chroot is not supported: go-nfs never asks for one.
 func (m *Memory) Chroot(string) (billy.Filesystem, error) { return nil, billy.ErrNotSupported }
 
+// Root is the tree's root, "/".
 func (m *Memory) Root() string { return "/" }
 
 // change applies set to the node name.
@@ -407,10 +420,12 @@ func (m *Memory) change(name string, set func(*memNode)) error {
 	return nil
 }
 
+// Chmod sets the permission bits of name.
 func (m *Memory) Chmod(name string, mode os.FileMode) error {
 	return m.change(name, func(n *memNode) { n.mode = n.mode.Type() | mode.Perm() })
 }
 
+// Lchown sets the owner of name itself; -1 leaves uid or gid as it is.
 func (m *Memory) Lchown(name string, uid, gid int) error {
 	return m.change(name, func(n *memNode) {
 		if uid >= 0 {
@@ -422,8 +437,10 @@ func (m *Memory) Lchown(name string, uid, gid int) error {
 	})
 }
 
+// Chown is Lchown: no symlink is followed.
 func (m *Memory) Chown(name string, uid, gid int) error { return m.Lchown(name, uid, gid) }
 
+// Chtimes sets the modification time of name.
 func (m *Memory) Chtimes(name string, _, mtime time.Time) error {
 	return m.change(name, func(n *memNode) { n.modTime = mtime })
 }
