@@ -74,7 +74,7 @@ func config(args []string) (harness.Config, error) {
 		out:       fs.String("out", "", "Results folder. Empty: bench/results of the repository."),
 		work:      fs.String("work", "", "Scratch folder for volumes, logs and profiles. Empty: _output/bench of the repository."),
 		bin:       fs.String("bin", "", "Folder for the built binaries; kept between runs, only what changed is relinked. Empty: bin in the scratch folder."),
-		scenarios: fs.String("scenarios", "", "Comma-separated scenarios to run (1-9). Empty: all."),
+		scenarios: fs.String("scenarios", "", "Comma-separated scenarios to run (1-10). Empty: all."),
 		sizes:     map[string]*int{},
 	}
 	for name, def := range map[string]int{

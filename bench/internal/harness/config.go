@@ -36,7 +36,7 @@ type Config struct {
 	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
 	// empty: RepoRoot/_output/controlplane.
 	ControlPlaneBin string
-	// Scenarios to run, 1 to 9.
+	// Scenarios to run, 1 to 10.
 	Scenarios []int
 	// QPS and Burst are every system's client budget: the manager's for its
 	// whole fleet, each peer process's, and the limit's.
@@ -74,6 +74,9 @@ type Config struct {
 	// share S9Claims claims; S9Crowd claims and PVs of no node surround one
 	// idle agent (0: not measured).
 	S9Nodes, S9Claims, S9Crowd int
+	// S10Depths and S10Widths are the trees of scenario 10: chains of
+	// directories so deep, and directories of so many files.
+	S10Depths, S10Widths []int
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
@@ -96,7 +99,7 @@ var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * tim
 // two cores.
 func Full() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
 		QPS:       100, Burst: 200,
 		Lease: defaultLease, Settle: 2 * time.Second,
 		S1Claims:  500,
@@ -110,6 +113,7 @@ func Full() Config {
 		S7Claims:  500,
 		S8Objects: 10000,
 		S9Nodes:   10, S9Claims: 500, S9Crowd: 10000,
+		S10Depths: []int{1000, 5000, 20000}, S10Widths: []int{1000, 10000, 100000},
 		Profile:     true,
 		WaitTimeout: 10 * time.Minute,
 	}
@@ -119,7 +123,7 @@ func Full() Config {
 // harness works; its figures mean nothing.
 func Smoke() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
 		QPS:       100, Burst: 200,
 		Lease:     shortLease,
 		S1Claims:  3,
@@ -132,6 +136,7 @@ func Smoke() Config {
 		S7Claims:  3,
 		S8Objects: 20,
 		S9Nodes:   2, S9Claims: 6, S9Crowd: 20,
+		S10Depths: []int{10, 100}, S10Widths: []int{10, 100},
 		SystemsAtOnce: true,
 		WaitTimeout:   2 * time.Minute,
 	}

@@ -24,5 +24,9 @@ limitations under the License.
 // checks the volumes' directories on that folder. For the node agents'
 // scenario it creates Node objects, gives each a folder standing in for its
 // disk, runs one node agent (or peer process) per node next to one manager,
-// and checks that each volume landed on its claim's node.
+// and checks that each volume landed on its claim's node. Scenario 10 needs
+// none of that: it deletes volumes holding deep and wide trees through the
+// hostpath and nfs backends in its own process (NFS against an export held
+// in memory) and samples its own open files and live heap meanwhile; run
+// alone, it starts no control plane.
 package harness

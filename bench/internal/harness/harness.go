@@ -20,12 +20,14 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +93,10 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 	}
 	b := newBench(cfg)
 	b.run.Commit = commitOf(ctx, cfg.RepoRoot)
+	if !needsControlPlane(cfg.Scenarios) {
+		runErr := b.scenarios(ctx)
+		return b.run, errors.Join(runErr, b.write())
+	}
 	err := b.buildAndStart(ctx)
 	if b.env != nil {
 		defer b.env.Stop()
@@ -110,6 +116,13 @@ func Run(ctx context.Context, cfg Config) (*report.Run, error) {
 		return b.run, err
 	}
 	return b.run, runErr
+}
+
+// needsControlPlane reports whether any of scenarios needs the control
+// plane and the systems: every one but scenario 10, which deletes trees
+// through the backends in the harness's own process.
+func needsControlPlane(scenarios []int) bool {
+	return slices.ContainsFunc(scenarios, func(n int) bool { return n != 10 })
 }
 
 // withDefaults fills what cfg leaves empty: no log, the control plane

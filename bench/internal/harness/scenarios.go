@@ -69,6 +69,8 @@ func (b *bench) scenarios(ctx context.Context) error {
 			err = b.memoryScenario(ctx)
 		case 9:
 			err = b.nodesScenario(ctx)
+		case 10:
+			err = b.treeScenario(ctx)
 		default:
 			err = fmt.Errorf("no scenario %d", n)
 		}

@@ -53,6 +53,9 @@ const (
 	S9NodesAgent     = "s9-nodes-agent"
 	S9NodesManager   = "s9-nodes-manager"
 	S9NodesCrowded   = "s9-nodes-crowded"
+	// S10TreeDelete, with the backend's name after it, is one volume whose
+	// directory holds a deep or wide tree deleted, in the harness's process.
+	S10TreeDelete = "s10-tree-delete"
 )
 
 // Measurement is a Result plus what only the Markdown shows.

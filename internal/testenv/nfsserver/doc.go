@@ -30,7 +30,13 @@ limitations under the License.
 // Remove and Rename act on a link itself, and CREATE and MKDIR fail on a
 // link in the way rather than create its target, as knfsd does; SETATTR's
 // chown, chmod and utimes (which the bound osfs lacks) resolve paths
-// inside Dir the same way. FSSTAT answers the statfs figures of Dir (go-nfs alone answers
+// inside Dir the same way. With Options.Memory it serves a Memory instead: a
+// tree in this process's memory, for trees deeper than the host's paths
+// allow (the bound osfs fails past 4 KiB of path) or too big to write to
+// disk quickly, which the test builds directly (Memory.MakeChain,
+// Memory.MakeFiles), checks (Memory.Count), and has tell of an entry that
+// vanished between READDIR and LOOKUP (Memory.ListVanished).
+// FSSTAT answers the statfs figures of Dir (go-nfs alone answers
 // 2^62 bytes). go-nfs answers NFS3ERR_IO where knfsd says NOTEMPTY, and
 // NFS3ERR_ACCES where knfsd says EXIST for a file or link in the way of
 // MKDIR or CREATE.

@@ -33,13 +33,23 @@ import (
 // handleLimit bounds go-nfs's file handle cache; tests never come near it.
 const handleLimit = 4096
 
+// verifierLimit bounds the listings go-nfs keeps for READDIR's later pages:
+// each is a whole directory's, and a client reads one listing at a time.
+const verifierLimit = 2
+
+// memoryBytes is the size an export of a Memory tells in FSSTAT.
+const memoryBytes = 1 << 40
+
 // Nobody is the uid and gid root is squashed to, as knfsd's anonuid/anongid.
 const Nobody = 65534
 
 // Options say what to serve and how strict to be.
 type Options struct {
-	// Dir is the host folder served; it must exist.
+	// Dir is the host folder served; it must exist, unless Memory is set.
 	Dir string
+	// Memory, when set, is served instead of Dir; RootSquash is refused
+	// with it.
+	Memory *Memory
 	// Path is the export path clients mount; "/" when empty. Mounting any
 	// other path fails with MNT3ERR_NOENT.
 	Path string
@@ -70,12 +80,8 @@ type Server struct {
 
 // Start serves opts.Dir until Stop. ctx bounds the server's life too.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	info, err := os.Stat(opts.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("cannot serve %q: %w", opts.Dir, err)
-	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("cannot serve %q: not a directory", opts.Dir)
+	if err := checkServed(opts); err != nil {
+		return nil, err
 	}
 	address := opts.Address
 	if address == "" {
@@ -99,6 +105,24 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkServed checks that opts name something to serve.
+func checkServed(opts Options) error {
+	if opts.Memory != nil {
+		if opts.RootSquash {
+			return errors.New("cannot squash root on a Memory export: it keeps no owners to enforce")
+		}
+		return nil
+	}
+	info, err := os.Stat(opts.Dir)
+	if err != nil {
+		return fmt.Errorf("cannot serve %q: %w", opts.Dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("cannot serve %q: not a directory", opts.Dir)
+	}
+	return nil
 }
 
 // startPortmapper serves handler's MOUNT on a second port and starts the
@@ -170,6 +194,7 @@ func (s *Server) Stop() error {
 // handler exports one folder, with real free space and optional root squash.
 type handler struct {
 	nfs.Handler
+	memory     *Memory
 	dir        string
 	path       string
 	rootSquash bool
@@ -177,18 +202,22 @@ type handler struct {
 
 func newHandler(opts Options) nfs.Handler {
 	// Bound: the host's symlinks under Dir are never followed out of it.
-	fs := linkSafeFS{Filesystem: osfs.New(opts.Dir, osfs.WithBoundOS()), dir: opts.Dir}
+	var fs billy.Filesystem = linkSafeFS{Filesystem: osfs.New(opts.Dir, osfs.WithBoundOS()), dir: opts.Dir}
+	if opts.Memory != nil {
+		fs = opts.Memory
+	}
 	path := opts.Path
 	if path == "" {
 		path = "/"
 	}
 	h := &handler{
 		Handler:    nfshelper.NewNullAuthHandler(fs),
+		memory:     opts.Memory,
 		dir:        opts.Dir,
 		path:       path,
 		rootSquash: opts.RootSquash,
 	}
-	return nfshelper.NewCachingHandler(h, handleLimit)
+	return nfshelper.NewCachingHandlerWithVerifierLimit(h, handleLimit, verifierLimit)
 }
 
 func (h *handler) Mount(ctx context.Context, conn net.Conn, req nfs.MountRequest) (nfs.MountStatus, billy.Filesystem, []nfs.AuthFlavor) {
@@ -201,6 +230,9 @@ func (h *handler) Mount(ctx context.Context, conn net.Conn, req nfs.MountRequest
 }
 
 func (h *handler) Change(billy.Filesystem) billy.Change {
+	if h.memory != nil {
+		return h.memory
+	}
 	change := boundChange{dir: h.dir}
 	if h.rootSquash {
 		return squashedChange{change}
@@ -210,6 +242,10 @@ func (h *handler) Change(billy.Filesystem) billy.Change {
 
 // FSStat answers the figures of the served folder's file system.
 func (h *handler) FSStat(_ context.Context, _ billy.Filesystem, stat *nfs.FSStat) error {
+	if h.memory != nil {
+		stat.TotalSize, stat.FreeSize, stat.AvailableSize = memoryBytes, memoryBytes, memoryBytes
+		return nil
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(h.dir, &st); err != nil {
 		return fmt.Errorf("cannot statfs %q: %w", h.dir, err)

@@ -29,7 +29,10 @@ limitations under the License.
 // PersistentVolume exists or the directory is removed, so a directory whose
 // PersistentVolume was never created can be found and deleted. A deleted
 // directory is moved into the hidden folder .provfleet-deleting, and its files
-// deleted from there without holding up other claims. New reaches nothing;
+// deleted from there without holding up other claims, by RemoveTree: a walk
+// that holds three directories open and a batch of names whatever the
+// tree's depth or width, and that a later delete continues where one that
+// ran out of time stopped. New reaches nothing;
 // Probe reaches the base, makes the record folder the first time and requires
 // it afterwards, and reports the space of the base's file system (Dir.Space),
 // and Create refuses a claim larger than the space left, as it refuses one

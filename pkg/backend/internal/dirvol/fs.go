@@ -59,6 +59,12 @@ type Dir interface {
 	ReadFile(ctx context.Context, name string, limit int64) ([]byte, fs.FileInfo, error)
 	// ReadNames lists the names in the directory, in no given order.
 	ReadNames(ctx context.Context) ([]string, error)
+	// ReadSomeNames lists at most limit (at least one) names in the
+	// directory, in no given order, from the start of its listing: the
+	// same names come again until they are removed, and none means the
+	// directory is empty. Its memory is bounded however many names the
+	// directory holds.
+	ReadSomeNames(ctx context.Context, limit int) ([]string, error)
 	// Rename renames oldName to newName in this directory. Like rename(2)
 	// it replaces an existing file or empty directory newName.
 	Rename(ctx context.Context, oldName, newName string) error
@@ -69,7 +75,8 @@ type Dir interface {
 	// Remove removes the file, symlink or empty directory name.
 	Remove(ctx context.Context, name string) error
 	// RemoveAll removes name and everything below it; a missing name is no
-	// error.
+	// error. It reports success only once name is gone, and holds what
+	// RemoveTree does in memory and open files, whatever the tree's shape.
 	RemoveAll(ctx context.Context, name string) error
 	// Chmod sets the permission bits of the directory itself, with
 	// fs.ModeSetuid, fs.ModeSetgid and fs.ModeSticky where perm has them.

@@ -158,6 +158,26 @@ func (d *localDir) ReadNames(context.Context) ([]string, error) {
 	return names, nil
 }
 
+// ReadSomeNames reads from a descriptor of its own, so each call lists
+// from the start.
+func (d *localDir) ReadSomeNames(_ context.Context, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("cannot list %d names: %w", limit, fs.ErrInvalid)
+	}
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	names, err := f.Readdirnames(limit)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
 func (d *localDir) Rename(_ context.Context, oldName, newName string) error {
 	if err := errors.Join(CheckName(oldName), CheckName(newName)); err != nil {
 		return err
@@ -198,11 +218,13 @@ func (d *localDir) Remove(_ context.Context, name string) error {
 	return d.root.Remove(name)
 }
 
-func (d *localDir) RemoveAll(_ context.Context, name string) error {
+// RemoveAll walks with RemoveTree: os.Root.RemoveAll holds a descriptor
+// per level of the tree, so a deep one runs out of them.
+func (d *localDir) RemoveAll(ctx context.Context, name string) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
-	return d.root.RemoveAll(name)
+	return RemoveTree[Dir](ctx, d, name)
 }
 
 func (d *localDir) Chmod(_ context.Context, perm fs.FileMode) error {

@@ -67,4 +67,10 @@ limitations under the License.
 // a malformed reply or an RPC version mismatch, bind a reserved port only
 // as uid 0, start a goroutine per Target that never ends, cache lookups,
 // pass ".." in paths to the server and have no FSSTAT.
+//
+// Handles: Open walks a path once and returns a Handle; LookupIn,
+// ReadNamesIn (a bounded part of a listing), RemoveIn and RenameIn act by
+// a Handle and one name, so a walk over a deep tree costs one call per
+// step rather than its depth, and acts on the directory it opened, as a
+// descriptor does, whatever is renamed meanwhile.
 package nfsclient

@@ -27,7 +27,11 @@ limitations under the License.
 // A Dir is the client and a path: it holds no file handle, and every call
 // walks the path again from the export's root with LOOKUP, which follows no
 // symlink, so a link planted on the export (or a directory swapped for one)
-// fails the call instead of sending it elsewhere.
+// fails the call instead of sending it elsewhere. RemoveAll alone walks by
+// file handles (dirvol.RemoveTree over a treeDir): it opens the directory
+// to remove by its path once, then every step is one or two procedures on a
+// handle and one name, so a tree of any depth costs a bounded number of
+// calls per entry, and a rename elsewhere cannot redirect it.
 //
 // Durability: NFSv3 directory procedures (CREATE, MKDIR, RENAME, REMOVE,
 // RMDIR) commit to stable storage before the server answers (RFC 1813) and

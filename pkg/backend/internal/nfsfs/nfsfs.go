@@ -142,6 +142,14 @@ func (d *dir) ReadNames(ctx context.Context) ([]string, error) {
 	return d.client.ReadDir(ctx, d.path)
 }
 
+func (d *dir) ReadSomeNames(ctx context.Context, limit int) ([]string, error) {
+	h, err := d.client.Open(ctx, d.path)
+	if err != nil {
+		return nil, err
+	}
+	return d.client.ReadNamesIn(ctx, h, limit)
+}
+
 func (d *dir) Rename(ctx context.Context, oldName, newName string) error {
 	return d.Move(ctx, oldName, d, newName)
 }
@@ -172,12 +180,18 @@ func (d *dir) Remove(ctx context.Context, name string) error {
 	return d.client.Remove(ctx, p)
 }
 
+// RemoveAll walks with dirvol.RemoveTree by file handles: by paths, each
+// call would walk its path again from the export's root, and a tree's
+// removal would cost its depth squared.
 func (d *dir) RemoveAll(ctx context.Context, name string) error {
-	p, err := d.join(name)
+	if err := dirvol.CheckName(name); err != nil {
+		return err
+	}
+	h, err := d.client.Open(ctx, d.path)
 	if err != nil {
 		return err
 	}
-	return d.client.RemoveAll(ctx, p)
+	return dirvol.RemoveTree(ctx, treeDir{client: d.client, handle: h}, name)
 }
 
 func (d *dir) Chmod(ctx context.Context, perm fs.FileMode) error {

@@ -70,6 +70,26 @@ func lookupCases() map[string]contractCase {
 			slices.Sort(names)
 			return errors.Join(err, expect("names", fmt.Sprint(names), "[dir file link-dir link-file link-out link-up link-within]"))
 		}},
+		"list some names": {op: func(ctx context.Context, d dirvol.Dir) error {
+			some, err := d.ReadSomeNames(ctx, 3)
+			all, _ := d.ReadNames(ctx)
+			var errs []error
+			for _, name := range some {
+				if !slices.Contains(all, name) {
+					errs = append(errs, fmt.Errorf("ReadSomeNames listed %q, which is not there", name))
+				}
+			}
+			return errors.Join(append(errs, err, expect("count", len(some), 3))...)
+		}},
+		"list some names of an empty directory": {op: func(ctx context.Context, d dirvol.Dir) error {
+			if err := d.Mkdir(ctx, "empty", 0o755); err != nil {
+				return err
+			}
+			return withDir(ctx, d, "empty", func(sub dirvol.Dir) error {
+				names, err := sub.ReadSomeNames(ctx, 3)
+				return errors.Join(err, expect("names", len(names), 0))
+			})
+		}, want: without(nil, "empty/")},
 		"names that are not one component are refused": {op: checkNames},
 	}
 }
