@@ -20,8 +20,9 @@ limitations under the License.
 // A process plays one or both of two roles (Settings.Roles). The manager's
 // runs the NFS and custom backends, and for each hostPath backend a
 // coordinator: under the provisioner's Lease it places Immediate claims on
-// the served node with the most room and reports, or deletes, the volumes of
-// removed nodes; it writes every status, with the served nodes of hostPath
+// the served node with the most room, sends claims selected to a node it
+// does not select back to the scheduler (a bounded number of times), and
+// reports, or deletes, the volumes of removed nodes; it writes every status, with the served nodes of hostPath
 // backends (status.nodes) as the node agents report them. A node agent's
 // holds its node's Lease (NodeLeaseName) and, while it does, runs a
 // controller without a Lease of its own for each hostPath backend that

@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -241,10 +242,10 @@ func (c *coordinator) agentGone(node string, v *fleetView) (gone bool, expiry ti
 }
 
 // place places every claim of Immediate binding that waits for a node and
-// warns of claims selected to nodes it does not serve. It returns how soon
-// to look again: at the retry delay for a claim that found no node, or when
-// the Lease of the agent a placed claim waits for would expire; zero when
-// no claim waits.
+// sends claims selected to nodes it does not select back to the scheduler.
+// It returns how soon to look again: at the retry delay for a claim that
+// found no node, or when the Lease of the agent a placed claim waits for
+// would expire; zero when no claim waits.
 //
 // Placement is one write by one leader: the leader picks the node and sets
 // the claim's selected-node annotation, with the claim's resourceVersion so
@@ -269,12 +270,16 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 			continue
 		}
 		if selected && class == nil {
-			c.checkSelectedNode(t, claim, v.nodes[node])
+			if c.sendBackUnselected(ctx, t, claim, v.nodes[node]) {
+				next = shorter(next, v.retry)
+			}
 			continue
 		}
 		if selected {
 			if gone, expiry := c.agentGone(node, v); !gone {
-				c.checkSelectedNode(t, claim, v.nodes[node])
+				if c.sendBackUnselected(ctx, t, claim, v.nodes[node]) {
+					next = shorter(next, v.retry)
+				}
 				// Looked at again when the agent's Lease would expire
 				// unrenewed: neither a renewal nor an agent's end sends an
 				// event the coordinator wakes on.
@@ -449,26 +454,53 @@ func (c *coordinator) selectNode(ctx context.Context, claim *v1.PersistentVolume
 	return nil
 }
 
-// checkSelectedNode warns when claim was selected to a node this
-// provisioner does not serve: no agent there makes its volume.
-func (c *coordinator) checkSelectedNode(t *coordTerm, claim *v1.PersistentVolumeClaim, node *v1.Node) {
+// sendBackUnselected sends claim back to the scheduler when it was
+// selected to a node this provisioner does not select, where no agent makes
+// its volume, and reports whether to try again later. Past
+// provisioning.MaxReschedules the claim stays and its user is told.
+func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, claim *v1.PersistentVolumeClaim, node *v1.Node) (retry bool) {
 	if node == nil {
-		return
+		return false
 	}
 	if selected, err := selectsNode(c.spec, node); err != nil || selected {
-		return
+		return false
 	}
-	var served []string
+	unserved := fmt.Sprintf("Node %s was selected for this claim, but this provisioner serves only %s: no volume is made there",
+		node.Name, nodeList(c.selectedNodes()))
+	const advice = "give the StorageClass allowedTopologies that match the served nodes"
+	updated, err := provisioning.Reschedule(ctx, c.client, claim)
+	switch {
+	case errors.Is(err, provisioning.ErrRescheduleLimit):
+		c.warnOnce(t, claim, provisioning.EventRescheduleLimit, fmt.Sprintf(
+			"%s; the claim was sent back to the scheduler %d times already, the most it is, and waits: %s, then remove the claim's %s annotation",
+			unserved, provisioning.MaxReschedules, advice, provisioning.AnnSelectedNode))
+		return false
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		// Changed or gone meanwhile: its event brings the next sync.
+		klog.FromContext(ctx).V(2).Info("Claim changed before it was sent back to the scheduler", "claim", klog.KObj(claim), "err", err)
+		return false
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot send claim back to the scheduler", "claim", klog.KObj(claim), "node", node.Name)
+		return true
+	}
+	klog.FromContext(ctx).Info("Sent claim selected to an unserved node back to the scheduler", "claim", klog.KObj(claim), "node", node.Name)
+	c.recorder.Eventf(claim, v1.EventTypeWarning, EventNodeNotServed,
+		"%s; its selected node is removed so that the scheduler chooses again (%d of at most %d times); %s",
+		unserved, provisioning.Reschedules(updated), provisioning.MaxReschedules, advice)
+	return false
+}
+
+// selectedNodes are the names of the nodes this provisioner selects.
+func (c *coordinator) selectedNodes() []string {
+	var names []string
 	for _, obj := range c.informers.Nodes.GetStore().List() {
 		if n, ok := obj.(*v1.Node); ok {
 			if selected, err := selectsNode(c.spec, n); err == nil && selected {
-				served = append(served, n.Name)
+				names = append(names, n.Name)
 			}
 		}
 	}
-	c.warnOnce(t, claim, EventNodeNotServed, fmt.Sprintf(
-		"Node %s was selected for this claim, but this provisioner serves only %s: no volume is made there; give the StorageClass allowedTopologies that match the served nodes",
-		node.Name, nodeList(served)))
+	return names
 }
 
 // nodeList names a few nodes, sorted, and how many more there are.
