@@ -35,8 +35,10 @@ const AnnReschedules = "provfleet.io/reschedules"
 
 // MaxReschedules is how many times one claim is sent back to the scheduler:
 // a claim that fits no node the scheduler gives it would otherwise go back
-// and forth with the scheduler forever.
-const MaxReschedules = 5
+// and forth with the scheduler forever. With a Warning Event for each, the
+// Warning of the limit still fits in the few an Event spam filter (the
+// manager's lets 5 through per object) writes at once.
+const MaxReschedules = 3
 
 // EventRescheduleLimit is the reason of the Warning Event of a claim that
 // is not sent back to the scheduler any more.
