@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -69,7 +72,7 @@ func TestCoordinator(t *testing.T) {
 	t.Run("places by room, then by fewest volumes, on served nodes only", func(t *testing.T) { testPlacementByRoom(t, client) })
 	t.Run("a full budget waits until room frees up", func(t *testing.T) { testFullBudgetWaits(t, client) })
 	t.Run("two racing leaders place a claim once", func(t *testing.T) { testRacingLeaders(t, client) })
-	t.Run("a claim selected to an unserved node is told", func(t *testing.T) { testUnservedNode(t, client) })
+	t.Run("a claim selected to an unserved node is sent back to the scheduler, a bounded number of times", func(t *testing.T) { testUnservedNode(t, client) })
 	t.Run("a claim placed on an agent that stops is placed again", func(t *testing.T) { testAgentExpiry(t, client) })
 	t.Run("node removal reported", func(t *testing.T) { testRemovalReport(t, client) })
 	t.Run("node removal deletes after the grace period", func(t *testing.T) { testRemovalDelete(t, client) })
@@ -494,6 +497,10 @@ func testAgentExpiry(t *testing.T, client kubernetes.Interface) {
 	})
 }
 
+// testUnservedNode: a WaitForFirstConsumer claim selected to a node the
+// provisioner does not select is sent back to the scheduler, at most
+// provisioning.MaxReschedules times, however often the scheduler chooses
+// that node again; the removal loses to a write it did not see.
 func testUnservedNode(t *testing.T, client kubernetes.Interface) {
 	e := newCoordEnv(t, client, "unserved")
 	e.node("unserved-a", map[string]string{"disk": "local"})
@@ -505,11 +512,53 @@ func testUnservedNode(t *testing.T, client kubernetes.Interface) {
 
 	// As the scheduler and the binder would annotate it.
 	e.claim("elsewhere", class, "1Gi", map[string]string{provisioning.AnnSelectedNode: "unserved-x", provisioning.AnnStorageProvisioner: e.provName})
+	for sent := 1; sent <= provisioning.MaxReschedules; sent++ {
+		e.eventually(fmt.Sprintf("the claim sent back to the scheduler %d times", sent), func() (bool, error) {
+			claim := e.getClaim("elsewhere")
+			_, selected := claim.Annotations[provisioning.AnnSelectedNode]
+			return !selected && claim.Annotations[provisioning.AnnReschedules] == strconv.Itoa(sent), nil
+		})
+		// The scheduler, which does not know the served nodes, chooses the
+		// same node again.
+		e.selectNode("elsewhere", "unserved-x")
+	}
 	message := e.waitEvent(e.ns, "elsewhere", EventNodeNotServed)
-	for _, want := range []string{"unserved-x", "nodes unserved-a, unserved-b", "allowedTopologies"} {
+	for _, want := range []string{"unserved-x", "nodes unserved-a, unserved-b", "scheduler chooses again", "allowedTopologies"} {
 		if !strings.Contains(message, want) {
 			t.Errorf("the Event does not say %q: %q", want, message)
 		}
+	}
+	message = e.waitEvent(e.ns, "elsewhere", provisioning.EventRescheduleLimit)
+	for _, want := range []string{"unserved-x", fmt.Sprintf("%d times", provisioning.MaxReschedules), provisioning.AnnSelectedNode} {
+		if !strings.Contains(message, want) {
+			t.Errorf("the Event of the bound does not say %q: %q", want, message)
+		}
+	}
+	// The Event comes from a sync that saw the claim as it is now.
+	claim := e.getClaim("elsewhere")
+	if node := claim.Annotations[provisioning.AnnSelectedNode]; node != "unserved-x" || claim.Annotations[provisioning.AnnReschedules] != strconv.Itoa(provisioning.MaxReschedules) {
+		t.Errorf("past the bound the claim is selected to %q, sent back %s times; want it left on unserved-x", node, claim.Annotations[provisioning.AnnReschedules])
+	}
+
+	// A removal at a version older than the scheduler's new choice fails
+	// and leaves that choice.
+	e.claim("raced", class, "1Gi", map[string]string{provisioning.AnnSelectedNode: "unserved-a"})
+	stale := e.getClaim("raced")
+	e.selectNode("raced", "unserved-b")
+	if _, err := provisioning.Reschedule(e.ctx, e.client, stale); !apierrors.IsConflict(err) {
+		t.Errorf("removal at a stale version: %v, want a conflict", err)
+	}
+	if node := e.getClaim("raced").Annotations[provisioning.AnnSelectedNode]; node != "unserved-b" {
+		t.Errorf("the claim is selected to %q after the stale removal, want the scheduler's unserved-b", node)
+	}
+}
+
+// selectNode selects node for the claim name, as the scheduler does.
+func (e *coordEnv) selectNode(name, node string) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, provisioning.AnnSelectedNode, node)
+	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatalf("cannot select node %s for claim %s: %v", node, name, err)
 	}
 }
 

@@ -22,8 +22,10 @@ limitations under the License.
 // coordinator: under the provisioner's Lease it places Immediate claims on
 // the served node with the most room (in a process that is also the node
 // agent of the one node a ProvisionerConfig's nodeName names, it hands them to
-// its own node instance with no write: handover.go) and reports, or deletes,
-// the volumes of removed nodes; it writes every status, with the served nodes of hostPath
+// its own node instance with no write: handover.go), sends claims selected to
+// a node it does not select back to the scheduler (a bounded number of
+// times), and reports, or deletes, the volumes of removed nodes; it writes
+// every status, with the served nodes of hostPath
 // backends (status.nodes) as the node agents report them. A node agent's
 // holds its node's Lease (NodeLeaseName) and, while it does, runs a
 // controller without a Lease of its own for each hostPath backend that

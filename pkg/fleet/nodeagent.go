@@ -291,6 +291,7 @@ func (m *Manager) reconcileNode(ctx context.Context, pc *v1alpha1.ProvisionerCon
 	r := &provisionerReport{Generation: pc.Generation, Reason: obs.reason, Message: obs.message}
 	if obs.storage != nil {
 		r.Available, r.Total = &obs.storage.AvailableBytes, &obs.storage.TotalBytes
+		r.ProbedAt = &metav1.Time{Time: obs.probedAt}
 	}
 	a.report(pc.Name, r)
 	if obs.running && m.releaseRemoved(ctx, pc.Name, key) {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -64,6 +65,9 @@ type provisionerReport struct {
 	// the agent's last probe found it; nil when unknown.
 	Available *int64 `json:"available,omitempty"`
 	Total     *int64 `json:"total,omitempty"`
+	// ProbedAt is when that probe began: placement counts the volumes made
+	// since against Available.
+	ProbedAt *metav1.Time `json:"probedAt,omitempty"`
 }
 
 // removedVolumes are, by ProvisionerConfig name, the names of the

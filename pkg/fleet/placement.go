@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -90,8 +91,14 @@ type nodeCandidate struct {
 	// and the claims placed there whose volume is not made yet.
 	Volumes int64
 	Used    int64
-	// Available is the free space its agent last reported; nil: unknown.
-	Available *int64
+	// Available and Total are the space its agent last reported; nil:
+	// unknown.
+	Available, Total *int64
+	// Pending is what Available does not count yet: the claims placed
+	// there whose volume is not made yet, and the volumes made since the
+	// probe that found Available (all of them when the report does not say
+	// when that was).
+	Pending int64
 }
 
 // nodeBudget is spec.capacity, which applies to each node alone.
@@ -118,45 +125,35 @@ func (b nodeBudget) fits(n nodeCandidate, request int64) bool {
 	return (b.MaxVolumes == 0 || n.Volumes < b.MaxVolumes) && (b.Storage == nil || n.Used+request <= *b.Storage)
 }
 
-// room is what n has left: of the storage budget when there is one, else
-// the free space its agent reported, else nothing known.
-func (b nodeBudget) room(n nodeCandidate) int64 {
-	switch {
-	case b.Storage != nil:
-		return *b.Storage - n.Used
-	case n.Available != nil:
-		return *n.Available
-	}
-	return 0
-}
-
 // chooseNode picks the node of a claim among candidates: one with room in
-// b, the most room first, then the fewest volumes, then the lowest hash of
-// the claim's UID and the node name, so that equal nodes share the claims
-// and every leader picks the same. It returns false when none has room.
+// b, the most room first (within margin), then the fewest volumes, then the
+// lowest hash of the claim's UID and the node name, so that equal nodes
+// share the claims and every leader picks the same. It returns false when
+// none has room.
 func chooseNode(uid types.UID, request int64, candidates []nodeCandidate, b nodeBudget) (nodeCandidate, bool) {
-	var best nodeCandidate
-	found := false
-	for _, n := range candidates {
-		if !b.fits(n, request) {
-			continue
-		}
-		if !found || b.better(uid, n, best) {
-			best, found = n, true
-		}
+	fitting := slices.DeleteFunc(slices.Clone(candidates), func(n nodeCandidate) bool { return !b.fits(n, request) })
+	if len(fitting) == 0 {
+		return nodeCandidate{}, false
 	}
-	return best, found
+	most := slices.MaxFunc(fitting, func(x, y nodeCandidate) int { return cmp.Compare(b.rank(x), b.rank(y)) })
+	least := b.rank(most) - b.margin(fitting)
+	roomiest := slices.DeleteFunc(fitting, func(n nodeCandidate) bool { return b.rank(n) < least })
+	return slices.MinFunc(roomiest, func(x, y nodeCandidate) int {
+		return cmp.Or(
+			cmp.Compare(x.Volumes, y.Volumes),
+			cmp.Compare(placementHash(uid, x.Name), placementHash(uid, y.Name)),
+			cmp.Compare(x.Name, y.Name),
+		)
+	}), true
 }
 
-// availableStep is the step in which reported free space is compared: the
-// free space of a disk moves with every write, so nodes within a step of
-// each other share claims by their volumes rather than all going to the one
-// a few bytes ahead.
-const availableStep = 1 << 30
+// minSpaceMargin is the least difference of reported free space that
+// tells nodes apart: the free space of a disk moves with every write.
+const minSpaceMargin = 1 << 30
 
 // rank is what the most room means in comparing nodes: the storage budget
-// left, else the volumes left of maxVolumes, else the reported free space in
-// steps.
+// left, else the volumes left of maxVolumes, else the reported free space
+// less what it does not count yet.
 func (b nodeBudget) rank(n nodeCandidate) int64 {
 	switch {
 	case b.Storage != nil:
@@ -164,17 +161,28 @@ func (b nodeBudget) rank(n nodeCandidate) int64 {
 	case b.MaxVolumes > 0:
 		return b.MaxVolumes - n.Volumes
 	case n.Available != nil:
-		return (*n.Available - n.Used) / availableStep
+		return *n.Available - n.Pending
 	}
 	return 0
 }
 
-func (b nodeBudget) better(uid types.UID, n, than nodeCandidate) bool {
-	return cmp.Or(
-		-cmp.Compare(b.rank(n), b.rank(than)),
-		cmp.Compare(n.Volumes, than.Volumes),
-		cmp.Compare(placementHash(uid, n.Name), placementHash(uid, than.Name)),
-	) < 0
+// margin is how far below the most room a node still counts as having the
+// most. A budget is counted exactly; free space is reported again only
+// once it moved by a step of the disk's size (provisioning.Space.Step), so
+// nodes whose reports are less than the largest step apart may have the
+// same room: they share claims by their volumes rather than all going to
+// the one whose report is older or happened to be a little ahead.
+func (b nodeBudget) margin(nodes []nodeCandidate) int64 {
+	if b.Storage != nil || b.MaxVolumes > 0 {
+		return 0
+	}
+	margin := int64(minSpaceMargin)
+	for _, n := range nodes {
+		if n.Total != nil {
+			margin = max(margin, provisioning.Space{TotalBytes: *n.Total}.Step())
+		}
+	}
+	return margin
 }
 
 func placementHash(uid types.UID, node string) uint64 {
@@ -188,6 +196,9 @@ func placementHash(uid types.UID, node string) uint64 {
 // with the volumes and placed claims of each.
 func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 	served := map[string]*nodeCandidate{}
+	// probed is, by served node, when its agent's probe found the free space
+	// it reports; nil when the report does not say.
+	probed := map[string]*metav1.Time{}
 	for name, node := range v.nodes {
 		if selected, err := selectsNode(c.spec, node); err != nil || !selected {
 			continue
@@ -196,8 +207,9 @@ func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 		// as served, but its instance provisions nothing, so a new claim
 		// placed there would wait while a Running node could take it.
 		service := serviceOf(c.nodeLeases.GetStore(), c.leaseClock, c.leaseNS, name, c.configName, v.now)
-		if service.state == agentServing && service.report.Reason == v1alpha1.ReasonRunning {
-			served[name] = &nodeCandidate{Name: name, Available: service.report.Available}
+		if r := service.report; service.state == agentServing && r.Reason == v1alpha1.ReasonRunning {
+			served[name] = &nodeCandidate{Name: name, Available: r.Available, Total: r.Total}
+			probed[name] = r.ProbedAt
 		}
 	}
 	// A claim counts until its volume does: the volume may be seen before
@@ -208,17 +220,30 @@ func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 			made[ref.UID] = true
 		}
 		if n := served[backend.VolumeNode(volume)]; n != nil {
+			size := storageOf(volume.Spec.Capacity)
 			n.Volumes++
-			n.Used += storageOf(volume.Spec.Capacity)
+			n.Used += size
+			// Both times are in whole seconds: a volume of the probe's
+			// second counts as made after it.
+			if since := probed[n.Name]; since == nil || !volume.CreationTimestamp.Before(since) {
+				n.Pending += size
+			}
 		}
 	}
 	for _, claim := range v.claims {
 		if n := served[claim.Annotations[provisioning.AnnSelectedNode]]; n != nil && claim.Spec.VolumeName == "" && !made[claim.UID] {
-			n.Volumes++
-			n.Used += storageOf(claim.Spec.Resources.Requests)
+			n.count(storageOf(claim.Spec.Resources.Requests))
 		}
 	}
 	return served
+}
+
+// count counts on n a claim of request bytes placed there, whose volume is
+// not made yet.
+func (n *nodeCandidate) count(request int64) {
+	n.Volumes++
+	n.Used += request
+	n.Pending += request
 }
 
 func storageOf(resources v1.ResourceList) int64 {
@@ -241,10 +266,10 @@ func (c *coordinator) agentGone(node string, v *fleetView) (gone bool, expiry ti
 }
 
 // place places every claim of Immediate binding that waits for a node and
-// warns of claims selected to nodes it does not serve. It returns how soon
-// to look again: at the retry delay for a claim that found no node, or when
-// the Lease of the agent a placed claim waits for would expire; zero when
-// no claim waits.
+// sends claims selected to nodes it does not select back to the scheduler.
+// It returns how soon to look again: at the retry delay for a claim that
+// found no node, or when the Lease of the agent a placed claim waits for
+// would expire; zero when no claim waits.
 //
 // Placement is one write by one leader: the leader picks the node and sets
 // the claim's selected-node annotation, with the claim's resourceVersion so
@@ -269,12 +294,16 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 			continue
 		}
 		if selected && class == nil {
-			c.checkSelectedNode(t, claim, v.nodes[node])
+			if c.sendBackUnselected(ctx, t, claim, v.nodes[node]) {
+				next = shorter(next, v.retry)
+			}
 			continue
 		}
 		if selected {
 			if gone, expiry := c.agentGone(node, v); !gone {
-				c.checkSelectedNode(t, claim, v.nodes[node])
+				if c.sendBackUnselected(ctx, t, claim, v.nodes[node]) {
+					next = shorter(next, v.retry)
+				}
 				// Looked at again when the agent's Lease would expire
 				// unrenewed: neither a renewal nor an agent's end sends an
 				// event the coordinator wakes on.
@@ -391,8 +420,7 @@ func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *v1.Pe
 		}
 		return false
 	}
-	served[node.Name].Volumes++
-	served[node.Name].Used += request
+	served[node.Name].count(request)
 	delete(t.warned, claim.UID)
 	t.placed[claim.UID] = node.Name
 	logger.Info("Placed claim", "claim", klog.KObj(claim), "node", node.Name)
@@ -415,9 +443,9 @@ func countFitting(list []nodeCandidate, b nodeBudget, request int64) int {
 func (c *coordinator) roomText(b nodeBudget, n nodeCandidate) string {
 	switch {
 	case b.Storage != nil:
-		return resource.NewQuantity(b.room(n), resource.BinarySI).String() + " left in its budget"
+		return resource.NewQuantity(b.rank(n), resource.BinarySI).String() + " left in its budget"
 	case n.Available != nil:
-		return resource.NewQuantity(*n.Available, resource.BinarySI).String() + " available"
+		return resource.NewQuantity(b.rank(n), resource.BinarySI).String() + " available, less what was placed there since its agent's report"
 	}
 	return "space unknown"
 }
@@ -452,26 +480,53 @@ func (c *coordinator) selectNode(ctx context.Context, claim *v1.PersistentVolume
 	return nil
 }
 
-// checkSelectedNode warns when claim was selected to a node this
-// provisioner does not serve: no agent there makes its volume.
-func (c *coordinator) checkSelectedNode(t *coordTerm, claim *v1.PersistentVolumeClaim, node *v1.Node) {
+// sendBackUnselected sends claim back to the scheduler when it was
+// selected to a node this provisioner does not select, where no agent makes
+// its volume, and reports whether to try again later. Past
+// provisioning.MaxReschedules the claim stays and its user is told.
+func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, claim *v1.PersistentVolumeClaim, node *v1.Node) (retry bool) {
 	if node == nil {
-		return
+		return false
 	}
 	if selected, err := selectsNode(c.spec, node); err != nil || selected {
-		return
+		return false
 	}
-	var served []string
+	unserved := fmt.Sprintf("Node %s was selected for this claim, but this provisioner serves only %s: no volume is made there",
+		node.Name, nodeList(c.selectedNodes()))
+	const advice = "give the StorageClass allowedTopologies that match the served nodes"
+	updated, err := provisioning.Reschedule(ctx, c.client, claim)
+	switch {
+	case errors.Is(err, provisioning.ErrRescheduleLimit):
+		c.warnOnce(t, claim, provisioning.EventRescheduleLimit, fmt.Sprintf(
+			"%s; the claim was sent back to the scheduler %d times already, the most it is, and waits: %s, then remove the claim's %s annotation",
+			unserved, provisioning.MaxReschedules, advice, provisioning.AnnSelectedNode))
+		return false
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		// Changed or gone meanwhile: its event brings the next sync.
+		klog.FromContext(ctx).V(2).Info("Claim changed before it was sent back to the scheduler", "claim", klog.KObj(claim), "err", err)
+		return false
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot send claim back to the scheduler", "claim", klog.KObj(claim), "node", node.Name)
+		return true
+	}
+	klog.FromContext(ctx).Info("Sent claim selected to an unserved node back to the scheduler", "claim", klog.KObj(claim), "node", node.Name)
+	c.recorder.Eventf(claim, v1.EventTypeWarning, EventNodeNotServed,
+		"%s; its selected node is removed so that the scheduler chooses again (%d of at most %d times); %s",
+		unserved, provisioning.Reschedules(updated), provisioning.MaxReschedules, advice)
+	return false
+}
+
+// selectedNodes are the names of the nodes this provisioner selects.
+func (c *coordinator) selectedNodes() []string {
+	var names []string
 	for _, obj := range c.informers.Nodes.GetStore().List() {
 		if n, ok := obj.(*v1.Node); ok {
 			if selected, err := selectsNode(c.spec, n); err == nil && selected {
-				served = append(served, n.Name)
+				names = append(names, n.Name)
 			}
 		}
 	}
-	c.warnOnce(t, claim, EventNodeNotServed, fmt.Sprintf(
-		"Node %s was selected for this claim, but this provisioner serves only %s: no volume is made there; give the StorageClass allowedTopologies that match the served nodes",
-		node.Name, nodeList(served)))
+	return names
 }
 
 // nodeList names a few nodes, sorted, and how many more there are.

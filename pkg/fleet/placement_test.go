@@ -85,6 +85,38 @@ func TestChooseNode(t *testing.T) {
 			},
 			want: "b",
 		},
+		"reports less than a hundredth of the disk apart count as equal: the fewest volumes win": {
+			request: gi,
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 2, Available: ptr.To(72 * gi), Total: ptr.To(250 * gi)},
+				{Name: "b", Volumes: 1, Available: ptr.To(70*gi + gi/2), Total: ptr.To(250 * gi)},
+			},
+			want: "b",
+		},
+		"reports more than a hundredth of the disk apart: the most space wins": {
+			request: gi,
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 2, Available: ptr.To(72 * gi), Total: ptr.To(250 * gi)},
+				{Name: "b", Volumes: 1, Available: ptr.To(69 * gi), Total: ptr.To(250 * gi)},
+			},
+			want: "a",
+		},
+		"what a report does not count yet is taken off its space": {
+			request: gi,
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 0, Used: 6 * gi, Pending: 6 * gi, Available: ptr.To(10 * gi)},
+				{Name: "b", Volumes: 3, Available: ptr.To(8 * gi)},
+			},
+			want: "b",
+		},
+		"volumes a report counts already are not taken off again": {
+			request: gi,
+			candidates: []nodeCandidate{
+				{Name: "a", Volumes: 1, Used: 8 * gi, Available: ptr.To(10 * gi)},
+				{Name: "b", Volumes: 0, Available: ptr.To(5 * gi)},
+			},
+			want: "a",
+		},
 		"most volumes left of maxVolumes, whatever the reported space": {
 			request: gi,
 			budget:  nodeBudget{MaxVolumes: 3},
@@ -228,40 +260,75 @@ func TestAllowedBy(t *testing.T) {
 // until its volume is made, and then only its volume does, even before the
 // binder binds the claim to it.
 func TestCandidatesCountEachVolumeOnce(t *testing.T) {
-	report, err := json.Marshal(nodeReport{"fake": {Reason: v1alpha1.ReasonRunning}})
+	now := time.Now()
+	got := candidatesOfNodeA(t, provisionerReport{Reason: v1alpha1.ReasonRunning}, now,
+		[]*v1.PersistentVolume{volumeOnNodeA("pv-bound", "bound", "1Gi", now), volumeOnNodeA("pv-unbound", "made", "1Gi", now)},
+		[]*v1.PersistentVolumeClaim{claimOnNodeA("bound", "pv-bound"), claimOnNodeA("made", ""), claimOnNodeA("placed", "")})
+	// The report does not say when it probed: every volume counts against
+	// its space, as the placed claim does.
+	want := map[string]*nodeCandidate{"a": {Name: "a", Volumes: 3, Used: 3 * gi, Pending: 3 * gi}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("candidates (-want +got):\n%s", diff)
+	}
+}
+
+// TestCandidatesPendingSinceTheProbe: the free space a node's agent reports
+// counts the volumes made before its probe, not those made since, nor the
+// claims placed there whose volume is not made yet.
+func TestCandidatesPendingSinceTheProbe(t *testing.T) {
+	probed := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	report := provisionerReport{Reason: v1alpha1.ReasonRunning, Available: ptr.To(50 * gi), Total: ptr.To(100 * gi),
+		ProbedAt: &metav1.Time{Time: probed.Add(700 * time.Millisecond)}}
+	got := candidatesOfNodeA(t, report, probed.Add(time.Minute), []*v1.PersistentVolume{
+		volumeOnNodeA("pv-before", "before", "4Gi", probed.Add(-time.Minute)),
+		// Made in the probe's second, perhaps after it: the report and the
+		// API keep whole seconds.
+		volumeOnNodeA("pv-same-second", "same-second", "2Gi", probed),
+		volumeOnNodeA("pv-after", "after", "1Gi", probed.Add(time.Second)),
+	}, []*v1.PersistentVolumeClaim{claimOnNodeA("placed", "")})
+	want := map[string]*nodeCandidate{"a": {Name: "a", Volumes: 4, Used: 8 * gi, Pending: 4 * gi,
+		Available: ptr.To(50 * gi), Total: ptr.To(100 * gi)}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("candidates (-want +got):\n%s", diff)
+	}
+}
+
+// candidatesOfNodeA returns the candidates of a fake coordinator at now
+// whose node a has a live agent that reports report.
+func candidatesOfNodeA(t *testing.T, report provisionerReport, now time.Time, volumes []*v1.PersistentVolume, claims []*v1.PersistentVolumeClaim) map[string]*nodeCandidate {
+	t.Helper()
+	data, err := json.Marshal(nodeReport{"fake": report})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := fakeCoordinator(t, kubefake.NewClientset(), &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
-	now := time.Now()
 	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "nodes", Name: NodeLeaseName("a"), Annotations: map[string]string{AnnNodeReport: string(report)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "nodes", Name: NodeLeaseName("a"), Annotations: map[string]string{AnnNodeReport: string(data)}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-a"), LeaseDurationSeconds: ptr.To[int32](600), RenewTime: &metav1.MicroTime{Time: now}},
 	}
 	if err := c.nodeLeases.GetStore().Add(lease); err != nil {
 		t.Fatal(err)
 	}
-	claim := func(uid types.UID, volumeName string) *v1.PersistentVolumeClaim {
-		return &v1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: string(uid), UID: uid, Annotations: map[string]string{provisioning.AnnSelectedNode: "a"}},
-			Spec: v1.PersistentVolumeClaimSpec{VolumeName: volumeName,
-				Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
-		}
+	v := &fleetView{now: now, nodes: map[string]*v1.Node{"a": {ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, volumes: volumes, claims: claims}
+	return c.candidates(v)
+}
+
+// claimOnNodeA is a claim of 1Gi placed on node a, bound to volumeName when
+// set.
+func claimOnNodeA(uid types.UID, volumeName string) *v1.PersistentVolumeClaim {
+	return &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: string(uid), UID: uid, Annotations: map[string]string{provisioning.AnnSelectedNode: "a"}},
+		Spec: v1.PersistentVolumeClaimSpec{VolumeName: volumeName,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}
-	volume := func(name string, uid types.UID) *v1.PersistentVolume {
-		return &v1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{backend.AnnNode: "a"}},
-			Spec: v1.PersistentVolumeSpec{Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-				ClaimRef: &v1.ObjectReference{Namespace: "ns", Name: string(uid), UID: uid}},
-		}
-	}
-	v := &fleetView{now: now, nodes: map[string]*v1.Node{"a": {ObjectMeta: metav1.ObjectMeta{Name: "a"}}},
-		volumes: []*v1.PersistentVolume{volume("pv-bound", "bound"), volume("pv-unbound", "made")},
-		claims:  []*v1.PersistentVolumeClaim{claim("bound", "pv-bound"), claim("made", ""), claim("placed", "")},
-	}
-	got := c.candidates(v)
-	want := map[string]*nodeCandidate{"a": {Name: "a", Volumes: 3, Used: 3 * gi}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("candidates (-want +got):\n%s", diff)
+}
+
+// volumeOnNodeA is a volume of size on node a, made at created for the
+// claim uid.
+func volumeOnNodeA(name string, uid types.UID, size string, created time.Time) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Annotations: map[string]string{backend.AnnNode: "a"}},
+		Spec: v1.PersistentVolumeSpec{Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
+			ClaimRef: &v1.ObjectReference{Namespace: "ns", Name: string(uid), UID: uid}},
 	}
 }

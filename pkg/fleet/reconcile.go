@@ -53,9 +53,10 @@ type observation struct {
 	// running: the instance runs, whatever reason Ready has; a running one
 	// whose backend is unavailable is no refusal.
 	running bool
-	// storage is the space the leader's last successful probe found; nil
-	// when unknown.
-	storage *provisioning.Space
+	// storage is the space the leader's last successful probe found, at
+	// probedAt; nil when unknown.
+	storage  *provisioning.Space
+	probedAt time.Time
 	// nodes counts the nodes of a hostPath backend; nil for other backends.
 	nodes *v1alpha1.NodesStatus
 }
@@ -205,7 +206,7 @@ func (m *Manager) refuseConflicts(ctx context.Context, pc *v1alpha1.ProvisionerC
 // a leader probes its backend, so only a leader reports it unavailable.
 func (m *Manager) observeInstance(r *running, cfg provisioning.Config) observation {
 	health := r.instance.Health()
-	obs := observation{leader: r.currentLeader(), running: true, storage: health.Space}
+	obs := observation{leader: r.currentLeader(), running: true, storage: health.Space, probedAt: health.ProbedAt}
 	switch stuck := r.instance.Stuck(); {
 	case stuck != nil:
 		obs.reason, obs.message = v1alpha1.ReasonBackendStuck, stuck.Error()

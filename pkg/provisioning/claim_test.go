@@ -18,6 +18,9 @@ package provisioning
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -125,6 +128,9 @@ func TestRescheduledClaimWaitsForNode(t *testing.T) {
 	if node, ok := rescheduled.Annotations[AnnSelectedNode]; ok {
 		t.Fatalf("selected node %q kept after a reschedule", node)
 	}
+	if diff := cmp.Diff("1", rescheduled.Annotations[AnnReschedules]); diff != "" {
+		t.Errorf("reschedules counted on the claim (-want +got):\n%s", diff)
+	}
 	f.fill(rescheduled)
 	for range 2 {
 		if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(claim)); err != nil {
@@ -143,5 +149,33 @@ func TestRescheduledClaimWaitsForNode(t *testing.T) {
 	backend.mu.Unlock()
 	if diff := cmp.Diff([]string{"node-1"}, nodes); diff != "" {
 		t.Errorf("selected node of each Provision call (-want +got):\n%s", diff)
+	}
+}
+
+// A claim sent back to the scheduler MaxReschedules times already keeps the
+// node the scheduler selected again, and its user is told.
+func TestRescheduleLimit(t *testing.T) {
+	claim := newClaim("c", "wffc", testProvisioner)
+	claim.Annotations[AnnSelectedNode] = "node-1"
+	claim.Annotations[AnnReschedules] = strconv.Itoa(MaxReschedules)
+	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := newFakeBackend()
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		return ProvisioningReschedule, errBackend
+	}
+	recorder := &testRecorder{}
+	c := f.newController(testConfig(testProvisioner), backend, recorder)
+	if _, err := c.syncClaim(context.Background(), newTestTerm(t, c), keyOfClaim(claim)); !errors.Is(err, ErrRescheduleLimit) {
+		t.Fatalf("sync past the limit: %v, want ErrRescheduleLimit", err)
+	}
+	kept := f.getClaim("c")
+	if diff := cmp.Diff(map[string]string{AnnSelectedNode: "node-1", AnnReschedules: strconv.Itoa(MaxReschedules)},
+		map[string]string{AnnSelectedNode: kept.Annotations[AnnSelectedNode], AnnReschedules: kept.Annotations[AnnReschedules]}); diff != "" {
+		t.Errorf("annotations past the limit (-want +got):\n%s", diff)
+	}
+	if events := recorder.events(); !slices.Contains(events, EventRescheduleLimit) {
+		t.Errorf("Events %v, want %s", events, EventRescheduleLimit)
 	}
 }

@@ -30,6 +30,8 @@ type Health struct {
 	Err error
 	// Space is what the last successful probe found; nil before one.
 	Space *Space
+	// ProbedAt is when that probe ran.
+	ProbedAt time.Time
 }
 
 // changedFrom reports whether h differs from old enough to tell: the
@@ -146,6 +148,8 @@ func (c *Controller) probeSoon() {
 func (c *Controller) probe(ctx context.Context) {
 	var space Space
 	var budget *Budget
+	// Before the probe: what is made meanwhile may not be in its figures.
+	probedAt := time.Now()
 	err := c.guard(ctx, "probe", c.config().ProbeInterval, func(ctx context.Context) error {
 		var err error
 		if space, err = c.prober.Probe(ctx); err == nil {
@@ -159,7 +163,7 @@ func (c *Controller) probe(ctx context.Context) {
 		// The term ended: the failure is the stop's, not the backend's.
 		return
 	}
-	c.recordProbe(ctx, space, err)
+	c.recordProbe(ctx, space, probedAt, err)
 	if err == nil {
 		c.metrics.observeBudget(c.name, budget)
 	}
@@ -180,14 +184,15 @@ func (c *Controller) readBudget(ctx context.Context) *Budget {
 	return &budget
 }
 
-// recordProbe keeps the result of a probe, exports it and tells of a change.
-func (c *Controller) recordProbe(ctx context.Context, space Space, err error) {
+// recordProbe keeps the result of a probe begun at probedAt, exports it and
+// tells of a change.
+func (c *Controller) recordProbe(ctx context.Context, space Space, probedAt time.Time, err error) {
 	logger := klog.FromContext(ctx)
 	c.metrics.observeProbe(c.name, space, err)
 	c.healthMu.Lock()
 	was := c.health
 	if err == nil {
-		c.health = Health{Space: &space}
+		c.health = Health{Space: &space, ProbedAt: probedAt}
 	} else {
 		c.health.Err = err
 	}

@@ -212,15 +212,14 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVo
 		if err == nil {
 			err = errors.New("backend cannot use the selected node")
 		}
-		c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "Rescheduling: %v", err)
-		updated, uerr := c.updateClaim(ctx, claim, func(claim *v1.PersistentVolumeClaim) bool {
-			if _, ok := claim.Annotations[AnnSelectedNode]; !ok {
-				return false
-			}
-			delete(claim.Annotations, AnnSelectedNode)
-			return true
-		})
-		return updated, ProvisioningFinished, errors.Join(err, uerr)
+		updated, rerr := Reschedule(ctx, c.client, claim)
+		if errors.Is(rerr, ErrRescheduleLimit) {
+			c.recorder.Eventf(claim, v1.EventTypeWarning, EventRescheduleLimit,
+				"%v; the claim was sent back to the scheduler %d times already, the most it is: it waits until its selected node is removed by hand", err, MaxReschedules)
+		} else {
+			c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "Rescheduling: %v", err)
+		}
+		return updated, ProvisioningFinished, errors.Join(err, rerr)
 	}
 	err = fmt.Errorf("cannot provision a volume with StorageClass %q: %w", claimClassName(claim), err)
 	c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())

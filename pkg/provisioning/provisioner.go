@@ -168,13 +168,19 @@ type Space struct {
 const spaceStep = 100
 
 // Moved reports whether s differs from old enough to report: another total,
-// or available space that moved by a hundredth of the total or more.
+// or available space that moved by a Step or more.
 func (s Space) Moved(old Space) bool {
 	if s.TotalBytes != old.TotalBytes {
 		return true
 	}
 	delta := s.AvailableBytes - old.AvailableBytes
-	return max(delta, -delta) >= max(s.TotalBytes/spaceStep, 1)
+	return max(delta, -delta) >= s.Step()
+}
+
+// Step is how far the available space moves before it is reported again:
+// a hundredth of the total, at least one byte.
+func (s Space) Step() int64 {
+	return max(s.TotalBytes/spaceStep, 1)
 }
 
 // UnsavedVolume is a backend volume that may have no PersistentVolume yet.
