@@ -74,10 +74,9 @@ func TestInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, workload := range []*corev1.Pod{
-		podOf(t, one[*appsv1.Deployment](t, objects)),
-		podOf(t, one[*appsv1.DaemonSet](t, objects)),
-	} {
+	agent := podOf(t, one[*appsv1.DaemonSet](t, objects))
+	agent.Spec.NodeName = node.Name
+	for _, workload := range []*corev1.Pod{podOf(t, one[*appsv1.Deployment](t, objects)), agent} {
 		runAs(t, env, binary, root, workload)
 	}
 	pcfg := versioned.NewForConfigOrDie(env.Config())
@@ -119,6 +118,11 @@ func TestInstall(t *testing.T) {
 func runAs(t *testing.T, env *testenv.Environment, binary, root string, pod *corev1.Pod) {
 	t.Helper()
 	config, err := env.ServiceAccountConfig(t.Context(), pod.Namespace, pod.Spec.ServiceAccountName)
+	if pod.Spec.NodeName != "" {
+		// A node agent's token is bound to its Pod on its node, or the
+		// chart's node restriction policies refuse its every write.
+		config, err = env.PodBoundConfig(t.Context(), pod.Namespace, pod.Spec.ServiceAccountName, pod.Spec.NodeName)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

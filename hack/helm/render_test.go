@@ -48,6 +48,8 @@ func TestRender(t *testing.T) {
 			"RoleBinding provfleet-node/provfleet-manager", "RoleBinding provfleet-node/provfleet-node", "RoleBinding provfleet-system/provfleet",
 			"Service provfleet-system/provfleet-metrics",
 			"ServiceAccount provfleet-node/provfleet-node", "ServiceAccount provfleet-system/provfleet",
+			"ValidatingAdmissionPolicy provfleet-node-claims", "ValidatingAdmissionPolicy provfleet-node-leases", "ValidatingAdmissionPolicy provfleet-node-volumes",
+			"ValidatingAdmissionPolicyBinding provfleet-node-claims", "ValidatingAdmissionPolicyBinding provfleet-node-leases", "ValidatingAdmissionPolicyBinding provfleet-node-volumes",
 		}},
 		"full values": {values: readValues(t, fullValues), want: []string{
 			"ClusterRole provfleet", "ClusterRole provfleet-node",
@@ -63,6 +65,8 @@ func TestRender(t *testing.T) {
 			"ServiceAccount provfleet-system/storage-manager", "ServiceAccount storage-agents/storage-agent",
 			"ServiceMonitor provfleet-system/provfleet",
 			"StorageClass fast-local", "StorageClass shared",
+			"ValidatingAdmissionPolicy provfleet-node-claims", "ValidatingAdmissionPolicy provfleet-node-leases", "ValidatingAdmissionPolicy provfleet-node-volumes",
+			"ValidatingAdmissionPolicyBinding provfleet-node-claims", "ValidatingAdmissionPolicyBinding provfleet-node-leases", "ValidatingAdmissionPolicyBinding provfleet-node-volumes",
 		}},
 		// Without agents the manager reads node Leases in its own Leases'
 		// namespace, and nothing runs at the privileged level.

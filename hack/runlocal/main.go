@@ -17,11 +17,13 @@ limitations under the License.
 // Command runlocal is the driver of `make run`: it starts etcd, kube-apiserver
 // and kube-controller-manager on this machine and an NFSv3 server on loopback
 // (in this process, serving a folder under the data folder), installs the
-// CRD, the RBAC of examples/deploy and the examples (the hostPath example
-// spread over the simulated nodes' folders, the NFS example pointed at that
-// server), creates three Nodes, runs the manager in its own role as its
-// ServiceAccount and one node agent per Node as theirs, each with its own
-// folder standing in for its node's disk, and waits for Ctrl-C, which stops
+// CRD, the RBAC and the node restriction policies of examples/deploy and the
+// examples (the hostPath example spread over the simulated nodes' folders,
+// the NFS example pointed at that server), creates three Nodes, runs the
+// manager in its own role as its ServiceAccount and one node agent per Node
+// as theirs, with a token bound to a Pod on the node (a Pod no kubelet runs)
+// so that the policies hold each agent to its node, each with its own folder
+// standing in for its node's disk, and waits for Ctrl-C, which stops
 // the agents and the manager, then the NFS server, then the control plane.
 package main
 
@@ -66,8 +68,7 @@ func main() {
 // demo is where one run keeps its files.
 type demo struct {
 	root, data, nodesDir, nfsExport    string
-	managerKubeconfig, agentKubeconfig string
-	adminKubeconfig                    string
+	managerKubeconfig, adminKubeconfig string
 	logPath                            string
 }
 
@@ -146,7 +147,6 @@ func prepare(data string) (*demo, error) {
 		nodesDir:          filepath.Join(data, "nodes"),
 		nfsExport:         filepath.Join(data, "nfs"),
 		managerKubeconfig: filepath.Join(data, "manager.kubeconfig"),
-		agentKubeconfig:   filepath.Join(data, "node-agent.kubeconfig"),
 		adminKubeconfig:   filepath.Join(data, "admin.kubeconfig"),
 		logPath:           filepath.Join(data, "manager.log"),
 	}
@@ -168,8 +168,11 @@ func prepare(data string) (*demo, error) {
 	return d, nil
 }
 
-// writeKubeconfigs writes the kubeconfigs of the manager's and the node
-// agents' ServiceAccounts, for them, and the admin's, for the user.
+// writeKubeconfigs writes the kubeconfigs of the manager's ServiceAccount
+// and, per simulated node, of the node agents' with a token bound to a Pod
+// on that node, as the DaemonSet's agents get theirs, so that the node
+// restriction policies hold each agent to its node; and the admin's, for the
+// user. The Nodes are created first: the agents' Pods name them.
 func (d *demo) writeKubeconfigs(ctx context.Context, env *testenv.Environment) error {
 	managerConfig, err := env.ManagerServiceAccountConfig(ctx, d.root)
 	if err != nil {
@@ -178,14 +181,24 @@ func (d *demo) writeKubeconfigs(ctx context.Context, env *testenv.Environment) e
 	if err := testenv.WriteKubeconfig(d.managerKubeconfig, managerConfig); err != nil {
 		return err
 	}
-	agentConfig, err := env.NodeAgentServiceAccountConfig(ctx, d.root)
-	if err != nil {
+	if err := createNodes(ctx, env); err != nil {
 		return err
 	}
-	if err := testenv.WriteKubeconfig(d.agentKubeconfig, agentConfig); err != nil {
-		return err
+	for _, node := range nodeNames {
+		agentConfig, err := env.NodeAgentPodConfig(ctx, d.root, node)
+		if err != nil {
+			return err
+		}
+		if err := testenv.WriteKubeconfig(d.agentKubeconfig(node), agentConfig); err != nil {
+			return err
+		}
 	}
 	return testenv.WriteKubeconfig(d.adminKubeconfig, env.Config())
+}
+
+// agentKubeconfig is the kubeconfig of the node agent of node.
+func (d *demo) agentKubeconfig(node string) string {
+	return filepath.Join(d.data, "node-agent-"+node+".kubeconfig")
 }
 
 // examples are the copies of the examples the demo applies: the claims of

@@ -62,13 +62,10 @@ func (d *demo) disks() map[string]string {
 	return disks
 }
 
-// runProcesses creates the Nodes, starts the manager and the node agents,
-// applies the examples once they are ready and runs until ctx ends or one of
-// them exits; it stops the agents, then the manager, on return.
+// runProcesses starts the manager and the node agents, applies the
+// examples once they are ready and runs until ctx ends or one of them exits;
+// it stops the agents, then the manager, on return.
 func (d *demo) runProcesses(ctx context.Context, opts options, env *testenv.Environment, exp export, ex examples) error {
-	if err := createNodes(ctx, env); err != nil {
-		return err
-	}
 	manager, err := d.start(ctx, "the manager", d.logPath, func(output io.Writer) (*managerproc.Process, error) {
 		return d.startManager(opts, output)
 	})
@@ -190,12 +187,12 @@ func (d *demo) startManager(opts options, output io.Writer) (*managerproc.Proces
 }
 
 // startAgent runs the node agent of node, as the DaemonSet of
-// examples/deploy does, as its ServiceAccount, with node's disk as its host
-// path root and free metrics and health addresses.
+// examples/deploy does, as its ServiceAccount bound to a Pod on node, with
+// node's disk as its host path root and free metrics and health addresses.
 func (d *demo) startAgent(opts options, node string, output io.Writer) (*managerproc.Process, error) {
 	return managerproc.Start(managerproc.Options{
 		Binary:       opts.manager,
-		Kubeconfig:   d.agentKubeconfig,
+		Kubeconfig:   d.agentKubeconfig(node),
 		Namespace:    testenv.NodeAgentNamespace,
 		Identity:     node,
 		HostPathRoot: d.disk(node),

@@ -23,6 +23,8 @@ limitations under the License.
 //	            ──▶ ServiceAccountConfig(...)    rest.Config of a ServiceAccount, after applying its RBAC
 //	            ──▶ ManagerServiceAccountConfig  the same for the manager's, with the RBAC of examples/deploy
 //	            ──▶ NodeAgentServiceAccountConfig the same for the node agents', with examples/deploy/node-rbac.yaml
+//	            ──▶ NodeAgentPodConfig(.., node) the node agents' with a token bound to a Pod on node, as the
+//	                                         DaemonSet's get it, with node-restriction.yaml applied
 //	            ──▶ Apply(...)                   server-side apply of YAML files
 //	            ──▶ AdminKubeconfigPath(), BinDir() for kubectl and binaries under test
 //	WriteKubeconfig(path, config)                a kubeconfig file of any rest.Config, for --kubeconfig
@@ -30,8 +32,9 @@ limitations under the License.
 //
 // What comes in: the binaries of `make controlplane` (PROVFLEET_CONTROLPLANE_BIN
 // names another folder) and the CRD YAML of crds/. kube-apiserver authenticates
-// client certificates and ServiceAccount tokens and authorizes with RBAC, so
-// code under test gets exactly the permissions the project ships;
+// client certificates and ServiceAccount tokens, authorizes with RBAC and
+// admits with ValidatingAdmissionPolicies, so code under test gets exactly
+// the permissions the project ships;
 // kube-controller-manager runs the PersistentVolume binder, the PV and PVC
 // protection controllers and the namespace controller.
 //

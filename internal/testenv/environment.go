@@ -325,6 +325,9 @@ func (e *Environment) apiServerArgs(etcdURL string, port int, files credentialFi
 		// No Endpoints for the kubernetes Service: there is no network behind it.
 		"--endpoint-reconciler-type=none",
 		"--authorization-mode=Node,RBAC",
+		// On by default; named so that no default change can drop the
+		// node agents' restriction (examples/deploy/node-restriction.yaml).
+		"--enable-admission-plugins=ValidatingAdmissionPolicy",
 		"--profiling=false",
 		"--v=1",
 	}

@@ -54,8 +54,17 @@ limitations under the License.
 // Event writes budgets of their own; the provisioners' metrics on
 // Settings.Registerer; and health checks (Ready, LeaseHealthy, Stuck).
 //
+// The node agents are held to their own nodes by the API server
+// (examples/deploy/node-restriction.yaml); the manager writes what those
+// policies cannot look up (NodeVolumesParams), lists the volumes it deleted
+// while a node was removed in a ConfigMap per node that no agent may write
+// (RemovedListName), takes off it what the agent says it released, deletes
+// the Leases of nodes that are gone, and warns when the API server is too old
+// to enforce the policies (nodetrust.go).
+//
 // Goroutines, all ended when Run returns: the shared informers, the
-// ProvisionerConfig informer and those of the Nodes and node Leases; the
+// ProvisionerConfig informer and those of the Nodes, node Leases and removal
+// lists; the manager's node trust worker (watchNodeTrust); the
 // manager's wait for node Leases that expire unrenewed (watchNodes), which
 // with the Node and Lease events queues the hostPath ProvisionerConfigs a
 // node's change concerns; the Event broadcaster; the reconcile workers (runWorker), which stop each

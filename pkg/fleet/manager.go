@@ -181,6 +181,11 @@ type Manager struct {
 
 	// leaseClock judges the node Leases' expiry by this process's clock.
 	leaseClock *leaseClock
+
+	// removedLists informs about the removal lists (RemovedListName): all
+	// of them for the manager, the agent's own otherwise.
+	removedLists   informers.SharedInformerFactory
+	removedListInf cache.SharedIndexInformer
 }
 
 // New returns a Manager that talks to the API server of config, spending at
@@ -378,13 +383,18 @@ func (m *Manager) run(ctx context.Context) error {
 		return err
 	}
 	defer unwatchNodes()
+	unwatchTrust, err := m.watchNodeTrust(ctx)
+	if err != nil {
+		return err
+	}
+	defer unwatchTrust()
 	shutdownInformers := m.startInformers(ctx)
 	defer shutdownInformers()
 
 	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace,
 		"manager", m.settings.Roles.Manager, "node", m.settings.NodeName, "nodeAgent", m.settings.Roles.Node)
 	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
-		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced, m.nodeLeaseInf.HasSynced) {
+		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced, m.nodeLeaseInf.HasSynced, m.removedListInf.HasSynced) {
 		close(m.synced)
 	}
 	var agent sync.WaitGroup
@@ -446,11 +456,13 @@ func (m *Manager) startInformers(ctx context.Context) (shutdown func()) {
 	m.configs.Start(ctx.Done())
 	m.nodes.Start(ctx.Done())
 	m.nodeLeases.Start(ctx.Done())
+	m.removedLists.Start(ctx.Done())
 	return func() {
 		m.core.Shutdown()
 		m.configs.Shutdown()
 		m.nodes.Shutdown()
 		m.nodeLeases.Shutdown()
+		m.removedLists.Shutdown()
 		if m.leases != nil {
 			m.leases.Shutdown()
 		}

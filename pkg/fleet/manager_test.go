@@ -65,6 +65,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	_, ctx := ktesting.NewTestContext(t)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
+	servesAdmissionPolicies(f.kube)
 	storeLikeTheAPIServer(f.pcfg)
 	m, err := newManager(Settings{Roles: Roles{Manager: true, Node: true}, Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
 		HostPathRoot: t.TempDir(), NodeName: "node-1"},

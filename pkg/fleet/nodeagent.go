@@ -20,7 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -60,9 +59,10 @@ type nodeAgent struct {
 
 	reportMu sync.Mutex
 	reports  nodeReport
-	// released are, by ProvisionerConfig, the names of the removed volumes
-	// whose directories this agent released, to drop from the Lease.
-	released map[string][]string
+	// released are, by ProvisionerConfig, the volumes of the node's
+	// removal list whose directories this agent released, for the manager
+	// to drop from the list.
+	released releasedVolumes
 }
 
 // removedReleaser is a backend that releases the directories of the
@@ -72,9 +72,9 @@ type removedReleaser interface {
 	ReleaseRemoved(ctx context.Context, removed []backend.RemovedVolume) ([]string, error)
 }
 
-// addNodeInformers sets up the informers of the Nodes and of the node
-// agents' Leases: all of them for the manager, which reports every node; a
-// node agent alone watches only its own.
+// addNodeInformers sets up the informers of the Nodes, of the node agents'
+// Leases and of the removal lists: all of them for the manager, which
+// reports every node; a node agent alone watches only its own.
 func (m *Manager) addNodeInformers() {
 	var tweak []informers.SharedInformerOption
 	var leaseTweak []informers.SharedInformerOption
@@ -88,6 +88,15 @@ func (m *Manager) addNodeInformers() {
 	m.nodeLeases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0,
 		append(leaseTweak, informers.WithNamespace(m.settings.NodeLeaseNamespace))...)
 	m.nodeLeaseInf = m.nodeLeases.Coordination().V1().Leases().Informer()
+	listTweak := []informers.SharedInformerOption{informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelRemovedList + "=true"
+	})}
+	if !m.settings.Roles.Manager {
+		listTweak = onlyNamed(RemovedListName(m.settings.NodeName))
+	}
+	m.removedLists = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0,
+		append(listTweak, informers.WithNamespace(m.settings.NodeLeaseNamespace))...)
+	m.removedListInf = m.removedLists.Core().V1().ConfigMaps().Informer()
 }
 
 // onlyNamed limits an informer to the object of one name.
@@ -104,7 +113,7 @@ func (m *Manager) newNodeAgent() (*nodeAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}, released: map[string][]string{}}
+	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}, released: releasedVolumes{}}
 	d := m.settings.NodeLeaseDuration
 	a.elector = leaderelection.NewLeaderElector(leaderelection.Config{
 		Client:        client,
@@ -152,7 +161,7 @@ func (m *Manager) leadNode(ctx context.Context) (waitStopped func()) {
 	}
 }
 
-// annotate puts the agent's report on its node Lease and drops the removed
+// annotate puts the agent's report on its node Lease, with the removed
 // volumes it released.
 func (a *nodeAgent) annotate(annotations map[string]string) {
 	a.reportMu.Lock()
@@ -164,59 +173,26 @@ func (a *nodeAgent) annotate(annotations map[string]string) {
 	}
 	annotations[AnnNodeReport] = string(data)
 	if len(a.released) == 0 {
+		delete(annotations, AnnReleasedVolumes)
 		return
 	}
-	removed, err := readAnnotation[removedVolumes](&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}, AnnRemovedVolumes)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	if len(removed) == 0 {
-		return
-	}
-	for name, released := range a.released {
-		maps.DeleteFunc(removed[name], func(pv string, _ backend.OnDeletePolicy) bool { return slices.Contains(released, pv) })
-		if len(removed[name]) == 0 {
-			delete(removed, name)
-		}
-	}
-	if len(removed) == 0 {
-		delete(annotations, AnnRemovedVolumes)
-		return
-	}
-	if data, err = json.Marshal(removed); err == nil {
-		annotations[AnnRemovedVolumes] = string(data)
+	if data, err = json.Marshal(a.released); err == nil {
+		annotations[AnnReleasedVolumes] = string(data)
 	}
 }
 
 // releaseRemoved has the instance key of the ProvisionerConfig name release
 // the directories of the volumes the manager deleted while this node was
-// removed, as the node's Lease lists them, and reports whether to retry.
+// removed, as the node's removal list names them, and reports whether to
+// retry.
 func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
 	a := m.agent
-	lease, err := m.nodeLease(a.node)
-	if lease == nil || err != nil {
-		return false
-	}
-	removed, err := readRemovedVolumes(lease)
+	list, err := m.removedListOf(a.node)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot read the removed volumes of the node")
 		return false
 	}
-	listed := removed[name]
-	a.reportMu.Lock()
-	// What the Lease no longer lists was dropped: forget it.
-	a.released[name] = slices.DeleteFunc(a.released[name], func(pv string) bool { _, ok := listed[pv]; return !ok })
-	if len(a.released[name]) == 0 {
-		delete(a.released, name)
-	}
-	var pending []backend.RemovedVolume
-	for _, pv := range slices.Sorted(maps.Keys(listed)) {
-		if !slices.Contains(a.released[name], pv) {
-			pending = append(pending, backend.RemovedVolume{PVName: pv, OnDelete: listed[pv]})
-		}
-	}
-	a.reportMu.Unlock()
+	pending := a.pendingRelease(name, list[name])
 	r := m.instances.Get(key)
 	if r == nil || len(pending) == 0 {
 		return false
@@ -225,11 +201,19 @@ func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
 	if !ok {
 		return false
 	}
-	released, err := releaser.ReleaseRemoved(ctx, pending)
+	request := make([]backend.RemovedVolume, 0, len(pending))
+	for _, v := range pending {
+		request = append(request, backend.RemovedVolume{PVName: v.Name, OnDelete: v.OnDelete})
+	}
+	released, err := releaser.ReleaseRemoved(ctx, request)
 	if len(released) > 0 {
 		klog.FromContext(ctx).Info("Released the directories of volumes deleted while the node was removed", "volumes", released)
 		a.reportMu.Lock()
-		a.released[name] = append(a.released[name], released...)
+		for _, v := range pending {
+			if slices.Contains(released, v.Name) {
+				a.released[name] = append(a.released[name], v.id())
+			}
+		}
 		a.reportMu.Unlock()
 		a.elector.RenewSoon()
 	}
@@ -238,6 +222,37 @@ func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
 		return true
 	}
 	return false
+}
+
+// pendingRelease forgets the released volumes of the ProvisionerConfig
+// name that its list no longer names, as the manager dropped them, and
+// returns those of listed not released yet.
+func (a *nodeAgent) pendingRelease(name string, listed []removedVolume) []removedVolume {
+	a.reportMu.Lock()
+	defer a.reportMu.Unlock()
+	a.released[name] = slices.DeleteFunc(a.released[name], func(id volumeID) bool {
+		return !slices.ContainsFunc(listed, func(v removedVolume) bool { return v.id() == id })
+	})
+	if len(a.released[name]) == 0 {
+		delete(a.released, name)
+	}
+	var pending []removedVolume
+	for _, v := range listed {
+		if !slices.Contains(a.released[name], v.id()) {
+			pending = append(pending, v)
+		}
+	}
+	return pending
+}
+
+// removedListOf returns the removal list of node from the cache.
+func (m *Manager) removedListOf(node string) (removedList, error) {
+	obj, exists, err := m.removedListInf.GetStore().GetByKey(m.settings.NodeLeaseNamespace + "/" + RemovedListName(node))
+	if err != nil || !exists {
+		return removedList{}, err
+	}
+	cm, _ := obj.(*v1.ConfigMap)
+	return readRemovedList(cm)
 }
 
 // report records how this node runs the ProvisionerConfig name; nil

@@ -22,32 +22,29 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// The agent's renewals carry its report and drop the removed volumes it
-// released, and only those; a Lease that lists none any more is left alone.
+// The agent's renewals carry its report and the removed volumes it
+// released, by name and UID; they never touch the list of removed volumes
+// an older manager kept on the Lease.
 func TestNodeAgentAnnotate(t *testing.T) {
+	report := `{"a":{"generation":2,"reason":"Running"}}`
 	tests := map[string]struct {
-		released map[string][]string
+		released releasedVolumes
 		before   map[string]string
 		want     map[string]string
 	}{
 		"the report alone": {
 			before: map[string]string{"other": "kept"},
-			want:   map[string]string{"other": "kept", AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
+			want:   map[string]string{"other": "kept", AnnNodeReport: report},
 		},
-		"released names dropped, others kept": {
-			released: map[string][]string{"a": {"pv-1"}},
-			before:   map[string]string{AnnRemovedVolumes: `{"a":{"pv-1":"Delete","pv-2":"Retain"},"b":{"pv-9":"Delete"}}`},
-			want:     map[string]string{AnnRemovedVolumes: `{"a":{"pv-2":"Retain"},"b":{"pv-9":"Delete"}}`, AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
-		},
-		"the last name dropped with the annotation": {
-			released: map[string][]string{"a": {"pv-1"}},
+		"released volumes reported": {
+			released: releasedVolumes{"a": {{Name: "pv-1", UID: "uid-1"}}},
 			before:   map[string]string{AnnRemovedVolumes: `{"a":{"pv-1":"Delete"}}`},
-			want:     map[string]string{AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
+			want: map[string]string{AnnRemovedVolumes: `{"a":{"pv-1":"Delete"}}`, AnnNodeReport: report,
+				AnnReleasedVolumes: `{"a":[{"name":"pv-1","uid":"uid-1"}]}`},
 		},
-		"released names the Lease no longer lists": {
-			released: map[string][]string{"a": {"pv-1"}},
-			before:   map[string]string{},
-			want:     map[string]string{AnnNodeReport: `{"a":{"generation":2,"reason":"Running"}}`},
+		"nothing released any more": {
+			before: map[string]string{AnnReleasedVolumes: `{"a":[{"name":"pv-1","uid":"uid-1"}]}`},
+			want:   map[string]string{AnnNodeReport: report},
 		},
 	}
 	for name, tc := range tests {
@@ -59,5 +56,22 @@ func TestNodeAgentAnnotate(t *testing.T) {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The agent asks its backend to release only what its list names and it has
+// not released yet, and forgets what the manager took off the list.
+func TestNodeAgentPendingRelease(t *testing.T) {
+	listed := []removedVolume{
+		{Name: "pv-1", UID: "uid-1", OnDelete: "Delete"},
+		{Name: "pv-2", UID: "uid-2", OnDelete: "Retain"},
+	}
+	a := &nodeAgent{released: releasedVolumes{"a": {{Name: "pv-1", UID: "uid-1"}, {Name: "pv-0", UID: "uid-0"}, {Name: "pv-2", UID: "old-uid"}}}}
+	pending := a.pendingRelease("a", listed)
+	if diff := cmp.Diff(listed[1:], pending); diff != "" {
+		t.Errorf("pending (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(releasedVolumes{"a": {{Name: "pv-1", UID: "uid-1"}}}, a.released); diff != "" {
+		t.Errorf("released (-want +got):\n%s", diff)
 	}
 }

@@ -23,7 +23,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -36,11 +35,11 @@ const (
 	// each hostPath ProvisionerConfig that selects the node. The agent
 	// writes it with its renewals.
 	AnnNodeReport = "provfleet.io/provisioners"
-	// AnnRemovedVolumes holds, in JSON (a removedVolumes), the
-	// PersistentVolumes of the node that the manager deleted while the node
-	// was removed, with what is to become of their directories. The agent of
-	// a node that comes back applies that to their directories, then drops
-	// them from the annotation.
+	// AnnRemovedVolumes is where, on a node Lease, the manager listed the
+	// volumes it deleted while the node was removed, before it kept them in
+	// removal lists (RemovedListName) that no agent may write: the manager
+	// moves what it finds there into the node's list. An agent may not
+	// change it.
 	AnnRemovedVolumes = "provfleet.io/removed-volumes"
 )
 
@@ -70,21 +69,10 @@ type provisionerReport struct {
 	ProbedAt *metav1.Time `json:"probedAt,omitempty"`
 }
 
-// removedVolumes are, by ProvisionerConfig name, the names of the
-// PersistentVolumes deleted while their node was removed, each with the
-// onDelete policy for its directory, decided from the volume when it was
-// deleted (backend.RemovedOnDelete).
-type removedVolumes map[string]map[string]backend.OnDeletePolicy
-
 // readNodeReport returns the report a node Lease carries; a Lease without one
 // reports nothing.
 func readNodeReport(lease *coordinationv1.Lease) (nodeReport, error) {
 	return readAnnotation[nodeReport](lease, AnnNodeReport)
-}
-
-// readRemovedVolumes returns the removed volumes a node Lease carries.
-func readRemovedVolumes(lease *coordinationv1.Lease) (removedVolumes, error) {
-	return readAnnotation[removedVolumes](lease, AnnRemovedVolumes)
 }
 
 func readAnnotation[T any](lease *coordinationv1.Lease, key string) (T, error) {

@@ -24,7 +24,6 @@ import (
 	"slices"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,20 +180,21 @@ func (c *coordinator) annotateVolume(ctx context.Context, volume *v1.PersistentV
 	return nil
 }
 
-// deleteRemovedVolumes deletes the volumes of the removed node. Their names
-// go to the node's Lease first, each with the onDelete policy its directory
-// gets, so that the agent of a node that comes back under the same name
-// applies it; then the volume finalizer, which waits for a backend that
-// cannot be reached, is removed and the volume deleted. A bound volume goes
-// once its claim is deleted (the volume protection keeps it until then); its
-// claim is lost, to be deleted and made again.
+// deleteRemovedVolumes deletes the volumes of the removed node. They go to
+// the node's removal list first (RemovedListName), each by name and UID with
+// the onDelete policy its directory gets, so that the agent of a node that
+// comes back under the same name applies it; then the volume finalizer,
+// which waits for a backend that cannot be reached, is removed and the
+// volume deleted. A bound volume goes once its claim is deleted (the volume
+// protection keeps it until then); its claim is lost, to be deleted and made
+// again.
 func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, volumes []*v1.PersistentVolume) error {
 	configured := backend.OnDeletePolicy(c.spec.OnDelete)
-	policies := make(map[string]backend.OnDeletePolicy, len(volumes))
+	removed := make([]removedVolume, 0, len(volumes))
 	for _, volume := range volumes {
-		policies[volume.Name] = backend.RemovedOnDelete(volume, configured)
+		removed = append(removed, removedVolume{Name: volume.Name, UID: volume.UID, OnDelete: backend.RemovedOnDelete(volume, configured)})
 	}
-	if err := c.addRemovedVolumes(ctx, node, policies); err != nil {
+	if err := c.addRemovedVolumes(ctx, node, removed); err != nil {
 		return err
 	}
 	for _, volume := range volumes {
@@ -246,72 +246,39 @@ func (c *coordinator) tell(volume *v1.PersistentVolume, eventType, reason, messa
 	}
 }
 
-// addRemovedVolumes adds policies, by volume name, to what node's Lease says
-// was removed of this ProvisionerConfig, creating the Lease when there is
-// none, and never dropping a name.
-func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, policies map[string]backend.OnDeletePolicy) error {
-	leases := c.client.CoordinationV1().Leases(c.leaseNS)
+// addRemovedVolumes adds volumes to what node's removal list says was
+// removed of this ProvisionerConfig, creating the list when there is none,
+// and never dropping a volume.
+func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, volumes []removedVolume) error {
+	lists := c.client.CoreV1().ConfigMaps(c.leaseNS)
 	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
 	err := retry.OnError(retry.DefaultRetry, retriable, func() error {
-		lease, err := leases.Get(ctx, NodeLeaseName(node), metav1.GetOptions{})
+		cm, err := lists.Get(ctx, RemovedListName(node), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: c.leaseNS, Name: NodeLeaseName(node)}}
+			cm = newRemovedList(c.leaseNS, node)
 		} else if err != nil {
 			return err
 		}
-		changed, err := c.mergeRemovedVolumes(lease, policies)
-		switch {
-		case err != nil || !changed:
-			return err
-		case lease.ResourceVersion == "":
-			_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-			return err
-		}
-		// A patch of the annotation alone, at the version read: the agent
-		// owns the rest of its Lease, and the manager may not update it.
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": lease.ResourceVersion,
-			"annotations":     map[string]string{AnnRemovedVolumes: lease.Annotations[AnnRemovedVolumes]},
-		}})
+		list, err := readRemovedList(cm)
 		if err != nil {
-			return fmt.Errorf("cannot encode the removed volumes: %w", err)
+			return err
 		}
-		_, err = leases.Patch(ctx, lease.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		list.add(c.configName, volumes)
+		data, err := list.encode()
+		switch {
+		case err != nil || maps.Equal(data, cm.Data):
+			return err
+		case cm.ResourceVersion == "":
+			cm.Data = data
+			_, err = lists.Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}
+		cm.Data = data
+		_, err = lists.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cannot record the removed volumes on the Lease of node %s: %w", node, err)
+		return fmt.Errorf("cannot record the removed volumes of node %s: %w", node, err)
 	}
 	return nil
-}
-
-// mergeRemovedVolumes adds policies to lease's removed volumes of this
-// ProvisionerConfig and reports whether that changed anything. A volume
-// named again gets its new policy: the volume may have changed since.
-func (c *coordinator) mergeRemovedVolumes(lease *coordinationv1.Lease, policies map[string]backend.OnDeletePolicy) (bool, error) {
-	removed, err := readRemovedVolumes(lease)
-	if err != nil {
-		return false, err
-	}
-	if removed == nil {
-		removed = removedVolumes{}
-	}
-	merged := maps.Clone(removed[c.configName])
-	if merged == nil {
-		merged = map[string]backend.OnDeletePolicy{}
-	}
-	maps.Copy(merged, policies)
-	if maps.Equal(merged, removed[c.configName]) {
-		return false, nil
-	}
-	removed[c.configName] = merged
-	data, err := json.Marshal(removed)
-	if err != nil {
-		return false, fmt.Errorf("cannot encode the removed volumes: %w", err)
-	}
-	if lease.Annotations == nil {
-		lease.Annotations = map[string]string{}
-	}
-	lease.Annotations[AnnRemovedVolumes] = string(data)
-	return true, nil
 }

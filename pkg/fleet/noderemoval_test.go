@@ -17,14 +17,13 @@ limitations under the License.
 package fleet
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,16 +95,20 @@ func testRemovalDelete(t *testing.T, client kubernetes.Interface) {
 	if _, err := e.client.CoreV1().PersistentVolumes().Patch(e.ctx, retained.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The node's Lease already names a volume removed earlier, and one of
-	// another ProvisionerConfig: both stay.
-	earlier, err := json.Marshal(removedVolumes{e.configName: {"pvc-earlier": backend.OnDeleteDelete}, "other": {"pvc-other": backend.OnDeleteDelete}})
+	// The node's removal list already names a volume removed earlier, and
+	// one of another ProvisionerConfig: both stay.
+	earlier := removedList{
+		e.configName: {{Name: "pvc-earlier", UID: "uid-earlier", OnDelete: backend.OnDeleteDelete}},
+		"other":      {{Name: "pvc-other", UID: "uid-other", OnDelete: backend.OnDeleteDelete}},
+	}
+	data, err := earlier.encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.create(func() error {
-		_, err := e.client.CoordinationV1().Leases(e.leaseNS).Create(e.ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: NodeLeaseName("delete-gone"), Annotations: map[string]string{AnnRemovedVolumes: string(earlier)}},
-		}, metav1.CreateOptions{})
+		cm := newRemovedList(e.leaseNS, "delete-gone")
+		cm.Data = data
+		_, err := e.client.CoreV1().ConfigMaps(e.leaseNS).Create(e.ctx, cm, metav1.CreateOptions{})
 		return err
 	})
 	grace := 2 * time.Second
@@ -139,20 +142,28 @@ func testRemovalDelete(t *testing.T, client kubernetes.Interface) {
 	if deletedAt.Before(goneSince.Add(grace)) {
 		t.Errorf("volume deleted at %s, before the grace period that began at %s ended", deletedAt, goneSince)
 	}
-	lease, err := e.client.CoordinationV1().Leases(e.leaseNS).Get(e.ctx, NodeLeaseName("delete-gone"), metav1.GetOptions{})
+	cm, err := e.client.CoreV1().ConfigMaps(e.leaseNS).Get(e.ctx, RemovedListName("delete-gone"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	removed, err := readRemovedVolumes(lease)
+	removed, err := readRemovedList(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := removedVolumes{
-		e.configName: {volume.Name: backend.OnDeleteArchive, retained.Name: backend.OnDeleteRetain, "pvc-earlier": backend.OnDeleteDelete},
-		"other":      {"pvc-other": backend.OnDeleteDelete},
+	want := removedList{
+		e.configName: {
+			{Name: volume.Name, UID: volume.UID, OnDelete: backend.OnDeleteArchive},
+			{Name: "pvc-earlier", UID: "uid-earlier", OnDelete: backend.OnDeleteDelete},
+			{Name: retained.Name, UID: retained.UID, OnDelete: backend.OnDeleteRetain},
+		},
+		"other": {{Name: "pvc-other", UID: "uid-other", OnDelete: backend.OnDeleteDelete}},
 	}
-	if diff := cmp.Diff(want, removed); diff != "" {
-		t.Errorf("removed volumes on the node Lease (-want +got):\n%s", diff)
+	sortList := cmpopts.SortSlices(func(a, b removedVolume) bool { return a.Name < b.Name })
+	if diff := cmp.Diff(want, removed, sortList); diff != "" {
+		t.Errorf("removal list of the node (-want +got):\n%s", diff)
+	}
+	if _, err := e.client.CoordinationV1().Leases(e.leaseNS).Get(e.ctx, NodeLeaseName("delete-gone"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the node Lease was written: %v", err)
 	}
 	e.waitEvent(metav1.NamespaceDefault, volume.Name, EventNodeRemovedVolumeDelete)
 	e.waitEvent(e.ns, "lost", EventNodeRemovedVolumeDelete)

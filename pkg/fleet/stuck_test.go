@@ -142,6 +142,7 @@ func TestManagerReportsAHungBackendCallAndStops(t *testing.T) {
 		Spec: v1.PersistentVolumeClaimSpec{StorageClassName: &class.Name},
 	}
 	kube := kubefake.NewClientset(class, claim)
+	servesAdmissionPolicies(kube)
 	pcfg := fake.NewSimpleClientset()
 	backend := &hangingBackend{entered: make(chan struct{}, 1), released: make(chan struct{})}
 	var releaseOnce sync.Once

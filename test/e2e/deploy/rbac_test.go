@@ -18,6 +18,7 @@ package deploy_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,6 +26,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -36,8 +38,10 @@ import (
 const appNamespace = "some-app"
 
 // The shipped RBAC lets the node agents make the calls of their role and none
-// of the manager's, and lets the manager read and annotate the agents'
-// Leases: each ServiceAccount asks the API server what it may do.
+// of the manager's, and read but never write the removal lists; it lets the
+// manager read, annotate and delete the agents' Leases and write the removal
+// lists: each ServiceAccount asks the API server what it may do. Which node
+// an agent may act on is the node restriction policies' part, beyond RBAC.
 func TestRBAC(t *testing.T) {
 	env := testenv.Env(t)
 	ctx := t.Context()
@@ -57,6 +61,9 @@ func TestRBAC(t *testing.T) {
 	}
 	core := func(namespace, verb, resource string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource}
+	}
+	list := func(verb string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: testenv.NodeAgentNamespace, Verb: verb, Resource: "configmaps", Name: fleet.RemovedListName("node-a")}
 	}
 	pcfg := func(verb, subresource string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Verb: verb, Group: "provfleet.io", Resource: "provisionerconfigs", Subresource: subresource}
@@ -88,7 +95,14 @@ func TestRBAC(t *testing.T) {
 		"manager annotates a node Lease":                     {client: manager, access: lease(testenv.NodeAgentNamespace, "patch"), allowed: true},
 		"manager creates a node Lease":                       {client: manager, access: lease(testenv.NodeAgentNamespace, "create"), allowed: true},
 		"manager renews a node Lease":                        {client: manager, access: lease(testenv.NodeAgentNamespace, "update")},
-		"manager deletes a node Lease":                       {client: manager, access: lease(testenv.NodeAgentNamespace, "delete")},
+		"manager deletes a node Lease":                       {client: manager, access: lease(testenv.NodeAgentNamespace, "delete"), allowed: true},
+		"agent reads its removal list":                       {client: agent, access: list("watch"), allowed: true},
+		"agent creates a removal list":                       {client: agent, access: list("create")},
+		"agent updates a removal list":                       {client: agent, access: list("update")},
+		"agent patches a removal list":                       {client: agent, access: list("patch")},
+		"agent deletes a removal list":                       {client: agent, access: list("delete")},
+		"manager updates a removal list":                     {client: manager, access: list("update"), allowed: true},
+		"manager deletes a removal list":                     {client: manager, access: list("delete"), allowed: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -106,36 +120,62 @@ func TestRBAC(t *testing.T) {
 	}
 }
 
-// An agent, as its ServiceAccount, creates and renews its node's Lease in the
-// shipped namespace, and may not take a Lease of the manager's.
+// An agent, as its ServiceAccount with a token bound to its Pod on its node,
+// creates and renews its node's Lease in the shipped namespace, and may not
+// take the Lease of another node, nor one of the manager's; a token bound to
+// no Pod on a node holds no Lease; the manager, which the node restriction
+// policies do not concern, annotates any node's Lease.
 func TestNodeAgentHoldsItsNodeLease(t *testing.T) {
 	env := testenv.Env(t)
 	ctx := t.Context()
-	config, err := env.NodeAgentServiceAccountConfig(ctx, repoRoot(t))
+	config, err := env.NodeAgentPodConfig(ctx, repoRoot(t), "node-b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent := kubernetes.NewForConfigOrDie(config)
-	name := fleet.NodeLeaseName("node-b")
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-1"), LeaseDurationSeconds: ptr.To[int32](15)},
-	}
+	admin := kubernetes.NewForConfigOrDie(env.Config())
 	leases := agent.CoordinationV1().Leases(testenv.NodeAgentNamespace)
-	created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+	created, err := leases.Create(ctx, nodeLease("node-b"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("cannot create the node Lease: %v", err)
 	}
 	t.Cleanup(func() {
-		admin := kubernetes.NewForConfigOrDie(env.Config())
-		_ = admin.CoordinationV1().Leases(testenv.NodeAgentNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = admin.CoordinationV1().Leases(testenv.NodeAgentNamespace).Delete(context.Background(), created.Name, metav1.DeleteOptions{})
 	})
 	created.Spec.RenewTime = &metav1.MicroTime{Time: created.CreationTimestamp.Time}
 	if _, err := leases.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("cannot renew the node Lease: %v", err)
 	}
-	_, err = agent.CoordinationV1().Leases(testenv.ManagerNamespace).Create(ctx, lease, metav1.CreateOptions{})
+	if _, err := leases.Create(ctx, nodeLease("node-c"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("want Forbidden for the Lease of another node, got %v", err)
+	}
+	_, err = agent.CoordinationV1().Leases(testenv.ManagerNamespace).Create(ctx, nodeLease("node-b"), metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) {
-		t.Fatalf("want Forbidden for a Lease in %s, got %v", testenv.ManagerNamespace, err)
+		t.Errorf("want Forbidden for a Lease in %s, got %v", testenv.ManagerNamespace, err)
+	}
+	unbound, err := env.NodeAgentServiceAccountConfig(ctx, repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = kubernetes.NewForConfigOrDie(unbound).CoordinationV1().Leases(testenv.NodeAgentNamespace).Create(ctx, nodeLease("node-d"), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "bound to a Pod on a node") {
+		t.Errorf("want Forbidden for a token bound to no Pod, got %v", err)
+	}
+	managerConfig, err := env.ManagerServiceAccountConfig(ctx, repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"provfleet.io/removed-volumes":"{}"}}}`)
+	_, err = kubernetes.NewForConfigOrDie(managerConfig).CoordinationV1().Leases(testenv.NodeAgentNamespace).Patch(ctx, created.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Errorf("the manager cannot annotate a node Lease: %v", err)
+	}
+}
+
+// nodeLease is a Lease of node held by its agent.
+func nodeLease(node string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: fleet.NodeLeaseName(node)},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-of-" + node), LeaseDurationSeconds: ptr.To[int32](15)},
 	}
 }

@@ -96,16 +96,27 @@ type kubeconfig struct {
 	err  error
 }
 
-// The ServiceAccounts examples/deploy creates, so that the manager and the
-// node agents run with exactly the RBAC the project ships.
-var (
-	managerAccount = &kubeconfig{name: "manager", config: func(e *testenv.Environment, ctx context.Context, root string) (*rest.Config, error) {
-		return e.ManagerServiceAccountConfig(ctx, root)
-	}}
-	agentAccount = &kubeconfig{name: "agent", config: func(e *testenv.Environment, ctx context.Context, root string) (*rest.Config, error) {
-		return e.NodeAgentServiceAccountConfig(ctx, root)
-	}}
-)
+// The ServiceAccount examples/deploy creates for the manager, so that it runs
+// with exactly the RBAC the project ships.
+var managerAccount = &kubeconfig{name: "manager", config: func(e *testenv.Environment, ctx context.Context, root string) (*rest.Config, error) {
+	return e.ManagerServiceAccountConfig(ctx, root)
+}}
+
+// agentAccounts are, by node, the kubeconfigs of the node agents'
+// ServiceAccount with a token bound to a Pod on the node, as the DaemonSet's
+// agents get them: examples/deploy's RBAC and node restriction policies hold
+// each to its own node.
+var agentAccounts sync.Map
+
+// agentKubeconfig returns the path of the kubeconfig of the node agent of
+// node.
+func agentKubeconfig(t *testing.T, node string) string {
+	t.Helper()
+	k, _ := agentAccounts.LoadOrStore(node, &kubeconfig{name: "agent-" + node, config: func(e *testenv.Environment, ctx context.Context, root string) (*rest.Config, error) {
+		return e.NodeAgentPodConfig(ctx, root, node)
+	}})
+	return k.(*kubeconfig).file(t)
+}
 
 // file returns the path of the kubeconfig, writing it the first time.
 func (k *kubeconfig) file(t *testing.T) string {
@@ -230,7 +241,7 @@ func (f *fixture) startAgent(identity, node, root string) *managerproc.Process {
 	f.t.Helper()
 	return f.start(identity, managerproc.Options{
 		Binary:       managerBinary,
-		Kubeconfig:   agentAccount.file(f.t),
+		Kubeconfig:   agentKubeconfig(f.t, node),
 		Namespace:    testenv.NodeAgentNamespace,
 		HostPathRoot: root,
 		NodeName:     node,

@@ -31,6 +31,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -403,18 +404,36 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	if got := c.directories()[removed]; got != 2 {
 		t.Errorf("%d directories on the removed node's disk, want its 2, out of reach meanwhile", got)
 	}
+	// The manager lists them, by name and UID, where no agent may write.
+	list, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, fleet.RemovedListName(removed), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("removal list of node %s: %v", removed, err)
+	}
+	var listed []struct{ Name, UID string }
+	if err := json.Unmarshal([]byte(list.Data[name]), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != len(removedVolumes) || listed[0].UID == "" {
+		t.Errorf("removal list of node %s: %+v, want its %d volumes with their UIDs", removed, listed, len(removedVolumes))
+	}
+	// Its Node gone and its agent too, the node's Lease goes once expired;
+	// the removal list stays for a node that may come back.
+	c.eventually("the removed node's Lease deleted", func(ctx context.Context) (bool, error) {
+		_, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, fleet.NodeLeaseName(removed), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if _, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, fleet.RemovedListName(removed), metav1.GetOptions{}); err != nil {
+		t.Errorf("removal list of node %s once its Lease went: %v", removed, err)
+	}
 
 	t.Log("The node comes back under its name")
 	c.node(removed, map[string]string{"disk": "nvme"})
 	c.agents[removed] = c.startAgent("agent-c-again", removed, c.disks[removed])
-	// The agent drops the names from the Lease once it released them all.
-	c.eventually("the node's Lease lists no removed volume", func(ctx context.Context) (bool, error) {
-		lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, fleet.NodeLeaseName(removed), metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		_, listed := lease.Annotations[fleet.AnnRemovedVolumes]
-		return !listed, nil
+	// The agent says what it released in its Lease; the manager takes them
+	// off the list, and deletes the list once empty.
+	c.eventually("the node's removal list emptied and deleted", func(ctx context.Context) (bool, error) {
+		_, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(ctx, fleet.RemovedListName(removed), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
 	})
 	if diff := cmp.Diff([]string{retained}, c.volumeDirs(removed)); diff != "" {
 		t.Errorf("directories left on the node that came back, want the retained volume's alone (-want +got):\n%s", diff)
