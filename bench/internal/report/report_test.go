@@ -29,15 +29,21 @@ func TestJSONLRoundTrip(t *testing.T) {
 	in := []Result{
 		{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 500, Seconds: 12.5, P50MS: 80, P99MS: 300, RSSMiB: 60, CPUS: 4.2, Watches: 4, APIRPS: 90, Replicas: 1},
 		{Scenario: S3Idle, System: SystemUpstream, Tenants: 100, Replicas: 2},
+		{Scenario: S8Memory, System: SystemProvfleet, Tenants: 1, Claims: 10000, RSSMiB: 138, Replicas: 1, ChargedMiB: 120.5, ChargedBy: "pss"},
 	}
 	var buf bytes.Buffer
 	if err := WriteJSONL(&buf, in); err != nil {
 		t.Fatal(err)
 	}
-	first, _, _ := strings.Cut(buf.String(), "\n")
-	want := `{"scenario":"s1-provision","system":"provfleet","tenants":1,"claims":500,"seconds":12.5,"p50_ms":80,"p99_ms":300,"rss_mib":60,"cpu_s":4.2,"watches":4,"api_rps":90,"replicas":1}`
-	if diff := cmp.Diff(want, first); diff != "" {
-		t.Errorf("first line (-want +got):\n%s", diff)
+	lines := strings.Split(buf.String(), "\n")
+	want := []string{
+		`{"scenario":"s1-provision","system":"provfleet","tenants":1,"claims":500,"seconds":12.5,"p50_ms":80,"p99_ms":300,"rss_mib":60,"cpu_s":4.2,"watches":4,"api_rps":90,"replicas":1}`,
+		`{"scenario":"s3-idle","system":"upstream","tenants":100,"claims":0,"seconds":0,"p50_ms":0,"p99_ms":0,"rss_mib":0,"cpu_s":0,"watches":0,"api_rps":0,"replicas":2}`,
+		`{"scenario":"s8-memory","system":"provfleet","tenants":1,"claims":10000,"seconds":0,"p50_ms":0,"p99_ms":0,"rss_mib":138,"cpu_s":0,"watches":0,"api_rps":0,"replicas":1,"charged_mib":120.5,"charged_by":"pss"}`,
+		"",
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 	out, err := ReadJSONL(&buf)
 	if err != nil {
@@ -53,13 +59,16 @@ func TestReadJSONLRejects(t *testing.T) {
 	tests := map[string]struct {
 		line, wantErr string
 	}{
-		"missing field":  {line: `{"scenario":"s1-provision"}`, wantErr: `no field "system"`},
-		"extra field":    {line: `{` + good + `,"goroutines":3}`, wantErr: "13 fields"},
-		"unknown system": {line: `{` + strings.Replace(good, `"limit"`, `"other"`, 1) + `}`, wantErr: `system "other"`},
-		"negative":       {line: `{` + strings.Replace(good, `"cpu_s":1`, `"cpu_s":-1`, 1) + `}`, wantErr: "cpu_s is -1"},
-		"wrong type":     {line: `{` + strings.Replace(good, `"tenants":1`, `"tenants":"1"`, 1) + `}`, wantErr: "cannot unmarshal"},
-		"p99 below p50":  {line: `{` + strings.Replace(good, `"p99_ms":2`, `"p99_ms":0.5`, 1) + `}`, wantErr: "p99_ms 0.5 below"},
-		"not JSON":       {line: `scenario=1`, wantErr: "cannot parse"},
+		"missing field":                       {line: `{"scenario":"s1-provision"}`, wantErr: `no field "system"`},
+		"extra field":                         {line: `{` + good + `,"goroutines":3}`, wantErr: `field "goroutines"`},
+		"charged memory without its source":   {line: `{` + good + `,"charged_mib":3}`, wantErr: `charged_mib 3 by ""`},
+		"charged memory of an unknown source": {line: `{` + good + `,"charged_mib":3,"charged_by":"rss"}`, wantErr: `charged_mib 3 by "rss"`},
+		"a source without charged memory":     {line: `{` + good + `,"charged_by":"pss"}`, wantErr: `charged_mib 0 by "pss"`},
+		"unknown system":                      {line: `{` + strings.Replace(good, `"limit"`, `"other"`, 1) + `}`, wantErr: `system "other"`},
+		"negative":                            {line: `{` + strings.Replace(good, `"cpu_s":1`, `"cpu_s":-1`, 1) + `}`, wantErr: "cpu_s is -1"},
+		"wrong type":                          {line: `{` + strings.Replace(good, `"tenants":1`, `"tenants":"1"`, 1) + `}`, wantErr: "cannot unmarshal"},
+		"p99 below p50":                       {line: `{` + strings.Replace(good, `"p99_ms":2`, `"p99_ms":0.5`, 1) + `}`, wantErr: "p99_ms 0.5 below"},
+		"not JSON":                            {line: `scenario=1`, wantErr: "cannot parse"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -129,6 +138,8 @@ func TestWriteMarkdown(t *testing.T) {
 		Measurements: []Measurement{
 			{Result: Result{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 5, Replicas: 1, Seconds: 1.5, P50MS: 10, P99MS: 20, RSSMiB: 55.25, CPUS: 0.5, Watches: 4, APIRPS: 12.5},
 				BoundP50MS: 30, BoundP99MS: 40, Goroutines: 90, Note: "n"},
+			{Result: Result{Scenario: S8Memory, System: SystemProvfleet, Tenants: 1, Claims: 100, Replicas: 1, Seconds: 20, RSSMiB: 48, ChargedMiB: 31.04, ChargedBy: "pss", CPUS: 0.02, Watches: 4, APIRPS: 0.15},
+				Goroutines: -1},
 		},
 		Sections: []Section{{Title: "Profile", Body: "top\n"}},
 	}
@@ -139,7 +150,8 @@ func TestWriteMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"# provfleet benchmark, 2026-03-01 12:30 UTC",
 		"- QPS 100",
-		"| s1-provision | provfleet | 1 | 5 | 1 | 1.50 | 10 | 20 | 30 / 40 | 55.2 | 0.50 | 90 | 4 | 12.50 | n |",
+		"| s1-provision | provfleet | 1 | 5 | 1 | 1.50 | 10 | 20 | 30 / 40 | 55.2 | - | 0.50 | 90 | 4 | 12.50 | n |",
+		"| s8-memory | provfleet | 1 | 100 | 1 | 20.00 | 0 | 0 | - | 48.0 | 31.0 (pss) | 0.02 | - | 4 | 0.15 |  |",
 		"| s2 CPU to provision: provfleet / upstream | - | ≤ 0.2 | n/a |",
 		"## Profile\n\ntop\n",
 	} {
