@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, env environment) error {
 	}
 	logger := klog.Background().WithName("manager")
 	ctx = klog.NewContext(ctx, logger)
+	setGoMemoryLimit(ctx, int64(o.memoryLimit), env)
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
