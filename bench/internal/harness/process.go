@@ -82,8 +82,8 @@ func setCharge(m *report.Measurement, usages map[int]measure.Usage) {
 	var by []string
 	for pid, u := range usages {
 		c, err := measure.ReadCharge("/proc", pid, u)
-		if err != nil {
-			continue // the process is gone
+		if err != nil || c.Bytes == 0 {
+			continue // the process is gone, or the kernel tells no PSS
 		}
 		sum += c.Bytes
 		if !slices.Contains(by, c.By) {

@@ -30,6 +30,7 @@ func TestJSONLRoundTrip(t *testing.T) {
 		{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 500, Seconds: 12.5, P50MS: 80, P99MS: 300, RSSMiB: 60, CPUS: 4.2, Watches: 4, APIRPS: 90, Replicas: 1},
 		{Scenario: S3Idle, System: SystemUpstream, Tenants: 100, Replicas: 2},
 		{Scenario: S8Memory, System: SystemProvfleet, Tenants: 1, Claims: 10000, RSSMiB: 138, Replicas: 1, ChargedMiB: 120.5, ChargedBy: "pss"},
+		{Scenario: S3Idle, System: SystemProvfleet, Tenants: 1, Replicas: 2, RSSMiB: 100, ChargedMiB: 90, ChargedBy: "memory.current+pss"},
 	}
 	var buf bytes.Buffer
 	if err := WriteJSONL(&buf, in); err != nil {
@@ -40,6 +41,7 @@ func TestJSONLRoundTrip(t *testing.T) {
 		`{"scenario":"s1-provision","system":"provfleet","tenants":1,"claims":500,"seconds":12.5,"p50_ms":80,"p99_ms":300,"rss_mib":60,"cpu_s":4.2,"watches":4,"api_rps":90,"replicas":1}`,
 		`{"scenario":"s3-idle","system":"upstream","tenants":100,"claims":0,"seconds":0,"p50_ms":0,"p99_ms":0,"rss_mib":0,"cpu_s":0,"watches":0,"api_rps":0,"replicas":2}`,
 		`{"scenario":"s8-memory","system":"provfleet","tenants":1,"claims":10000,"seconds":0,"p50_ms":0,"p99_ms":0,"rss_mib":138,"cpu_s":0,"watches":0,"api_rps":0,"replicas":1,"charged_mib":120.5,"charged_by":"pss"}`,
+		`{"scenario":"s3-idle","system":"provfleet","tenants":1,"claims":0,"seconds":0,"p50_ms":0,"p99_ms":0,"rss_mib":100,"cpu_s":0,"watches":0,"api_rps":0,"replicas":2,"charged_mib":90,"charged_by":"memory.current+pss"}`,
 		"",
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
@@ -64,6 +66,7 @@ func TestReadJSONLRejects(t *testing.T) {
 		"charged memory without its source":   {line: `{` + good + `,"charged_mib":3}`, wantErr: `charged_mib 3 by ""`},
 		"charged memory of an unknown source": {line: `{` + good + `,"charged_mib":3,"charged_by":"rss"}`, wantErr: `charged_mib 3 by "rss"`},
 		"a source without charged memory":     {line: `{` + good + `,"charged_by":"pss"}`, wantErr: `charged_mib 0 by "pss"`},
+		"a joined source, one unknown":        {line: `{` + good + `,"charged_mib":3,"charged_by":"memory.current+rss"}`, wantErr: `charged_mib 3 by "memory.current+rss"`},
 		"unknown system":                      {line: `{` + strings.Replace(good, `"limit"`, `"other"`, 1) + `}`, wantErr: `system "other"`},
 		"negative":                            {line: `{` + strings.Replace(good, `"cpu_s":1`, `"cpu_s":-1`, 1) + `}`, wantErr: "cpu_s is -1"},
 		"wrong type":                          {line: `{` + strings.Replace(good, `"tenants":1`, `"tenants":"1"`, 1) + `}`, wantErr: "cannot unmarshal"},

@@ -25,6 +25,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Systems a measurement can be of.
@@ -53,7 +54,8 @@ type Result struct {
 	// of a line where not measured.
 	ChargedMiB float64 `json:"charged_mib,omitempty"`
 	// ChargedBy says where ChargedMiB comes from: "pss", "memory.current"
-	// or "memory.usage_in_bytes" (of a cgroup holding the process alone).
+	// or "memory.usage_in_bytes" (of a cgroup holding the process alone),
+	// joined with "+" where the processes summed differ.
 	ChargedBy string `json:"charged_by,omitempty"`
 }
 
@@ -81,7 +83,7 @@ func (r Result) Validate() error {
 			errs = append(errs, fmt.Errorf("%s is %v", name, v))
 		}
 	}
-	if (r.ChargedMiB > 0) != slices.Contains(chargedBy, r.ChargedBy) {
+	if (r.ChargedMiB > 0) != knownCharge(r.ChargedBy) {
 		errs = append(errs, fmt.Errorf("charged_mib %v by %q: want a figure with one of %v, or neither", r.ChargedMiB, r.ChargedBy, chargedBy))
 	}
 	if r.P99MS < r.P50MS {
@@ -91,6 +93,17 @@ func (r Result) Validate() error {
 		return fmt.Errorf("scenario %q system %q: %w", r.Scenario, r.System, err)
 	}
 	return nil
+}
+
+// knownCharge reports whether by names one or more of chargedBy, joined
+// with "+".
+func knownCharge(by string) bool {
+	for _, source := range strings.Split(by, "+") {
+		if !slices.Contains(chargedBy, source) {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteJSONL writes one JSON object per result.
