@@ -17,7 +17,5 @@ limitations under the License.
 // Command manager runs the provfleet fleet manager: one provision controller per
 // ProvisionerConfig, with metrics on --metrics-bind-address and health checks
 // (/healthz, /readyz) on --health-probe-bind-address. SIGTERM or SIGINT drains
-// every instance, releases every Lease and exits 0. Once the fleet's caches
-// synced it gives back the pages of its binary that start-up read
-// (internal/startuppages): a node agent runs on every node.
+// every instance, releases every Lease and exits 0.
 package main

@@ -39,7 +39,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/internal/apirequests"
-	"github.com/provfleet/provfleet/internal/startuppages"
 	"github.com/provfleet/provfleet/pkg/fleet"
 )
 
@@ -67,6 +66,7 @@ func run(ctx context.Context, args []string, env environment) error {
 	}
 	logger := klog.Background().WithName("manager")
 	ctx = klog.NewContext(ctx, logger)
+	setGoMemoryLimit(ctx, int64(o.memoryLimit), env)
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -143,28 +143,7 @@ func serve(ctx context.Context, manager *fleet.Manager, servers []boundServer) e
 		}()
 		return manager.Run(gctx)
 	})
-	g.Go(func() error {
-		select {
-		case <-manager.Synced():
-			releaseStartupPages(gctx)
-		case <-gctx.Done():
-		}
-		return nil
-	})
 	return g.Wait()
-}
-
-// releaseStartupPages gives back the pages of the binary that start-up read
-// (package initialization, the first lists): what the fleet reads from now
-// on is mapped again as it is read. A failure costs memory only.
-func releaseStartupPages(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	released, err := startuppages.Release()
-	if err != nil {
-		logger.Info("Cannot release the pages of the binary read at start-up", "err", err)
-		return
-	}
-	logger.V(2).Info("Released the pages of the binary read at start-up", "residentBytes", released)
 }
 
 type endpoint struct {

@@ -49,6 +49,7 @@ type options struct {
 	roles                  []string
 	nodeLeaseNamespace     string
 	nodeLeaseDuration      time.Duration
+	memoryLimit            byteQuantity
 	logging                *logsapi.LoggingConfiguration
 }
 
@@ -79,10 +80,14 @@ func parseOptions(args []string, env environment) (*options, error) {
 	fs.StringSliceVar(&o.roles, "role", []string{roleManager}, "The parts this process plays, comma-separated: "+roleManager+" (the Deployment: NFS and custom backends, every ProvisionerConfig's status, placing Immediate hostPath claims, removed nodes) and "+roleNode+" (a node agent of the DaemonSet: the hostPath backends that select the node $NODE_NAME). One process may take both.")
 	fs.StringVar(&o.nodeLeaseNamespace, "node-lease-namespace", "", "Namespace of the node agents' Leases, one per node. Empty: --namespace.")
 	fs.DurationVar(&o.nodeLeaseDuration, "node-lease-duration", 40*time.Second, "How long a node agent's Lease lasts unrenewed: a killed agent's node is served again that long after, by the agent that replaces it.")
+	fs.Var(&o.memoryLimit, "memory-limit", "The container's memory limit, a quantity such as 128Mi or a count of bytes (the chart passes the container's limits.memory through the downward API). "+
+		"The Go runtime's soft limit is set to it less 32 MiB, what the binary's mapped pages and the kernel take besides the Go heap, so the collector works harder before the kernel kills the process; "+
+		"GOMEMLIMIT, where set, wins. Empty: no limit.")
 	logsapi.AddFlags(o.logging, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

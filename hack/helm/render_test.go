@@ -163,7 +163,7 @@ func TestFullValues(t *testing.T) {
 			"--role=manager", "--node-lease-namespace=storage-agents", "--namespace=storage-leases",
 			"--leader-elect=true", "--kube-api-qps=20", "--kube-api-burst=40", "--host-path-root=/srv/volumes",
 			"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--logging-format=text",
-			"--backend-probe-interval=1m",
+			"--memory-limit=$(MEMORY_LIMIT)", "--backend-probe-interval=1m",
 		},
 		"manager account":       "storage-manager",
 		"manager priority":      "system-cluster-critical",
@@ -178,6 +178,7 @@ func TestFullValues(t *testing.T) {
 		"agent args": []string{
 			"--role=node", "--host-path-root=/mnt/disks", "--kube-api-qps=20", "--kube-api-burst=40",
 			"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--logging-format=text",
+			"--memory-limit=$(MEMORY_LIMIT)",
 		},
 		"agent account":        "storage-agent",
 		"agent priority":       "system-node-critical",

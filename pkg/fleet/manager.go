@@ -482,11 +482,6 @@ func (m *Manager) runWorkers(ctx context.Context) {
 	workers.Wait()
 }
 
-// Synced is closed once the fleet's caches have synced, when its work starts.
-func (m *Manager) Synced() <-chan struct{} {
-	return m.synced
-}
-
 // Ready is nil once the manager's caches are in sync.
 func (m *Manager) Ready() error {
 	select {

@@ -194,8 +194,11 @@ func (b *bench) memoryRun(ctx context.Context, sys system) error {
 	if err := b.closeIdle(ctx, sys, w, baseline, &m); err != nil {
 		return err
 	}
+	// The peak is the initial list of every claim and PV, held at once.
+	u := total(usage(sys.pids()))
+	m.Note = strings.TrimPrefix(fmt.Sprintf("%s; peak RSS %.1f MiB", m.Note, mib(u.PeakRSS)), "; ")
 	if heap := b.liveHeap(ctx, sys.pids()[0]); heap != "" {
-		m.Note = strings.TrimPrefix(m.Note+"; "+heap, "; ")
+		m.Note += "; " + heap
 	}
 	b.record(m)
 	return nil

@@ -34,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/provfleet/provfleet/bench/internal/measure"
 	"github.com/provfleet/provfleet/bench/internal/report"
 )
 
@@ -176,7 +177,7 @@ func (b *bench) nodesRun(ctx context.Context, sys nodeSystem, c nodesCase) error
 		return err
 	}
 	if c.claims > 0 {
-		refs, err := b.nodesProvision(ctx, sys, t, root, c, pidsOf(procs))
+		refs, err := b.nodesProvision(ctx, sys, t, root, c, pidsOf(procs), fleet.central)
 		defer b.deleteNodeClaims(ctx, refs)
 		if err != nil {
 			return err
@@ -275,8 +276,9 @@ func (b *bench) createNodeClass(ctx context.Context, t tenant) error {
 
 // nodesProvision creates the claims of c at once, claim i on node i mod
 // len(nodes), waits until every one is Bound, records how long that took
-// and checks where each volume landed.
-func (b *bench) nodesProvision(ctx context.Context, sys nodeSystem, t tenant, root string, c nodesCase, pids []int) ([]claimRef, error) {
+// and checks where each volume landed. pids are every process of sys,
+// central among them where sys has one.
+func (b *bench) nodesProvision(ctx context.Context, sys nodeSystem, t tenant, root string, c nodesCase, pids []int, central *process) ([]claimRef, error) {
 	ns, err := b.namespace(ctx)
 	if err != nil {
 		return nil, err
@@ -308,9 +310,26 @@ func (b *bench) nodesProvision(ctx context.Context, sys nodeSystem, t tenant, ro
 		return refs, err
 	}
 	note, err := b.checkPlacement(ctx, ns, root, c)
-	m.Note = "latency from the start of the burst to the PV (p50/p99) and to Bound (seconds: the last); " + note
+	m.Note = "latency from the start of the burst to the PV (p50/p99) and to Bound (seconds: the last); " + peaks(pids, central) + "; " + note
 	b.record(m)
 	return refs, err
+}
+
+// peaks tells the highest peak RSS (VmHWM) of one process of pids: the
+// central one's apart, where there is one.
+func peaks(pids []int, central *process) string {
+	var centralPeak, nodePeak uint64
+	for pid, u := range usage(pids) {
+		if central != nil && pid == central.Pid() {
+			centralPeak = u.PeakRSS
+			continue
+		}
+		nodePeak = max(nodePeak, u.PeakRSS)
+	}
+	if central == nil {
+		return fmt.Sprintf("peak RSS of one process: up to %.1f MiB", mib(nodePeak))
+	}
+	return fmt.Sprintf("peak RSS of one process: central %.1f MiB, node processes up to %.1f MiB", mib(centralPeak), mib(nodePeak))
 }
 
 // createPlacedClaims creates the claims of c in ns, each already placed on
@@ -409,8 +428,10 @@ func (b *bench) closeIdleProcess(ctx context.Context, p *process, from idleStart
 	m.CPUS = (u.CPU - from.cpu).Seconds()
 	m.APIRPS = (sum(own) - from.requests) / seconds
 	m.Goroutines = goroutines(ctx, []string{p.metricsURL})
-	m.Note = fmt.Sprintf("one process; RSS %.1f MiB anonymous, %.1f MiB mapped from files; watches: those its start opened; requests: its own counter",
-		mib(u.RSSAnon), mib(u.RSSFile))
+	setCharge(m, map[int]measure.Usage{p.Pid(): u})
+	m.Note = fmt.Sprintf("one process; RSS %.1f MiB anonymous, %.1f MiB mapped from files, peak %.1f MiB; PSS %.1f MiB anonymous, %.1f MiB from files; "+
+		"watches: those its start opened; requests: its own counter",
+		mib(u.RSSAnon), mib(u.RSSFile), mib(u.PeakRSS), mib(u.PSSAnon), mib(u.PSSFile))
 	if heap := b.liveHeap(ctx, p.Pid()); heap != "" {
 		m.Note += "; " + heap
 	}

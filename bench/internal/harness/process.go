@@ -22,9 +22,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/provfleet/provfleet/bench/internal/measure"
+	"github.com/provfleet/provfleet/bench/internal/report"
 	"github.com/provfleet/provfleet/internal/testenv/childproc"
 )
 
@@ -69,6 +72,26 @@ func total(usages map[int]measure.Usage) measure.Usage {
 		sum.PeakRSS += u.PeakRSS
 	}
 	return sum
+}
+
+// setCharge sets the charged memory of m, summed over usages (see
+// measure.ReadCharge); ChargedBy joins the sources with "+" where they
+// differ between processes.
+func setCharge(m *report.Measurement, usages map[int]measure.Usage) {
+	var sum uint64
+	var by []string
+	for pid, u := range usages {
+		c, err := measure.ReadCharge("/proc", pid, u)
+		if err != nil || c.Bytes == 0 {
+			continue // the process is gone, or the kernel tells no PSS
+		}
+		sum += c.Bytes
+		if !slices.Contains(by, c.By) {
+			by = append(by, c.By)
+		}
+	}
+	slices.Sort(by)
+	m.ChargedMiB, m.ChargedBy = mib(sum), strings.Join(by, "+")
 }
 
 // cpuSince is the CPU time spent since before by the processes still alive;

@@ -825,7 +825,9 @@ func (b *bench) closeIdle(ctx context.Context, sys system, w window, baseline ap
 		return err
 	}
 	// Idle: what the fleet holds now, not its start-up peak.
-	m.RSSMiB = mib(total(usage(w.pids)).RSS)
+	u := usage(w.pids)
+	m.RSSMiB = mib(total(u).RSS)
+	setCharge(m, u)
 	m.Seconds = b.cfg.S3Window.Seconds()
 	return nil
 }

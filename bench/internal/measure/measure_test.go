@@ -102,6 +102,9 @@ func TestReadUsageOfThisProcess(t *testing.T) {
 	if u.RSSAnon == 0 || u.RSSFile == 0 || u.RSSAnon+u.RSSFile > u.RSS {
 		t.Errorf("RSS %d of which anonymous %d and file %d: want two positive parts within it", u.RSS, u.RSSAnon, u.RSSFile)
 	}
+	if u.PSS == 0 || u.PSS > u.RSS || u.PSSAnon+u.PSSFile > u.PSS {
+		t.Errorf("PSS %d (anonymous %d, file %d) next to RSS %d: want a positive PSS within the RSS and its parts within it", u.PSS, u.PSSAnon, u.PSSFile, u.RSS)
+	}
 }
 
 func TestReadUsageOfAMissingProcess(t *testing.T) {
@@ -111,27 +114,53 @@ func TestReadUsageOfAMissingProcess(t *testing.T) {
 }
 
 func TestReadUsageFromAProcTree(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "9")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	const (
+		stat   = "9 (peer) S 1 9 9 0 -1 0 0 0 0 0 100 50 0 0 20 0 5 0 1 1 1"
+		status = "VmHWM:\t2048 kB\nVmRSS:\t1024 kB\n"
+	)
+	tests := map[string]struct {
+		files   map[string]string
+		want    Usage
+		wantErr bool
+	}{
+		"no smaps_rollup": {
+			files: map[string]string{"stat": stat, "status": status},
+			want:  Usage{CPU: 1500 * time.Millisecond, RSS: 1 << 20, PeakRSS: 2 << 20},
+		},
+		"smaps_rollup": {
+			files: map[string]string{"stat": stat, "status": status, "smaps_rollup": "00400000-7ffd0000 ---p 00000000 00:00 0   [rollup]\n" +
+				"Rss:                1024 kB\nPss:                 768 kB\nPss_Dirty:            256 kB\nPss_Anon:             256 kB\nPss_File:             512 kB\n"},
+			want: Usage{CPU: 1500 * time.Millisecond, RSS: 1 << 20, PeakRSS: 2 << 20, PSS: 768 << 10, PSSAnon: 256 << 10, PSSFile: 512 << 10},
+		},
+		"smaps_rollup before Linux 5.9, without the parts": {
+			files: map[string]string{"stat": stat, "status": status, "smaps_rollup": "Rss:   1024 kB\nPss:   768 kB\n"},
+			want:  Usage{CPU: 1500 * time.Millisecond, RSS: 1 << 20, PeakRSS: 2 << 20, PSS: 768 << 10},
+		},
+		"smaps_rollup without Pss": {
+			files:   map[string]string{"stat": stat, "status": status, "smaps_rollup": "Rss:   1024 kB\n"},
+			wantErr: true,
+		},
 	}
-	files := map[string]string{
-		"stat":   "9 (peer) S 1 9 9 0 -1 0 0 0 0 0 100 50 0 0 20 0 5 0 1 1 1",
-		"status": "VmHWM:\t2048 kB\nVmRSS:\t1024 kB\n",
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := ReadUsage(root, 9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := Usage{CPU: 1500 * time.Millisecond, RSS: 1 << 20, PeakRSS: 2 << 20}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("usage (-want +got):\n%s", diff)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "9")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, content := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := ReadUsage(root, 9)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("usage (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

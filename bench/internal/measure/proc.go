@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,12 @@ type Usage struct {
 	// memory and that are mapped from files (its binary, its libraries);
 	// zero where the kernel does not tell them apart.
 	RSSAnon, RSSFile uint64
+	// PSS is the proportional set size of /proc/<pid>/smaps_rollup: each
+	// resident page divided by the number of processes that map it, so two
+	// processes of one binary share its pages instead of each counting
+	// them whole. PSSAnon and PSSFile are its anonymous and file-backed
+	// parts. All three are zero where the kernel has no smaps_rollup.
+	PSS, PSSAnon, PSSFile uint64
 }
 
 // ReadUsage reads the usage of pid from the proc filesystem mounted at root
@@ -65,7 +72,23 @@ func ReadUsage(root string, pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("cannot parse the status of process %d: %w", pid, err)
 	}
-	return Usage{CPU: cpu, RSS: mem["VmRSS"], PeakRSS: mem["VmHWM"], RSSAnon: mem["RssAnon"], RSSFile: mem["RssFile"]}, nil
+	u := Usage{CPU: cpu, RSS: mem["VmRSS"], PeakRSS: mem["VmHWM"], RSSAnon: mem["RssAnon"], RSSFile: mem["RssFile"]}
+	rollup, err := os.ReadFile(filepath.Join(dir, "smaps_rollup"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return u, nil
+	}
+	if err != nil {
+		return Usage{}, fmt.Errorf("cannot read the proportional set of process %d: %w", pid, err)
+	}
+	pss, err := parseKiBFields(rollup, rollupFields)
+	if err != nil {
+		return Usage{}, fmt.Errorf("cannot parse the smaps_rollup of process %d: %w", pid, err)
+	}
+	if _, ok := pss["Pss"]; !ok {
+		return Usage{}, fmt.Errorf("no Pss in the smaps_rollup of process %d", pid)
+	}
+	u.PSS, u.PSSAnon, u.PSSFile = pss["Pss"], pss["Pss_Anon"], pss["Pss_File"]
+	return u, nil
 }
 
 // parseStat returns utime+stime of a /proc/<pid>/stat line. The command name
@@ -96,13 +119,32 @@ func parseStat(data []byte) (time.Duration, error) {
 // first two every process of user space has.
 var memoryFields = []string{"VmRSS", "VmHWM", "RssAnon", "RssFile"}
 
+// rollupFields are the fields of /proc/<pid>/smaps_rollup ReadUsage reads;
+// Pss_Anon and Pss_File came in Linux 5.9, Pss in 4.14 with the file.
+var rollupFields = []string{"Pss", "Pss_Anon", "Pss_File"}
+
 // parseStatus returns the memoryFields of /proc/<pid>/status, in bytes.
 func parseStatus(data []byte) (map[string]uint64, error) {
+	mem, err := parseKiBFields(data, memoryFields)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := mem["VmRSS"]; !ok {
+		return nil, errors.New("no VmRSS (a kernel thread or a zombie)")
+	}
+	if _, ok := mem["VmHWM"]; !ok {
+		return nil, errors.New("no VmHWM (a kernel thread or a zombie)")
+	}
+	return mem, nil
+}
+
+// parseKiBFields returns the named "Key: <n> kB" lines of data, in bytes.
+func parseKiBFields(data []byte, names []string) (map[string]uint64, error) {
 	mem := map[string]uint64{}
 	s := bufio.NewScanner(bytes.NewReader(data))
 	for s.Scan() {
 		key, value, ok := strings.Cut(s.Text(), ":")
-		if !ok || !slices.Contains(memoryFields, key) {
+		if !ok || !slices.Contains(names, key) {
 			continue
 		}
 		fields := strings.Fields(value)
@@ -115,11 +157,5 @@ func parseStatus(data []byte) (map[string]uint64, error) {
 		}
 		mem[key] = kib * 1024
 	}
-	if _, ok := mem["VmRSS"]; !ok {
-		return nil, errors.New("no VmRSS (a kernel thread or a zombie)")
-	}
-	if _, ok := mem["VmHWM"]; !ok {
-		return nil, errors.New("no VmHWM (a kernel thread or a zombie)")
-	}
-	return mem, nil
+	return mem, s.Err()
 }

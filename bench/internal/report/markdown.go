@@ -117,11 +117,14 @@ func WriteMarkdown(w io.Writer, run *Run) error {
 	b.WriteString("Latencies run from the moment the harness sees a claim carry the storage-provisioner annotation " +
 		"to the moment it sees the PV (and, in `bound`, the claim Bound); for `limit` from the start of the burst to each PV. " +
 		"`seconds` is the phase's wall time. RSS is the peak (VmHWM) summed over the system's processes, except in s3-idle and s8-memory where it is the " +
-		"current RSS after the idle window (in s8-memory `claims` counts the claims in the cluster, each with its PV). CPU is user+system seconds spent in the phase. `watches` are the apiserver's open WATCH " +
+		"current RSS after the idle window (in s8-memory `claims` counts the claims in the cluster, each with its PV). `charged MiB`, in the idle and memory scenarios, " +
+		"is what the kernel charges for the processes' memory, summed, and where it comes from: `memory.current` (or, under cgroup v1, `memory.usage_in_bytes`) " +
+		"of a cgroup that holds the process alone, page cache and kernel memory included, as a container's limit counts it; else `pss`, the proportional set size " +
+		"of /proc/<pid>/smaps_rollup, in which a page mapped by several processes counts as a share of it and page cache no process maps counts nowhere. CPU is user+system seconds spent in the phase. `watches` are the apiserver's open WATCH " +
 		"requests on claims, volumes, classes and nodes less those open before the system started; `api req/s` are the requests of the " +
 		"system's ServiceAccounts per second (apiserver flow-control metrics).\n\n")
-	b.WriteString("| scenario | system | tenants | claims | replicas | seconds | p50 ms | p99 ms | bound p50/p99 ms | RSS MiB | CPU s | goroutines | watches | api req/s | note |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| scenario | system | tenants | claims | replicas | seconds | p50 ms | p99 ms | bound p50/p99 ms | RSS MiB | charged MiB | CPU s | goroutines | watches | api req/s | note |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, m := range run.Measurements {
 		goroutines := "-"
 		if m.Goroutines >= 0 {
@@ -131,9 +134,13 @@ func WriteMarkdown(w io.Writer, run *Run) error {
 		if m.BoundP99MS > 0 {
 			bound = fmt.Sprintf("%.0f / %.0f", m.BoundP50MS, m.BoundP99MS)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.2f | %.0f | %.0f | %s | %.1f | %.2f | %s | %d | %.2f | %s |\n",
+		charged := "-"
+		if m.ChargedBy != "" {
+			charged = fmt.Sprintf("%.1f (%s)", m.ChargedMiB, m.ChargedBy)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.2f | %.0f | %.0f | %s | %.1f | %s | %.2f | %s | %d | %.2f | %s |\n",
 			m.Scenario, m.System, m.Tenants, m.Claims, m.Replicas, m.Seconds, m.P50MS, m.P99MS, bound,
-			m.RSSMiB, m.CPUS, goroutines, m.Watches, m.APIRPS, m.Note)
+			m.RSSMiB, charged, m.CPUS, goroutines, m.Watches, m.APIRPS, m.Note)
 	}
 	for _, s := range run.Sections {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n", s.Title, strings.TrimSpace(s.Body))

@@ -30,6 +30,8 @@ func TestJSONLRoundTrip(t *testing.T) {
 		{Scenario: S1Provision, System: SystemProvfleet, Tenants: 1, Claims: 500, Seconds: 12.5, P50MS: 80, P99MS: 300, RSSMiB: 60, CPUS: 4.2, Watches: 4, APIRPS: 90, Replicas: 1,
 			RequestsPerClaim: 1.5, Date: "2026-12-02T12:00:00Z", Commit: "4d16a97"},
 		{Scenario: S3Idle, System: SystemUpstream, Tenants: 100, Replicas: 2, Date: "2026-12-02T12:00:00Z", Commit: Unknown},
+		{Scenario: S8Memory, System: SystemProvfleet, Tenants: 1, Claims: 10000, RSSMiB: 138, Replicas: 1, ChargedMiB: 120.5, ChargedBy: "pss", Date: "2026-12-02T12:00:00Z", Commit: "4d16a97"},
+		{Scenario: S3Idle, System: SystemProvfleet, Tenants: 1, Replicas: 2, RSSMiB: 100, ChargedMiB: 90, ChargedBy: "memory.current+pss", Date: "2026-12-02T12:00:00Z", Commit: "4d16a97"},
 	}
 	var buf bytes.Buffer
 	if err := WriteJSONL(&buf, in); err != nil {
@@ -54,14 +56,18 @@ func TestReadJSONLRejects(t *testing.T) {
 	tests := map[string]struct {
 		line, wantErr string
 	}{
-		"missing field":  {line: `{"scenario":"s1-provision"}`, wantErr: `no field "system"`},
-		"extra field":    {line: `{` + good + `,"goroutines":3}`, wantErr: `field "goroutines" is not one of`},
-		"no commit":      {line: `{` + strings.Replace(good, `,"commit":"4d16a97"`, "", 1) + `}`, wantErr: `no field "commit"`},
-		"unknown system": {line: `{` + strings.Replace(good, `"limit"`, `"other"`, 1) + `}`, wantErr: `system "other"`},
-		"negative":       {line: `{` + strings.Replace(good, `"cpu_s":1`, `"cpu_s":-1`, 1) + `}`, wantErr: "cpu_s is -1"},
-		"wrong type":     {line: `{` + strings.Replace(good, `"tenants":1`, `"tenants":"1"`, 1) + `}`, wantErr: "cannot unmarshal"},
-		"p99 below p50":  {line: `{` + strings.Replace(good, `"p99_ms":2`, `"p99_ms":0.5`, 1) + `}`, wantErr: "p99_ms 0.5 below"},
-		"not JSON":       {line: `scenario=1`, wantErr: "cannot parse"},
+		"missing field":                       {line: `{"scenario":"s1-provision"}`, wantErr: `no field "system"`},
+		"extra field":                         {line: `{` + good + `,"goroutines":3}`, wantErr: `field "goroutines" is not one of`},
+		"charged memory without its source":   {line: `{` + good + `,"charged_mib":3}`, wantErr: `charged_mib 3 by ""`},
+		"charged memory of an unknown source": {line: `{` + good + `,"charged_mib":3,"charged_by":"rss"}`, wantErr: `charged_mib 3 by "rss"`},
+		"a source without charged memory":     {line: `{` + good + `,"charged_by":"pss"}`, wantErr: `charged_mib 0 by "pss"`},
+		"a joined source, one unknown":        {line: `{` + good + `,"charged_mib":3,"charged_by":"memory.current+rss"}`, wantErr: `charged_mib 3 by "memory.current+rss"`},
+		"no commit":                           {line: `{` + strings.Replace(good, `,"commit":"4d16a97"`, "", 1) + `}`, wantErr: `no field "commit"`},
+		"unknown system":                      {line: `{` + strings.Replace(good, `"limit"`, `"other"`, 1) + `}`, wantErr: `system "other"`},
+		"negative":                            {line: `{` + strings.Replace(good, `"cpu_s":1`, `"cpu_s":-1`, 1) + `}`, wantErr: "cpu_s is -1"},
+		"wrong type":                          {line: `{` + strings.Replace(good, `"tenants":1`, `"tenants":"1"`, 1) + `}`, wantErr: "cannot unmarshal"},
+		"p99 below p50":                       {line: `{` + strings.Replace(good, `"p99_ms":2`, `"p99_ms":0.5`, 1) + `}`, wantErr: "p99_ms 0.5 below"},
+		"not JSON":                            {line: `scenario=1`, wantErr: "cannot parse"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -141,7 +147,7 @@ func TestWriteMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"# provfleet benchmark, 2026-03-01 12:30 UTC",
 		"- QPS 100",
-		"| s1-provision | provfleet | 1 | 5 | 1 | 1.50 | 10 | 20 | 30 / 40 | 55.2 | 0.50 | 90 | 4 | 12.50 | n |",
+		"| s1-provision | provfleet | 1 | 5 | 1 | 1.50 | 10 | 20 | 30 / 40 | 55.2 | - | 0.50 | 90 | 4 | 12.50 | n |",
 		"| s2 CPU to provision: provfleet / upstream | - | ≤ 0.2 | n/a |",
 		"## Profile\n\ntop\n",
 	} {

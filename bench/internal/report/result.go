@@ -26,6 +26,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Systems a measurement can be of.
@@ -57,10 +58,22 @@ type Result struct {
 	// not committed); Unknown where no record says.
 	Date   string `json:"date"`
 	Commit string `json:"commit"`
+	// ChargedMiB is what the kernel charges for the processes' memory (see
+	// ChargedBy), summed; idle and memory scenarios only. Both are left out
+	// of a line where not measured.
+	ChargedMiB float64 `json:"charged_mib,omitempty"`
+	// ChargedBy says where ChargedMiB comes from: "pss", "memory.current"
+	// or "memory.usage_in_bytes" (of a cgroup holding the process alone),
+	// joined with "+" where the processes summed differ.
+	ChargedBy string `json:"charged_by,omitempty"`
 }
 
 // Unknown is the date or commit of a row that no record dates.
 const Unknown = "unknown"
+
+// chargedBy are the values of Result.ChargedBy, as the benchmark's measure
+// package names them.
+var chargedBy = []string{"pss", "memory.current", "memory.usage_in_bytes"}
 
 // Validate reports what makes r malformed.
 func (r Result) Validate() error {
@@ -80,11 +93,14 @@ func (r Result) Validate() error {
 	for name, v := range map[string]float64{
 		"seconds": r.Seconds, "p50_ms": r.P50MS, "p99_ms": r.P99MS,
 		"rss_mib": r.RSSMiB, "cpu_s": r.CPUS, "api_rps": r.APIRPS,
-		"requests_per_claim": r.RequestsPerClaim,
+		"requests_per_claim": r.RequestsPerClaim, "charged_mib": r.ChargedMiB,
 	} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %v", name, v))
 		}
+	}
+	if (r.ChargedMiB > 0) != knownCharge(r.ChargedBy) {
+		errs = append(errs, fmt.Errorf("charged_mib %v by %q: want a figure with one of %v, or neither", r.ChargedMiB, r.ChargedBy, chargedBy))
 	}
 	if r.P99MS < r.P50MS {
 		errs = append(errs, fmt.Errorf("p99_ms %v below p50_ms %v", r.P99MS, r.P50MS))
@@ -93,6 +109,17 @@ func (r Result) Validate() error {
 		return fmt.Errorf("scenario %q system %q: %w", r.Scenario, r.System, err)
 	}
 	return nil
+}
+
+// knownCharge reports whether by names one or more of chargedBy, joined
+// with "+".
+func knownCharge(by string) bool {
+	for _, source := range strings.Split(by, "+") {
+		if !slices.Contains(chargedBy, source) {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteJSONL writes one JSON object per result.
@@ -110,7 +137,7 @@ func WriteJSONL(w io.Writer, results []Result) error {
 // may have besides.
 var (
 	jsonlFields    = []string{"scenario", "system", "tenants", "claims", "seconds", "p50_ms", "p99_ms", "rss_mib", "cpu_s", "watches", "api_rps", "replicas", "date", "commit"}
-	optionalFields = []string{"requests_per_claim"}
+	optionalFields = []string{"requests_per_claim", "charged_mib", "charged_by"}
 	// undatedFields are those of the lines written before rows carried
 	// their date and commit.
 	undatedFields = jsonlFields[:len(jsonlFields)-2]
