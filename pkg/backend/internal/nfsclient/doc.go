@@ -68,7 +68,7 @@ limitations under the License.
 // allocated, so reading a reply obeys the call's deadline and decoding it
 // takes no longer. A listing fails when a READDIR page does not move it on
 // (no entry, or a cookie already sent, short of its end) or when it passes
-// 262,144 names or 16 MiB of them; a listed name that is not one path
+// 262,144 entries or 16 MiB of names; a listed name that is not one path
 // element fails it too. A WRITE that says it wrote nothing or more than it
 // was sent fails, a short one is sent the rest; a READ with more data than
 // asked, or a count other than its data's, fails.

@@ -253,6 +253,18 @@ func listingCases() map[string]hostileCase {
 			}),
 			call: readDir, bound: listingHeapBound, want: "more than", churns: true,
 		},
+		"READDIR of dot entries that never ends": {
+			answer: answering(nfs.Nfs3Prog, procReadDir, func(call nfsserver.Call) []byte {
+				var entries []byte
+				for range pageNames {
+					entries = append(entries, nfsserver.Words(1, 0, 1, 1, '.'<<24)...)
+					entries = binary.BigEndian.AppendUint64(entries, next)
+					next++
+				}
+				return readDirPage(call.XID, entries, 0)
+			}),
+			call: readDir, bound: listingHeapBound, want: "more than", churns: true,
+		},
 		"READDIR whose cookie repeats": {
 			answer: answering(nfs.Nfs3Prog, procReadDir, func(call nfsserver.Call) []byte {
 				return readDirPage(call.XID, dirEntries(7, 1, 8), 0)

@@ -207,10 +207,11 @@ func (c *Client) setattr(ctx context.Context, fh []byte, name string, attr nfs.S
 }
 
 // Bounds of one directory's listing: a server that never ends a listing
-// fails it once it has sent this many names or name bytes.
+// fails it once it has sent this many entries ("." and ".." included) or
+// bytes of names.
 const (
-	maxListingNames = 1 << 18
-	maxListingBytes = 16 << 20
+	maxListingEntries = 1 << 18
+	maxListingBytes   = 16 << 20
 )
 
 // readDir lists a directory with READDIR, page by page. A page that does
@@ -218,7 +219,7 @@ const (
 // at its end) fails it, as does a listing beyond its bounds.
 func (c *Client) readDir(ctx context.Context, fh []byte, name string) ([]string, error) {
 	var names []string
-	var nameBytes int
+	var entries, nameBytes int
 	var cookie uint64
 	var verifier [nfs.NFS3_COOKIEVERFSIZE]byte
 	sent := map[uint64]bool{}
@@ -233,12 +234,13 @@ func (c *Client) readDir(ctx context.Context, fh []byte, name string) ([]string,
 			return nil, err
 		}
 		names = append(names, page.names...)
+		entries += page.entries
 		for _, n := range page.names {
 			nameBytes += len(n)
 		}
 		switch {
-		case len(names) > maxListingNames || nameBytes > maxListingBytes:
-			return nil, fmt.Errorf("cannot list %q: more than %d names or %d bytes of names", name, maxListingNames, maxListingBytes)
+		case entries > maxListingEntries || nameBytes > maxListingBytes:
+			return nil, fmt.Errorf("cannot list %q: more than %d entries or %d bytes of names", name, maxListingEntries, maxListingBytes)
 		case page.eof:
 			return names, nil
 		case page.entries == 0 || sent[page.last]:
