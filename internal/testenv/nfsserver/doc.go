@@ -27,7 +27,8 @@ limitations under the License.
 //	    stands in front of a server (Upstream, e.g. a Server's Addr) and
 //	    passes calls and replies on, except the calls its Answer takes
 //	    over with whatever bytes it likes: huge lengths, endless listings,
-//	    lying counts, trickles, floods; Record sees the replies passed on
+//	    lying counts, trickles, floods; Record sees the replies passed on;
+//	    WorstReplies.Answer takes turns with the worst of them
 //	StartSilent(ctx) ──▶ *Silent, a server that never answers
 //
 // What it serves: Dir through go-billy's bound osfs, which does not follow a

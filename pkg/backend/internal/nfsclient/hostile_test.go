@@ -465,3 +465,24 @@ func TestRemoveAllWithAVanishedChild(t *testing.T) {
 		t.Errorf("export after RemoveAll (-want +got):\n%s", diff)
 	}
 }
+
+// The worst replies one after the other, on one client that reconnects
+// and mounts again after each: every call fails, by its deadline at the
+// latest, and the heap stays bounded.
+func TestWorstReplies(t *testing.T) {
+	var worst nfsserver.WorstReplies
+	_, c := behindHostile(t, worst.Answer, time.Second)
+	calls := 0
+	cost := measureHeap(func() {
+		for worst.Rounds() < 2 {
+			calls++
+			if _, err := c.ReadDir(t.Context(), "dir"); err == nil {
+				t.Fatal("ReadDir succeeded against the worst replies")
+			}
+		}
+	})
+	t.Logf("%d calls failed; the heap grew by %d KiB", calls, cost.grown>>10)
+	if cost.grown > callHeapBound {
+		t.Errorf("the heap grew by %d MiB, more than %d MiB", cost.grown>>20, callHeapBound>>20)
+	}
+}
