@@ -834,11 +834,11 @@ func (b *bench) idleProfiled(sys system, n int) bool {
 func (b *bench) noisyScenario(ctx context.Context) error {
 	var mu sync.Mutex
 	pools := map[noisyCase]*noisyPool{}
-	cases := []string{report.S4Alone, report.S4Noisy, report.S4Settled}
+	cases := []string{report.S4Alone, report.S4Noisy, report.S4Settled, report.S4Hostile}
 	for round := range b.cfg.S4Rounds {
 		for _, scenario := range cases {
 			var runs []func() error
-			for _, sys := range b.systems() {
+			for _, sys := range b.noisySystems(scenario) {
 				runs = append(runs, func() error {
 					r, err := b.noisyRun(ctx, sys, scenario)
 					if err != nil {
@@ -867,6 +867,15 @@ func (b *bench) noisyScenario(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// noisySystems are the systems of a case of scenario 4: provfleet alone
+// next to a hostile NFS server, the peer having no NFS client.
+func (b *bench) noisySystems(scenario string) []system {
+	if scenario == report.S4Hostile {
+		return []system{&provfleetSystem{b: b}}
+	}
+	return b.systems()
 }
 
 type noisyCase struct {
@@ -913,6 +922,8 @@ func (p *noisyPool) measurement(bad int) report.Measurement {
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, created right after %d failing claims", len(p.runs), bad)
 	case report.S4Settled:
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d failing claims that each failed already", len(p.runs), bad)
+	case report.S4Hostile:
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d claims of a provisioner whose NFS server answers every call with the worst replies", len(p.runs), bad)
 	default:
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds", len(p.runs))
 	}
@@ -923,7 +934,9 @@ func (p *noisyPool) measurement(bad int) report.Measurement {
 // noisyRun is one run of scenario 4: the good tenant alone (S4Alone), its
 // claims created right after the failing tenant's (S4Noisy), or once the
 // control plane annotated every failing claim and the system had Settle to
-// fail each (S4Settled), so that only the failing tenant's retries remain.
+// fail each (S4Settled), so that only the failing tenant's retries remain,
+// or right after the claims of a tenant on a hostile NFS server
+// (S4Hostile).
 func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (noisyResult, error) {
 	tenants := b.tenants(sys.name(), 2)
 	tenants[0].failing = true
@@ -932,6 +945,13 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		tenants = tenants[1:]
 	}
 	good := tenants[len(tenants)-1]
+	if pf, ok := sys.(*provfleetSystem); ok && scenario == report.S4Hostile {
+		stop, err := b.hostileBackend(ctx, pf, &tenants[0])
+		if err != nil {
+			return noisyResult{}, err
+		}
+		defer stop()
+	}
 	defer sys.stop(ctx)
 	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
 	if err != nil {

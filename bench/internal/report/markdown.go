@@ -52,6 +52,10 @@ const (
 	S9NodesAgent     = "s9-nodes-agent"
 	S9NodesManager   = "s9-nodes-manager"
 	S9NodesCrowded   = "s9-nodes-crowded"
+	// S4Hostile is scenario 4's good tenant next to an NFS provisioner
+	// whose server answers every call with the worst replies (provfleet
+	// only: the peer has no NFS client).
+	S4Hostile = "s4-hostile"
 )
 
 // Measurement is a Result plus what only the Markdown shows.
@@ -280,6 +284,7 @@ func (r *ratios) noisyNeighbour() {
 	for _, c := range []struct{ scenario, what string }{
 		{S4Noisy, "s4 good tenant's p99: with noisy neighbour / alone (provfleet)"},
 		{S4Settled, "s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)"},
+		{S4Hostile, "s4 good tenant's p99: next to a hostile NFS server / alone (provfleet)"},
 	} {
 		next := r.find(c.scenario, SystemProvfleet, -1, -1)
 		v := ratio(next, alone, func(m *Measurement) float64 { return m.P99MS })
