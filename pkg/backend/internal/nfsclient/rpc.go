@@ -143,7 +143,7 @@ func (t *transport) close() {
 	_ = t.conn.Close()
 }
 
-// call sends one call and returns the reader of its result. Any failure to
+// call sends one call and returns the decoder of its result. Any failure to
 // exchange a whole call and reply marks the transport broken; replies
 // that deny or refuse the call do not.
 func (t *transport) call(ctx context.Context, header rpc.Header, args ...any) (*decoder, error) {
