@@ -50,7 +50,7 @@ func capturedReplies(tb testing.TB) [][]byte {
 		})
 		return h
 	}
-	c := New(Options{Server: "127.0.0.1", Path: "/"})
+	c := New(Options{Server: "127.0.0.1", Path: "/", SourcePort: Unreserved})
 	defer c.Close()
 	c.portmapper = front(e.server.PortmapperAddr()).Addr()
 	// The portmapper's answers are replaced by the fronts of MOUNT and NFS.
