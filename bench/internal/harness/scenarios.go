@@ -945,13 +945,11 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		tenants = tenants[1:]
 	}
 	good := tenants[len(tenants)-1]
-	if pf, ok := sys.(*provfleetSystem); ok && scenario == report.S4Hostile {
-		stop, err := b.hostileBackend(ctx, pf, &tenants[0])
-		if err != nil {
-			return noisyResult{}, err
-		}
-		defer stop()
+	ready, stop, err := b.hostileNeighbour(ctx, sys, scenario, &tenants[0])
+	if err != nil {
+		return noisyResult{}, err
 	}
+	defer stop()
 	defer sys.stop(ctx)
 	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
 	if err != nil {
@@ -970,6 +968,9 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		}
 		all = append(all, bad...)
 	}
+	if err := ready(); err != nil {
+		return noisyResult{}, err
+	}
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "good", []string{good.name}, b.cfg.S4Good)
 	if err != nil {
@@ -984,6 +985,24 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		return noisyResult{}, err
 	}
 	return r, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// hostileNeighbour, for S4Hostile, puts tenant t on a hostile NFS server
+// (hostileBackend) and returns what waits until it has sent every attack
+// and what stops it; for the other cases, what does nothing.
+func (b *bench) hostileNeighbour(ctx context.Context, sys system, scenario string, t *tenant) (ready func() error, stop func(), err error) {
+	pf, ok := sys.(*provfleetSystem)
+	if !ok || scenario != report.S4Hostile {
+		return func() error { return nil }, func() {}, nil
+	}
+	worst, stop, err := b.hostileBackend(ctx, pf, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	ready = func() error {
+		return b.poll(ctx, "every worst reply sent", func(context.Context) (bool, error) { return worst.Rounds() >= 1, nil })
+	}
+	return ready, stop, nil
 }
 
 // createFailingClaims creates the failing tenant's claims; for S4Settled it
