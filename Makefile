@@ -66,7 +66,7 @@ chart-test: controlplane ## Lint and render the Helm chart, keep it in step with
 	cd hack/helm && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
 
 FUZZ_TIME ?= 3000x
-FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs FuzzOverlapping:./pkg/backend FuzzNFSStore:./pkg/backend/internal/nfsfs
+FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs FuzzOverlapping:./pkg/backend FuzzNFSStore:./pkg/backend/internal/nfsfs FuzzReplies:./pkg/backend/internal/nfsclient
 
 .PHONY: fuzz-short
 fuzz-short: ## Run each fuzz target for FUZZ_TIME executions (a count: a duration races the fuzz engine's own deadline, golang/go#75804).

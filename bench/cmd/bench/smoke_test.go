@@ -82,6 +82,8 @@ func TestSmoke(t *testing.T) {
 		},
 		// The peer has no process that serves no node.
 		{[]string{report.S9NodesManager}, []string{report.SystemProvfleet}},
+		// The peer has no NFS client.
+		{[]string{report.S4Hostile}, []string{report.SystemProvfleet}},
 		// The NFS scenario runs no peer: its backend is provfleet's own.
 		{
 			[]string{report.S7NFSProvision, report.S7NFSDelete},

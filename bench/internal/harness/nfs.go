@@ -140,3 +140,42 @@ func absentFrom(names, sorted []string) []string {
 		return found
 	})
 }
+
+// hostileBackend puts tenant t on an export behind a Hostile server that
+// answers every call with the worst replies, the other tenants of sys on
+// their hostPath directories, and returns the replies' count and what
+// stops both servers.
+func (b *bench) hostileBackend(ctx context.Context, sys *provfleetSystem, t *tenant) (*nfsserver.WorstReplies, func(), error) {
+	dir := filepath.Join(b.cfg.Work, "nfs", strconv.Itoa(b.nextSeq()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("cannot create the NFS export's folder: %w", err)
+	}
+	server, err := nfsserver.Start(ctx, nfsserver.Options{Dir: dir, Path: nfsExportPath})
+	if err != nil {
+		return nil, nil, err
+	}
+	worst := &nfsserver.WorstReplies{}
+	hostile, err := nfsserver.StartHostile(ctx, nfsserver.HostileOptions{Upstream: server.Addr(), Answer: worst.Answer})
+	if err != nil {
+		if stopErr := server.Stop(); stopErr != nil {
+			b.logf("%v", stopErr)
+		}
+		return nil, nil, err
+	}
+	t.failing, t.hostile = false, true
+	nfs := v1alpha1.NFSBackend{Server: hostile.Host(), Port: int32(hostile.Port()), Path: nfsExportPath} //nolint:gosec // a TCP port
+	sys.backend = func(other tenant) v1alpha1.BackendSpec {
+		if other.name == t.name {
+			return v1alpha1.BackendSpec{NFS: nfs.DeepCopy()}
+		}
+		return sys.hostPathBackend(other)
+	}
+	return worst, func() {
+		for _, s := range []interface{ Stop() error }{hostile, server} {
+			if err := s.Stop(); err != nil {
+				b.logf("%v", err)
+			}
+		}
+		b.logf("hostile NFS server sent %d rounds of the worst replies", worst.Rounds())
+	}, nil
+}

@@ -844,11 +844,11 @@ func (b *bench) idleProfiled(sys system, n int) bool {
 func (b *bench) noisyScenario(ctx context.Context) error {
 	var mu sync.Mutex
 	pools := map[noisyCase]*noisyPool{}
-	cases := []string{report.S4Alone, report.S4Noisy, report.S4Settled}
+	cases := []string{report.S4Alone, report.S4Noisy, report.S4Settled, report.S4Hostile}
 	for round := range b.cfg.S4Rounds {
 		for _, scenario := range cases {
 			var runs []func() error
-			for _, sys := range b.systems() {
+			for _, sys := range b.noisySystems(scenario) {
 				runs = append(runs, func() error {
 					r, err := b.noisyRun(ctx, sys, scenario)
 					if err != nil {
@@ -877,6 +877,15 @@ func (b *bench) noisyScenario(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// noisySystems are the systems of a case of scenario 4: provfleet alone
+// next to a hostile NFS server, the peer having no NFS client.
+func (b *bench) noisySystems(scenario string) []system {
+	if scenario == report.S4Hostile {
+		return []system{&provfleetSystem{b: b}}
+	}
+	return b.systems()
 }
 
 type noisyCase struct {
@@ -923,6 +932,8 @@ func (p *noisyPool) measurement(bad int) report.Measurement {
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, created right after %d failing claims", len(p.runs), bad)
 	case report.S4Settled:
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d failing claims that each failed already", len(p.runs), bad)
+	case report.S4Hostile:
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d claims of a provisioner whose NFS server answers every call with the worst replies", len(p.runs), bad)
 	default:
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds", len(p.runs))
 	}
@@ -933,7 +944,9 @@ func (p *noisyPool) measurement(bad int) report.Measurement {
 // noisyRun is one run of scenario 4: the good tenant alone (S4Alone), its
 // claims created right after the failing tenant's (S4Noisy), or once the
 // control plane annotated every failing claim and the system had Settle to
-// fail each (S4Settled), so that only the failing tenant's retries remain.
+// fail each (S4Settled), so that only the failing tenant's retries remain,
+// or right after the claims of a tenant on a hostile NFS server
+// (S4Hostile).
 func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (noisyResult, error) {
 	tenants := b.tenants(sys.name(), 2)
 	tenants[0].failing = true
@@ -942,6 +955,11 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		tenants = tenants[1:]
 	}
 	good := tenants[len(tenants)-1]
+	ready, stop, err := b.hostileNeighbour(ctx, sys, scenario, &tenants[0])
+	if err != nil {
+		return noisyResult{}, err
+	}
+	defer stop()
 	defer sys.stop(ctx)
 	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
 	if err != nil {
@@ -960,6 +978,9 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		}
 		all = append(all, bad...)
 	}
+	if err := ready(); err != nil {
+		return noisyResult{}, err
+	}
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "good", []string{good.name}, b.cfg.S4Good)
 	if err != nil {
@@ -974,6 +995,24 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		return noisyResult{}, err
 	}
 	return r, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// hostileNeighbour, for S4Hostile, puts tenant t on a hostile NFS server
+// (hostileBackend) and returns what waits until it has sent every attack
+// and what stops it; for the other cases, what does nothing.
+func (b *bench) hostileNeighbour(ctx context.Context, sys system, scenario string, t *tenant) (ready func() error, stop func(), err error) {
+	pf, ok := sys.(*provfleetSystem)
+	if !ok || scenario != report.S4Hostile {
+		return func() error { return nil }, func() {}, nil
+	}
+	worst, stop, err := b.hostileBackend(ctx, pf, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	ready = func() error {
+		return b.poll(ctx, "every worst reply sent", func(context.Context) (bool, error) { return worst.Rounds() >= 1, nil })
+	}
+	return ready, stop, nil
 }
 
 // createFailingClaims creates the failing tenant's claims; for S4Settled it

@@ -50,6 +50,9 @@ type tenant struct {
 	name            string
 	provisionerName string
 	failing         bool
+	// hostile is a tenant whose NFS server answers with the worst replies:
+	// it never runs, and nothing waits for it to.
+	hostile bool
 }
 
 // system is provfleet or the upstream peer, as processes serving tenants.
@@ -212,11 +215,13 @@ func (s *provfleetSystem) start(ctx context.Context, tenants []tenant, replicas 
 }
 
 // waitLed waits until every tenant runs at its current generation with a
-// leader among the replicas.
+// leader among the replicas; a hostile one never runs.
 func (s *provfleetSystem) waitLed(ctx context.Context) error {
 	want := map[string]bool{}
 	for _, t := range s.tenants {
-		want[t.name] = true
+		if !t.hostile {
+			want[t.name] = true
+		}
 	}
 	return s.b.poll(ctx, "every ProvisionerConfig Ready with a leader", func(ctx context.Context) (bool, error) {
 		list, err := s.b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().List(ctx, metav1.ListOptions{})
@@ -240,8 +245,14 @@ func (s *provfleetSystem) backendOf(t tenant) v1alpha1.BackendSpec {
 	if s.backend != nil {
 		return s.backend(t)
 	}
-	// The one-node form, as a one-node cluster's install has: the manager
-	// is that node's agent and makes its volumes with no placement write.
+	return s.hostPathBackend(t)
+}
+
+// hostPathBackend is a hostPath directory of t's own under the volumes
+// folder, in the one-node form a one-node cluster's install has: the
+// manager is that node's agent and makes its volumes with no placement
+// write.
+func (s *provfleetSystem) hostPathBackend(t tenant) v1alpha1.BackendSpec {
 	return v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{
 		Path:       v1alpha1.AbsolutePath(filepath.Join(s.b.volumes, t.name)),
 		VolumeType: v1alpha1.HostPathVolumeHostPath,

@@ -56,6 +56,10 @@ const (
 	// S10TreeDelete, with the backend's name after it, is one volume whose
 	// directory holds a deep or wide tree deleted, in the harness's process.
 	S10TreeDelete = "s10-tree-delete"
+	// S4Hostile is scenario 4's good tenant next to an NFS provisioner
+	// whose server answers every call with the worst replies (provfleet
+	// only: the peer has no NFS client).
+	S4Hostile = "s4-hostile"
 )
 
 // Measurement is a Result plus what only the Markdown shows.
@@ -296,6 +300,7 @@ func (r *ratios) noisyNeighbour() {
 	for _, c := range []struct{ scenario, what string }{
 		{S4Noisy, "s4 good tenant's p99: with noisy neighbour / alone (provfleet)"},
 		{S4Settled, "s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)"},
+		{S4Hostile, "s4 good tenant's p99: next to a hostile NFS server / alone (provfleet)"},
 	} {
 		next := r.find(c.scenario, SystemProvfleet, -1, -1)
 		v := ratio(next, alone, func(m *Measurement) float64 { return m.P99MS })

@@ -23,6 +23,13 @@ limitations under the License.
 //	    of its own and a portmapper at PortmapperAddr() tells both, as with a
 //	    kernel server (on a free port: 111 needs root)
 //	Stop() ──▶ closes the listener and every connection, waits for them
+//	StartHostile(ctx, HostileOptions{Upstream, Answer, Record}) ──▶ *Hostile
+//	    stands in front of a server (Upstream, e.g. a Server's Addr) and
+//	    passes calls and replies on, except the calls its Answer takes
+//	    over with whatever bytes it likes: huge lengths, endless listings,
+//	    lying counts, trickles, floods; Record sees the replies passed on;
+//	    WorstReplies.Answer takes turns with the worst of them
+//	StartSilent(ctx) ──▶ *Silent, a server that never answers
 //
 // What it serves: Dir through go-billy's bound osfs, which does not follow a
 // symlink out of Dir on the host, so a link planted in the export cannot
@@ -50,5 +57,6 @@ limitations under the License.
 //
 // Goroutines: one accepting connections per port, one per connection
 // serving its calls (two with go-nfs's write serializer), and one per
-// refused connection answering its calls; Stop ends them all.
+// refused connection answering its calls; a Hostile server one accepting
+// and one per connection. Stop ends them all.
 package nfsserver

@@ -22,7 +22,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 )
@@ -91,7 +90,7 @@ func (p *portmapper) serve(conn net.Conn) {
 	defer func() { _ = conn.Close() }()
 	r := bufio.NewReader(conn)
 	for {
-		call, err := readRecord(r)
+		call, err := readRecord(r, maxPortmapRecord)
 		if err != nil {
 			return
 		}
@@ -105,39 +104,13 @@ func (p *portmapper) serve(conn net.Conn) {
 	}
 }
 
-// readRecord reads one RPC record of one fragment.
-func readRecord(r io.Reader) ([]byte, error) {
-	var marker uint32
-	if err := binary.Read(r, binary.BigEndian, &marker); err != nil {
-		return nil, err
-	}
-	size := marker &^ lastFragment
-	if marker&lastFragment == 0 || size > maxPortmapRecord {
-		return nil, fmt.Errorf("portmapper call of %d bytes in fragments", size)
-	}
-	record := make([]byte, size)
-	_, err := io.ReadFull(r, record)
-	return record, err
-}
-
 // answer decodes a call and encodes its reply record.
 func (p *portmapper) answer(call []byte) ([]byte, error) {
-	r := bytes.NewReader(call)
-	var head struct{ Xid, Type, RPCVersion, Program, Version, Procedure uint32 }
-	if err := binary.Read(r, binary.BigEndian, &head); err != nil || head.Type != rpcCall {
-		return nil, errors.New("not an RPC call")
+	head, err := parseCall(call)
+	if err != nil {
+		return nil, err
 	}
-	// The credential and the verifier: a flavor and an opaque body each.
-	for range 2 {
-		var auth struct{ Flavor, Length uint32 }
-		if err := binary.Read(r, binary.BigEndian, &auth); err != nil {
-			return nil, err
-		}
-		if _, err := r.Seek(int64((auth.Length+3)&^3), io.SeekCurrent); err != nil {
-			return nil, err
-		}
-	}
-	words := []uint32{head.Xid, rpcReply, rpcMsgAccepted, 0, 0}
+	words := []uint32{head.XID, rpcReply, rpcMsgAccepted, 0, 0}
 	switch {
 	case head.Program != pmapProgram || head.Version != pmapVersion:
 		words = append(words, rpcProgUnavail)
@@ -145,7 +118,7 @@ func (p *portmapper) answer(call []byte) ([]byte, error) {
 		words = append(words, rpcSuccess)
 	case head.Procedure == pmapProcGetPort:
 		var mapping struct{ Program, Version, Protocol, Port uint32 }
-		if err := binary.Read(r, binary.BigEndian, &mapping); err != nil {
+		if err := binary.Read(bytes.NewReader(head.Args), binary.BigEndian, &mapping); err != nil {
 			return nil, err
 		}
 		port := uint32(0)

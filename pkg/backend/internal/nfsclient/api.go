@@ -25,7 +25,6 @@ import (
 	"path"
 
 	"github.com/willscott/go-nfs-client/nfs"
-	"github.com/willscott/go-nfs-client/nfs/xdr"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 )
@@ -55,11 +54,11 @@ func (c *Client) Mkdir(ctx context.Context, name string, perm fs.FileMode) error
 			return err
 		}
 		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}}
-		r, err := c.call(ctx, nfs.NFSProc3Mkdir, "MKDIR", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, mode)
+		d, err := c.call(ctx, nfs.NFSProc3Mkdir, "MKDIR", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, mode)
 		if err != nil {
 			return c.taken(ctx, dir.fh, name, err)
 		}
-		made, err := c.created(ctx, r, dir.fh, name)
+		made, err := c.created(ctx, d, "MKDIR", dir.fh, name)
 		if err != nil {
 			return err
 		}
@@ -78,11 +77,11 @@ func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm 
 		}
 		const guarded = uint32(1) // fail when name exists
 		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}}
-		r, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
+		d, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
 		if err != nil {
 			return c.taken(ctx, dir.fh, name, err)
 		}
-		made, err := c.created(ctx, r, dir.fh, name)
+		made, err := c.created(ctx, d, "CREATE", dir.fh, name)
 		if err != nil {
 			return err
 		}
@@ -124,25 +123,25 @@ func (c *Client) taken(ctx context.Context, dir []byte, name string, err error) 
 	return err
 }
 
+// write writes data from start, each chunk FILE_SYNC. A server that
+// writes part of a chunk is sent the rest; one that says it wrote more
+// than it was sent, or nothing, fails the write.
 func (c *Client) write(ctx context.Context, fh []byte, name string, start uint64, data []byte) error {
 	const fileSync = uint32(2) // on stable storage before the reply
 	for offset := 0; offset < len(data); {
 		chunk := data[offset:min(offset+ioChunk, len(data))]
-		r, err := c.call(ctx, nfs.NFSProc3Write, "WRITE", name, fh, start+uint64(offset), uint32(len(chunk)), fileSync, chunk) //nolint:gosec // chunks are small
+		d, err := c.call(ctx, nfs.NFSProc3Write, "WRITE", name, fh, start+uint64(offset), uint32(len(chunk)), fileSync, chunk) //nolint:gosec // chunks are small
 		if err != nil {
 			return err
 		}
-		var res struct {
-			Wcc   nfs.WccData
-			Count uint32
+		count, committed, err := writeReply(d, len(chunk))
+		if err != nil {
+			return fmt.Errorf("cannot write %q: %w", name, err)
 		}
-		if err := xdr.Read(r, &res); err != nil {
-			return fmt.Errorf("malformed WRITE reply: %w", err)
+		if committed != fileSync {
+			return fmt.Errorf("cannot write %q: the server wrote with stability %d, not FILE_SYNC", name, committed)
 		}
-		if res.Count == 0 {
-			return fmt.Errorf("cannot write %q: the server wrote nothing", name)
-		}
-		offset += int(res.Count)
+		offset += count
 	}
 	return nil
 }
@@ -182,29 +181,29 @@ func (c *Client) readRegular(ctx context.Context, name string, limit int) ([]byt
 	return data, attr, err
 }
 
-// read reads from the start of fh until its end or limit bytes.
+// read reads from the start of fh until its end or limit bytes. A reply
+// with more data than asked for, or with none before the end, fails it.
 func (c *Client) read(ctx context.Context, fh []byte, name string, limit int) ([]byte, error) {
 	var data []byte
 	for len(data) < limit {
-		r, err := c.call(ctx, nfs.NFSProc3Read, "READ", name, fh, uint64(len(data)), uint32(min(ioChunk, limit-len(data)))) //nolint:gosec // at most a chunk
+		asked := min(ioChunk, limit-len(data))
+		d, err := c.call(ctx, nfs.NFSProc3Read, "READ", name, fh, uint64(len(data)), uint32(asked)) //nolint:gosec // at most a chunk
 		if err != nil {
 			return nil, err
 		}
-		var res struct {
-			Attr  nfs.PostOpAttr
-			Count uint32
-			EOF   bool
-			Data  []byte
+		chunk, eof, err := readReply(d, asked)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %q: %w", name, err)
 		}
-		if err := xdr.Read(r, &res); err != nil {
-			return nil, fmt.Errorf("malformed READ reply: %w", err)
-		}
-		data = append(data, res.Data...)
-		if res.EOF || len(res.Data) == 0 {
+		data = append(data, chunk...)
+		if eof {
 			break
 		}
+		if len(chunk) == 0 {
+			return nil, fmt.Errorf("cannot read %q: the server returned no data before the end of the file", name)
+		}
 	}
-	return data[:min(len(data), limit)], nil
+	return data, nil
 }
 
 // Rename moves from to to, replacing a file there as rename(2) does.
@@ -249,7 +248,9 @@ func (c *Client) remove(ctx context.Context, dir []byte, base, name string, mode
 }
 
 // RemoveAll removes name and, when it is a directory, all it holds; links
-// are removed, never followed. A missing name is no error.
+// are removed, never followed. A missing name is no error, and an entry
+// that disappears while the walk runs is skipped; it succeeds only once
+// name itself is removed, so never while anything of it remains.
 func (c *Client) RemoveAll(ctx context.Context, name string) error {
 	return c.do(ctx, func(ctx context.Context) error {
 		dir, base, err := c.parent(ctx, name)
@@ -264,17 +265,24 @@ func (c *Client) RemoveAll(ctx context.Context, name string) error {
 	})
 }
 
+// removeTree removes f, the entry base of dir, and all it holds. A name
+// that is gone by the time it is looked up or listed was removed by
+// someone else: that subtree is done, never its parent, which is removed
+// last, so a directory that still holds anything fails the removal.
 func (c *Client) removeTree(ctx context.Context, dir []byte, base, name string, f file) error {
 	if f.attr.Mode.IsDir() {
-		names, err := c.readDir(ctx, f.fh, name)
-		if err != nil {
+		names, err := c.readDir(ctx, f.fh, name, 0)
+		if ignoreNotExist(err) != nil {
 			return err
 		}
 		for _, child := range names {
 			childName := path.Join(name, child)
 			cf, err := c.lookup(ctx, f.fh, childName)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			if err != nil {
-				return ignoreNotExist(err)
+				return err
 			}
 			if err := c.removeTree(ctx, f.fh, child, childName, cf); err != nil {
 				return err
@@ -299,7 +307,7 @@ func (c *Client) ReadDir(ctx context.Context, name string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		names, err = c.readDir(ctx, dir.fh, name)
+		names, err = c.readDir(ctx, dir.fh, name, 0)
 		return err
 	})
 	return names, err
@@ -352,19 +360,12 @@ type FSStat struct {
 func (c *Client) FSStat(ctx context.Context) (FSStat, error) {
 	var stat FSStat
 	err := c.do(ctx, func(ctx context.Context) error {
-		r, err := c.call(ctx, procFSStat, "FSSTAT", ".", c.root)
+		d, err := c.call(ctx, procFSStat, "FSSTAT", ".", c.root)
 		if err != nil {
 			return err
 		}
-		var res struct {
-			Attr                   nfs.PostOpAttr
-			Total, Free, Available uint64
-		}
-		if err := xdr.Read(r, &res); err != nil {
-			return fmt.Errorf("malformed FSSTAT reply: %w", err)
-		}
-		stat = FSStat{Total: res.Total, Free: res.Free, Available: res.Available}
-		return nil
+		stat, err = fsstatReply(d)
+		return err
 	})
 	return stat, err
 }

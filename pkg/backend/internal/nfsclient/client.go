@@ -28,7 +28,6 @@ import (
 
 	"github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
-	"github.com/willscott/go-nfs-client/nfs/xdr"
 	"k8s.io/klog/v2"
 )
 
@@ -156,12 +155,12 @@ func (c *Client) resolvePorts(ctx context.Context) error {
 func getPort(ctx context.Context, pmap *transport, prog uint32) (int, error) {
 	header := rpc.Header{Rpcvers: rpcVersion, Prog: rpc.PmapProg, Vers: rpc.PmapVers, Proc: rpc.PmapProcGetPort}
 	mapping := rpc.Mapping{Prog: prog, Vers: 3, Prot: rpc.IPProtoTCP}
-	r, err := pmap.call(ctx, header, mapping)
+	d, err := pmap.call(ctx, header, mapping)
 	if err != nil {
 		return 0, fmt.Errorf("cannot ask the portmapper for program %d: %w", prog, err)
 	}
-	port, err := xdr.ReadUint32(r)
-	if err != nil || port == 0 {
+	port, err := portReply(d)
+	if err != nil || port == 0 || port > 65535 {
 		return 0, fmt.Errorf("the portmapper knows no TCP port of program %d v3", prog)
 	}
 	return int(port), nil
@@ -246,21 +245,17 @@ func (c *Client) mount(ctx context.Context) ([]byte, error) {
 		conn = mnt
 	}
 	header := rpc.Header{Rpcvers: rpcVersion, Prog: nfs.MountProg, Vers: nfs.MountVers, Proc: nfs.MountProc3MNT, Cred: c.auth, Verf: rpc.AuthNull}
-	r, err := c.checked(ctx, conn, header, "MNT", c.opts.Path, c.opts.Path)
+	d, err := c.checked(ctx, conn, header, "MNT", c.opts.Path, c.opts.Path)
 	if err != nil {
 		return nil, err
 	}
-	root, err := xdr.ReadOpaque(r)
-	if err != nil {
-		return nil, fmt.Errorf("malformed MNT reply: %w", err)
-	}
-	return root, nil
+	return mountReply(d)
 }
 
 // checked makes a call on conn and reads its status, turning denials and
 // failures into the errors this package documents.
-func (c *Client) checked(ctx context.Context, conn *transport, header rpc.Header, op, path string, args ...any) (io.Reader, error) {
-	r, err := conn.call(ctx, header, args...)
+func (c *Client) checked(ctx context.Context, conn *transport, header rpc.Header, op, path string, args ...any) (*decoder, error) {
+	d, err := conn.call(ctx, header, args...)
 	var auth *AuthError
 	switch {
 	case errors.As(err, &auth):
@@ -271,19 +266,19 @@ func (c *Client) checked(ctx context.Context, conn *transport, header rpc.Header
 	case err != nil:
 		return nil, fmt.Errorf("cannot %s %q on %s: %w", op, path, conn.conn.RemoteAddr(), err)
 	}
-	status, err := xdr.ReadUint32(r)
-	if err != nil {
-		return nil, fmt.Errorf("malformed %s reply: %w", op, err)
+	status := d.uint32()
+	if err := d.check(op); err != nil {
+		return nil, err
 	}
 	if status != statusOK {
 		return nil, &StatusError{Op: op, Path: path, Status: status}
 	}
 	c.answered++
-	return r, nil
+	return d, nil
 }
 
 // call runs an NFSv3 procedure on the connection.
-func (c *Client) call(ctx context.Context, proc uint32, op, path string, args ...any) (io.Reader, error) {
+func (c *Client) call(ctx context.Context, proc uint32, op, path string, args ...any) (*decoder, error) {
 	header := rpc.Header{Rpcvers: rpcVersion, Prog: nfs.Nfs3Prog, Vers: nfs.Nfs3Vers, Proc: proc, Cred: c.auth, Verf: rpc.AuthNull}
 	return c.checked(ctx, c.conn, header, op, path, args...)
 }

@@ -45,7 +45,7 @@ type export struct {
 	server       *nfsserver.Server
 }
 
-func serve(t *testing.T, opts nfsserver.Options) *export {
+func serve(t testing.TB, opts nfsserver.Options) *export {
 	t.Helper()
 	root := t.TempDir()
 	e := &export{dir: filepath.Join(root, "export"), outside: filepath.Join(root, "outside")}

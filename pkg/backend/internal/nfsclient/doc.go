@@ -61,12 +61,27 @@ limitations under the License.
 // connection and runs one operation at a time; others wait for their turn
 // until their context ends. It starts no goroutine.
 //
-// Library: the protocol's XDR codec and types come from
-// github.com/willscott/go-nfs-client; its RPC client and its Target are not
-// used. They take no context and retry a lost call for minutes, panic on
-// a malformed reply or an RPC version mismatch, bind a reserved port only
-// as uid 0, start a goroutine per Target that never ends, cache lookups,
-// pass ".." in paths to the server and have no FSSTAT.
+// Bounds: a server is not trusted. A reply record is at most 256 KiB, its
+// buffer grown only as bytes arrive; every length in it is checked against
+// the bytes left and the protocol's limits (file handles 64 bytes, names
+// 255, verifiers 400, READ data what was asked) before anything is
+// allocated, so reading a reply obeys the call's deadline and decoding it
+// takes no longer. A listing fails when a READDIR page does not move it on
+// (no entry, or a cookie already sent, short of its end) or when it passes
+// 262,144 entries or 16 MiB of names; a listed name that is not one path
+// element fails it too. A WRITE that says it wrote nothing or more than it
+// was sent fails, a short one is sent the rest; a READ with more data than
+// asked, or a count other than its data's, fails.
+//
+// Library: the protocol's types and the XDR encoder of calls come from
+// github.com/willscott/go-nfs-client (over github.com/rasky/go-xdr); its
+// decoder, RPC client and Target are not used. The decoder allocates
+// whatever length a reply announces, up to 4 GiB, before reading it. The
+// RPC client and Target take no context and retry a lost call for
+// minutes, panic on a malformed reply or an RPC version mismatch, bind a
+// reserved port only as uid 0, start a goroutine per Target that never
+// ends, cache lookups, pass ".." in paths to the server and have no
+// FSSTAT.
 //
 // Handles: Open walks a path once and returns a Handle; LookupIn,
 // ReadNamesIn (a bounded part of a listing), RemoveIn and RenameIn act by

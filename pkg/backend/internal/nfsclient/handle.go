@@ -23,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/willscott/go-nfs-client/nfs"
-	"github.com/willscott/go-nfs-client/nfs/xdr"
 )
 
 // Handle is a file of the export by the handle its server gave it. A call
@@ -83,32 +82,9 @@ func (c *Client) ReadNamesIn(ctx context.Context, dir Handle, limit int) ([]stri
 	}
 	var names []string
 	err := c.do(ctx, func(ctx context.Context) error {
-		names = nil
-		var cookie uint64
-		var verifier [nfs.NFS3_COOKIEVERFSIZE]byte
-		for len(names) < limit {
-			r, err := c.call(ctx, procReadDir, "READDIR", "a directory by handle", dir.fh, cookie, verifier, uint32(readDirBytes))
-			if err != nil {
-				return err
-			}
-			var head struct {
-				Attr     nfs.PostOpAttr
-				Verifier [nfs.NFS3_COOKIEVERFSIZE]byte
-			}
-			if err := xdr.Read(r, &head); err != nil {
-				return fmt.Errorf("malformed READDIR reply: %w", err)
-			}
-			page, last, eof, err := readEntries(r)
-			if err != nil {
-				return fmt.Errorf("malformed READDIR reply: %w", err)
-			}
-			names = append(names, page[:min(len(page), limit-len(names))]...)
-			if eof || last == cookie {
-				return nil
-			}
-			cookie, verifier = last, head.Verifier
-		}
-		return nil
+		var err error
+		names, err = c.readDir(ctx, dir.fh, "a directory by handle", limit)
+		return err
 	})
 	return names, err
 }

@@ -19,14 +19,12 @@ package nfsclient
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/willscott/go-nfs-client/nfs"
-	"github.com/willscott/go-nfs-client/nfs/xdr"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 )
@@ -159,48 +157,39 @@ func typeName(mode fs.FileMode) string {
 }
 
 func (c *Client) getattr(ctx context.Context, fh []byte, name string) (file, error) {
-	r, err := c.call(ctx, nfs.NFSProc3GetAttr, "GETATTR", name, fh)
+	d, err := c.call(ctx, nfs.NFSProc3GetAttr, "GETATTR", name, fh)
 	if err != nil {
 		return file{}, err
 	}
-	var attr nfs.Fattr
-	if err := xdr.Read(r, &attr); err != nil {
-		return file{}, fmt.Errorf("malformed GETATTR reply: %w", err)
-	}
-	return file{fh: fh, attr: attrOf(&attr)}, nil
+	attr, err := getattrReply(d)
+	return file{fh: fh, attr: attr}, err
 }
 
 func (c *Client) lookup(ctx context.Context, dir []byte, name string) (file, error) {
-	r, err := c.call(ctx, nfs.NFSProc3Lookup, "LOOKUP", name, nfs.Diropargs3{FH: dir, Filename: path.Base(name)})
+	d, err := c.call(ctx, nfs.NFSProc3Lookup, "LOOKUP", name, nfs.Diropargs3{FH: dir, Filename: path.Base(name)})
 	if err != nil {
 		return file{}, err
 	}
-	var res struct {
-		FH   []byte
-		Attr nfs.PostOpAttr
+	fh, attr, err := lookupReply(d)
+	switch {
+	case err != nil:
+		return file{}, err
+	case attr == nil:
+		return c.getattr(ctx, fh, name)
 	}
-	if err := xdr.Read(r, &res); err != nil {
-		return file{}, fmt.Errorf("malformed LOOKUP reply: %w", err)
-	}
-	if !res.Attr.IsSet {
-		return c.getattr(ctx, res.FH, name)
-	}
-	return file{fh: res.FH, attr: attrOf(&res.Attr.Attr)}, nil
+	return file{fh: fh, attr: *attr}, nil
 }
 
 // created reads the reply of CREATE and MKDIR: the new handle, when given.
-func (c *Client) created(ctx context.Context, r io.Reader, dir []byte, name string) (file, error) {
-	var res struct {
-		FH   nfs.PostOpFH3
-		Attr nfs.PostOpAttr
-	}
-	if err := xdr.Read(r, &res); err != nil {
-		return file{}, fmt.Errorf("malformed reply creating %q: %w", name, err)
-	}
-	if !res.FH.IsSet || !res.Attr.IsSet {
+func (c *Client) created(ctx context.Context, d *decoder, op string, dir []byte, name string) (file, error) {
+	fh, attr, err := createdReply(d, op)
+	switch {
+	case err != nil:
+		return file{}, err
+	case attr == nil:
 		return c.lookup(ctx, dir, name)
 	}
-	return file{fh: res.FH.FH, attr: attrOf(&res.Attr.Attr)}, nil
+	return file{fh: fh, attr: *attr}, nil
 }
 
 // setMode sets exactly perm when the server applied a umask of its own.
@@ -217,63 +206,49 @@ func (c *Client) setattr(ctx context.Context, fh []byte, name string, attr nfs.S
 	return err
 }
 
-// readDir lists a directory with READDIR, page by page.
-func (c *Client) readDir(ctx context.Context, fh []byte, name string) ([]string, error) {
+// Bounds of one directory's listing: a server that never ends a listing
+// fails it once it has sent this many entries ("." and ".." included) or
+// bytes of names.
+const (
+	maxListingEntries = 1 << 18
+	maxListingBytes   = 16 << 20
+)
+
+// readDir lists a directory with READDIR, page by page, and stops once
+// limit names came (0: the whole listing). A page that does not move the
+// listing on (no entry, or a cookie sent before, while not at its end)
+// fails it, as does a listing beyond its bounds.
+func (c *Client) readDir(ctx context.Context, fh []byte, name string, limit int) ([]string, error) {
 	var names []string
+	var entries, nameBytes int
 	var cookie uint64
 	var verifier [nfs.NFS3_COOKIEVERFSIZE]byte
+	sent := map[uint64]bool{}
 	for {
-		r, err := c.call(ctx, procReadDir, "READDIR", name, fh, cookie, verifier, uint32(readDirBytes))
+		sent[cookie] = true
+		d, err := c.call(ctx, procReadDir, "READDIR", name, fh, cookie, verifier, uint32(readDirBytes))
 		if err != nil {
 			return nil, err
 		}
-		var head struct {
-			Attr     nfs.PostOpAttr
-			Verifier [nfs.NFS3_COOKIEVERFSIZE]byte
-		}
-		if err := xdr.Read(r, &head); err != nil {
-			return nil, fmt.Errorf("malformed READDIR reply: %w", err)
-		}
-		verifier = head.Verifier
-		page, last, eof, err := readEntries(r)
+		page, err := readDirReply(d)
 		if err != nil {
-			return nil, fmt.Errorf("malformed READDIR reply: %w", err)
+			return nil, err
 		}
-		names = append(names, page...)
-		if eof || len(page) == 0 && last == cookie {
+		names = append(names, page.names...)
+		entries += page.entries
+		for _, n := range page.names {
+			nameBytes += len(n)
+		}
+		switch {
+		case limit > 0 && len(names) >= limit:
+			return names[:limit], nil
+		case entries > maxListingEntries || nameBytes > maxListingBytes:
+			return nil, fmt.Errorf("cannot list %q: more than %d entries or %d bytes of names", name, maxListingEntries, maxListingBytes)
+		case page.eof:
 			return names, nil
+		case page.entries == 0 || sent[page.last]:
+			return nil, fmt.Errorf("cannot list %q: the server's READDIR does not move on from cookie %d", name, cookie)
 		}
-		cookie = last
+		cookie, verifier = page.last, page.verifier
 	}
-}
-
-// readEntries reads READDIR's list of entries: their names but "." and
-// "..", the last cookie, and whether the list is complete.
-func readEntries(r io.Reader) ([]string, uint64, bool, error) {
-	var names []string
-	var cookie uint64
-	for {
-		var follows bool
-		if err := xdr.Read(r, &follows); err != nil {
-			return nil, 0, false, err
-		}
-		if !follows {
-			break
-		}
-		var entry struct {
-			FileID uint64
-			Name   string
-			Cookie uint64
-		}
-		if err := xdr.Read(r, &entry); err != nil {
-			return nil, 0, false, err
-		}
-		cookie = entry.Cookie
-		if entry.Name != "." && entry.Name != ".." {
-			names = append(names, entry.Name)
-		}
-	}
-	var eof bool
-	err := xdr.Read(r, &eof)
-	return names, cookie, eof, err
 }

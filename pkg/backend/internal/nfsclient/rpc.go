@@ -36,15 +36,17 @@ import (
 
 // ONC RPC (RFC 5531) words this client reads and writes.
 const (
-	rpcVersion     = 2
-	msgCall        = 0
-	msgReply       = 1
-	replyAccepted  = 0
-	replyDenied    = 1
-	acceptSuccess  = 0
-	rejectAuth     = 1
-	lastFragment   = 1 << 31
-	maxRecordBytes = 4 << 20
+	rpcVersion    = 2
+	msgCall       = 0
+	msgReply      = 1
+	replyAccepted = 0
+	replyDenied   = 1
+	acceptSuccess = 0
+	rejectAuth    = 1
+	lastFragment  = 1 << 31
+	// maxRecordBytes bounds a reply record, its fragments together: the
+	// largest reply asked for is a READ or READDIR of 32 KiB.
+	maxRecordBytes = 256 << 10
 )
 
 // Reserved source ports are tried from this one up to 1023: the range a
@@ -141,10 +143,10 @@ func (t *transport) close() {
 	_ = t.conn.Close()
 }
 
-// call sends one call and returns the reader of its result. Any failure to
+// call sends one call and returns the decoder of its result. Any failure to
 // exchange a whole call and reply marks the transport broken; replies
 // that deny or refuse the call do not.
-func (t *transport) call(ctx context.Context, header rpc.Header, args ...any) (*bytes.Reader, error) {
+func (t *transport) call(ctx context.Context, header rpc.Header, args ...any) (*decoder, error) {
 	t.xid++
 	record, err := encodeCall(t.xid, header, args)
 	if err != nil {
@@ -202,7 +204,8 @@ func encodeCall(xid uint32, header rpc.Header, args []any) ([]byte, error) {
 }
 
 // exchange writes a record and reads the reply record, skipping replies
-// to other xids.
+// to other xids. Reads end at the connection's deadline, and a reply is
+// at most maxRecordBytes, so decoding it takes no longer than reading it.
 func (t *transport) exchange(record []byte) ([]byte, error) {
 	if _, err := t.conn.Write(record); err != nil {
 		return nil, fmt.Errorf("cannot send an RPC call: %w", addressless(err))
@@ -218,59 +221,30 @@ func (t *transport) exchange(record []byte) ([]byte, error) {
 	}
 }
 
+// readRecord reads one record of at most maxRecordBytes, its fragments
+// together. A fragment announcing more than that is refused before it is
+// read, and the buffer grows only with the bytes that arrive, so a server
+// announcing much and sending little costs what it sent.
 func (t *transport) readRecord() ([]byte, error) {
-	var record []byte
+	var record bytes.Buffer
 	for {
-		var marker uint32
-		if err := binary.Read(t.r, binary.BigEndian, &marker); err != nil {
+		var marker [4]byte
+		if _, err := io.ReadFull(t.r, marker[:]); err != nil {
 			return nil, err
 		}
-		size := int(marker &^ lastFragment)
-		if len(record)+size > maxRecordBytes {
+		word := binary.BigEndian.Uint32(marker[:])
+		size := int64(word &^ lastFragment)
+		if int64(record.Len())+size > maxRecordBytes {
 			return nil, fmt.Errorf("record of more than %d bytes", maxRecordBytes)
 		}
-		fragment := make([]byte, size)
-		if _, err := io.ReadFull(t.r, fragment); err != nil {
+		if _, err := io.CopyN(&record, t.r, size); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
 			return nil, err
 		}
-		record = append(record, fragment...)
-		if marker&lastFragment != 0 {
-			return record, nil
+		if word&lastFragment != 0 {
+			return record.Bytes(), nil
 		}
 	}
-}
-
-// decodeReply checks the reply header and returns the procedure's result.
-func decodeReply(xid uint32, reply []byte) (*bytes.Reader, error) {
-	r := bytes.NewReader(reply)
-	var head struct{ Xid, Type, Stat uint32 }
-	if err := xdr.Read(r, &head); err != nil || head.Type != msgReply {
-		return nil, fmt.Errorf("malformed RPC reply to call %d", xid)
-	}
-	if head.Stat == replyDenied {
-		return nil, decodeDenied(r)
-	}
-	var accepted struct {
-		VerfFlavor uint32
-		VerfBody   []byte
-		Stat       uint32
-	}
-	if err := xdr.Read(r, &accepted); err != nil {
-		return nil, fmt.Errorf("malformed RPC reply to call %d: %w", xid, err)
-	}
-	if accepted.Stat != acceptSuccess {
-		return nil, &RPCError{AcceptStat: accepted.Stat}
-	}
-	return r, nil
-}
-
-func decodeDenied(r io.Reader) error {
-	var denied struct{ Stat, Detail uint32 }
-	if err := xdr.Read(r, &denied); err != nil {
-		return fmt.Errorf("malformed RPC denial: %w", err)
-	}
-	if denied.Stat == rejectAuth {
-		return &AuthError{Stat: denied.Detail}
-	}
-	return &RPCError{Mismatch: true}
 }
