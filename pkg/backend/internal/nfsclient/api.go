@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"path"
 
 	"github.com/willscott/go-nfs-client/nfs"
 
@@ -244,58 +243,6 @@ func (c *Client) remove(ctx context.Context, dir []byte, base, name string, mode
 		proc, op = nfs.NFSProc3RmDir, "RMDIR"
 	}
 	_, err := c.call(ctx, proc, op, name, nfs.Diropargs3{FH: dir, Filename: base})
-	return err
-}
-
-// RemoveAll removes name and, when it is a directory, all it holds; links
-// are removed, never followed. A missing name is no error, and an entry
-// that disappears while the walk runs is skipped; it succeeds only once
-// name itself is removed, so never while anything of it remains.
-func (c *Client) RemoveAll(ctx context.Context, name string) error {
-	return c.do(ctx, func(ctx context.Context) error {
-		dir, base, err := c.parent(ctx, name)
-		if err != nil {
-			return ignoreNotExist(err)
-		}
-		f, err := c.lookup(ctx, dir.fh, name)
-		if err != nil {
-			return ignoreNotExist(err)
-		}
-		return c.removeTree(ctx, dir.fh, base, name, f)
-	})
-}
-
-// removeTree removes f, the entry base of dir, and all it holds. A name
-// that is gone by the time it is looked up or listed was removed by
-// someone else: that subtree is done, never its parent, which is removed
-// last, so a directory that still holds anything fails the removal.
-func (c *Client) removeTree(ctx context.Context, dir []byte, base, name string, f file) error {
-	if f.attr.Mode.IsDir() {
-		names, err := c.readDir(ctx, f.fh, name, 0)
-		if ignoreNotExist(err) != nil {
-			return err
-		}
-		for _, child := range names {
-			childName := path.Join(name, child)
-			cf, err := c.lookup(ctx, f.fh, childName)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if err := c.removeTree(ctx, f.fh, child, childName, cf); err != nil {
-				return err
-			}
-		}
-	}
-	return ignoreNotExist(c.remove(ctx, dir, base, name, f.attr.Mode))
-}
-
-func ignoreNotExist(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	return err
 }
 

@@ -24,7 +24,7 @@ limitations under the License.
 //	    Port set: MOUNT and NFS both on it (go-nfs)
 //	Dial(ctx, Options) ──▶ *Client, connected and mounted
 //	Lstat, Mkdir, CreateFile, WriteAt, ReadFile, ReadHead, ReadDir, Rename,
-//	Remove, RemoveAll, Chmod, Chown, FSStat ──▶ the server, by paths
+//	Remove, Chmod, Chown, FSStat ──▶ the server, by paths
 //	relative to the export
 //	Close: ends the connection, cutting a running call short
 //

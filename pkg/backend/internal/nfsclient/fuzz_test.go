@@ -79,7 +79,7 @@ func everyOperation(tb testing.TB, c *Client) {
 		func() error { return c.Chmod(ctx, "dir", 0o700) },
 		func() error { _, err := c.FSStat(ctx); return err },
 		func() error { return c.Rename(ctx, "dir/file", "dir/renamed") },
-		func() error { return c.RemoveAll(ctx, "dir") },
+		func() error { return c.Remove(ctx, "dir/renamed") },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {

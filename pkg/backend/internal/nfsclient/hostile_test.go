@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/willscott/go-nfs-client/nfs"
 
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
@@ -427,44 +426,6 @@ func TestHostileFloodsAndTrickles(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tc.run(t)
 		})
-	}
-}
-
-// lookupName is the name a LOOKUP call looks up: its arguments are the
-// directory's handle, then the name.
-func lookupName(args []byte) string {
-	if len(args) < 4 {
-		return ""
-	}
-	skip := 4 + (int(binary.BigEndian.Uint32(args))+3)&^3
-	if len(args) < skip+4 {
-		return ""
-	}
-	n := int(binary.BigEndian.Uint32(args[skip:]))
-	return string(args[skip+4 : min(skip+4+n, len(args))])
-}
-
-// A child gone between READDIR and LOOKUP is no reason to stop: RemoveAll
-// removes its siblings, then fails on the directory that still holds it,
-// rather than report success with all of it in place.
-func TestRemoveAllWithAVanishedChild(t *testing.T) {
-	e, c := behindHostile(t, func(_ context.Context, call nfsserver.Call, w io.Writer) (bool, error) {
-		if call.Program != nfs.Nfs3Prog || call.Procedure != nfs.NFSProc3Lookup || lookupName(call.Args) != "file" {
-			return false, nil
-		}
-		_, err := w.Write(nfsserver.Frame(nfsserver.Success(call.XID, statusNoEnt, 0)))
-		return true, err
-	}, 0)
-	for _, name := range []string{"a", "z"} {
-		if err := os.MkdirAll(filepath.Join(e.dir, "dir", name, "sub"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.RemoveAll(t.Context(), "dir"); err == nil {
-		t.Error("RemoveAll succeeded with dir/file in place")
-	}
-	if diff := cmp.Diff([]string{". d---------", "dir d---------", "dir/file ---------- content"}, tree(t, e.dir)); diff != "" {
-		t.Errorf("export after RemoveAll (-want +got):\n%s", diff)
 	}
 }
 
