@@ -98,16 +98,8 @@ func parseOptions(args []string, env environment) (*options, error) {
 	if err := o.checkRoles(); err != nil {
 		return nil, err
 	}
-	if o.namespace == "" {
-		o.namespace = env.getenv("POD_NAMESPACE")
-	}
-	if o.namespace == "" {
-		if data, err := env.readFile(inClusterNamespaceFile); err == nil {
-			o.namespace = strings.TrimSpace(string(data))
-		}
-	}
-	if o.namespace == "" && (o.leaderElect || o.hasRole(roleNode)) {
-		return nil, errors.New("cannot tell the namespace of the Leases: set --namespace or POD_NAMESPACE")
+	if err := o.defaultNamespace(env); err != nil {
+		return nil, err
 	}
 	if o.identity == "" {
 		host, err := env.hostname()
@@ -117,6 +109,23 @@ func parseOptions(args []string, env environment) (*options, error) {
 		o.identity = host + "_" + string(uuid.NewUUID())
 	}
 	return o, nil
+}
+
+// defaultNamespace fills an empty --namespace from POD_NAMESPACE, else the
+// pod's own namespace; Leases need one.
+func (o *options) defaultNamespace(env environment) error {
+	if o.namespace == "" {
+		o.namespace = env.getenv("POD_NAMESPACE")
+	}
+	if o.namespace == "" {
+		if data, err := env.readFile(inClusterNamespaceFile); err == nil {
+			o.namespace = strings.TrimSpace(string(data))
+		}
+	}
+	if o.namespace == "" && (o.leaderElect || o.hasRole(roleNode)) {
+		return errors.New("cannot tell the namespace of the Leases: set --namespace or POD_NAMESPACE")
+	}
+	return nil
 }
 
 // The roles of --role.

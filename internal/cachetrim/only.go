@@ -172,8 +172,12 @@ func (o *only) handOn(w *onlyWatch, epoch uint64, e watch.Event) bool {
 	case <-w.done:
 		return false
 	}
-	if out.Type == watch.Added || out.Type == watch.Modified || out.Type == watch.Deleted {
-		o.record(keyOf(out.Object), kept)
+	switch {
+	case out.Type != watch.Added && out.Type != watch.Modified && out.Type != watch.Deleted:
+	case kept:
+		o.kept[keyOf(out.Object)] = struct{}{}
+	default:
+		delete(o.kept, keyOf(out.Object))
 	}
 	return true
 }
@@ -204,16 +208,6 @@ func (o *only) filter(epoch uint64, e watch.Event) (watch.Event, bool, bool) {
 	default:
 		return e, false, false
 	}
-}
-
-// record notes, holding mu, whether the object of key was handed on as
-// kept.
-func (o *only) record(key string, kept bool) {
-	if kept {
-		o.kept[key] = struct{}{}
-		return
-	}
-	delete(o.kept, key)
 }
 
 // keyOf is the informer's key of obj; an object without metadata, which

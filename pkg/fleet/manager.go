@@ -255,18 +255,30 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	if err := m.addInformers(); err != nil {
 		return nil, err
 	}
-	if settings.Roles.Node {
-		if m.agent, err = m.newNodeAgent(); err != nil {
-			return nil, err
-		}
-		if settings.Roles.Manager {
-			m.handovers = newHandovers(m.requeueOnNode)
-		}
+	if err := m.addNodeRole(); err != nil {
+		return nil, err
 	}
 	if m.fleetMetrics, err = newFleetMetrics(reg, m); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// addNodeRole makes the node agent of a process with the node role, and
+// the hand-over between its two parts in one with both roles.
+func (m *Manager) addNodeRole() error {
+	if !m.settings.Roles.Node {
+		return nil
+	}
+	agent, err := m.newNodeAgent()
+	if err != nil {
+		return err
+	}
+	m.agent = agent
+	if m.settings.Roles.Manager {
+		m.handovers = newHandovers(m.requeueOnNode)
+	}
+	return nil
 }
 
 // withNodeDefaults fills the node settings left empty.

@@ -63,7 +63,10 @@ func (t *nodeTrust) syncNode(ctx context.Context, node string) error {
 			return err
 		}
 	}
-	return t.collectLease(ctx, node, lease, list.pending(released))
+	if list.pending(released) {
+		return nil
+	}
+	return t.collectLease(ctx, node, lease)
 }
 
 // removedListObject returns the removal list of node from the cache, nil
@@ -163,11 +166,12 @@ func (t *nodeTrust) addLegacy(ctx context.Context, node string, cm *v1.ConfigMap
 	return nil
 }
 
-// collectLease deletes lease, of node, once the Node is gone, the Lease
-// expired by the manager's clock (leaseClock) and nothing it lists is pending; while it lives on, node is
-// looked at again when it would expire.
-func (t *nodeTrust) collectLease(ctx context.Context, node string, lease *coordinationv1.Lease, pending bool) error {
-	if lease == nil || pending {
+// collectLease deletes lease, of node, whose removal list holds nothing
+// pending, once the Node is gone and the Lease expired by the manager's
+// clock (leaseClock); while it lives on, node is looked at again when it
+// would expire.
+func (t *nodeTrust) collectLease(ctx context.Context, node string, lease *coordinationv1.Lease) error {
+	if lease == nil {
 		return nil
 	}
 	if _, exists, err := t.m.shared.Nodes.GetStore().GetByKey(node); err != nil || exists {

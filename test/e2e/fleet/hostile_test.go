@@ -79,7 +79,7 @@ func TestHostileNodeAgentReachesOnlyItsNode(t *testing.T) {
 	var legit []string
 	for i, attack := range h.attacks(ownVolume, victim, foreign) {
 		err := attack.do(c.ctx)
-		if !apierrors.IsForbidden(err) && !(attack.invalidToo && apierrors.IsInvalid(err)) {
+		if !apierrors.IsForbidden(err) && (!attack.invalidToo || !apierrors.IsInvalid(err)) {
 			t.Errorf("%s: want Forbidden from the API server, got %v", attack.name, err)
 		} else {
 			t.Logf("%s: refused: %v", attack.name, err)

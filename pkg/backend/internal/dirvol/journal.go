@@ -276,7 +276,7 @@ func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir stri
 // failed with err: it is most likely what an earlier try left, the server
 // having made it before the answer to that try was lost.
 func leftover(name string, readErr, err error) error {
-	return fmt.Errorf("the record %q is most likely left by an earlier try whose answer was lost (%v), and cannot be replaced: %w", name, readErr, err)
+	return fmt.Errorf("the record %q is most likely left by an earlier try whose answer was lost (%w), and cannot be replaced: %w", name, readErr, err)
 }
 
 // createRecord writes a record that does not exist yet and syncs it and its

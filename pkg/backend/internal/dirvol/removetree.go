@@ -107,10 +107,10 @@ type treeRemoval[D TreeDir[D]] struct {
 }
 
 // drain lists dir a batch at a time and clears each name listed, until dir
-// lists nothing. clear reports whether it removed or moved something: a
+// lists nothing. clearName reports whether it removed or moved something: a
 // listing that names only entries already gone, twice running, is a
 // server's stale answer, and ends the walk instead of spinning.
-func drain[D TreeDir[D]](ctx context.Context, dir D, clear func(context.Context, string) (bool, error)) error {
+func drain[D TreeDir[D]](ctx context.Context, dir D, clearName func(context.Context, string) (bool, error)) error {
 	stalled := false
 	for {
 		names, err := dir.ReadSomeNames(ctx, RemoveBatch)
@@ -125,7 +125,7 @@ func drain[D TreeDir[D]](ctx context.Context, dir D, clear func(context.Context,
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			cleared, err := clear(ctx, name)
+			cleared, err := clearName(ctx, name)
 			if err != nil {
 				return err
 			}

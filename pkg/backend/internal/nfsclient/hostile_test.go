@@ -51,7 +51,7 @@ const (
 // behindHostile serves a folder holding a directory "dir" with a file
 // "dir/file" behind a Hostile server that answers as answer says, and
 // returns a client of it that has not connected yet.
-func behindHostile(t *testing.T, answer nfsserver.Answer, timeout time.Duration) (*export, *Client) {
+func behindHostile(t *testing.T, answer nfsserver.Answer, timeout time.Duration) *Client {
 	t.Helper()
 	e := serve(t, nfsserver.Options{})
 	if err := os.Mkdir(filepath.Join(e.dir, "dir"), 0o755); err != nil {
@@ -73,7 +73,7 @@ func behindHostile(t *testing.T, answer nfsserver.Answer, timeout time.Duration)
 	// few reserved ports in TIME_WAIT, away from the tests that need one.
 	c := New(Options{Server: h.Host(), Port: h.Port(), Path: "/", Timeout: timeout, SourcePort: Unreserved})
 	t.Cleanup(c.Close)
-	return e, c
+	return c
 }
 
 // answering answers the calls of one procedure of prog with what reply
@@ -221,7 +221,7 @@ func TestHostileReplies(t *testing.T) {
 
 func (tc hostileCase) run(t *testing.T) {
 	t.Helper()
-	_, c := behindHostile(t, tc.answer, tc.timeout)
+	c := behindHostile(t, tc.answer, tc.timeout)
 	bound := tc.bound
 	if bound == 0 {
 		bound = callHeapBound
@@ -434,7 +434,7 @@ func TestHostileFloodsAndTrickles(t *testing.T) {
 // latest, and the heap stays bounded.
 func TestWorstReplies(t *testing.T) {
 	var worst nfsserver.WorstReplies
-	_, c := behindHostile(t, worst.Answer, time.Second)
+	c := behindHostile(t, worst.Answer, time.Second)
 	calls := 0
 	cost := measureHeap(func() {
 		for worst.Rounds() < 2 {
