@@ -31,11 +31,13 @@ func TestTreeScenario(t *testing.T) {
 	if err := b.treeScenario(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	var scenarios []string
-	for _, m := range b.run.Measurements {
-		if err := m.Validate(); err != nil {
+	for _, r := range b.run.Results() {
+		if err := r.Validate(); err != nil {
 			t.Error(err)
 		}
+	}
+	var scenarios []string
+	for _, m := range b.run.Measurements {
 		scenarios = append(scenarios, m.Scenario+" "+strings.SplitN(m.Note, ":", 2)[0])
 	}
 	want := []string{
