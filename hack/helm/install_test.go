@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,9 +133,12 @@ func runAs(t *testing.T, env *testenv.Environment, binary, root string, pod *cor
 		t.Fatal(err)
 	}
 	var args []string
+	// The kubelet expands the downward API's limits.memory, in bytes, into
+	// the arguments.
+	limit := strconv.FormatInt(pod.Spec.Containers[0].Resources.Limits.Memory().Value(), 10)
 	for _, arg := range pod.Spec.Containers[0].Args {
 		if !strings.HasPrefix(arg, "--metrics-bind-address=") && !strings.HasPrefix(arg, "--health-probe-bind-address=") {
-			args = append(args, arg)
+			args = append(args, strings.ReplaceAll(arg, "$(MEMORY_LIMIT)", limit))
 		}
 	}
 	name := pod.Spec.Containers[0].Name
