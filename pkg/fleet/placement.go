@@ -501,7 +501,7 @@ func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, clai
 			"%s; the claim was sent back to the scheduler %d times already, the most it is, and waits: %s, then remove the claim's %s annotation",
 			unserved, provisioning.MaxReschedules, advice, provisioning.AnnSelectedNode))
 		return false
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || errors.Is(err, provisioning.ErrSelectionChanged):
 		// Changed or gone meanwhile: its event brings the next sync.
 		klog.FromContext(ctx).V(2).Info("Claim changed before it was sent back to the scheduler", "claim", klog.KObj(claim), "err", err)
 		return false

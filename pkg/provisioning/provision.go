@@ -213,10 +213,13 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVo
 			err = errors.New("backend cannot use the selected node")
 		}
 		updated, rerr := Reschedule(ctx, c.client, claim)
-		if errors.Is(rerr, ErrRescheduleLimit) {
+		switch {
+		case errors.Is(rerr, ErrSelectionChanged):
+			// The scheduler chose again: the claim's next sync tries there.
+		case errors.Is(rerr, ErrRescheduleLimit):
 			c.recorder.Eventf(claim, v1.EventTypeWarning, EventRescheduleLimit,
 				"%v; the claim was sent back to the scheduler %d times already, the most it is: it waits until its selected node is removed by hand", err, MaxReschedules)
-		} else {
+		default:
 			c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "Rescheduling: %v", err)
 		}
 		return updated, ProvisioningFinished, errors.Join(err, rerr)

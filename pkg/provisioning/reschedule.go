@@ -18,14 +18,11 @@ package provisioning
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // AnnReschedules counts, on a claim, how many times a provisioner removed
@@ -48,6 +45,10 @@ const EventRescheduleLimit = "RescheduleLimitReached"
 // MaxReschedules times already.
 var ErrRescheduleLimit = errors.New("sent back to the scheduler too often")
 
+// ErrSelectionChanged means that a claim names another selected node, or
+// none, than the one it was to be sent back from: the scheduler chose again.
+var ErrSelectionChanged = errors.New("its selected node changed meanwhile")
+
 // Reschedules is how many times claim was sent back to the scheduler, as
 // its AnnReschedules says; a value that is no count reads as none.
 func Reschedules(claim *v1.PersistentVolumeClaim) int {
@@ -61,29 +62,40 @@ func Reschedules(claim *v1.PersistentVolumeClaim) int {
 // Reschedule sends claim back to the scheduler, as external-provisioner
 // does when a volume cannot be made on the selected node: it removes the
 // selected-node annotation and counts the removal in AnnReschedules. The
-// write is a merge patch at claim's resource version, so a claim changed
-// meanwhile, as by the scheduler choosing again, fails with a conflict and
-// keeps what was written. A claim sent back MaxReschedules times already is
-// left as it is, with an error wrapping ErrRescheduleLimit. It returns the
-// claim as last written.
+// write is a patch at claim's resource version; after a conflict it is made
+// again on the claim as it is now, but only while the claim still names the
+// node it named: a node the scheduler chose meanwhile is kept, with an error
+// wrapping ErrSelectionChanged. A claim sent
+// back MaxReschedules times already is left as it is, with an error wrapping
+// ErrRescheduleLimit. It returns the claim as last known.
 func Reschedule(ctx context.Context, client Client, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-	if _, ok := claim.Annotations[AnnSelectedNode]; !ok {
+	rejected, ok := claim.Annotations[AnnSelectedNode]
+	if !ok {
 		return claim, nil
 	}
-	count := Reschedules(claim)
-	if count >= MaxReschedules {
-		return claim, fmt.Errorf("cannot send claim %s/%s back to the scheduler: %w (%d times)", claim.Namespace, claim.Name, ErrRescheduleLimit, count)
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": claim.ResourceVersion,
-		"annotations":     map[string]any{AnnSelectedNode: nil, AnnReschedules: strconv.Itoa(count + 1)},
-	}})
+	limited, changed := 0, false
+	updated, err := updateObject(ctx, client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, func(current *v1.PersistentVolumeClaim) bool {
+		if node, ok := current.Annotations[AnnSelectedNode]; !ok || node != rejected {
+			changed = true
+			return false
+		}
+		count := Reschedules(current)
+		if count >= MaxReschedules {
+			limited = count
+			return false
+		}
+		current.Annotations[AnnReschedules] = strconv.Itoa(count + 1)
+		delete(current.Annotations, AnnSelectedNode)
+		return true
+	})
 	if err != nil {
-		return claim, fmt.Errorf("cannot encode the rescheduling of claim %s/%s: %w", claim.Namespace, claim.Name, err)
+		return updated, fmt.Errorf("cannot send claim %s/%s back to the scheduler: %w", claim.Namespace, claim.Name, err)
 	}
-	updated, err := client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return claim, fmt.Errorf("cannot send claim %s/%s back to the scheduler: %w", claim.Namespace, claim.Name, err)
+	if changed {
+		return updated, fmt.Errorf("cannot send claim %s/%s back to the scheduler from node %s: %w", claim.Namespace, claim.Name, rejected, ErrSelectionChanged)
+	}
+	if limited > 0 {
+		return updated, fmt.Errorf("cannot send claim %s/%s back to the scheduler: %w (%d times)", claim.Namespace, claim.Name, ErrRescheduleLimit, limited)
 	}
 	return updated, nil
 }
