@@ -569,6 +569,7 @@ func (b *bench) provisionPhase(ctx context.Context, sys system, scenario, ns str
 // profiledPhases are the provisioning phases whose manager a run with
 // cfg.Profile profiles, with the titles of their profiles.
 var profiledPhases = map[string]string{
+	report.S1Provision:    "provfleet CPU profile, s1 provisioning",
 	report.S2Provision:    "provfleet CPU profile, s2 provisioning",
 	report.S7NFSProvision: "provfleet CPU profile, s7 provisioning over NFS",
 }
