@@ -33,7 +33,7 @@ import (
 // The chart lints without a warning, with its defaults and with every value
 // set.
 func TestLint(t *testing.T) {
-	for name, file := range map[string]string{"default values": "", "full values": fullValues} {
+	for name, file := range map[string]string{"default values": "", "full values": fullValues, "common values": commonValues} {
 		t.Run(name, func(t *testing.T) {
 			lint := action.NewLint()
 			lint.Namespace = helm.ReleaseNamespace
