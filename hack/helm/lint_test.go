@@ -55,7 +55,8 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// The CRD the chart ships is the generated one of crds/.
+// The CRD the chart and the kustomize base ship is the generated one of
+// crds/.
 func TestCRDInStep(t *testing.T) {
 	root := repoRoot(t)
 	name := "provfleet.io_provisionerconfigs.yaml"
@@ -63,12 +64,14 @@ func TestCRDInStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped, err := os.ReadFile(filepath.Join(helm.ChartDir(root), "crds", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(generated, shipped) {
-		t.Errorf("charts/provfleet/crds/%s differs from crds/%s: copy it over", name, name)
+	for _, copyDir := range []string{"charts/provfleet/crds", "examples/crds"} {
+		shipped, err := os.ReadFile(filepath.Join(root, copyDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(generated, shipped) {
+			t.Errorf("%s/%s differs from crds/%s: run make generate", copyDir, name, name)
+		}
 	}
 }
 
