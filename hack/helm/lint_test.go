@@ -75,13 +75,14 @@ func TestCRDInStep(t *testing.T) {
 	}
 }
 
-// The notes name what was installed and how to upgrade the CRD.
+// The notes name what was installed (how they upgrade the CRD,
+// TestCRDUpgradeDocumentedAlike checks).
 func TestNotes(t *testing.T) {
 	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Deployment provfleet in namespace provfleet-system", "DaemonSet provfleet-node in namespace provfleet-node", "kubectl apply --server-side -f crds/"} {
+	for _, want := range []string{"Deployment provfleet in namespace provfleet-system", "DaemonSet provfleet-node in namespace provfleet-node"} {
 		if !strings.Contains(rel.Info.Notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, rel.Info.Notes)
 		}
