@@ -17,7 +17,6 @@ limitations under the License.
 package helm_test
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,14 +133,13 @@ func TestCRDUpgradeDocumentedAlike(t *testing.T) {
 // "Upgrading the CRD".
 func documentedCRDUpgrade(t *testing.T) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(helm.ChartDir(repoRoot(t)), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(helm.ChartDir(repoRoot(t)), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var section string
-	for lines := bufio.NewScanner(f); lines.Scan(); {
-		line := lines.Text()
+	for line := range strings.Lines(string(readme)) {
+		line = strings.TrimSuffix(line, "\n")
 		if heading, ok := strings.CutPrefix(line, "## "); ok {
 			section = heading
 		} else if section == "Upgrading the CRD" && strings.HasPrefix(line, "kubectl ") {
