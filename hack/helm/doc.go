@@ -24,7 +24,9 @@ limitations under the License.
 // monitors scrape the manager and the node agents, check the Pod Security
 // levels of its Pods in-process and against a real API server, and install it
 // on the control plane of internal/testenv, where the manager and a node
-// agent run as the chart's ServiceAccounts.
+// agent run as the chart's ServiceAccounts; on a control plane of its own,
+// they run the documented CRD upgrade on a release that helm's install
+// action made from an older chart.
 //
 // In: the chart's folder and values. Out: the release helm would install
 // (its manifest in install order and its notes) and the objects of a
