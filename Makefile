@@ -108,11 +108,11 @@ lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the
 	$(LOGCHECK) -check-contextual -check-value ./...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, and the chart's copies of the CRD and examples/monitoring.
+generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, the chart's copies of the CRD and examples/monitoring, and the kustomize base's of the CRD.
 	hack/update-codegen.sh
 
 # What make generate writes, all of it checked in.
-GENERATED := api crds charts/provfleet/crds charts/provfleet/files pkg/generated docs/api.md
+GENERATED := api crds charts/provfleet/crds charts/provfleet/files examples/crds pkg/generated docs/api.md
 
 .PHONY: verify
 verify: generate lint ## Regenerate and fail on a diff; gofmt, license headers, linters, go vet, tests of generated output.

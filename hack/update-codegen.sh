@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from api/: deepcopy functions, the CRD, the
 # typed clientset, listers and informers under pkg/generated and the API
-# reference docs/api.md; and the chart's
-# copies of the CRD and of examples/monitoring. Runs from any checkout
-# location: generators get import paths, never GOPATH-relative ones.
+# reference docs/api.md; the chart's copies of the CRD and of
+# examples/monitoring, and the kustomize base's copy of the CRD. Runs from
+# any checkout location: generators get import paths, never GOPATH-relative
+# ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,9 +22,13 @@ go tool controller-gen \
 	crd output:crd:dir=crds \
 	paths=./api/...
 
-# The Helm chart ships the same CRD (Helm installs crds/ of a chart as is).
-rm -f charts/provfleet/crds/*.yaml
-cp crds/*.yaml charts/provfleet/crds/
+# The Helm chart ships the same CRD (Helm installs crds/ of a chart as is),
+# and so does the kustomize base of examples/, as kustomize reads no file
+# from outside its folder.
+for copy in charts/provfleet/crds examples/crds; do
+	rm -f "${copy}"/*.yaml
+	cp crds/*.yaml "${copy}/"
+done
 
 # It ships the dashboard and alerts of examples/monitoring too: those stay the
 # one source, whole objects to import or kubectl apply without Helm, and a

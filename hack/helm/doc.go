@@ -18,13 +18,15 @@ limitations under the License.
 // packages, as `helm template` does but without the helm binary, and decodes
 // the rendered manifest into typed Kubernetes objects. Its tests lint the
 // chart, keep its RBAC and CRD in step with examples/deploy, its kustomize
-// base and crds/, its dashboard, alerts, ServiceMonitor and PodMonitor with
-// examples/monitoring, and its image with examples/deploy and the default
-// tag of `make image`, check that the monitors scrape the manager and the
-// node agents, check the Pod Security levels of its Pods in-process and
-// against a real API server, and install it on the control plane of
-// internal/testenv, where the manager and a node agent run as the chart's
-// ServiceAccounts.
+// base (which installs the CRD too) and crds/, its dashboard, alerts,
+// ServiceMonitor and PodMonitor with examples/monitoring, and its image with
+// examples/deploy and the default tag of `make image`, check that the
+// monitors scrape the manager and the node agents, check the Pod Security
+// levels of its Pods in-process and against a real API server, and install it
+// on the control plane of internal/testenv, where the manager and a node
+// agent run as the chart's ServiceAccounts; on a control plane of its own,
+// they run the documented CRD upgrade on a release that helm's install
+// action made from an older chart.
 //
 // In: the chart's folder and values. Out: the release helm would install
 // (its manifest in install order and its notes) and the objects of a

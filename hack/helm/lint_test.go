@@ -33,7 +33,7 @@ import (
 // The chart lints without a warning, with its defaults and with every value
 // set.
 func TestLint(t *testing.T) {
-	for name, file := range map[string]string{"default values": "", "full values": fullValues} {
+	for name, file := range map[string]string{"default values": "", "full values": fullValues, "common values": commonValues} {
 		t.Run(name, func(t *testing.T) {
 			lint := action.NewLint()
 			lint.Namespace = helm.ReleaseNamespace
@@ -55,7 +55,8 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// The CRD the chart ships is the generated one of crds/.
+// The CRD the chart and the kustomize base ship is the generated one of
+// crds/.
 func TestCRDInStep(t *testing.T) {
 	root := repoRoot(t)
 	name := "provfleet.io_provisionerconfigs.yaml"
@@ -63,22 +64,25 @@ func TestCRDInStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped, err := os.ReadFile(filepath.Join(helm.ChartDir(root), "crds", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(generated, shipped) {
-		t.Errorf("charts/provfleet/crds/%s differs from crds/%s: copy it over", name, name)
+	for _, copyDir := range []string{"charts/provfleet/crds", "examples/crds"} {
+		shipped, err := os.ReadFile(filepath.Join(root, copyDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(generated, shipped) {
+			t.Errorf("%s/%s differs from crds/%s: run make generate", copyDir, name, name)
+		}
 	}
 }
 
-// The notes name what was installed and how to upgrade the CRD.
+// The notes name what was installed (how they upgrade the CRD,
+// TestCRDUpgradeDocumentedAlike checks).
 func TestNotes(t *testing.T) {
 	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Deployment provfleet in namespace provfleet-system", "DaemonSet provfleet-node in namespace provfleet-node", "kubectl apply --server-side -f crds/"} {
+	for _, want := range []string{"Deployment provfleet in namespace provfleet-system", "DaemonSet provfleet-node in namespace provfleet-node"} {
 		if !strings.Contains(rel.Info.Notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, rel.Info.Notes)
 		}

@@ -49,6 +49,10 @@ const rootDir = "../.."
 // fullValues is the file that sets every value of the chart.
 const fullValues = "testdata/full-values.yaml"
 
+// commonValues is the file that sets the values spelled as the charts of
+// nfs-subdir-external-provisioner and local-path-provisioner spell them.
+const commonValues = "testdata/common-values.yaml"
+
 // repoRoot is the absolute path of the repository's root.
 func repoRoot(t *testing.T) string {
 	t.Helper()

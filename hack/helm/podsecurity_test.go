@@ -46,7 +46,7 @@ func TestPodSecurityLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, file := range map[string]string{"default values": "", "full values": fullValues} {
+	for name, file := range map[string]string{"default values": "", "full values": fullValues, "common values": commonValues} {
 		objects := render(t, readValues(t, file))
 		manager := podOf(t, one[*appsv1.Deployment](t, objects))
 		agent := podOf(t, one[*appsv1.DaemonSet](t, objects))

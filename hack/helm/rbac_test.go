@@ -90,9 +90,10 @@ func TestRBACInStep(t *testing.T) {
 	}
 }
 
-// The kustomize base, built by kubectl's kustomize, grants exactly what
-// examples/deploy grants, so it is in step with the chart too.
-func TestKustomizeRBACInStep(t *testing.T) {
+// kustomizeBuild builds the kustomize base of examples/ with kubectl's
+// kustomize and decodes what it holds.
+func kustomizeBuild(t *testing.T) []runtime.Object {
+	t.Helper()
 	env := testenv.Env(t)
 	out, err := exec.CommandContext(t.Context(), filepath.Join(env.BinDir(), "kubectl"), "kustomize", filepath.Join(repoRoot(t), "examples")).Output()
 	if err != nil {
@@ -102,6 +103,13 @@ func TestKustomizeRBACInStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return built
+}
+
+// The kustomize base, built by kubectl's kustomize, grants exactly what
+// examples/deploy grants, so it is in step with the chart too.
+func TestKustomizeRBACInStep(t *testing.T) {
+	built := kustomizeBuild(t)
 	manifests, err := filepath.Glob(deployManifest(t, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +120,24 @@ func TestKustomizeRBACInStep(t *testing.T) {
 	}
 }
 
-// The kustomize base lists every manifest of examples/deploy, so that
-// `kubectl apply -k examples/` applies what `kubectl apply -f
-// examples/deploy/` does.
+// The kustomize base installs the CRD of crds/, so that `kubectl apply -k
+// examples/` alone makes a working install.
+func TestKustomizeInstallsCRD(t *testing.T) {
+	want := decodeFiles(t, filepath.Join(repoRoot(t), "crds", "provfleet.io_provisionerconfigs.yaml"))
+	var got []runtime.Object
+	for _, obj := range kustomizeBuild(t) {
+		if obj.GetObjectKind().GroupVersionKind().Kind == "CustomResourceDefinition" {
+			got = append(got, obj)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CRDs of the kustomize base (-crds/ +base):\n%s", diff)
+	}
+}
+
+// The kustomize base lists the CRD and every manifest of examples/deploy, so
+// that `kubectl apply -k examples/` applies what `kubectl apply -f crds/`
+// and `kubectl apply -f examples/deploy/` do.
 func TestKustomizationListsEveryManifest(t *testing.T) {
 	examples := filepath.Join(repoRoot(t), "examples")
 	data, err := os.ReadFile(filepath.Join(examples, "kustomization.yaml"))
@@ -127,16 +150,18 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	if err := yaml.Unmarshal(data, &kustomization); err != nil {
 		t.Fatal(err)
 	}
-	manifests, err := filepath.Glob(filepath.Join(examples, "deploy", "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want []string
-	for _, path := range manifests {
-		want = append(want, filepath.Join("deploy", filepath.Base(path)))
+	for _, dir := range []string{"crds", "deploy"} {
+		manifests, err := filepath.Glob(filepath.Join(examples, dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range manifests {
+			want = append(want, filepath.Join(dir, filepath.Base(path)))
+		}
 	}
 	got := slices.Sorted(slices.Values(kustomization.Resources))
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("resources of examples/kustomization.yaml (-examples/deploy +listed):\n%s", diff)
+		t.Errorf("resources of examples/kustomization.yaml (-examples/crds and deploy +listed):\n%s", diff)
 	}
 }

@@ -68,6 +68,19 @@ func TestRender(t *testing.T) {
 			"ValidatingAdmissionPolicy provfleet-node-claims", "ValidatingAdmissionPolicy provfleet-node-leases", "ValidatingAdmissionPolicy provfleet-node-volumes",
 			"ValidatingAdmissionPolicyBinding provfleet-node-claims", "ValidatingAdmissionPolicyBinding provfleet-node-leases", "ValidatingAdmissionPolicyBinding provfleet-node-volumes",
 		}},
+		// nameOverride names every object after the release and itself.
+		"common values": {values: readValues(t, commonValues), want: []string{
+			"ClusterRole provfleet-storage", "ClusterRole provfleet-storage-node",
+			"ClusterRoleBinding provfleet-storage", "ClusterRoleBinding provfleet-storage-node",
+			"DaemonSet provfleet-node/provfleet-storage-node", "Deployment provfleet-system/provfleet-storage",
+			"Namespace provfleet-node", "PodDisruptionBudget provfleet-system/provfleet-storage",
+			"Role provfleet-node/provfleet-storage-manager", "Role provfleet-node/provfleet-storage-node", "Role provfleet-system/provfleet-storage",
+			"RoleBinding provfleet-node/provfleet-storage-manager", "RoleBinding provfleet-node/provfleet-storage-node", "RoleBinding provfleet-system/provfleet-storage",
+			"Service provfleet-system/provfleet-storage-metrics",
+			"ServiceAccount provfleet-node/provfleet-storage-node", "ServiceAccount provfleet-system/provfleet-storage",
+			"ValidatingAdmissionPolicy provfleet-storage-node-claims", "ValidatingAdmissionPolicy provfleet-storage-node-leases", "ValidatingAdmissionPolicy provfleet-storage-node-volumes",
+			"ValidatingAdmissionPolicyBinding provfleet-storage-node-claims", "ValidatingAdmissionPolicyBinding provfleet-storage-node-leases", "ValidatingAdmissionPolicyBinding provfleet-storage-node-volumes",
+		}},
 		// Without agents the manager reads node Leases in its own Leases'
 		// namespace, and nothing runs at the privileged level.
 		"no node agents, no Service, no budget": {values: map[string]any{
@@ -137,7 +150,6 @@ func TestFullValues(t *testing.T) {
 		"manager args":          managerPod.Containers[0].Args,
 		"manager account":       managerPod.ServiceAccountName,
 		"manager priority":      managerPod.PriorityClassName,
-		"manager pull secrets":  managerPod.ImagePullSecrets,
 		"manager node selector": managerPod.NodeSelector,
 		"manager fsGroup":       *managerPod.SecurityContext.FSGroup,
 		"manager memory limit":  managerPod.Containers[0].Resources.Limits.Memory().String(),
@@ -167,7 +179,6 @@ func TestFullValues(t *testing.T) {
 		},
 		"manager account":       "storage-manager",
 		"manager priority":      "system-cluster-critical",
-		"manager pull secrets":  []corev1.LocalObjectReference{{Name: "registry-credentials"}},
 		"manager node selector": map[string]string{"node-role.kubernetes.io/control-plane": ""},
 		"manager fsGroup":       int64(10001),
 		"manager memory limit":  "512Mi",

@@ -1,9 +1,16 @@
-{{/* fullname names the manager's objects: the release's name, with the chart's unless it holds it. */}}
+{{/* fullname names the manager's objects: fullnameOverride, else the release's
+name with the chart's (or nameOverride) unless it holds it; 58 characters at
+most, so that the node agents' names, with -node, fit a label value. */}}
 {{- define "provfleet.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 58 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 58 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 58 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 58 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -12,6 +19,7 @@
 {{- printf "%s-node" (include "provfleet.fullname" .) -}}
 {{- end -}}
 
+{{/* labels of every object the chart renders: its own and commonLabels. */}}
 {{- define "provfleet.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -19,6 +27,32 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: provfleet
 {{- if .Chart.AppVersion }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+{{- include "provfleet.extraLabels" (list "commonLabels" .Values.commonLabels) }}
+{{- end -}}
+
+{{/* podLabels label a workload's Pods, given (list . <its selector labels'
+template> <its podLabels>): the selector's labels, commonLabels, and
+podLabels, which win over commonLabels. */}}
+{{- define "provfleet.podLabels" -}}
+{{- $ := index . 0 -}}
+{{- include (index . 1) $ }}
+{{- include "provfleet.extraLabels" (list "commonLabels and podLabels" (merge (index . 2 | default dict | deepCopy) $.Values.commonLabels)) }}
+{{- end -}}
+
+{{/* extraLabels renders labels of the values named (list <name> <labels>),
+after a newline; a label the chart sets itself fails the render, as changing
+it would detach a selector from its Pods or misname the release. */}}
+{{- define "provfleet.extraLabels" -}}
+{{- $values := index . 0 -}}
+{{- $own := list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of" "app.kubernetes.io/version" -}}
+{{- with index . 1 }}
+{{- range $key, $_ := . }}
+{{- if has $key $own }}
+{{- fail (printf "%s: %s is a label the chart sets itself" $values $key) }}
+{{- end }}
+{{- end }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}
 
@@ -58,12 +92,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Values.hostPathRoot .Values.nodeAgent.hostPathRoot -}}
 {{- end -}}
 
-{{- define "provfleet.pullSecrets" -}}
-{{- with .Values.image.pullSecrets }}
-imagePullSecrets:
-{{- range . }}
-- name: {{ . }}
+{{/* imagePullSecrets of both workloads: Secrets named in the release's
+namespace and in the agents'. image.pullSecrets, a list of names before,
+fails the render rather than be dropped unnoticed by helm upgrade
+--reuse-values. */}}
+{{- define "provfleet.imagePullSecrets" -}}
+{{- if .Values.image.pullSecrets }}
+{{- fail "image.pullSecrets is now imagePullSecrets, a list of {name: <Secret>}" }}
 {{- end }}
+{{- with .Values.imagePullSecrets }}
+{{- range . }}
+{{- if not (and (kindIs "map" .) .name) }}
+{{- fail (printf "imagePullSecrets: want {name: <Secret>}, got %v" .) }}
+{{- end }}
+{{- end }}
+imagePullSecrets:
+{{ toYaml . }}
 {{- end }}
 {{- end -}}
 
