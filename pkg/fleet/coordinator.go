@@ -384,11 +384,12 @@ func equalPtr[T comparable](a, b *T) bool {
 
 // knownName reports whether name is one of this provisioner's names.
 func (c *coordinator) knownName(name string) bool {
-	if name == "" {
-		return false
-	}
-	cfg := c.config()
-	return name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name)
+	return namedBy(c.config(), name)
+}
+
+// namedBy reports whether name is one of cfg's provisioner names.
+func namedBy(cfg provisioning.Config, name string) bool {
+	return name != "" && (name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name))
 }
 
 func claimProvisioner(obj any) string {
@@ -409,11 +410,19 @@ func volumeProvisioner(obj any) string {
 	return ""
 }
 
+// syncSpacing is the least time between two syncs. Each sync reads every
+// waiting claim of the provisioner: one sync per event of a burst of claims
+// would cost the square of the burst, while the events that come within
+// the spacing are served by one sync after it.
+const syncSpacing = 50 * time.Millisecond
+
 // work syncs at once, then whenever t is woken or the wait a sync asked
-// for is over, until ctx ends.
+// for is over, at most once per syncSpacing, until ctx ends.
 func (c *coordinator) work(ctx context.Context, t *coordTerm) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	spacing := time.NewTimer(0)
+	defer spacing.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -424,6 +433,12 @@ func (c *coordinator) work(ctx context.Context, t *coordTerm) {
 		timer.Stop()
 		if next := c.sync(ctx, t); next > 0 {
 			timer.Reset(next)
+		}
+		spacing.Reset(syncSpacing)
+		select {
+		case <-ctx.Done():
+			return
+		case <-spacing.C:
 		}
 	}
 }

@@ -32,7 +32,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -545,8 +544,8 @@ func testUnservedNode(t *testing.T, client kubernetes.Interface) {
 	e.claim("raced", class, "1Gi", map[string]string{provisioning.AnnSelectedNode: "unserved-a"})
 	stale := e.getClaim("raced")
 	e.selectNode("raced", "unserved-b")
-	if _, err := provisioning.Reschedule(e.ctx, e.client, stale); !apierrors.IsConflict(err) {
-		t.Errorf("removal at a stale version: %v, want a conflict", err)
+	if _, err := provisioning.Reschedule(e.ctx, e.client, stale); !errors.Is(err, provisioning.ErrSelectionChanged) {
+		t.Errorf("removal at a stale version: %v, want %v", err, provisioning.ErrSelectionChanged)
 	}
 	if node := e.getClaim("raced").Annotations[provisioning.AnnSelectedNode]; node != "unserved-b" {
 		t.Errorf("the claim is selected to %q after the stale removal, want the scheduler's unserved-b", node)

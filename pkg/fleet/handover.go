@@ -197,7 +197,7 @@ func (c *coordinator) forgetHandedOver(v *fleetView) {
 	}
 	waiting := map[types.UID]bool{}
 	for _, claim := range v.claims {
-		if claim.Spec.VolumeName == "" && claim.DeletionTimestamp == nil {
+		if claim.DeletionTimestamp == nil {
 			waiting[claim.UID] = true
 		}
 	}

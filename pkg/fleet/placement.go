@@ -55,7 +55,9 @@ type fleetView struct {
 	retry time.Duration
 	// nodes are all Node objects, by name.
 	nodes map[string]*v1.Node
-	// volumes and claims are those of this provisioner's names.
+	// volumes are those of this provisioner's names; claims those of its
+	// names that have no volume yet, oldest first: only they wait for a
+	// node or count on one, and bound claims are most of a large cluster's.
 	volumes []*v1.PersistentVolume
 	claims  []*v1.PersistentVolumeClaim
 }
@@ -68,18 +70,18 @@ func (c *coordinator) view(cfg provisioning.Config) *fleetView {
 		}
 	}
 	for _, obj := range c.informers.Volumes.GetStore().List() {
-		if volume, ok := obj.(*v1.PersistentVolume); ok && c.knownName(volumeProvisioner(volume)) {
+		if volume, ok := obj.(*v1.PersistentVolume); ok && namedBy(cfg, volumeProvisioner(volume)) {
 			v.volumes = append(v.volumes, volume)
 		}
 	}
 	for _, obj := range c.informers.Claims.GetStore().List() {
-		if claim, ok := obj.(*v1.PersistentVolumeClaim); ok && c.knownName(claimProvisioner(claim)) {
+		if claim, ok := obj.(*v1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && namedBy(cfg, claimProvisioner(claim)) {
 			v.claims = append(v.claims, claim)
 		}
 	}
 	// Oldest first: a claim that waits longer is placed first.
 	slices.SortFunc(v.claims, func(a, b *v1.PersistentVolumeClaim) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name))
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return v
 }
@@ -231,7 +233,7 @@ func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 		}
 	}
 	for _, claim := range v.claims {
-		if n := served[claim.Annotations[provisioning.AnnSelectedNode]]; n != nil && claim.Spec.VolumeName == "" && !made[claim.UID] {
+		if n := served[claim.Annotations[provisioning.AnnSelectedNode]]; n != nil && !made[claim.UID] {
 			n.count(storageOf(claim.Spec.Resources.Requests))
 		}
 	}
@@ -284,7 +286,7 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 	var next time.Duration
 	pending := map[types.UID]bool{}
 	for _, claim := range v.claims {
-		if claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil {
+		if claim.DeletionTimestamp != nil {
 			continue
 		}
 		pending[claim.UID] = true
