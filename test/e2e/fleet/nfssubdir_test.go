@@ -162,7 +162,7 @@ func TestMigrationFromNFSSubdirUndecided(t *testing.T) {
 	f.nfsSubdirProvisioner(e, oldName)
 
 	f.claim("new", class)
-	f.waitEvent(f.namespace, "new", corev1.EventTypeWarning, provisioning.EventProvisioningFailed, "parameter archiveOnDelete", `use \"true\" or \"false\"`)
+	f.waitEvent(f.namespace, "new", corev1.EventTypeWarning, provisioning.EventProvisioningFailed, "parameter archiveOnDelete", `use "true" or "false"`)
 
 	if err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Delete(f.ctx, "old", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
