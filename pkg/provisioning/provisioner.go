@@ -213,7 +213,8 @@ type VolumeRecorder interface {
 	// Record returns the annotations to add to volume, whose StorageClass is
 	// class (nil when it names none or that does not exist); none when
 	// nothing is to be recorded. An error says why what should be recorded
-	// cannot be; the volume is synced on without it.
+	// cannot be; nothing is recorded then, and the volume is synced on
+	// without it.
 	Record(ctx context.Context, volume *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error)
 }
 

@@ -50,6 +50,7 @@ func (c *Controller) recordVolume(ctx context.Context, volume *v1.PersistentVolu
 	}
 	if recordErr != nil {
 		klog.FromContext(ctx).V(2).Info("Nothing recorded on the volume", "reason", recordErr.Error())
+		return volume, nil
 	}
 	if len(annotations) == 0 {
 		return volume, nil
