@@ -499,6 +499,17 @@ func TestValidation(t *testing.T) {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, capacity: {storage: "0"}}}}`,
 			want: []string{`spec.backend.hostPath.capacity: Invalid value: storage must be positive`},
 		},
+		"nfsSubdir of an additional name": {
+			spec: `{provisionerName: x, additionalProvisionerNames: [cluster.local/nfs], backend: {nfs: {server: s, path: /e, nfsSubdir: {provisionerName: cluster.local/nfs, version: v4.0.2}}}}`,
+		},
+		"nfsSubdir of a name not answered to": {
+			spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, nfsSubdir: {provisionerName: cluster.local/nfs, version: v4.0.2}}}}`,
+			want: []string{`spec: Invalid value: backend.nfs.nfsSubdir.provisionerName must be one of additionalProvisionerNames`},
+		},
+		"nfsSubdir version not a release": {
+			spec: `{provisionerName: x, additionalProvisionerNames: [cluster.local/nfs], backend: {nfs: {server: s, path: /e, nfsSubdir: {provisionerName: cluster.local/nfs, version: latest}}}}`,
+			want: []string{`spec.backend.nfs.nfsSubdir.version: Invalid value: "latest": spec.backend.nfs.nfsSubdir.version in body should match '^v?[0-9]+\.[0-9]+\.[0-9]+$'`},
+		},
 		"directory mode and owner": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: "0750", uid: 1000, gid: 0}}}`,
 		},

@@ -133,6 +133,7 @@ type ProvisionerConfigList struct {
 // ProvisionerConfigSpec is the desired state of one provisioner.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalProvisionerNames) || !(self.provisionerName in self.additionalProvisionerNames)",message="additionalProvisionerNames must not repeat provisionerName"
+// +kubebuilder:validation:XValidation:rule="!has(self.backend.nfs) || !has(self.backend.nfs.nfsSubdir) || (has(self.additionalProvisionerNames) && self.backend.nfs.nfsSubdir.provisionerName in self.additionalProvisionerNames)",message="backend.nfs.nfsSubdir.provisionerName must be one of additionalProvisionerNames"
 type ProvisionerConfigSpec struct {
 	// provisionerName is the name StorageClasses put in their provisioner field
 	// to use this provisioner. It also names the provisioner's Lease: "/" made
@@ -731,6 +732,38 @@ type NFSBackend struct {
 	// VolumeDirectory holds mode, uid and gid of each new volume
 	// subdirectory.
 	VolumeDirectory `json:",inline"`
+
+	// nfsSubdir names the nfs-subdir-external-provisioner this backend takes
+	// over, whose name must be one of additionalProvisionerNames. The claims
+	// of its StorageClasses are served as it served them: their parameters
+	// (pathPattern, onDelete, archiveOnDelete) read as it reads them, and
+	// from v4.0.3 on the claim annotations k8s-sigs.io/nfs-directory-mode,
+	// -uid and -gid. Each volume it made gets, once and before anything is
+	// done to it, the fate of its directory recorded in the annotation
+	// provfleet.io/on-delete, decided from its StorageClass as it decides at
+	// delete time; a later change of the class changes nothing. Archives get
+	// its name, archived-<directory> at the top of the export.
+	// +optional
+	NFSSubdir *NFSSubdirOrigin `json:"nfsSubdir,omitempty"`
+}
+
+// NFSSubdirOrigin is an nfs-subdir-external-provisioner whose volumes and
+// StorageClasses an NFS backend takes over.
+type NFSSubdirOrigin struct {
+	// provisionerName is the name it provisioned as: its PROVISIONER_NAME,
+	// the provisioner of its StorageClasses and the
+	// pv.kubernetes.io/provisioned-by of its volumes.
+	// +required
+	ProvisionerName ProvisionerName `json:"provisionerName"`
+
+	// version is the version of its image, such as v4.0.2: releases before
+	// v4.0.3 ignore the k8s-sigs.io/nfs-directory-* claim annotations, give
+	// a claim whose pathPattern renders nothing the whole export, and never
+	// release a directory nested in folders.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+$`
+	// +required
+	Version string `json:"version"`
 }
 
 // VolumeDirectory is the mode and owner of each new volume directory, set

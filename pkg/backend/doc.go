@@ -17,7 +17,8 @@ limitations under the License.
 // Package backend holds what the built-in directory backends (hostpath, nfs)
 // share with the code that configures them: the onDelete policies, with
 // the one recorded on each PersistentVolume (AnnOnDelete) and the one its
-// directory gets when someone else deleted it (RemovedOnDelete), the
+// directory gets when someone else deleted it (RemovedOnDelete), the fate
+// nfs-subdir-external-provisioner gives a volume's directory (NFSSubdir), the
 // capacity budget, the error classes a caller maps to a ProvisionerConfig's
 // Ready reason, and PathIndex, the index of PersistentVolumes by the paths they
 // name, through which a backend finds the volumes a new directory would

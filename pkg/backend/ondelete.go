@@ -39,13 +39,14 @@ func VolumeOnDelete(pv *v1.PersistentVolume, configured OnDeletePolicy) (OnDelet
 	if policy := OnDeletePolicy(value); policy.Known() {
 		return policy, nil
 	}
-	return "", fmt.Errorf("annotation %s: %q is not one of Delete, Retain, Archive", AnnOnDelete, value)
+	return "", fmt.Errorf("annotation %s: %q is not one of Delete, Retain, Archive, ArchiveAsNFSSubdir", AnnOnDelete, value)
 }
 
-// Known reports whether p is one of Delete, Retain and Archive.
+// Known reports whether p is one of Delete, Retain, Archive and
+// ArchiveAsNFSSubdir.
 func (p OnDeletePolicy) Known() bool {
 	switch p {
-	case OnDeleteDelete, OnDeleteRetain, OnDeleteArchive:
+	case OnDeleteDelete, OnDeleteRetain, OnDeleteArchive, OnDeleteArchiveAsNFSSubdir:
 		return true
 	}
 	return false

@@ -32,7 +32,7 @@ func TestVolumeOnDelete(t *testing.T) {
 		"none recorded: the configured": {want: OnDeleteRetain},
 		"recorded":                      {annotations: map[string]string{AnnOnDelete: "Archive"}, want: OnDeleteArchive},
 		"recorded Delete":               {annotations: map[string]string{AnnOnDelete: "Delete"}, want: OnDeleteDelete},
-		"not a policy":                  {annotations: map[string]string{AnnOnDelete: "archive"}, wantErr: `annotation provfleet.io/on-delete: "archive" is not one of Delete, Retain, Archive`},
+		"not a policy":                  {annotations: map[string]string{AnnOnDelete: "archive"}, wantErr: `annotation provfleet.io/on-delete: "archive" is not one of Delete, Retain, Archive, ArchiveAsNFSSubdir`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -118,6 +118,10 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 	if err != nil {
 		return nil, err
 	}
+	subdir, err := nfsSubdir(spec.NFSSubdir)
+	if err != nil {
+		return nil, err
+	}
 	return nfs.New(nfs.Config{
 		Server:       spec.Server,
 		Path:         string(spec.Path),
@@ -128,7 +132,21 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 		MountOptions: spec.MountOptions,
 		Capacity:     capacity(spec.Capacity),
 		Directory:    dir,
+		NFSSubdir:    subdir,
 	}, nfs.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
+}
+
+// nfsSubdir maps backend.nfs.nfsSubdir; the CRD refuses a bad version,
+// which only an object that bypassed it can have.
+func nfsSubdir(spec *v1alpha1.NFSSubdirOrigin) (*backend.NFSSubdir, error) {
+	if spec == nil {
+		return nil, nil
+	}
+	version, err := backend.ParseNFSSubdirVersion(spec.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%w: nfsSubdir: %w", backend.ErrInvalidSpec, err)
+	}
+	return &backend.NFSSubdir{ProvisionerName: string(spec.ProvisionerName), Version: version}, nil
 }
 
 func capacity(spec *v1alpha1.CapacitySpec) backend.Capacity {

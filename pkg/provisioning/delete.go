@@ -45,6 +45,9 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 		return volume.ResourceVersion, nil
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "volume", klog.KObj(volume)))
+	if volume, err = c.recordVolume(ctx, volume); err != nil {
+		return volume.ResourceVersion, err
+	}
 	should, err := c.shouldDelete(ctx, volume)
 	if err != nil {
 		return volume.ResourceVersion, err

@@ -25,7 +25,8 @@ limitations under the License.
 //
 // In: a Config (Reconfigure re-tunes a running controller), a Provisioner
 // (the backend, with its optional interfaces: Qualifier, BlockProvisioner,
-// DataSourceProvisioner, DeletionGuard, Reclaimer, Prober, BudgetReporter), and the events of the
+// DataSourceProvisioner, DeletionGuard, Reclaimer, Prober, BudgetReporter,
+// VolumeRecorder), and the events of the
 // shared claim, volume, class and node informers, which the event router hands
 // to the controllers they concern.
 //
@@ -57,7 +58,8 @@ limitations under the License.
 //
 // A claim goes through syncClaim (claim.go), which provisions it
 // (provision.go), saves its PersistentVolume (save.go) or abandons it; a
-// PersistentVolume goes through syncVolume (delete.go). reclaim.go goes
+// PersistentVolume goes through syncVolume (delete.go), which first writes on
+// it what a VolumeRecorder decided (record.go). reclaim.go goes
 // through a Reclaimer's record, backendcall.go puts each backend call under
 // its deadline, health.go probes a Prober, room.go retries the claims
 // waiting for room, finalizers.go and names.go hold the finalizers, annotations

@@ -202,6 +202,22 @@ type DeletionGuard interface {
 	ShouldDelete(ctx context.Context, volume *v1.PersistentVolume) bool
 }
 
+// VolumeRecorder is implemented by backends that write down on a
+// PersistentVolume of theirs, once and before they act on it, what they
+// decided about it from things that may change later, such as the fate of a
+// volume another provisioner made, which that provisioner read from the
+// volume's StorageClass at delete time. The controller asks before each sync
+// of the volume, adds what Record returns as annotations, and only then goes
+// on to delete it.
+type VolumeRecorder interface {
+	// Record returns the annotations to add to volume, whose StorageClass is
+	// class (nil when it names none or that does not exist); none when
+	// nothing is to be recorded. An error says why what should be recorded
+	// cannot be; nothing is recorded then, and the volume is synced on
+	// without it.
+	Record(ctx context.Context, volume *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error)
+}
+
 // BlockProvisioner is implemented by backends that can provision raw block
 // volumes. Claims with volumeMode Block are refused by other backends.
 type BlockProvisioner interface {

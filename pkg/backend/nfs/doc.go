@@ -35,6 +35,15 @@ limitations under the License.
 // StorageClass parameters mode, uid and gid (which win, field by field) set
 // them; a uid or gid needs an export with no_root_squash.
 //
+// With Config.NFSSubdir the Provisioner takes over an
+// nfs-subdir-external-provisioner: the claims of that provisioner's
+// StorageClasses are read as it reads them (dirvol.ParseNFSSubdirRequest),
+// and, as a provisioning.VolumeRecorder, it records on each volume that
+// provisioner made the fate of its directory, decided from the volume's class
+// as that provisioner decides it (backend.NFSSubdir.VolumeOnDelete), before
+// Delete acts on it; Delete keeps the directory of such a volume while no
+// fate is recorded.
+//
 // New takes a Config (backend.nfs of a ProvisionerConfig) and Options, whose
 // Volumes, usually a backend.PathIndex, it reads to count capacity and refuse
 // subdirectories that overlap other volumes of the server, which

@@ -28,6 +28,7 @@ import (
 	"unicode"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
@@ -62,6 +63,10 @@ type Config struct {
 	// and the manager's own user when not set. StorageClass parameters mode,
 	// uid and gid override it field by field.
 	Directory backend.Directory
+	// NFSSubdir, when set, is the nfs-subdir-external-provisioner this
+	// backend took over: the claims of its StorageClasses are served, and
+	// its volumes released, as it would (see backend.NFSSubdir).
+	NFSSubdir *backend.NFSSubdir
 }
 
 // Options are what the provisioner needs from the process that runs it, as
@@ -85,6 +90,8 @@ type Provisioner struct {
 	store        *dirvol.Store
 	// client is the connection to Server:Path, nil with a MountPath.
 	client *nfsclient.Client
+	// subdir is Config.NFSSubdir, nil when there is none.
+	subdir *backend.NFSSubdir
 }
 
 var (
@@ -92,6 +99,7 @@ var (
 	_ provisioning.Reclaimer      = (*Provisioner)(nil)
 	_ provisioning.Prober         = (*Provisioner)(nil)
 	_ provisioning.BudgetReporter = (*Provisioner)(nil)
+	_ provisioning.VolumeRecorder = (*Provisioner)(nil)
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
@@ -112,6 +120,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		path:         path.Clean(cfg.Path),
 		serverName:   backend.NFSServer(cfg.Server, cfg.Port),
 		mountOptions: mountOptions,
+		subdir:       cfg.NFSSubdir,
 	}
 	var fsys dirvol.Filesystem = dirvol.LocalFS{}
 	root := cfg.MountPath
@@ -187,10 +196,7 @@ func (p *Provisioner) Close() {
 
 // Provision creates the claim's subdirectory and returns its PersistentVolume.
 func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
-	req, err := dirvol.ParseRequest(opts)
-	if err == nil {
-		err = req.CheckNoNodePath()
-	}
+	req, err := p.parseRequest(opts)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
@@ -204,15 +210,79 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
+	if p.ofSubdir(opts) {
+		// Decided by the directory, now known, and recorded on the volume.
+		if req.OnDelete, err = p.subdir.OnDelete(opts.StorageClass.Parameters, dir); err != nil {
+			return nil, provisioning.ProvisioningFinished, fmt.Errorf("StorageClass %s: %w", opts.StorageClass.Name, err)
+		}
+	}
 	pv := dirvol.NewPV(opts, req, p.source(dir))
 	pv.Spec.MountOptions = mountOptions
 	return pv, provisioning.ProvisioningFinished, nil
 }
 
+// parseRequest reads a claim of a StorageClass of the
+// nfs-subdir-external-provisioner this backend took over as that provisioner
+// reads it, and any other as this project does.
+func (p *Provisioner) parseRequest(opts provisioning.ProvisionOptions) (dirvol.Request, error) {
+	if p.ofSubdir(opts) {
+		return dirvol.ParseNFSSubdirRequest(opts, *p.subdir)
+	}
+	req, err := dirvol.ParseRequest(opts)
+	if err != nil {
+		return dirvol.Request{}, err
+	}
+	return req, req.CheckNoNodePath()
+}
+
+// ofSubdir reports whether the claim's StorageClass is one of the
+// nfs-subdir-external-provisioner this backend took over.
+func (p *Provisioner) ofSubdir(opts provisioning.ProvisionOptions) bool {
+	return p.subdir != nil && opts.StorageClass != nil && opts.StorageClass.Provisioner == p.subdir.ProvisionerName
+}
+
+// errFateNotRecorded refuses to release the directory of a volume of
+// nfs-subdir-external-provisioner whose fate Record could not decide.
+var errFateNotRecorded = fmt.Errorf("the fate of its directory is not recorded (annotation %s): "+
+	"it is decided once from its StorageClass, as nfs-subdir-external-provisioner decides it, and could not be "+
+	"(the class is missing, or its archiveOnDelete is no boolean: %w); set the annotation to Delete, Retain or "+
+	"ArchiveAsNFSSubdir to decide it, and the directory is kept until then", backend.AnnOnDelete, backend.ErrFateUndecided)
+
 // Delete applies the onDelete policy to the subdirectory the PersistentVolume
-// names, which must be on this server below this export.
+// names, which must be on this server below this export. A volume of the
+// nfs-subdir-external-provisioner this backend took over goes by the fate
+// Record wrote on it, and is kept while there is none.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+	if p.subdir != nil && p.subdir.Owns(pv) {
+		if _, recorded := pv.Annotations[backend.AnnOnDelete]; !recorded {
+			return p.store.RemoveUndecided(ctx, pv, errFateNotRecorded)
+		}
+	}
 	return p.store.Delete(ctx, pv)
+}
+
+// Record returns, for a volume of the nfs-subdir-external-provisioner this
+// backend took over that has no fate recorded yet, the fate its directory
+// gets, decided from its class as that provisioner decides it at delete time
+// (backend.NFSSubdir.VolumeOnDelete), and leave to release the directory,
+// which carries no owner marker. Where that provisioner could not decide
+// either, it records nothing and says why.
+func (p *Provisioner) Record(ctx context.Context, pv *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
+	if p.subdir == nil || !p.subdir.Owns(pv) {
+		return nil, nil
+	}
+	if _, recorded := pv.Annotations[backend.AnnOnDelete]; recorded {
+		return nil, nil
+	}
+	dir, err := p.volumeDir(pv)
+	if err != nil {
+		return nil, fmt.Errorf("cannot decide the fate of volume %s: %w", pv.Name, err)
+	}
+	policy, err := p.subdir.VolumeOnDelete(pv, class, dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot decide the fate of the directory %q: %w", dir, err)
+	}
+	return map[string]string{backend.AnnOnDelete: string(policy), dirvol.AnnDeleteUnmarked: "true"}, nil
 }
 
 // Unsaved lists the subdirectories made for PersistentVolumes this

@@ -281,13 +281,16 @@ func (f *fixture) remakeClass(name string, parameters map[string]string) {
 	}
 }
 
+// volumeFileContent is what writeVolumeFile writes.
+const volumeFileContent = "the old provisioner's data"
+
 // writeVolumeFile makes the directory dir of a volume with a file in it.
 func writeVolumeFile(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "data"), []byte("the old provisioner's data"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "data"), []byte(volumeFileContent), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -496,20 +496,24 @@ func (e *nfsExport) stop(f *fixture) {
 func (f *fixture) nfsProvisioner(name string, e *nfsExport, mutate ...func(*v1alpha1.NFSBackend)) {
 	f.t.Helper()
 	f.provisioner(name, func(pc *v1alpha1.ProvisionerConfig) {
-		backend := &v1alpha1.NFSBackend{
-			Server: nfsAddress,
-			Path:   exportPath,
-			Port:   int32(e.server.Port()), //nolint:gosec // a TCP port fits
-		}
+		f.nfsSpec(pc, e)
 		for _, m := range mutate {
-			m(backend)
+			m(pc.Spec.Backend.NFS)
 		}
-		pc.Spec.Backend = v1alpha1.BackendSpec{NFS: backend}
-		pc.Spec.Retry.InitialDelay = &metav1.Duration{Duration: 500 * time.Millisecond}
-		pc.Spec.Retry.MaxDelay = &metav1.Duration{Duration: 2 * time.Second}
-		pc.Spec.Retry.ProvisionFailureThreshold = ptr.To[int32](0)
-		pc.Spec.Retry.DeleteFailureThreshold = ptr.To[int32](0)
 	})
+}
+
+// nfsSpec makes pc an NFS provisioner of e that retries quickly and for ever.
+func (f *fixture) nfsSpec(pc *v1alpha1.ProvisionerConfig, e *nfsExport) {
+	pc.Spec.Backend = v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{
+		Server: nfsAddress,
+		Path:   exportPath,
+		Port:   int32(e.server.Port()), //nolint:gosec // a TCP port fits
+	}}
+	pc.Spec.Retry.InitialDelay = &metav1.Duration{Duration: 500 * time.Millisecond}
+	pc.Spec.Retry.MaxDelay = &metav1.Duration{Duration: 2 * time.Second}
+	pc.Spec.Retry.ProvisionFailureThreshold = ptr.To[int32](0)
+	pc.Spec.Retry.DeleteFailureThreshold = ptr.To[int32](0)
 }
 
 // checkVolume checks that pv names the directory dir of the export, with

@@ -42,9 +42,14 @@ limitations under the License.
 // ParseRequest reads a claim's StorageClass parameters, ours and those of
 // nfs-subdir-external-provisioner (its ${.PVC.<key>} patterns, onDelete and
 // archiveOnDelete, with its defaults for a class in its style) and
-// local-path-provisioner (nodePath); NewPV records the class's onDelete
+// local-path-provisioner (nodePath); ParseNFSSubdirRequest reads a class of
+// an nfs-subdir-external-provisioner taken over exactly as that provisioner's
+// release reads it, and its claims' k8s-sigs.io/nfs-directory-* annotations;
+// NewPV records the class's onDelete
 // policy on the PersistentVolume (backend.AnnOnDelete), and Delete goes by that
-// record, or by the configured policy where there is none.
+// record, or by the configured policy where there is none; ArchiveAsNFSSubdir
+// moves a directory to archived-<name> at the top of the base, and
+// RemoveUndecided keeps a directory whose fate is not known.
 // Release takes PersistentVolumes deleted elsewhere, each with its onDelete
 // policy, finds their directories by their owner markers, walking the
 // folders a pattern renders and nothing else (no symlink, hidden folder,

@@ -58,9 +58,11 @@ var allowedFuncs = map[string]bool{
 // Pattern is a parsed path pattern.
 type Pattern struct {
 	tmpl *template.Template
-	// fallback, set for a pattern in nfs-subdir-external-provisioner's
+	// subdir, set for a pattern in nfs-subdir-external-provisioner's
 	// syntax, makes Render drop empty components, as that provisioner's
-	// path join does, and render fallback where nothing is left.
+	// path join does, and render fallback where nothing is left; without a
+	// fallback, nothing left is an error.
+	subdir   bool
 	fallback *Pattern
 }
 
@@ -257,10 +259,13 @@ func (p *Pattern) Render(pvName string, claim *v1.PersistentVolumeClaim) (string
 		return "", fmt.Errorf("cannot render path pattern: %w", err)
 	}
 	dir := out.String()
-	if p.fallback != nil {
+	if p.subdir {
 		dir = strings.Join(slices.DeleteFunc(strings.Split(dir, "/"), func(c string) bool { return c == "" }), "/")
-		if dir == "" {
+		if dir == "" && p.fallback != nil {
 			return p.fallback.Render(pvName, claim)
+		}
+		if dir == "" {
+			return "", errSubdirEmpty
 		}
 	}
 	if err := CheckDir(dir); err != nil {

@@ -120,6 +120,25 @@ func parseClassPattern(text string) (*Pattern, error) {
 // <namespace>-<claim>-<PV name>. Other keys are refused, where that
 // provisioner renders them as nothing or leaves them in the name.
 func ParseSubdirPattern(text string) (*Pattern, error) {
+	pattern, err := parseSubdirPatternOnly(text)
+	if err != nil {
+		return nil, err
+	}
+	if pattern.fallback, err = ParsePattern(subdirDefaultPattern); err != nil {
+		return nil, fmt.Errorf("cannot parse the default path pattern: %w", err)
+	}
+	return pattern, nil
+}
+
+// errSubdirEmpty refuses a claim for which a pattern in
+// nfs-subdir-external-provisioner's syntax renders nothing, where its
+// releases before v4.0.3 give the claim the whole export.
+var errSubdirEmpty = errors.New("the path pattern renders nothing for this claim, and nfs-subdir-external-provisioner " +
+	"before v4.0.3 would give it the whole export, which is never done here: give the claim the labels or annotations the pattern names")
+
+// parseSubdirPatternOnly is ParseSubdirPattern without a fallback: a claim
+// for which the pattern renders nothing is refused.
+func parseSubdirPatternOnly(text string) (*Pattern, error) {
 	if len(text) > maxPatternLen {
 		return nil, fmt.Errorf("path pattern is %d bytes long, more than %d", len(text), maxPatternLen)
 	}
@@ -131,9 +150,7 @@ func ParseSubdirPattern(text string) (*Pattern, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pattern.fallback, err = ParsePattern(subdirDefaultPattern); err != nil {
-		return nil, fmt.Errorf("cannot parse the default path pattern: %w", err)
-	}
+	pattern.subdir = true
 	return pattern, nil
 }
 

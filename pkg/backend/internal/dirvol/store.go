@@ -719,6 +719,9 @@ var errUnmarked = errors.New("the directory has no owner marker")
 type removal struct {
 	onDelete backend.OnDeletePolicy
 	unmarked bool
+	// undecided, when set, refuses to release an existing directory: its
+	// fate is not known.
+	undecided error
 }
 
 // RemoveVolume is Remove for the directory dir of a PersistentVolume, by
@@ -730,6 +733,17 @@ func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir s
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
 	return s.removeDir(ctx, pv.Name, dir, removal{onDelete: onDelete, unmarked: pv.Annotations[AnnDeleteUnmarked] == "true"})
+}
+
+// RemoveUndecided is RemoveVolume for a PersistentVolume whose fate is not
+// known: a missing directory is removed already, an existing one is kept and
+// cause returned.
+func (s *Store) RemoveUndecided(ctx context.Context, pv *v1.PersistentVolume, cause error) error {
+	dir, err := s.cfg.OwnDir(pv)
+	if err != nil {
+		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
+	}
+	return s.removeDir(ctx, pv.Name, dir, removal{undecided: cause})
 }
 
 // Remove applies the onDelete policy to the directory of PV pvName, dir below
@@ -849,6 +863,8 @@ func (s *Store) remove(ctx context.Context, dir, pvName string, how removal) (bo
 		return false, err
 	case !info.IsDir():
 		return false, fmt.Errorf("%q is not a directory (%s)", leaf, info.Mode().Type())
+	case how.undecided != nil:
+		return false, how.undecided
 	case !marked && !how.unmarked && how.onDelete != backend.OnDeleteRetain:
 		return false, errUnmarked
 	default:
@@ -871,14 +887,40 @@ func (s *Store) release(ctx context.Context, base, parent Dir, leaf string, onDe
 		return nil
 	case backend.OnDeleteArchive:
 		archived := archivePrefix + leaf + "-" + s.now().UTC().Format(archiveTimeFormat)
-		// rename(2) replaces an empty directory silently; never do that.
-		if _, err := parent.Lstat(ctx, archived); !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("cannot archive: %q already exists", archived)
+		if err := checkFree(ctx, parent, archived); err != nil {
+			return err
 		}
 		return parent.Rename(ctx, leaf, archived)
+	case backend.OnDeleteArchiveAsNFSSubdir:
+		return s.archiveAtTop(ctx, base, parent, leaf)
 	default:
 		return moveAside(ctx, base, parent, leaf)
 	}
+}
+
+// archiveAtTop moves the directory leaf in parent to archived-<leaf> at the
+// top of base, as nfs-subdir-external-provisioner archives, or, where that
+// name is taken, to archived-<leaf>-<UTC timestamp>, where
+// nfs-subdir-external-provisioner's rename would fail on every retry.
+func (s *Store) archiveAtTop(ctx context.Context, base, parent Dir, leaf string) error {
+	archived := archivePrefix + leaf
+	if _, err := base.Lstat(ctx, archived); !errors.Is(err, fs.ErrNotExist) {
+		archived += "-" + s.now().UTC().Format(archiveTimeFormat)
+		if err := checkFree(ctx, base, archived); err != nil {
+			return err
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("Archiving the directory at the top of the base", "archive", archived)
+	return parent.Move(ctx, leaf, base, archived)
+}
+
+// checkFree refuses to archive onto an existing name: rename(2) replaces an
+// empty directory silently.
+func checkFree(ctx context.Context, dir Dir, name string) error {
+	if _, err := dir.Lstat(ctx, name); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot archive: %q already exists", name)
+	}
+	return nil
 }
 
 // moveAside moves the directory leaf in parent, below base, into trashDir
