@@ -80,7 +80,7 @@ type Config struct {
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
-	// Profile takes CPU profiles of the manager in scenarios 1, 2, 3 and 7.
+	// Profile takes CPU profiles of the manager in scenarios 1, 2, 3 and 7, and in the first round of scenario 4 next to a hostile NFS server.
 	Profile bool
 	// WaitTimeout bounds every wait.
 	WaitTimeout time.Duration

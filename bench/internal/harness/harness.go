@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -74,6 +75,8 @@ type bench struct {
 	kubeconfigs struct{ manager, agent, upstream, limit string }
 	run         *report.Run
 	pprofAddrs  map[int]string
+	// hostileProfiled is set once a round of S4Hostile was profiled.
+	hostileProfiled atomic.Bool
 
 	// mu guards what the systems of a scenario touch when they run at once.
 	mu  sync.Mutex
