@@ -47,10 +47,10 @@ func TestParseMigrateOptions(t *testing.T) {
 			args: []string{"--from=local-path", "--deployment", "kube-system/local-path", "--name", "local", "--version", "v0.0.31"},
 			want: migrate.Options{From: migrate.FromLocalPath, Deployment: types.NamespacedName{Namespace: "kube-system", Name: "local-path"}, Name: "local", Version: "v0.0.31"},
 		},
-		"no --from":             {args: []string{"--dry-run"}, wantErr: "--from must be one of nfs-subdir or local-path"},
-		"an unknown --from":     {args: []string{"--from", "openebs"}, wantErr: `not "openebs"`},
+		"no --from":                  {args: []string{"--dry-run"}, wantErr: "--from must be one of nfs-subdir or local-path"},
+		"an unknown --from":          {args: []string{"--from", "openebs"}, wantErr: `not "openebs"`},
 		"a deployment, no namespace": {args: []string{"--from", "nfs-subdir", "--deployment", "nfs"}, wantErr: "<namespace>/<name>"},
-		"an argument":           {args: []string{"--from", "nfs-subdir", "now"}, wantErr: "unexpected arguments"},
+		"an argument":                {args: []string{"--from", "nfs-subdir", "now"}, wantErr: "unexpected arguments"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -116,7 +116,7 @@ func nfsSubdirCluster() *cluster {
 				{Name: envProvisionerName, Value: subdirName},
 				{Name: envNFSServer, Value: subdirServer},
 				{Name: envNFSPath, Value: subdirExport},
-				{Name: envNFSDefaultMode, Value: "0770"},
+				{Name: envNFSDefaultMode, Value: "770"},
 			}
 		}),
 		classes: map[string]*storagev1.StorageClass{},

@@ -17,7 +17,6 @@ limitations under the License.
 package migrate
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -125,30 +124,34 @@ func readSubdirSettings(c *v1.Container, version string) (subdirSettings, error)
 }
 
 // readSubdirDirectory reads NFS_DEFAULT_MODE, NFS_DEFAULT_UID and
-// NFS_DEFAULT_GID into the backend's mode, uid and gid.
+// NFS_DEFAULT_GID into the backend's mode, uid and gid, as nfs-subdir reads
+// them (getModeFromString, getIdFromString): a mode in octal up to 0777, an
+// id in decimal up to 65535; any other value stops it at its start, so no
+// volume of it was ever made with one.
 func readSubdirDirectory(c *v1.Container) (v1alpha1.VolumeDirectory, error) {
 	var d v1alpha1.VolumeDirectory
-	mode, set, err := envValue(c, envNFSDefaultMode)
+	mode, _, err := envValue(c, envNFSDefaultMode)
 	if err != nil {
 		return d, err
 	}
-	if set && mode != "" {
-		if _, err := strconv.ParseUint(mode, 8, 12); err != nil || len(mode) < 3 || len(mode) > 4 {
-			return d, fmt.Errorf("environment variable %s: %q is no octal mode of three or four digits, which backend.nfs.mode takes", envNFSDefaultMode, mode)
+	if mode != "" {
+		bits, err := strconv.ParseInt(mode, 8, 64)
+		if err != nil || bits < 0 || bits > 0o777 {
+			return d, fmt.Errorf("environment variable %s: %q is no mode from 0 to 0777 in octal, without which nfs-subdir-external-provisioner does not start", envNFSDefaultMode, mode)
 		}
-		d.Mode = mode
+		d.Mode = fmt.Sprintf("%04o", bits)
 	}
 	for name, owner := range map[string]**int64{envNFSDefaultUID: &d.UID, envNFSDefaultGID: &d.GID} {
-		value, set, err := envValue(c, name)
+		value, _, err := envValue(c, name)
 		if err != nil {
 			return d, err
 		}
-		if !set || value == "" {
+		if value == "" {
 			continue
 		}
-		id, err := strconv.ParseInt(value, 10, 32)
-		if err != nil || id < 0 {
-			return d, errors.Join(fmt.Errorf("environment variable %s: %q is no user or group number", name, value), err)
+		id, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || id < 0 || id > 65535 {
+			return d, fmt.Errorf("environment variable %s: %q is no id from 0 to 65535, without which nfs-subdir-external-provisioner does not start", name, value)
 		}
 		*owner = &id
 	}

@@ -78,6 +78,8 @@ type Plan struct {
 	Version string
 	// OldName is the provisioner name the old provisioner answered to.
 	OldName string
+	// Classes are the StorageClasses of OldName, kept as they are.
+	Classes []string
 	// Config is the ProvisionerConfig to create; nil when the old install
 	// cannot be read into one (a Refusal says why).
 	Config *v1alpha1.ProvisionerConfig
@@ -201,6 +203,9 @@ func Make(ctx context.Context, client kubernetes.Interface, o Options) (*Plan, e
 		if err := p.planLocalPath(ctx, client, in, name); err != nil {
 			return nil, err
 		}
+	}
+	for _, class := range in.classesOf(p.OldName) {
+		p.Classes = append(p.Classes, class.Name)
 	}
 	return p, nil
 }

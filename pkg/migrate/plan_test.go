@@ -122,8 +122,10 @@ func TestLocalPathRefusals(t *testing.T) {
 			want:   map[string][]string{"PersistentVolume pvc-c": {"records no node", "v0.0.25", v1.LabelHostname}},
 		},
 		"nodeAffinityKey": {
-			change: func(c *cluster) { c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"} },
-			want:   map[string][]string{"StorageClass local-path": {"nodeAffinityKey", "v0.0.35", "topology.example.com/rack"}},
+			change: func(c *cluster) {
+				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"}
+			},
+			want: map[string][]string{"StorageClass local-path": {"nodeAffinityKey", "v0.0.35", "topology.example.com/rack"}},
 		},
 		"nodeAffinityKey before v0.0.35": {
 			change: func(c *cluster) {
@@ -136,8 +138,10 @@ func TestLocalPathRefusals(t *testing.T) {
 			want:   map[string][]string{"StorageClass local-path": {"permPattern", "v0.0.37"}},
 		},
 		"userPattern as a parameter": {
-			change: func(c *cluster) { c.classes["local-path"].Parameters = map[string]string{"userPattern": "{{.PVC.Annotations.uid}}"} },
-			want:   map[string][]string{"StorageClass local-path": {"userPattern", "v0.0.37"}},
+			change: func(c *cluster) {
+				c.classes["local-path"].Parameters = map[string]string{"userPattern": "{{.PVC.Annotations.uid}}"}
+			},
+			want: map[string][]string{"StorageClass local-path": {"userPattern", "v0.0.37"}},
 		},
 		"userPattern before v0.0.37": {
 			change: func(c *cluster) {
@@ -266,7 +270,14 @@ func TestNFSSubdirRefusals(t *testing.T) {
 			change: func(c *cluster) { c.deployment.Spec.Template.Spec.Containers[0].Env[2].Value = "" },
 			want:   map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSPath, "not set"}},
 		},
-		"a mode backend.nfs.mode cannot take": {
+		"an owner nfs-subdir does not start with": {
+			change: func(c *cluster) {
+				container := &c.deployment.Spec.Template.Spec.Containers[0]
+				container.Env = append(container.Env, v1.EnvVar{Name: envNFSDefaultUID, Value: "70000"})
+			},
+			want: map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSDefaultUID, "70000", "65535"}},
+		},
+		"a mode nfs-subdir does not start with": {
 			change: func(c *cluster) { c.deployment.Spec.Template.Spec.Containers[0].Env[3].Value = "u+rwx" },
 			want:   map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSDefaultMode, "u+rwx"}},
 		},
@@ -303,9 +314,9 @@ func TestOldProvisionerStillRuns(t *testing.T) {
 		pods     []*v1.Pod
 		want     []string
 	}{
-		"scaled to zero, no pod":   {replicas: ptr.To[int32](0)},
+		"scaled to zero, no pod":     {replicas: ptr.To[int32](0)},
 		"scaled to zero, pods ended": {replicas: ptr.To[int32](0), pods: []*v1.Pod{pod("done", v1.PodSucceeded, false), pod("crashed", v1.PodFailed, false)}},
-		"replicas unset":           {want: []string{"spec.replicas is 1"}},
+		"replicas unset":             {want: []string{"spec.replicas is 1"}},
 		"scaled to zero, a pod terminating": {
 			replicas: ptr.To[int32](0),
 			pods:     []*v1.Pod{pod("old", v1.PodRunning, true)},

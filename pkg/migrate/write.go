@@ -55,7 +55,7 @@ func Write(w io.Writer, p *Plan) error {
 
 func (p *Plan) writeHeader(b *bytes.Buffer) {
 	fmt.Fprintf(b, "# Migration from %s: Deployment %s, image %s, release %s\n", p.From, p.Deployment, p.Image, orNone(p.Version))
-	fmt.Fprintf(b, "# Provisioner name taken over: %s\n", orNone(p.OldName))
+	fmt.Fprintf(b, "# Provisioner name taken over: %s, of the StorageClasses %s, kept as they are\n", orNone(p.OldName), orNone(strings.Join(p.Classes, ", ")))
 	if len(p.Running) == 0 {
 		b.WriteString("# The old provisioner is gone: no replica asked for, no pod left.\n")
 	} else {
