@@ -114,7 +114,7 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	if paths == nil {
 		return nil
 	}
-	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: paths.hostPath(volumeType(p, classes))})
+	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: paths.hostPath(p.volumeType(classes))})
 	for _, pv := range in.volumesOf(p.OldName) {
 		p.planLocalPathVolume(paths, pv)
 	}
@@ -175,7 +175,8 @@ func (p *Plan) checkTeardown(object, command string, data map[string]string) {
 		steps = append(steps, line)
 	}
 	if !slices.Equal(steps, []string{`rm -rf "$VOL_DIR"`}) {
-		p.refuse(object, "its teardown script does more or other than rm -rf \"$VOL_DIR\"; provfleet deletes a released directory and runs no script: make the script that one line, or keep local-path-provisioner")
+		p.refuse(object, "its teardown script does more or other than rm -rf \"$VOL_DIR\", and provfleet runs no script but deletes a released directory; "+
+			"where deleting is all it does, make the script that line to say so")
 	}
 }
 
@@ -304,7 +305,7 @@ func (p *Plan) checkLocalPathClass(class *storagev1.StorageClass) {
 // volumeType returns the kind of volume local-path's classes make:
 // hostPath unless each says local with its defaultVolumeType annotation.
 // Classes that differ are refused, since one backend makes one kind.
-func volumeType(p *Plan, classes []*storagev1.StorageClass) v1alpha1.HostPathVolumeType {
+func (p *Plan) volumeType(classes []*storagev1.StorageClass) v1alpha1.HostPathVolumeType {
 	var local, hostPath []string
 	for _, class := range classes {
 		if strings.EqualFold(class.Annotations["defaultVolumeType"], "local") {
