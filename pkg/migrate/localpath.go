@@ -80,13 +80,14 @@ func (f feature) in(release string) bool {
 
 // localPathConfig is the config.json of local-path's ConfigMap.
 type localPathConfig struct {
-	NodePathMap          []localPathNode            `json:"nodePathMap"`
+	NodePathMap          []nodePathEntry            `json:"nodePathMap"`
 	SharedFileSystemPath string                     `json:"sharedFileSystemPath"`
 	StorageClassConfigs  map[string]json.RawMessage `json:"storageClassConfigs"`
 	TeardownCommand      string                     `json:"teardownCommand"`
 }
 
-type localPathNode struct {
+// nodePathEntry is an entry of nodePathMap: a node, or the default, and its paths.
+type nodePathEntry struct {
 	Node  string   `json:"node"`
 	Paths []string `json:"paths"`
 }

@@ -181,7 +181,7 @@ func TestLocalPathRefusals(t *testing.T) {
 		},
 		"a teardownCommand": {
 			change: func(c *cluster) {
-				c.configMap.Data["config.json"] = `{"teardownCommand": "/teardown", "nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/local-path-provisioner"]}]}`
+				c.configMap.Data["config.json"] = strings.Replace(c.configMap.Data["config.json"], "{", `{"teardownCommand": "/teardown", `, 1)
 			},
 			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"teardownCommand", "/teardown"}},
 		},
