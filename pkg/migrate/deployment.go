@@ -156,19 +156,19 @@ func podState(pod *v1.Pod) string {
 // value is not in the Deployment.
 var errValueFrom = errors.New("it is set with valueFrom; write its value into the Deployment's env, or run the plan with it known")
 
-// envValue returns the value of the environment variable name of c, and
-// whether c sets it.
-func envValue(c *v1.Container, name string) (string, bool, error) {
+// envValue returns the value of the environment variable name of c, ""
+// where c does not set it.
+func envValue(c *v1.Container, name string) (string, error) {
 	for _, env := range c.Env {
 		if env.Name != name {
 			continue
 		}
 		if env.ValueFrom != nil {
-			return "", true, fmt.Errorf("environment variable %s: %w", name, errValueFrom)
+			return "", fmt.Errorf("environment variable %s: %w", name, errValueFrom)
 		}
-		return env.Value, true, nil
+		return env.Value, nil
 	}
-	return "", false, nil
+	return "", nil
 }
 
 // argValue returns the value of the command-line flag name (without

@@ -130,7 +130,7 @@ func localPathProvisionerName(in *install) string {
 	if name, ok := argValue(in.container, "provisioner-name"); ok {
 		return name
 	}
-	if name, _, err := envValue(in.container, envProvisionerName); err == nil && name != "" {
+	if name, err := envValue(in.container, envProvisionerName); err == nil && name != "" {
 		return name
 	}
 	return localPathDefaultName

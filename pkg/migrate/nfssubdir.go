@@ -107,7 +107,7 @@ func readSubdirSettings(c *v1.Container, version string) (subdirSettings, error)
 	}
 	required := map[string]*string{envProvisionerName: &s.subdir.ProvisionerName, envNFSServer: &s.server, envNFSPath: &s.path}
 	for _, name := range []string{envProvisionerName, envNFSServer, envNFSPath} {
-		value, _, err := envValue(c, name)
+		value, err := envValue(c, name)
 		if err != nil {
 			return s, err
 		}
@@ -130,7 +130,7 @@ func readSubdirSettings(c *v1.Container, version string) (subdirSettings, error)
 // volume of it was ever made with one.
 func readSubdirDirectory(c *v1.Container) (v1alpha1.VolumeDirectory, error) {
 	var d v1alpha1.VolumeDirectory
-	mode, _, err := envValue(c, envNFSDefaultMode)
+	mode, err := envValue(c, envNFSDefaultMode)
 	if err != nil {
 		return d, err
 	}
@@ -142,7 +142,7 @@ func readSubdirDirectory(c *v1.Container) (v1alpha1.VolumeDirectory, error) {
 		d.Mode = fmt.Sprintf("%04o", bits)
 	}
 	for name, owner := range map[string]**int64{envNFSDefaultUID: &d.UID, envNFSDefaultGID: &d.GID} {
-		value, _, err := envValue(c, name)
+		value, err := envValue(c, name)
 		if err != nil {
 			return d, err
 		}

@@ -267,7 +267,7 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 // (backend.NFSSubdir.VolumeOnDelete), and leave to release the directory,
 // which carries no owner marker. Where that provisioner could not decide
 // either, it records nothing and says why.
-func (p *Provisioner) Record(ctx context.Context, pv *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
+func (p *Provisioner) Record(_ context.Context, pv *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
 	if p.subdir == nil || !p.subdir.Owns(pv) {
 		return nil, nil
 	}
