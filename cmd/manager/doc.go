@@ -18,4 +18,8 @@ limitations under the License.
 // ProvisionerConfig, with metrics on --metrics-bind-address and health checks
 // (/healthz, /readyz) on --health-probe-bind-address. SIGTERM or SIGINT drains
 // every instance, releases every Lease and exits 0.
+//
+// "manager migrate --from nfs-subdir|local-path [--dry-run]" runs the
+// migration plan of pkg/migrate instead: it prints what taking over the old
+// provisioner would do and, without --dry-run, does it (docs/migrating.md).
 package main

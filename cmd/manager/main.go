@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -57,6 +58,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, env environment) error {
+	if len(args) > 0 && args[0] == migrateCommand {
+		return runMigrate(ctx, args[1:], env)
+	}
 	o, err := parseOptions(args, env)
 	if err != nil {
 		return err
@@ -91,13 +95,10 @@ func run(ctx context.Context, args []string, env environment) error {
 // newManager loads the client configuration, counts its requests in registry
 // and builds the fleet manager from the options.
 func newManager(o *options, registry prometheus.Registerer) (*fleet.Manager, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	config, err := clientConfig(o.kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("cannot load the client configuration: %w", err)
+		return nil, err
 	}
-	config.WarningHandlerWithContext = newOnceWarnings()
 	requests, err := apirequests.NewCounter(registry)
 	if err != nil {
 		return nil, err
@@ -118,6 +119,19 @@ func newManager(o *options, registry prometheus.Registerer) (*fleet.Manager, err
 		BackendProbeInterval: o.backendProbeInterval,
 		Registerer:           registry,
 	})
+}
+
+// clientConfig loads the client configuration from kubeconfig, else
+// $KUBECONFIG, else the pod's.
+func clientConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the client configuration: %w", err)
+	}
+	config.WarningHandlerWithContext = newOnceWarnings()
+	return config, nil
 }
 
 // serve runs the fleet and the HTTP servers until ctx ends or one of them

@@ -19,6 +19,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -58,9 +59,11 @@ type environment struct {
 	getenv   func(string) string
 	readFile func(string) ([]byte, error)
 	hostname func() (string, error)
+	// stdout takes what a command prints for its user, such as a plan.
+	stdout io.Writer
 }
 
-var osEnvironment = environment{getenv: os.Getenv, readFile: os.ReadFile, hostname: os.Hostname}
+var osEnvironment = environment{getenv: os.Getenv, readFile: os.ReadFile, hostname: os.Hostname, stdout: os.Stdout}
 
 // parseOptions parses args and fills the defaults that depend on env.
 func parseOptions(args []string, env environment) (*options, error) {

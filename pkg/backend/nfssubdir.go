@@ -19,6 +19,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,13 @@ import (
 // is never released; here the name gets the suffix -<UTC timestamp> instead.
 // It is recorded on PersistentVolumes only, never configured.
 const OnDeleteArchiveAsNFSSubdir OnDeletePolicy = "ArchiveAsNFSSubdir"
+
+// NFSSubdirArchive returns the name nfs-subdir-external-provisioner archives
+// the directory dir to, at the top of the export: archived-<name>, <name>
+// being the last component of dir.
+func NFSSubdirArchive(dir string) string {
+	return "archived-" + path.Base(dir)
+}
 
 // The StorageClass parameters nfs-subdir-external-provisioner reads.
 const (
@@ -162,4 +170,16 @@ func (n NFSSubdir) VolumeOnDelete(pv *v1.PersistentVolume, class *storagev1.Stor
 		return "", fmt.Errorf("StorageClass %s of volume %s: %w", class.Name, pv.Name, err)
 	}
 	return policy, nil
+}
+
+// VolumeRecord returns the annotations that record on pv, an old volume of
+// this nfs-subdir-external-provisioner whose directory is dir, the fate
+// VolumeOnDelete decides, and leave to release that directory, which carries
+// no owner marker. Its error is VolumeOnDelete's.
+func (n NFSSubdir) VolumeRecord(pv *v1.PersistentVolume, class *storagev1.StorageClass, dir string) (map[string]string, error) {
+	policy, err := n.VolumeOnDelete(pv, class, dir)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{AnnOnDelete: string(policy), AnnDeleteUnmarked: "true"}, nil
 }

@@ -28,6 +28,14 @@ import (
 // it goes by the backend's onDelete at the time it is deleted.
 const AnnOnDelete = "provfleet.io/on-delete"
 
+// AnnDeleteUnmarked is the annotation that, set to "true" on a
+// PersistentVolume, lets its release
+// delete or archive a directory that has no owner marker: one made before
+// markers existed, or by another provisioner whose volumes were handed over.
+// Without it such a directory is refused, since it may hold what a retained
+// or archived volume left behind, or data a hand-made PersistentVolume names.
+const AnnDeleteUnmarked = "provfleet.io/delete-unmarked"
+
 // VolumeOnDelete returns the onDelete policy recorded on pv, or configured
 // when it records none. A value that names no policy is an error: nothing is
 // deleted in doubt.

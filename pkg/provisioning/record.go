@@ -25,6 +25,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -75,18 +76,28 @@ func (c *Controller) volumeClass(volume *v1.PersistentVolume) (*storagev1.Storag
 	return class, nil
 }
 
-// patchAnnotations adds annotations to volume. The patch names the
-// resource version it was decided on, so a volume changed meanwhile (an
-// administrator's annotation) is decided again rather than overwritten.
+// patchAnnotations adds annotations to volume.
 func (c *Controller) patchAnnotations(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) (*v1.PersistentVolume, error) {
+	updated, err := RecordOnVolume(ctx, c.client.CoreV1().PersistentVolumes(), volume, annotations)
+	if err != nil {
+		return volume, err
+	}
+	return updated, nil
+}
+
+// RecordOnVolume adds annotations to volume and returns the volume after
+// the write. The patch names the UID and resource version they were decided
+// on, so a volume changed meanwhile (an administrator's annotation) is
+// refused with a conflict and decided again rather than overwritten.
+func RecordOnVolume(ctx context.Context, volumes corev1client.PersistentVolumeInterface, volume *v1.PersistentVolume, annotations map[string]string) (*v1.PersistentVolume, error) {
 	meta := map[string]any{"uid": volume.UID, "resourceVersion": volume.ResourceVersion, "annotations": annotations}
 	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
-		return volume, fmt.Errorf("cannot encode the annotations of %s: %w", volume.Name, err)
+		return nil, fmt.Errorf("cannot encode the annotations of %s: %w", volume.Name, err)
 	}
-	updated, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, volume.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	updated, err := volumes.Patch(ctx, volume.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return volume, fmt.Errorf("cannot record %v on PersistentVolume %s: %w", annotations, volume.Name, err)
+		return nil, fmt.Errorf("cannot record %v on PersistentVolume %s: %w", annotations, volume.Name, err)
 	}
 	klog.FromContext(ctx).Info("Recorded on the volume", "annotations", annotations)
 	return updated, nil

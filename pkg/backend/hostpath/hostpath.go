@@ -347,9 +347,16 @@ func (p *Provisioner) locate(dir string) (string, string) {
 
 // volumeDir returns the directory below Path that a PersistentVolume names.
 func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
+	return VolumeDir(p.path, pv)
+}
+
+// VolumeDir returns the directory below base that pv, a local or hostPath
+// PersistentVolume, names, as a backend of base reads it: an error says
+// why pv is not one of its volumes.
+func VolumeDir(base string, pv *v1.PersistentVolume) (string, error) {
 	volumePath, ok := backend.HostVolumePath(pv)
 	if !ok {
 		return "", errors.New("it is neither a local nor a hostPath volume")
 	}
-	return dirvol.RelDir(p.path, volumePath)
+	return dirvol.RelDir(base, volumePath)
 }

@@ -457,7 +457,7 @@ func localPath(pv *v1.PersistentVolume) string {
 }
 
 func TestDeleteUnmarked(t *testing.T) {
-	backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
+	backendtest.CheckDeleteUnmarked(t, map[string]string{backend.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
 		_, root := layout(t)
 		path := filepath.Join(root, "vols")
 		p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a"}, Options{})

@@ -267,7 +267,7 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 // (backend.NFSSubdir.VolumeOnDelete), and leave to release the directory,
 // which carries no owner marker. Where that provisioner could not decide
 // either, it records nothing and says why.
-func (p *Provisioner) Record(ctx context.Context, pv *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
+func (p *Provisioner) Record(_ context.Context, pv *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
 	if p.subdir == nil || !p.subdir.Owns(pv) {
 		return nil, nil
 	}
@@ -278,11 +278,11 @@ func (p *Provisioner) Record(ctx context.Context, pv *v1.PersistentVolume, class
 	if err != nil {
 		return nil, fmt.Errorf("cannot decide the fate of volume %s: %w", pv.Name, err)
 	}
-	policy, err := p.subdir.VolumeOnDelete(pv, class, dir)
+	record, err := p.subdir.VolumeRecord(pv, class, dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot decide the fate of the directory %q: %w", dir, err)
 	}
-	return map[string]string{backend.AnnOnDelete: string(policy), dirvol.AnnDeleteUnmarked: "true"}, nil
+	return record, nil
 }
 
 // Unsaved lists the subdirectories made for PersistentVolumes this
@@ -314,14 +314,26 @@ func (p *Provisioner) locate(dir string) (string, string) {
 // volumeDir returns the subdirectory of the export that a PersistentVolume
 // names.
 func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
+	return exportDir(p.serverName, p.path, pv)
+}
+
+// VolumeDir returns the subdirectory of the export path of server (at port,
+// 0 for none named) that pv names, as a backend of that export reads it: an
+// error says why pv is not one of its volumes.
+func VolumeDir(server string, port int, path string, pv *v1.PersistentVolume) (string, error) {
+	return exportDir(backend.NFSServer(server, port), path, pv)
+}
+
+// exportDir is VolumeDir for the server as backend.NFSServer names it.
+func exportDir(serverName, exportPath string, pv *v1.PersistentVolume) (string, error) {
 	source := pv.Spec.NFS
 	if source == nil {
 		return "", errors.New("it is not an nfs volume")
 	}
-	if server := backend.NFSServerOf(source, pv.Spec.MountOptions); server != p.serverName {
-		return "", fmt.Errorf("it is on server %q, not %q", server, p.serverName)
+	if server := backend.NFSServerOf(source, pv.Spec.MountOptions); server != serverName {
+		return "", fmt.Errorf("it is on server %q, not %q", server, serverName)
 	}
-	return dirvol.RelDir(p.path, source.Path)
+	return dirvol.RelDir(exportPath, source.Path)
 }
 
 // withPorts returns mountOptions with port=<port> and mountport=<port>

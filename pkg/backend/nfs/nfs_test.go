@@ -437,7 +437,7 @@ func archiveTime() time.Time { return time.Unix(1e9, 0) }
 func TestDeleteUnmarked(t *testing.T) {
 	for reachName, r := range reaches {
 		t.Run(reachName, func(t *testing.T) {
-			backendtest.CheckDeleteUnmarked(t, map[string]string{dirvol.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
+			backendtest.CheckDeleteUnmarked(t, map[string]string{backend.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
 				cfg := Config{Path: "/export"}
 				p, dir := newProvisioner(t, r, cfg, Options{})
 				return backendtest.UnmarkedVolume{

@@ -53,21 +53,21 @@ func TestNFSSubdirOldVolume(t *testing.T) {
 	}{
 		"archive by default": {
 			dir:        "team-data-pvc-old",
-			wantRecord: map[string]string{backend.AnnOnDelete: "ArchiveAsNFSSubdir", dirvol.AnnDeleteUnmarked: "true"},
+			wantRecord: map[string]string{backend.AnnOnDelete: "ArchiveAsNFSSubdir", backend.AnnDeleteUnmarked: "true"},
 			wantLeft:   []string{"archived-team-data-pvc-old/", "archived-team-data-pvc-old/data"},
 		},
 		"onDelete Delete archives": {
 			params: map[string]string{"onDelete": "Delete"}, dir: "team/data",
-			wantRecord: map[string]string{backend.AnnOnDelete: "ArchiveAsNFSSubdir", dirvol.AnnDeleteUnmarked: "true"},
+			wantRecord: map[string]string{backend.AnnOnDelete: "ArchiveAsNFSSubdir", backend.AnnDeleteUnmarked: "true"},
 			wantLeft:   []string{"archived-data/", "archived-data/data"},
 		},
 		"onDelete delete": {
 			params: map[string]string{"onDelete": "delete"}, dir: "team-data-pvc-old",
-			wantRecord: map[string]string{backend.AnnOnDelete: "Delete", dirvol.AnnDeleteUnmarked: "true"},
+			wantRecord: map[string]string{backend.AnnOnDelete: "Delete", backend.AnnDeleteUnmarked: "true"},
 		},
 		"onDelete retain": {
 			params: map[string]string{"onDelete": "retain", "archiveOnDelete": "false"}, dir: "team-data-pvc-old",
-			wantRecord: map[string]string{backend.AnnOnDelete: "Retain", dirvol.AnnDeleteUnmarked: "true"},
+			wantRecord: map[string]string{backend.AnnOnDelete: "Retain", backend.AnnDeleteUnmarked: "true"},
 			wantLeft:   []string{"team-data-pvc-old/", "team-data-pvc-old/data"},
 		},
 		"archiveOnDelete no boolean: nothing recorded, kept": {

@@ -152,7 +152,7 @@ func TestRemoveVolumeArchiveAsNFSSubdir(t *testing.T) {
 			}
 			pv := volume("pvc-1", tc.dir, "1Gi", "cluster.local/nfs")
 			pv.Annotations[backend.AnnOnDelete] = string(backend.OnDeleteArchiveAsNFSSubdir)
-			pv.Annotations[AnnDeleteUnmarked] = "true"
+			pv.Annotations[backend.AnnDeleteUnmarked] = "true"
 			if err := f.store.RemoveVolume(t.Context(), pv, tc.dir); err != nil {
 				t.Fatalf("RemoveVolume: %v", err)
 			}

@@ -703,14 +703,6 @@ func openChild(ctx context.Context, cur Dir, name string) (Dir, error) {
 	return cur.OpenDir(ctx, name)
 }
 
-// AnnDeleteUnmarked is the annotation that, set to "true" on a
-// PersistentVolume, lets its release
-// delete or archive a directory that has no owner marker: one made before
-// markers existed, or by another provisioner whose volumes were handed over.
-// Without it such a directory is refused, since it may hold what a retained
-// or archived volume left behind, or data a hand-made PersistentVolume names.
-const AnnDeleteUnmarked = "provfleet.io/delete-unmarked"
-
 // errUnmarked refuses to release a directory without an owner marker.
 var errUnmarked = errors.New("the directory has no owner marker")
 
@@ -726,13 +718,13 @@ type removal struct {
 
 // RemoveVolume is Remove for the directory dir of a PersistentVolume, by
 // the policy recorded on it (see backend.VolumeOnDelete), which may opt in to the
-// release of an unmarked directory with AnnDeleteUnmarked.
+// release of an unmarked directory with backend.AnnDeleteUnmarked.
 func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir string) error {
 	onDelete, err := backend.VolumeOnDelete(pv, s.cfg.OnDelete)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
-	return s.removeDir(ctx, pv.Name, dir, removal{onDelete: onDelete, unmarked: pv.Annotations[AnnDeleteUnmarked] == "true"})
+	return s.removeDir(ctx, pv.Name, dir, removal{onDelete: onDelete, unmarked: pv.Annotations[backend.AnnDeleteUnmarked] == "true"})
 }
 
 // RemoveUndecided is RemoveVolume for a PersistentVolume whose fate is not
@@ -792,7 +784,7 @@ func (s *Store) releaseLocked(ctx context.Context, pvName, dir string, how remov
 	if errors.Is(err, errUnmarked) {
 		return fmt.Errorf("refusing to remove directory %q: %w; it may hold retained or archived data, "+
 			"or data of a volume made by hand: set the annotation %s: \"true\" on the PersistentVolume to release it anyway",
-			dir, err, AnnDeleteUnmarked)
+			dir, err, backend.AnnDeleteUnmarked)
 	}
 	if err != nil {
 		return fmt.Errorf("cannot remove directory %q: %w", dir, err)
@@ -903,7 +895,7 @@ func (s *Store) release(ctx context.Context, base, parent Dir, leaf string, onDe
 // name is taken, to archived-<leaf>-<UTC timestamp>, where
 // nfs-subdir-external-provisioner's rename would fail on every retry.
 func (s *Store) archiveAtTop(ctx context.Context, base, parent Dir, leaf string) error {
-	archived := archivePrefix + leaf
+	archived := backend.NFSSubdirArchive(leaf)
 	if _, err := base.Lstat(ctx, archived); !errors.Is(err, fs.ErrNotExist) {
 		archived += "-" + s.now().UTC().Format(archiveTimeFormat)
 		if err := checkFree(ctx, base, archived); err != nil {

@@ -1,0 +1,204 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package migrate
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// cluster is a fixture cluster: the objects an old provisioner left,
+// which a test changes before it plans.
+type cluster struct {
+	deployment *appsv1.Deployment
+	configMap  *v1.ConfigMap
+	pods       []*v1.Pod
+	classes    map[string]*storagev1.StorageClass
+	volumes    map[string]*v1.PersistentVolume
+}
+
+func (c *cluster) objects() []runtime.Object {
+	objects := []runtime.Object{c.deployment}
+	if c.configMap != nil {
+		objects = append(objects, c.configMap)
+	}
+	for _, pod := range c.pods {
+		objects = append(objects, pod)
+	}
+	for _, class := range c.classes {
+		objects = append(objects, class)
+	}
+	for _, pv := range c.volumes {
+		objects = append(objects, pv)
+	}
+	return objects
+}
+
+func deployment(namespace, name, image string, container func(*v1.Container)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	c := v1.Container{Name: name, Image: image}
+	container(&c)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       v1.PodSpec{Containers: []v1.Container{c}},
+			},
+		},
+	}
+}
+
+func class(name, provisioner string, params, annotations map[string]string) *storagev1.StorageClass {
+	return &storagev1.StorageClass{
+		ObjectMeta:    metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Provisioner:   provisioner,
+		Parameters:    params,
+		ReclaimPolicy: ptr.To(v1.PersistentVolumeReclaimDelete),
+	}
+}
+
+// oldVolume is a PersistentVolume as an old provisioner saves it: bound to
+// claim, of class, with source.
+func oldVolume(name, provisioner, class string, source v1.PersistentVolumeSource) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: provisioner}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              class,
+			PersistentVolumeSource:        source,
+		},
+	}
+}
+
+// The nfs-subdir-external-provisioner of the fixture, as its
+// deploy/deployment.yaml installs it.
+const (
+	subdirName   = "cluster.local/nfs-subdir-external-provisioner"
+	subdirServer = "nfs.example.com"
+	subdirExport = "/exported/path"
+)
+
+// nfsSubdirCluster is an nfs-subdir-external-provisioner v4.0.3 scaled to
+// zero, with a class for each fate its Delete decides
+// (cmd/nfs-subdir-external-provisioner/provisioner.go), a volume of each,
+// a volume whose fate an administrator recorded, and a class and volume
+// of another provisioner.
+func nfsSubdirCluster() *cluster {
+	c := &cluster{
+		deployment: deployment("storage", "nfs-client-provisioner", "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.3", func(c *v1.Container) {
+			c.Env = []v1.EnvVar{
+				{Name: envProvisionerName, Value: subdirName},
+				{Name: envNFSServer, Value: subdirServer},
+				{Name: envNFSPath, Value: subdirExport},
+				{Name: envNFSDefaultMode, Value: "770"},
+			}
+		}),
+		classes: map[string]*storagev1.StorageClass{},
+		volumes: map[string]*v1.PersistentVolume{},
+	}
+	for _, cl := range []*storagev1.StorageClass{
+		class("nfs-client", subdirName, nil, nil),
+		class("nfs-delete", subdirName, map[string]string{"onDelete": "delete"}, nil),
+		class("nfs-capitalised", subdirName, map[string]string{"onDelete": "Delete"}, nil),
+		class("nfs-noarchive", subdirName, map[string]string{"archiveOnDelete": "false"}, nil),
+		class("nfs-retain", subdirName, map[string]string{"onDelete": "retain"}, nil),
+		class("nfs-pattern", subdirName, map[string]string{"pathPattern": "${.PVC.namespace}/${.PVC.name}"}, nil),
+		class("other", "example.com/other", nil, nil),
+	} {
+		c.classes[cl.Name] = cl
+	}
+	add := func(name, class, dir string) *v1.PersistentVolume {
+		pv := oldVolume(name, subdirName, class, v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: subdirServer, Path: subdirExport + "/" + dir}})
+		c.volumes[name] = pv
+		return pv
+	}
+	add("pvc-1", "nfs-client", "team-data-pvc-1")
+	add("pvc-2", "nfs-delete", "team-logs-pvc-2")
+	add("pvc-3", "nfs-capitalised", "team-cache-pvc-3")
+	add("pvc-4", "nfs-noarchive", "team-tmp-pvc-4")
+	add("pvc-5", "nfs-retain", "team-keep-pvc-5").Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	add("pvc-6", "nfs-pattern", "team/web")
+	add("pvc-7", "nfs-client", "team-hand-pvc-7").Annotations["provfleet.io/on-delete"] = "Retain"
+	c.volumes["pvc-other"] = oldVolume("pvc-other", "example.com/other", "other", v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "other.example.com", Path: "/x/y"}})
+	return c
+}
+
+// The local-path-provisioner of the fixture, as its Helm chart installs
+// it.
+const localPathName = "cluster.local/local-path-provisioner"
+
+// localPathCluster is a local-path-provisioner v0.0.37 of the Helm chart,
+// scaled to zero, with a default path and two nodes of their own, the
+// default teardown script, a class, and volumes: hostPath on an unlisted
+// node, local on a listed one whose hostname label is not its name, one
+// pinned by another label (nodeAffinityKey) with its recorded node, one
+// of reclaim policy Retain, and one from before v0.0.25 that records no
+// node.
+func localPathCluster() *cluster {
+	c := &cluster{
+		deployment: deployment("local-path-storage", "local-path-provisioner", "docker.io/rancher/local-path-provisioner:v0.0.37", func(c *v1.Container) {
+			c.Command = []string{"local-path-provisioner", "--debug", "start", "--config", "/etc/config/config.json",
+				"--service-account-name", "local-path-provisioner", "--provisioner-name", localPathName,
+				"--helper-image", "busybox:latest", "--configmap-name", "local-path-config"}
+		}),
+		configMap: &v1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "local-path-storage", Name: "local-path-config"},
+			Data: map[string]string{
+				"config.json": `{"nodePathMap": [
+					{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/local-path-provisioner"]},
+					{"node": "big-1", "paths": ["/data/local-path"]},
+					{"node": "big-2", "paths": ["/data/local-path/"]}]}`,
+				"setup":    "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"",
+				"teardown": "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
+			},
+		},
+		classes: map[string]*storagev1.StorageClass{"local-path": class("local-path", localPathName, nil, nil)},
+		volumes: map[string]*v1.PersistentVolume{},
+	}
+	add := func(name, node, key, value string, source v1.PersistentVolumeSource) *v1.PersistentVolume {
+		pv := oldVolume(name, localPathName, "local-path", source)
+		if node != "" {
+			pv.Annotations[localPathAnnSelectedNode] = node
+		}
+		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
+		}}}}
+		c.volumes[name] = pv
+		return pv
+	}
+	hostPath := func(p string) v1.PersistentVolumeSource {
+		return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: ptr.To(v1.HostPathDirectoryOrCreate)}}
+	}
+	add("pvc-a", "node-1", v1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-a_default_data"))
+	add("pvc-b", "big-1", v1.LabelHostname, "big-1.example.com", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/data/local-path/pvc-b_team_db"}})
+	add("pvc-c", "big-2", "topology.example.com/rack", "rack-7", hostPath("/data/local-path/pvc-c_team_cache"))
+	add("pvc-d", "node-1", v1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-d_team_keep")).Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	add("pvc-e", "", v1.LabelHostname, "node-2", hostPath("/opt/local-path-provisioner/pvc-e_team_old"))
+	return c
+}

@@ -1,0 +1,376 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
+)
+
+// What local-path-provisioner (its main.go and provisioner.go) reads, and
+// the releases that brought what provfleet cannot map yet.
+const (
+	localPathDefaultName      = "rancher.io/local-path"
+	localPathDefaultConfigMap = "local-path-config"
+	localPathConfigKey        = "config.json"
+	localPathTeardownKey      = "teardown"
+	// localPathDefaultNode is the nodePathMap entry of every node it does
+	// not list.
+	localPathDefaultNode = "DEFAULT_PATH_FOR_NON_LISTED_NODES"
+	// localPathAnnSelectedNode is the node it made a volume on, written on
+	// each PersistentVolume from v0.0.25 on.
+	localPathAnnSelectedNode = "local.path.provisioner/selected-node"
+	// localPathPattern is its directory name, <PV>_<namespace>_<claim>.
+	localPathPattern = "{{.PVName}}_{{.PVC.Namespace}}_{{.PVC.Name}}"
+)
+
+// The features of local-path-provisioner with no mapping yet, each with the
+// release that brought it.
+var (
+	localPathSharedFS        = feature{"sharedFileSystemPath", "v0.0.23"}
+	localPathClassConfigs    = feature{"storageClassConfigs", "v0.0.27"}
+	localPathNodeAffinityKey = feature{"nodeAffinityKey", "v0.0.35"}
+	localPathPermissions     = feature{"userPattern, groupPattern and permPattern", "v0.0.37"}
+)
+
+// feature is a local-path-provisioner feature and its first release.
+type feature struct{ name, since string }
+
+func (f feature) String() string {
+	return fmt.Sprintf("%s (local-path-provisioner %s)", f.name, f.since)
+}
+
+// in reports whether release, such as v0.0.34, has f; a release that cannot
+// be read is taken to have it, so that nothing in doubt is ignored.
+func (f feature) in(release string) bool {
+	v, err := version.ParseGeneric(release)
+	if err != nil {
+		return true
+	}
+	return v.AtLeast(version.MustParseGeneric(f.since))
+}
+
+// localPathConfig is the config.json of local-path's ConfigMap.
+type localPathConfig struct {
+	NodePathMap          []nodePathEntry            `json:"nodePathMap"`
+	SharedFileSystemPath string                     `json:"sharedFileSystemPath"`
+	StorageClassConfigs  map[string]json.RawMessage `json:"storageClassConfigs"`
+	TeardownCommand      string                     `json:"teardownCommand"`
+}
+
+// nodePathEntry is an entry of nodePathMap: a node, or the default, and its paths.
+type nodePathEntry struct {
+	Node  string   `json:"node"`
+	Paths []string `json:"paths"`
+}
+
+// planLocalPath plans the takeover of a local-path-provisioner by a
+// hostPath backend on the node agents.
+func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, in *install, name string) error {
+	p.OldName = localPathProvisionerName(in)
+	configMap, err := readLocalPathConfigMap(ctx, client, in)
+	if err != nil {
+		return err
+	}
+	object := "ConfigMap " + configMap.Namespace + "/" + configMap.Name
+	var config localPathConfig
+	if err := json.Unmarshal([]byte(configMap.Data[localPathConfigKey]), &config); err != nil {
+		p.refuse(object, "cannot read %s: %v", localPathConfigKey, err)
+		return nil
+	}
+	p.checkTeardown(object, config.TeardownCommand, configMap.Data)
+	paths := p.nodePaths(object, config)
+	classes := in.classesOf(p.OldName)
+	for _, class := range classes {
+		p.checkLocalPathClass(class)
+	}
+	if paths == nil {
+		return nil
+	}
+	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: paths.hostPath(p.volumeType(classes))})
+	for _, pv := range in.volumesOf(p.OldName) {
+		p.planLocalPathVolume(paths, pv)
+	}
+	p.Notes = append(p.Notes, fmt.Sprintf("every path (%s) must lie under the node agents' --host-path-root, and a node agent run on each node that holds volumes", strings.Join(paths.all(), ", ")))
+	return nil
+}
+
+// localPathProvisionerName returns the name local-path answers to: its
+// --provisioner-name, else PROVISIONER_NAME, else its default. Its Helm
+// chart passes cluster.local/<fullname>; its plain manifest passes none.
+func localPathProvisionerName(in *install) string {
+	if name, ok := argValue(in.container, "provisioner-name"); ok {
+		return name
+	}
+	if name, err := envValue(in.container, envProvisionerName); err == nil && name != "" {
+		return name
+	}
+	return localPathDefaultName
+}
+
+// readLocalPathConfigMap reads the ConfigMap local-path reads: its
+// --configmap-name in its --namespace (else POD_NAMESPACE, its own).
+func readLocalPathConfigMap(ctx context.Context, client kubernetes.Interface, in *install) (*v1.ConfigMap, error) {
+	name, ok := argValue(in.container, "configmap-name")
+	if !ok {
+		name = localPathDefaultConfigMap
+	}
+	namespace, ok := argValue(in.container, "namespace")
+	if !ok {
+		namespace = in.deployment.Namespace
+	}
+	configMap, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read local-path-provisioner's ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	return configMap, nil
+}
+
+// checkTeardown refuses a teardown other than the one every release
+// ships, rm -rf "$VOL_DIR": provfleet deletes the directory itself and runs
+// no script, so what another does to a released directory is not kept.
+func (p *Plan) checkTeardown(object, command string, data map[string]string) {
+	if command != "" {
+		p.refuse(object, "teardownCommand %q runs in place of the teardown script; what it does to a released directory is unknown, and provfleet runs no command", command)
+		return
+	}
+	script, ok := data[localPathTeardownKey]
+	if !ok {
+		p.refuse(object, "it has no teardown script: local-path-provisioner fails every delete and keeps the directory, which provfleet would delete")
+		return
+	}
+	var steps []string
+	for _, line := range strings.Split(script, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "set -") {
+			continue
+		}
+		steps = append(steps, line)
+	}
+	if !slices.Equal(steps, []string{`rm -rf "$VOL_DIR"`}) {
+		p.refuse(object, "its teardown script does more or other than rm -rf \"$VOL_DIR\", and provfleet runs no script but deletes a released directory; "+
+			"where deleting is all it does, make the script that line to say so")
+	}
+}
+
+// nodeBases maps local-path's nodePathMap onto a hostPath backend: one path
+// per node, the default one for the nodes not listed.
+type nodeBases struct {
+	// fallback is the path of the nodes not listed; "" when only listed
+	// nodes are served.
+	fallback string
+	// nodes are the listed nodes, in the ConfigMap's order, and paths
+	// their paths.
+	nodes []string
+	paths map[string]string
+}
+
+// nodePaths reads nodePathMap, refusing what has no mapping; nil when
+// nothing can be mapped.
+func (p *Plan) nodePaths(object string, config localPathConfig) *nodeBases {
+	refused := len(p.Refusals)
+	if len(config.StorageClassConfigs) > 0 {
+		p.refuse(object, "%s gives StorageClasses paths of their own under one provisioner name: no mapping yet", localPathClassConfigs)
+	}
+	if config.SharedFileSystemPath != "" {
+		p.refuse(object, "%s makes volumes with no node on a shared file system: no mapping yet", localPathSharedFS)
+	}
+	if len(config.NodePathMap) == 0 && config.SharedFileSystemPath == "" && len(config.StorageClassConfigs) == 0 {
+		p.refuse(object, "nodePathMap names no node and no path")
+	}
+	bases := &nodeBases{paths: map[string]string{}}
+	for _, entry := range config.NodePathMap {
+		if _, dup := bases.paths[entry.Node]; dup || (entry.Node == localPathDefaultNode && bases.fallback != "") {
+			p.refuse(object, "nodePathMap lists node %s twice, which local-path-provisioner refuses", entry.Node)
+			continue
+		}
+		if len(entry.Paths) != 1 || !path.IsAbs(entry.Paths[0]) || path.Clean(entry.Paths[0]) == "/" {
+			p.refuse(object, "nodePathMap gives node %s the paths %q: provfleet serves one absolute path below / per node, several paths per node have no mapping yet", entry.Node, entry.Paths)
+			continue
+		}
+		if entry.Node == localPathDefaultNode {
+			bases.fallback = path.Clean(entry.Paths[0])
+			continue
+		}
+		bases.nodes = append(bases.nodes, entry.Node)
+		bases.paths[entry.Node] = path.Clean(entry.Paths[0])
+	}
+	if len(p.Refusals) > refused {
+		return nil
+	}
+	return bases
+}
+
+// of returns the path of node.
+func (b *nodeBases) of(node string) (string, bool) {
+	if base, ok := b.paths[node]; ok {
+		return base, true
+	}
+	return b.fallback, b.fallback != ""
+}
+
+// all returns every path, each once.
+func (b *nodeBases) all() []string {
+	var all []string
+	if b.fallback != "" {
+		all = append(all, b.fallback)
+	}
+	for _, node := range b.nodes {
+		if !slices.Contains(all, b.paths[node]) {
+			all = append(all, b.paths[node])
+		}
+	}
+	return all
+}
+
+// hostPath returns the hostPath backend that serves these paths, with
+// local-path's directory names and its release of a directory (deleted).
+// Without a default path only the listed nodes are served, selected by
+// their kubernetes.io/hostname.
+func (b *nodeBases) hostPath(volumeType v1alpha1.HostPathVolumeType) *v1alpha1.HostPathBackend {
+	hp := &v1alpha1.HostPathBackend{
+		Path:        v1alpha1.AbsolutePath(b.fallback),
+		VolumeType:  volumeType,
+		PathPattern: localPathPattern,
+		OnDelete:    v1alpha1.OnDeleteDelete,
+	}
+	if b.fallback == "" {
+		hp.Path = v1alpha1.AbsolutePath(b.paths[b.nodes[0]])
+		hp.NodeSelector = &v1alpha1.NodeLabelSelector{MatchExpressions: []v1alpha1.NodeLabelRequirement{
+			{Key: v1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: b.nodes},
+		}}
+	}
+	byPath := map[string]int{}
+	for _, node := range b.nodes {
+		base := b.paths[node]
+		if base == string(hp.Path) {
+			continue
+		}
+		i, ok := byPath[base]
+		if !ok {
+			i = len(hp.NodePaths)
+			byPath[base] = i
+			hp.NodePaths = append(hp.NodePaths, v1alpha1.NodePath{Path: v1alpha1.AbsolutePath(base)})
+		}
+		hp.NodePaths[i].Nodes = append(hp.NodePaths[i].Nodes, node)
+	}
+	return hp
+}
+
+// checkLocalPathClass refuses the parameters of class that provfleet
+// cannot honour for new claims, where the old release read them.
+func (p *Plan) checkLocalPathClass(class *storagev1.StorageClass) {
+	object := "StorageClass " + class.Name
+	if key := class.Parameters["nodeAffinityKey"]; key != "" && localPathNodeAffinityKey.in(p.Version) {
+		p.refuse(object, "%s pins new volumes on the node label %s; provfleet pins them on kubernetes.io/hostname: no mapping yet", localPathNodeAffinityKey, key)
+	}
+	if localPathPermissions.in(p.Version) {
+		for _, key := range []string{"userPattern", "groupPattern", "permPattern"} {
+			_, inParams := class.Parameters[key]
+			_, inAnnotations := class.Annotations[key]
+			if inParams || inAnnotations {
+				p.refuse(object, "%s: %s sets the owner or mode of new directories from the claim: no mapping yet", localPathPermissions, key)
+			}
+		}
+	}
+}
+
+// volumeType returns the kind of volume local-path's classes make:
+// hostPath unless each says local with its defaultVolumeType annotation.
+// Classes that differ are refused, since one backend makes one kind.
+func (p *Plan) volumeType(classes []*storagev1.StorageClass) v1alpha1.HostPathVolumeType {
+	var local, hostPath []string
+	for _, class := range classes {
+		if strings.EqualFold(class.Annotations["defaultVolumeType"], "local") {
+			local = append(local, class.Name)
+		} else {
+			hostPath = append(hostPath, class.Name)
+		}
+	}
+	switch {
+	case len(local) == 0:
+		return v1alpha1.HostPathVolumeHostPath
+	case len(hostPath) == 0:
+		return v1alpha1.HostPathVolumeLocal
+	}
+	p.refuse("StorageClasses "+strings.Join(local, ", "), "defaultVolumeType local, where %s make hostPath volumes: a ProvisionerConfig makes one kind; no mapping yet", strings.Join(hostPath, ", "))
+	return v1alpha1.HostPathVolumeHostPath
+}
+
+// planLocalPathVolume decides the fate of pv as local-path's Delete does:
+// its teardown script, rm -rf, for any volume that reaches it. The node is
+// the one local-path recorded, else the one its node affinity pins it to;
+// it is recorded for the node agent, which finds a volume's node by
+// hostpath.provfleet.io/node or kubernetes.io/hostname only.
+func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume) {
+	object := "PersistentVolume " + pv.Name
+	if pv.Spec.NodeAffinity == nil {
+		p.refuse(object, "it has no node affinity, a volume of %s: no mapping yet", localPathSharedFS)
+		return
+	}
+	node := localPathNode(pv)
+	if node == "" {
+		p.refuse(object, "it records no node (%s, from local-path-provisioner v0.0.25) and its node affinity pins it to no one node by %s", localPathAnnSelectedNode, v1.LabelHostname)
+		return
+	}
+	base, ok := bases.of(node)
+	if !ok {
+		p.refuse(object, "its node %s has no path in nodePathMap", node)
+		return
+	}
+	dir, err := hostpath.VolumeDir(base, pv)
+	if err != nil {
+		p.refuse(object, "the node agent of %s, serving %s, would not release it: %v", node, base, err)
+		return
+	}
+	want := map[string]string{backend.AnnOnDelete: string(backend.OnDeleteDelete), backend.AnnDeleteUnmarked: "true", backend.AnnNode: node}
+	what := fate(pv, backend.OnDeleteDelete, base, dir)
+	if recorded, ok := pv.Annotations[backend.AnnOnDelete]; ok {
+		// An administrator's or an earlier run's decision stands.
+		what = fate(pv, backend.OnDeletePolicy(recorded), base, dir) + " (recorded already)"
+		delete(want, backend.AnnOnDelete)
+		delete(want, backend.AnnDeleteUnmarked)
+	}
+	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: "on node " + node + ": " + what, Record: record(pv, want)})
+}
+
+// localPathNode returns the node of pv: hostpath.provfleet.io/node where
+// set, else the node local-path recorded, else the one its affinity pins
+// it to by kubernetes.io/hostname.
+func localPathNode(pv *v1.PersistentVolume) string {
+	if node, ok := pv.Annotations[backend.AnnNode]; ok {
+		return node
+	}
+	if node := pv.Annotations[localPathAnnSelectedNode]; node != "" {
+		return node
+	}
+	return backend.VolumeNode(pv)
+}

@@ -1,0 +1,390 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package migrate
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the plans' dry-run output")
+
+// TestWriteGolden: the dry-run output of the plan of each fixture cluster
+// is the one checked in under testdata.
+func TestWriteGolden(t *testing.T) {
+	tests := map[string]struct {
+		cluster *cluster
+		from    Source
+	}{
+		"nfs-subdir": {cluster: nfsSubdirCluster(), from: FromNFSSubdir},
+		"local-path": {cluster: localPathCluster(), from: FromLocalPath},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			plan, err := Make(t.Context(), kubefake.NewClientset(tc.cluster.objects()...), Options{From: tc.from})
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			var out bytes.Buffer
+			if err := Write(&out, plan); err != nil {
+				t.Fatalf("Write() error = %v", err)
+			}
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("cannot read the golden file (run with -update to write it): %v", err)
+			}
+			if diff := cmp.Diff(string(want), out.String()); diff != "" {
+				t.Errorf("dry-run output (-%s +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+// refusals returns the plan's refusals as object: reason.
+func refusals(p *Plan) map[string]string {
+	got := map[string]string{}
+	for _, r := range p.Refusals {
+		got[r.Object] += r.Reason
+	}
+	return got
+}
+
+// checkRefusals compares the refused objects with want's, and checks that
+// each reason names what want lists for it.
+func checkRefusals(t *testing.T, p *Plan, want map[string][]string) {
+	t.Helper()
+	got := refusals(p)
+	gotObjects, wantObjects := map[string]bool{}, map[string]bool{}
+	for object := range got {
+		gotObjects[object] = true
+	}
+	for object := range want {
+		wantObjects[object] = true
+	}
+	if diff := cmp.Diff(wantObjects, gotObjects); diff != "" {
+		t.Fatalf("refused objects (-want +got):\n%s\nrefusals: %v", diff, got)
+	}
+	for object, parts := range want {
+		for _, part := range parts {
+			if !strings.Contains(got[object], part) {
+				t.Errorf("refusal of %s = %q, want it to name %q", object, got[object], part)
+			}
+		}
+	}
+	if len(want) > 0 && p.Applicable() == nil {
+		t.Errorf("Applicable() = nil for a plan with refusals")
+	}
+}
+
+// TestLocalPathRefusals: every local-path-provisioner feature with no
+// mapping yet is refused, naming the feature and the release that brought
+// it, before anything changes; a feature the old release did not have yet
+// is no refusal, since that release ignored it too.
+func TestLocalPathRefusals(t *testing.T) {
+	tests := map[string]struct {
+		change func(c *cluster)
+		want   map[string][]string
+	}{
+		"the fixture": {change: func(*cluster) {}},
+		"a volume pinned by another label that records no node": {
+			change: func(c *cluster) { delete(c.volumes["pvc-c"].Annotations, localPathAnnSelectedNode) },
+			want:   map[string][]string{"PersistentVolume pvc-c": {"records no node", "v0.0.25", v1.LabelHostname}},
+		},
+		"nodeAffinityKey": {
+			change: func(c *cluster) {
+				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"}
+			},
+			want: map[string][]string{"StorageClass local-path": {"nodeAffinityKey", "v0.0.35", "topology.example.com/rack"}},
+		},
+		"nodeAffinityKey before v0.0.35": {
+			change: func(c *cluster) {
+				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"}
+				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:v0.0.34"
+			},
+		},
+		"permPattern as a class annotation": {
+			change: func(c *cluster) { c.classes["local-path"].Annotations = map[string]string{"permPattern": "0750"} },
+			want:   map[string][]string{"StorageClass local-path": {"permPattern", "v0.0.37"}},
+		},
+		"userPattern as a parameter": {
+			change: func(c *cluster) {
+				c.classes["local-path"].Parameters = map[string]string{"userPattern": "{{.PVC.Annotations.uid}}"}
+			},
+			want: map[string][]string{"StorageClass local-path": {"userPattern", "v0.0.37"}},
+		},
+		"userPattern before v0.0.37": {
+			change: func(c *cluster) {
+				c.classes["local-path"].Parameters = map[string]string{"userPattern": "{{.PVC.Annotations.uid}}"}
+				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:v0.0.36"
+			},
+		},
+		"an unknown release has every feature": {
+			change: func(c *cluster) {
+				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "rack"}
+				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:latest"
+			},
+			want: map[string][]string{"StorageClass local-path": {"nodeAffinityKey", "v0.0.35"}},
+		},
+		"sharedFileSystemPath": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared"}`
+				c.volumes = nil
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"sharedFileSystemPath", "v0.0.23"}},
+		},
+		"storageClassConfigs": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a"]}]}}}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"storageClassConfigs", "v0.0.27"}},
+		},
+		"several paths on a node": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a", "/opt/b"]}]}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"DEFAULT_PATH_FOR_NON_LISTED_NODES", "several paths per node"}},
+		},
+		"a teardown script of its own": {
+			change: func(c *cluster) { c.configMap.Data["teardown"] = "#!/bin/sh\nmv \"$VOL_DIR\" /archive/" },
+			want:   map[string][]string{"ConfigMap local-path-storage/local-path-config": {"teardown script", `rm -rf "$VOL_DIR"`}},
+		},
+		"a teardownCommand": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = strings.Replace(c.configMap.Data["config.json"], "{", `{"teardownCommand": "/teardown", `, 1)
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"teardownCommand", "/teardown"}},
+		},
+		"a volume with no node affinity": {
+			change: func(c *cluster) {
+				c.volumes["pvc-a"].Spec.NodeAffinity = nil
+				c.volumes["pvc-a"].Annotations[localPathAnnSelectedNode] = ""
+			},
+			want: map[string][]string{
+				"PersistentVolume pvc-a": {"no node affinity", "sharedFileSystemPath", "v0.0.23"},
+			},
+		},
+		"a volume outside its node's path": {
+			change: func(c *cluster) { c.volumes["pvc-b"].Spec.Local.Path = "/opt/local-path-provisioner/pvc-b_team_db" },
+			want: map[string][]string{
+				"PersistentVolume pvc-b": {"big-1", "/data/local-path", "not below"},
+			},
+		},
+		"classes of both volume types": {
+			change: func(c *cluster) {
+				c.classes["local-fast"] = class("local-fast", localPathName, nil, map[string]string{"defaultVolumeType": "local"})
+			},
+			want: map[string][]string{
+				"StorageClasses local-fast": {"defaultVolumeType local", "local-path"},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := localPathCluster()
+			tc.change(c)
+			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromLocalPath})
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			checkRefusals(t, plan, tc.want)
+		})
+	}
+}
+
+// TestNFSSubdirRefusals: a volume whose fate nfs-subdir-external-provisioner
+// itself could not decide, or that the backend would not release, and a
+// Deployment that cannot be read into a backend, are refused and name why.
+func TestNFSSubdirRefusals(t *testing.T) {
+	tests := map[string]struct {
+		change  func(c *cluster)
+		version string
+		want    map[string][]string
+	}{
+		"the fixture": {change: func(*cluster) {}},
+		"archiveOnDelete that is no boolean": {
+			change: func(c *cluster) { c.classes["nfs-client"].Parameters = map[string]string{"archiveOnDelete": "yes"} },
+			want:   map[string][]string{"PersistentVolume pvc-1": {"archiveOnDelete", "provfleet.io/on-delete"}},
+		},
+		"a class that is gone": {
+			change: func(c *cluster) { delete(c.classes, "nfs-delete") },
+			want:   map[string][]string{"PersistentVolume pvc-2": {"nfs-delete", "does not exist"}},
+		},
+		"a volume of another server": {
+			change: func(c *cluster) { c.volumes["pvc-2"].Spec.NFS.Server = "10.0.0.9" },
+			want:   map[string][]string{"PersistentVolume pvc-2": {"10.0.0.9", subdirServer}},
+		},
+		"a volume outside the export": {
+			change: func(c *cluster) { c.volumes["pvc-2"].Spec.NFS.Path = "/elsewhere/x" },
+			want:   map[string][]string{"PersistentVolume pvc-2": {"/elsewhere/x", "not below"}},
+		},
+		"an image with no release": {
+			change: func(c *cluster) {
+				c.deployment.Spec.Template.Spec.Containers[0].Image = "example.com/nfs-subdir-external-provisioner:latest"
+			},
+			want: map[string][]string{"Deployment storage/nfs-client-provisioner": {"latest", "--version"}},
+		},
+		"an image with no release, given": {
+			change: func(c *cluster) {
+				c.deployment.Spec.Template.Spec.Containers[0].Image = "example.com/nfs-subdir-external-provisioner:latest"
+			},
+			version: "v4.0.3",
+		},
+		"a server from elsewhere": {
+			change: func(c *cluster) {
+				c.deployment.Spec.Template.Spec.Containers[0].Env[1] = v1.EnvVar{Name: envNFSServer, ValueFrom: &v1.EnvVarSource{}}
+			},
+			want: map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSServer, "valueFrom"}},
+		},
+		"no export": {
+			change: func(c *cluster) { c.deployment.Spec.Template.Spec.Containers[0].Env[2].Value = "" },
+			want:   map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSPath, "not set"}},
+		},
+		"an owner nfs-subdir does not start with": {
+			change: func(c *cluster) {
+				container := &c.deployment.Spec.Template.Spec.Containers[0]
+				container.Env = append(container.Env, v1.EnvVar{Name: envNFSDefaultUID, Value: "70000"})
+			},
+			want: map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSDefaultUID, "70000", "65535"}},
+		},
+		"a mode nfs-subdir does not start with": {
+			change: func(c *cluster) { c.deployment.Spec.Template.Spec.Containers[0].Env[3].Value = "u+rwx" },
+			want:   map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSDefaultMode, "u+rwx"}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := nfsSubdirCluster()
+			tc.change(c)
+			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromNFSSubdir, Version: tc.version})
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			checkRefusals(t, plan, tc.want)
+		})
+	}
+}
+
+// TestOldProvisionerStillRuns: a Deployment with replicas, or a pod of it
+// that has not ended, terminating ones included, keeps the plan from being
+// applied; ended pods do not.
+func TestOldProvisionerStillRuns(t *testing.T) {
+	pod := func(name string, phase v1.PodPhase, deleting bool) *v1.Pod {
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: name, Labels: map[string]string{"app": "nfs-client-provisioner"}},
+			Status:     v1.PodStatus{Phase: phase},
+		}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{}
+		}
+		return p
+	}
+	tests := map[string]struct {
+		replicas *int32
+		pods     []*v1.Pod
+		want     []string
+	}{
+		"scaled to zero, no pod":     {replicas: ptr.To[int32](0)},
+		"scaled to zero, pods ended": {replicas: ptr.To[int32](0), pods: []*v1.Pod{pod("done", v1.PodSucceeded, false), pod("crashed", v1.PodFailed, false)}},
+		"replicas unset":             {want: []string{"spec.replicas is 1"}},
+		"scaled to zero, a pod terminating": {
+			replicas: ptr.To[int32](0),
+			pods:     []*v1.Pod{pod("old", v1.PodRunning, true)},
+			want:     []string{"pod old is terminating"},
+		},
+		"two replicas": {
+			replicas: ptr.To[int32](2),
+			pods:     []*v1.Pod{pod("a", v1.PodRunning, false), pod("b", "", false)},
+			want:     []string{"spec.replicas is 2", "pod a is running", "pod b is pending"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := nfsSubdirCluster()
+			c.deployment.Spec.Replicas = tc.replicas
+			c.pods = tc.pods
+			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromNFSSubdir})
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			if diff := cmp.Diff(tc.want, plan.Running); diff != "" {
+				t.Errorf("Running (-want +got):\n%s", diff)
+			}
+			if gotErr := plan.Applicable() != nil; gotErr != (len(tc.want) > 0) {
+				t.Errorf("Applicable() = %v, want an error: %v", plan.Applicable(), len(tc.want) > 0)
+			}
+		})
+	}
+}
+
+// TestFindDeployment: the old provisioner's Deployment is found by its
+// image, or named; none or several found is an error that says what to
+// do.
+func TestFindDeployment(t *testing.T) {
+	other := deployment("elsewhere", "second", "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2", func(*v1.Container) {})
+	tests := map[string]struct {
+		extra   bool
+		named   types.NamespacedName
+		from    Source
+		want    string
+		wantErr string
+	}{
+		"found by its image":     {from: FromNFSSubdir, want: "storage/nfs-client-provisioner"},
+		"two found":              {from: FromNFSSubdir, extra: true, wantErr: "several Deployments"},
+		"two found, one named":   {from: FromNFSSubdir, extra: true, named: types.NamespacedName{Namespace: "storage", Name: "nfs-client-provisioner"}, want: "storage/nfs-client-provisioner"},
+		"none found":             {from: FromLocalPath, wantErr: "--deployment"},
+		"named and missing":      {from: FromNFSSubdir, named: types.NamespacedName{Namespace: "x", Name: "y"}, wantErr: "x/y"},
+		"an unknown provisioner": {from: "local-storage", wantErr: "local-storage"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects := nfsSubdirCluster().objects()
+			if tc.extra {
+				objects = append(objects, other)
+			}
+			plan, err := Make(t.Context(), kubefake.NewClientset(objects...), Options{From: tc.from, Deployment: tc.named})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Make() error = %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			if got := plan.Deployment.String(); got != tc.want {
+				t.Errorf("Deployment = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

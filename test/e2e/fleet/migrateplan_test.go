@@ -1,0 +1,286 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/testenv"
+)
+
+// annNode is the node a hostPath or local PV's directory is on, as the
+// node agents read it.
+const annNode = "hostpath.provfleet.io/node"
+
+// migrateCommand runs manager migrate with the administrator's kubeconfig
+// and args, and returns its output and error.
+func (f *fixture) migrateCommand(args ...string) (stdout, stderr string, err error) {
+	f.t.Helper()
+	cmd := exec.CommandContext(f.ctx, managerBinary, append([]string{"migrate", "--kubeconfig", testenv.Env(f.t).AdminKubeconfigPath()}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// oldDeployment creates, in the test's namespace, the Deployment name of an
+// old provisioner with one replica and container, and returns a function
+// that scales it to zero. The control plane runs no Deployment
+// controller: no pod is made.
+func (f *fixture) oldDeployment(name string, container corev1.Container) (scaleToZero func()) {
+	f.t.Helper()
+	labels := map[string]string{"app": name}
+	container.Name = name
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{container}},
+			},
+		},
+	}
+	if _, err := f.kube.AppsV1().Deployments(f.namespace).Create(f.ctx, d, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("cannot create Deployment %s: %v", name, err)
+	}
+	return func() {
+		f.t.Helper()
+		patch := []byte(`{"spec":{"replicas":0}}`)
+		if _, err := f.kube.AppsV1().Deployments(f.namespace).Patch(f.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			f.t.Fatalf("cannot scale Deployment %s to zero: %v", name, err)
+		}
+	}
+}
+
+// recordedFates returns, for each PV named, its annotations of keys.
+func (f *fixture) recordedFates(names []string, keys ...string) map[string]map[string]string {
+	f.t.Helper()
+	got := map[string]map[string]string{}
+	for _, name := range names {
+		pv, err := f.kube.CoreV1().PersistentVolumes().Get(f.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		got[name] = pickAnnotations(pv, keys...)
+	}
+	return got
+}
+
+// runPlan runs the plan of args: refused while the old provisioner runs,
+// with nothing changed; printed and nothing changed with --dry-run once it
+// is scaled to zero; then applied. It returns the applied plan's output.
+func (f *fixture) runPlan(scaleToZero func(), pcName string, pvNames []string, args ...string) string {
+	f.t.Helper()
+	keys := []string{annOnDelete, annDeleteUnmarked, annNode}
+	before := f.recordedFates(pvNames, keys...)
+	unchanged := func(when string) {
+		f.t.Helper()
+		if diff := cmp.Diff(before, f.recordedFates(pvNames, keys...)); diff != "" {
+			f.t.Errorf("%s changed the volumes (-before +after):\n%s", when, diff)
+		}
+		if _, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(f.ctx, pcName, metav1.GetOptions{}); err == nil {
+			f.t.Errorf("%s created ProvisionerConfig %s", when, pcName)
+		}
+	}
+	if _, stderr, err := f.migrateCommand(args...); err == nil || !strings.Contains(stderr, "scale it to zero") {
+		f.t.Errorf("migrate while the old provisioner runs: error %v, stderr %q; want a failure saying to scale it to zero", err, stderr)
+	}
+	unchanged("a plan refused while the old provisioner runs")
+
+	scaleToZero()
+	stdout, stderr, err := f.migrateCommand(append(args, "--dry-run")...)
+	if err != nil {
+		f.t.Fatalf("migrate --dry-run: %v\n%s%s", err, stdout, stderr)
+	}
+	for _, want := range append([]string{"kind: ProvisionerConfig", "The old provisioner is gone"}, pvNames...) {
+		if !strings.Contains(stdout, want) {
+			f.t.Errorf("the dry run's plan does not name %q:\n%s", want, stdout)
+		}
+	}
+	unchanged("a dry run")
+
+	f.t.Cleanup(func() { f.deleteConfig(pcName) })
+	stdout, stderr, err = f.migrateCommand(args...)
+	if err != nil {
+		f.t.Fatalf("migrate: %v\n%s%s", err, stdout, stderr)
+	}
+	return stdout
+}
+
+// The plan of an nfs-subdir-external-provisioner v4.0.3, run with the
+// manager's command against the real API server: refused while the old
+// Deployment runs, printed and nothing changed with --dry-run, then
+// applied: the ProvisionerConfig passes the CRD's validation with the old
+// name, server, export and release, and each old volume carries the fate
+// nfs-subdir gives it from its class, a capitalised onDelete archiving.
+func TestMigratePlanFromNFSSubdir(t *testing.T) {
+	f := newFixture(t)
+	oldName := "cluster.local/" + f.prefix
+	scaleToZero := f.oldDeployment("nfs-subdir", corev1.Container{
+		Image: "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.3",
+		Env: []corev1.EnvVar{
+			{Name: "PROVISIONER_NAME", Value: oldName},
+			{Name: "NFS_SERVER", Value: nfsAddress},
+			{Name: "NFS_PATH", Value: exportPath},
+		},
+	})
+	classes := map[string]map[string]string{
+		"archive":     nil,
+		"delete":      {"onDelete": "delete"},
+		"capitalised": {"onDelete": "Delete"},
+		"retain":      {"onDelete": "retain"},
+	}
+	var pvNames []string
+	for name, params := range classes {
+		class := f.prefix + "-" + name
+		f.class(class, oldName, params)
+		pv := f.oldPV("pvc-"+f.prefix+"-"+name, name, class, oldName)
+		pv.Spec.NFS = &corev1.NFSVolumeSource{Server: nfsAddress, Path: fmt.Sprintf("%s/%s-%s-%s", exportPath, f.namespace, name, pv.Name)}
+		f.adopt(pv, name)
+		pvNames = append(pvNames, pv.Name)
+	}
+	pcName := f.prefix
+	f.runPlan(scaleToZero, pcName, pvNames, "--from", "nfs-subdir", "--deployment", f.namespace+"/nfs-subdir", "--name", pcName)
+
+	recorded := func(fate string) map[string]string {
+		return map[string]string{annOnDelete: fate, annDeleteUnmarked: "true"}
+	}
+	want := map[string]map[string]string{
+		"pvc-" + f.prefix + "-archive":     recorded("ArchiveAsNFSSubdir"),
+		"pvc-" + f.prefix + "-delete":      recorded("Delete"),
+		"pvc-" + f.prefix + "-capitalised": recorded("ArchiveAsNFSSubdir"),
+		"pvc-" + f.prefix + "-retain":      recorded("Retain"),
+	}
+	if diff := cmp.Diff(want, f.recordedFates(pvNames, annOnDelete, annDeleteUnmarked)); diff != "" {
+		t.Errorf("fates recorded on the old volumes (-want +got):\n%s", diff)
+	}
+	pc := f.config(pcName)
+	wantNFS := &v1alpha1.NFSBackend{
+		Server:    nfsAddress,
+		Path:      exportPath,
+		OnDelete:  v1alpha1.OnDeleteDelete, // the CRD's default, for the claims of other classes
+		NFSSubdir: &v1alpha1.NFSSubdirOrigin{ProvisionerName: v1alpha1.ProvisionerName(oldName), Version: "v4.0.3"},
+	}
+	if diff := cmp.Diff(wantNFS, pc.Spec.Backend.NFS); diff != "" {
+		t.Errorf("the ProvisionerConfig's NFS backend (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]v1alpha1.ProvisionerName{v1alpha1.ProvisionerName(oldName)}, pc.Spec.AdditionalProvisionerNames); diff != "" {
+		t.Errorf("additionalProvisionerNames (-want +got):\n%s", diff)
+	}
+}
+
+// A local-path-provisioner v0.0.37 of the Helm chart taken over with the
+// plan, end to end: the plan is refused while the old Deployment runs,
+// changes nothing in a dry run, then records on each old volume its fate
+// and node, the one local-path recorded for a volume pinned by another
+// label (nodeAffinityKey) and the affinity's for one made before
+// local-path recorded it, and creates the ProvisionerConfig; the manager's
+// node agent then deletes both directories when their claims go, as
+// local-path's teardown would.
+func TestMigratePlanFromLocalPath(t *testing.T) {
+	f := newFixture(t)
+	const identity = "mplan-lp"
+	f.startManager(identity)
+	node := "node-" + identity
+	oldName := "cluster.local/" + f.prefix
+	base := filepath.Join(f.root, "local-path-provisioner")
+	scaleToZero := f.oldDeployment("local-path", corev1.Container{
+		Image: "docker.io/rancher/local-path-provisioner:v0.0.37",
+		Command: []string{"local-path-provisioner", "start", "--config", "/etc/config/config.json",
+			"--provisioner-name", oldName, "--configmap-name", "local-path-config"},
+	})
+	configMap := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "local-path-config"},
+		Data: map[string]string{
+			"config.json": fmt.Sprintf(`{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [%q]}]}`, base),
+			"teardown":    "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
+		},
+	}
+	if _, err := f.kube.CoreV1().ConfigMaps(f.namespace).Create(f.ctx, configMap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	class := f.prefix + "-local-path"
+	f.createClass(&storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: class},
+		Provisioner:       oldName,
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+	})
+	pinned := map[string]struct {
+		key, value, selectedNode string
+	}{
+		"rack":     {key: "topology.example.com/rack", value: "rack-1", selectedNode: node},
+		"hostname": {key: corev1.LabelHostname, value: node},
+	}
+	var pvNames, dirs []string
+	for claim, pin := range pinned {
+		pvName := "pvc-" + f.prefix + "-" + claim
+		dir := filepath.Join(base, fmt.Sprintf("%s_%s_%s", pvName, f.namespace, claim))
+		writeVolumeFile(t, dir)
+		pv := f.oldPV(pvName, claim, class, oldName)
+		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: pin.key, Operator: corev1.NodeSelectorOpIn, Values: []string{pin.value}}},
+		}}}}
+		if pin.selectedNode != "" {
+			pv.Annotations["local.path.provisioner/selected-node"] = pin.selectedNode
+		}
+		f.adopt(pv, claim)
+		pvNames, dirs = append(pvNames, pvName), append(dirs, dir)
+	}
+	pcName := f.prefix
+	f.runPlan(scaleToZero, pcName, pvNames, "--from", "local-path", "--deployment", f.namespace+"/local-path", "--name", pcName)
+
+	want := map[string]map[string]string{}
+	for _, name := range pvNames {
+		want[name] = map[string]string{annOnDelete: "Delete", annDeleteUnmarked: "true", annNode: node}
+	}
+	if diff := cmp.Diff(want, f.recordedFates(pvNames, annOnDelete, annDeleteUnmarked, annNode)); diff != "" {
+		t.Errorf("fates and nodes recorded on the old volumes (-want +got):\n%s", diff)
+	}
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+	for claim := range pinned {
+		f.release(claim, "pvc-"+f.prefix+"-"+claim)
+	}
+	left := map[string][]string{}
+	for _, dir := range dirs {
+		left[filepath.Base(dir)] = leftBeside(t, dir)
+	}
+	wantLeft := map[string][]string{}
+	for _, dir := range dirs {
+		wantLeft[filepath.Base(dir)] = nil
+	}
+	if diff := cmp.Diff(wantLeft, left); diff != "" {
+		t.Errorf("what is left of each old volume's directory on the node (-want +got):\n%s", diff)
+	}
+}
