@@ -547,7 +547,7 @@ type ownerRefusedError struct {
 
 func (e *ownerRefusedError) Error() string {
 	return fmt.Sprintf("cannot give the directory to uid %d, gid %d (-1: unchanged): %v; only root may: "+
-		"run the manager as root for a hostPath backend, export the NFS share with no_root_squash, "+
+		"run the manager as root for a hostPath backend, export the NFS share with no_root_squash (which gives root on the export to every client that reaches the server), "+
 		"or remove uid and gid from the ProvisionerConfig and the StorageClass and give pods access through mode",
 		e.uid, e.gid, e.err)
 }

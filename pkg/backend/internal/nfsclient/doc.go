@@ -40,7 +40,7 @@ limitations under the License.
 // A call denied for its credentials is an *AuthError; from an unreserved
 // source port (a "secure" export) its message says what to do: the pod
 // sysctl net.ipv4.ip_unprivileged_port_start or the export's "insecure"
-// option. The client connects from a reserved port (512-1023) when the
+// option, and that neither port proves anything about the caller. The client connects from a reserved port (512-1023) when the
 // process may bind one, else from any port.
 //
 // Durability: WRITE is FILE_SYNC, on the server's stable storage before it
