@@ -124,8 +124,10 @@ func TestNew(t *testing.T) {
 			},
 		},
 		"an additional path inside path": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.AdditionalPaths = []string{filepath.Join(c.Path, "inner")} },
-			want:   backend.ErrInvalidSpec, wantErr: "of one node overlap",
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.AdditionalPaths = []string{filepath.Join(c.Path, "inner")}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
 		},
 		"two additional paths, one the other": {
 			mutate: func(t *testing.T, tmp string, c *Config) {

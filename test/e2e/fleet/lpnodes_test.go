@@ -130,4 +130,3 @@ func (c *nodeCluster) labelNode(node, key, value string) {
 		c.t.Fatal(err)
 	}
 }
-
