@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -787,5 +788,48 @@ func TestSeveralBases(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, second)); diff != "" {
 		t.Errorf("the second base after Delete (-want +got):\n%s", diff)
+	}
+}
+
+// TestReleaseRemovedInEveryBase: a volume deleted while its node was gone
+// is released from whichever of the node's bases holds it, and is done
+// only once no base holds it.
+func TestReleaseRemovedInEveryBase(t *testing.T) {
+	_, root := layout(t)
+	first, second := filepath.Join(root, "vols"), filepath.Join(root, "more")
+	var pvs []*v1.PersistentVolume
+	volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil })
+	p, err := New(Config{Path: first, AdditionalPaths: []string{second}, HostPathRoot: root, NodeName: "node-a"}, Options{Volumes: volumes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for claim, base := range map[string]string{"a": first, "b": second, "c": second} {
+		class := backendtest.Class(map[string]string{"nodePath": base})
+		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", claim, "1Gi"), class))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Saved(t.Context(), pv, pv); err != nil {
+			t.Fatal(err)
+		}
+		if claim == "c" {
+			pvs = append(pvs, pv)
+		}
+	}
+	removed := []backend.RemovedVolume{{PVName: "pvc-team-b", OnDelete: backend.OnDeleteDelete}, {PVName: "pvc-team-a", OnDelete: backend.OnDeleteDelete}}
+	got, err := p.ReleaseRemoved(t.Context(), removed)
+	if err != nil {
+		t.Fatalf("ReleaseRemoved: %v", err)
+	}
+	if diff := cmp.Diff([]string{"pvc-team-b", "pvc-team-a"}, got); diff != "" {
+		t.Errorf("released (-want +got):\n%s", diff)
+	}
+	left := map[string][]string{}
+	for _, base := range []string{first, second} {
+		left[base] = slices.DeleteFunc(backendtest.Tree(t, base), func(name string) bool { return strings.HasPrefix(name, dirvol.JournalDir) })
+	}
+	want := map[string][]string{first: {}, second: {".pvc-team-c.provfleet-volume", "pvc-team-c/"}}
+	if diff := cmp.Diff(want, left, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("left in the bases (-want +got):\n%s", diff)
 	}
 }
