@@ -150,7 +150,6 @@ func TestApplyLocalPath(t *testing.T) {
 	}
 	wantBackend := &v1alpha1.HostPathBackend{
 		Path:            "/opt/local-path-provisioner",
-		NodeAffinityKey: "topology.example.com/rack",
 		VolumeType:      v1alpha1.HostPathVolumeHostPath,
 		NodePaths: []v1alpha1.NodePath{
 			{Nodes: []string{"big-1"}, Path: "/data/local-path"},

@@ -155,8 +155,7 @@ const localPathName = "cluster.local/local-path-provisioner"
 
 // localPathCluster is a local-path-provisioner v0.0.37 of the Helm chart,
 // scaled to zero, with a default path and two nodes of their own, the
-// default teardown script, a class, one that pins by a rack label
-// (nodeAffinityKey), and volumes: hostPath on an unlisted node, local on a
+// default teardown script, a class, and volumes: hostPath on an unlisted node, local on a
 // listed one whose hostname label is not its name, one pinned by the rack
 // label with its recorded node, one in the second path of its node, one of
 // reclaim policy Retain, and one from before v0.0.25 that records no node.
@@ -180,7 +179,6 @@ func localPathCluster() *cluster {
 		},
 		classes: map[string]*storagev1.StorageClass{
 			"local-path": class("local-path", localPathName, nil, nil),
-			"racked":     class("racked", localPathName, map[string]string{"nodeAffinityKey": "topology.example.com/rack"}, nil),
 		},
 		volumes: map[string]*v1.PersistentVolume{},
 	}

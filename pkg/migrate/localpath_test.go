@@ -17,8 +17,6 @@ limitations under the License.
 package migrate
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,10 +111,9 @@ func TestLocalPathNodePathMap(t *testing.T) {
 // the default.
 func TestLocalPathNodeAffinityKey(t *testing.T) {
 	tests := map[string]struct {
-		image    string
-		classes  map[string]string
-		want     string
-		wantNote string
+		image   string
+		classes map[string]string
+		want    string
 	}{
 		"none":          {classes: map[string]string{"local-path": ""}},
 		"the host name": {classes: map[string]string{"local-path": "kubernetes.io/hostname"}},
@@ -124,11 +121,7 @@ func TestLocalPathNodeAffinityKey(t *testing.T) {
 			classes: map[string]string{"local-path": "topology.example.com/rack", "racked": "topology.example.com/rack"},
 			want:    "topology.example.com/rack",
 		},
-		"one key, and a class of none": {
-			classes:  map[string]string{"local-path": "", "racked": "topology.example.com/rack"},
-			want:     "topology.example.com/rack",
-			wantNote: "StorageClasses local-path, which set no nodeAffinityKey, are pinned by topology.example.com/rack too",
-		},
+
 		"a release before it": {
 			image:   "rancher/local-path-provisioner:v0.0.34",
 			classes: map[string]string{"local-path": "topology.example.com/rack"},
@@ -153,10 +146,6 @@ func TestLocalPathNodeAffinityKey(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, plan.Config.Spec.Backend.HostPath.NodeAffinityKey); diff != "" {
 				t.Errorf("nodeAffinityKey (-want +got):\n%s", diff)
-			}
-			noted := slices.ContainsFunc(plan.Notes, func(n string) bool { return tc.wantNote != "" && strings.Contains(n, tc.wantNote) })
-			if noted != (tc.wantNote != "") {
-				t.Errorf("notes %q, want one saying %q", plan.Notes, tc.wantNote)
 			}
 		})
 	}
