@@ -73,6 +73,10 @@ type Config struct {
 	// and the node agent's own user when not set. StorageClass parameters mode,
 	// uid and gid override it field by field.
 	Directory backend.Directory
+	// AdoptRetainedDirectories gives a claim made again the directory its
+	// earlier volume of this node retained, when that volume proves it
+	// (dirvol.Config.Adopt).
+	AdoptRetainedDirectories bool
 	// HostPathRoot is the node agent's --host-path-root: nothing outside it
 	// is ever touched.
 	HostPathRoot string
@@ -148,6 +152,8 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		Capacity:  cfg.Capacity,
 		Options:   opts,
 		Counts:    p.onNode,
+		Adopt:     cfg.AdoptRetainedDirectories,
+		Holds:     p.onNode,
 		VolumeDir: p.volumeDir,
 		OwnDir:    p.ownDir,
 		Locate:    p.locate,
@@ -237,11 +243,11 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if p.volumeType == VolumeTypeHostPath && len(mountOptions) > 0 {
 		return nil, provisioning.ProvisioningFinished, errors.New("hostPath volumes take no mount options: remove mountOptions from the StorageClass or use volumeType Local")
 	}
-	dir, err := p.store.Create(ctx, req)
+	vol, err := p.store.Create(ctx, req)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
-	pv := dirvol.NewPV(opts, req, p.source(dir))
+	pv := dirvol.NewPV(opts, req, p.source(vol.Dir))
 	if pv.Annotations == nil {
 		pv.Annotations = map[string]string{}
 	}
@@ -254,6 +260,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 			Values:   []string{hostname},
 		}}}},
 	}}
+	dirvol.RecordAdoption(ctx, opts, pv, vol)
 	return pv, provisioning.ProvisioningFinished, nil
 }
 
