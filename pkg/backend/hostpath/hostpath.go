@@ -260,7 +260,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 			Values:   []string{hostname},
 		}}}},
 	}}
-	dirvol.RecordAdoption(ctx, opts, pv, vol)
+	if err := dirvol.RecordAdoption(ctx, opts, pv, vol); err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
 	return pv, provisioning.ProvisioningFinished, nil
 }
 

@@ -222,7 +222,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	}
 	pv := dirvol.NewPV(opts, req, p.source(vol.Dir))
 	pv.Spec.MountOptions = mountOptions
-	dirvol.RecordAdoption(ctx, opts, pv, vol)
+	if err := dirvol.RecordAdoption(ctx, opts, pv, vol); err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
 	return pv, provisioning.ProvisioningFinished, nil
 }
 

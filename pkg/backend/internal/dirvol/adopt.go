@@ -26,7 +26,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -148,22 +147,24 @@ func checkIsDir(ctx context.Context, parent Dir, leaf string) error {
 // PersistentVolume pv Provision returns: it records the volume it came from
 // and the fate Retain, which the old volume's retained directory keeps
 // until an administrator records another; marks the old volume with
-// backend.AnnAdoptedBy through the controller's client (informative: the
-// owner marker is what protects the directory, so a failed write is only
-// logged); and tells the claim's owner with a Normal Event.
-func RecordAdoption(ctx context.Context, opts provisioning.ProvisionOptions, pv *v1.PersistentVolume, vol Volume) {
+// backend.AnnAdoptedBy through the controller's client; and tells the
+// claim's owner with a Normal Event. A failed mark fails the Provision,
+// which a retry finishes: the directory's owner marker is the new volume's
+// already, so nothing else can take it meanwhile.
+func RecordAdoption(ctx context.Context, opts provisioning.ProvisionOptions, pv *v1.PersistentVolume, vol Volume) error {
 	old := vol.AdoptedFrom
 	if old == nil {
-		return
+		return nil
 	}
 	setAdopted(pv, old.Name)
 	if old.Annotations[backend.AnnAdoptedBy] != pv.Name {
 		if err := opts.AnnotateVolume(ctx, old, map[string]string{backend.AnnAdoptedBy: pv.Name}); err != nil {
-			klog.FromContext(ctx).Error(err, "Cannot mark the volume whose directory was adopted", "oldPV", klog.KObj(old))
+			return fmt.Errorf("cannot mark the released PersistentVolume %s whose directory %q was adopted: %w", old.Name, vol.Dir, err)
 		}
 	}
 	opts.Event(v1.EventTypeNormal, backend.EventDirectoryAdopted,
 		"Adopted directory %q of the released PersistentVolume %s, made for an earlier claim of this namespace and name: its contents are as that volume left them", vol.Dir, old.Name)
+	return nil
 }
 
 // setAdopted records on pv, a volume whose directory was adopted, the
