@@ -247,8 +247,10 @@ func TestAdoptRefusals(t *testing.T) {
 			wantErr: "lies inside the directory of another volume",
 		},
 		"no volume names it": {
-			adopt:   true,
-			setup:   func(t *testing.T, f *fixture) { backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "kept") },
+			adopt: true,
+			setup: func(t *testing.T, f *fixture) {
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "kept")
+			},
 			wantErr: "it already exists; not adopted: no PersistentVolume names it",
 		},
 		"proof for another claim": {
