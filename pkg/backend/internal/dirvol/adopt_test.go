@@ -34,11 +34,11 @@ import (
 const otherNode = "node-b"
 
 // retained is a Released PersistentVolume of testProvisioner with reclaim
-// policy Retain that was bound to the claim namespace/name of UID uid.
-func retained(name, dir, namespace, claim, uid string) *v1.PersistentVolume {
+// policy Retain that was bound to the claim team/data of UID uid.
+func retained(name, dir, uid string) *v1.PersistentVolume {
 	pv := volume(name, dir, "1Gi", testProvisioner)
 	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: claim, UID: types.UID(uid)}
+	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "team", Name: "data", UID: types.UID(uid)}
 	pv.Status.Phase = v1.VolumeReleased
 	return pv
 }
@@ -55,7 +55,7 @@ func adoptingFixture(t *testing.T) *fixture {
 func TestAdoptable(t *testing.T) {
 	const dir = "team/data"
 	mutated := func(mutate func(pv *v1.PersistentVolume)) []*v1.PersistentVolume {
-		pv := retained("old", dir, "team", "data", "earlier")
+		pv := retained("old", dir, "earlier")
 		mutate(pv)
 		return []*v1.PersistentVolume{pv}
 	}
@@ -123,17 +123,17 @@ func TestAdoptable(t *testing.T) {
 			wantErr: "not pinned to this node",
 		},
 		"the folder around it": {
-			others:  []*v1.PersistentVolume{retained("old", "team", "team", "data", "earlier")},
+			others:  []*v1.PersistentVolume{retained("old", "team", "earlier")},
 			wantErr: "around or inside it, not it",
 		},
 		"a directory inside it": {
-			others:  []*v1.PersistentVolume{retained("old", dir+"/sub", "team", "data", "earlier")},
+			others:  []*v1.PersistentVolume{retained("old", dir+"/sub", "earlier")},
 			wantErr: "around or inside it, not it",
 		},
 		"two volumes": {
 			others: []*v1.PersistentVolume{
-				retained("old", dir, "team", "data", "earlier"),
-				retained("older", dir, "team", "data", "earliest"),
+				retained("old", dir, "earlier"),
+				retained("older", dir, "earliest"),
 			},
 			wantErr: "2 PersistentVolumes name it",
 		},
@@ -167,7 +167,7 @@ func (f *fixture) plantRetained(t *testing.T) *v1.PersistentVolume {
 	if err := os.Chmod(filepath.Join(f.base, "team/data"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	old := retained("old", "team/data", "team", "data", "earlier")
+	old := retained("old", "team/data", "earlier")
 	f.pvs = append(f.pvs, old)
 	return old
 }
@@ -271,7 +271,7 @@ func TestAdoptRefusals(t *testing.T) {
 		"directory gone": {
 			adopt: true,
 			setup: func(t *testing.T, f *fixture) {
-				f.pvs = append(f.pvs, retained("old", "team/data", "team", "data", "earlier"))
+				f.pvs = append(f.pvs, retained("old", "team/data", "earlier"))
 				if err := os.MkdirAll(filepath.Join(f.base, "team"), 0o755); err != nil {
 					t.Fatal(err)
 				}
