@@ -115,6 +115,8 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 		Capacity:        capacity(spec.Capacity),
 		Directory:       dir,
 		HostPathRoot:    req.HostPathRoot,
+
+		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}, hostpath.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 
@@ -139,6 +141,8 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 		Capacity:     capacity(spec.Capacity),
 		Directory:    dir,
 		NFSSubdir:    subdir,
+
+		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}, nfs.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 

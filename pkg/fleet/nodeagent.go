@@ -350,6 +350,8 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 		OnDelete:        spec.OnDelete,
 		Capacity:        spec.Capacity,
 		VolumeDirectory: spec.VolumeDirectory,
+
+		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}
 	return &v1alpha1.BackendSpec{HostPath: own}, nil
 }
