@@ -26,7 +26,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
@@ -111,4 +113,52 @@ func (f *fixture) waitPhase(pvName string, phase corev1.PersistentVolumePhase) {
 		pv, err := f.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == phase, nil
 	})
+}
+
+// The same on hostPath, through node agents held to their own node: a
+// claim of a fixed pathPattern, deleted and made again on the node of its
+// retained volume, is given that volume's directory by the node's agent,
+// which marks the old volume; the agent of another node may not.
+func TestAdoptRetainedDirectoryOnNode(t *testing.T) {
+	c := newNodeCluster(t)
+	const name = "local"
+	a := c.nodes[0]
+	base := filepath.Join(c.disks[a], "volumes")
+	c.provisioner(name, storagev1.VolumeBindingWaitForFirstConsumer, func(hp *v1alpha1.HostPathBackend) {
+		hp.PathPattern = "{{.PVC.Namespace}}/{{.PVC.Name}}"
+		hp.OnDelete = v1alpha1.OnDeleteRetain
+		hp.AdoptRetainedDirectories = true
+	})
+	c.waitNodes(name, "3/3")
+
+	dir := filepath.Join(base, c.namespace, "data")
+	writeVolumeFile(t, dir)
+	old := c.oldPV("pvc-"+c.prefix+"-old", "data", name, "e2e.provfleet.io/"+name)
+	old.Annotations[annNode] = a
+	old.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	old.Spec.HostPath = &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}
+	old.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{a}}},
+	}}}}
+	c.adopt(old, "data")
+	if err := c.kube.CoreV1().PersistentVolumeClaims(c.namespace).Delete(c.ctx, "data", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitPhase(old.Name, corev1.VolumeReleased)
+
+	c.claimOn("data", a)
+	c.waitBound("data")
+	pv := c.boundVolume("data")
+	if got := volumePath(pv); got != dir {
+		t.Errorf("adopting volume's path %s, want %s", got, dir)
+	}
+	checkVolumeFile(t, dir)
+	if got := pv.Annotations[annAdoptedFrom]; got != old.Name {
+		t.Errorf("adopted-from = %q, want %s", got, old.Name)
+	}
+	marked, err := c.kube.CoreV1().PersistentVolumes().Get(c.ctx, old.Name, metav1.GetOptions{})
+	if err != nil || marked.Annotations[annAdoptedBy] != pv.Name {
+		t.Errorf("old volume %s adopted-by = %q (%v), want %s", old.Name, marked.Annotations[annAdoptedBy], err, pv.Name)
+	}
+	c.waitEvent(c.namespace, "data", corev1.EventTypeNormal, "DirectoryAdopted", old.Name)
 }
