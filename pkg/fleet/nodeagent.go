@@ -337,13 +337,14 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 	}
 	// Only what the backend reads: a selector edit restarts nothing.
 	own := &v1alpha1.HostPathBackend{
-		Path:            v1alpha1.AbsolutePath(path),
-		VolumeType:      spec.VolumeType,
-		NodeName:        node.Name,
-		PathPattern:     spec.PathPattern,
-		OnDelete:        spec.OnDelete,
-		Capacity:        spec.Capacity,
-		VolumeDirectory: spec.VolumeDirectory,
+		Path:              v1alpha1.AbsolutePath(path),
+		VolumeType:        spec.VolumeType,
+		NodeName:          node.Name,
+		PathPattern:       spec.PathPattern,
+		OnDelete:          spec.OnDelete,
+		Capacity:          spec.Capacity,
+		VolumeDirectory:   spec.VolumeDirectory,
+		LocalPathPatterns: spec.LocalPathPatterns,
 	}
 	return &v1alpha1.BackendSpec{HostPath: own}, nil
 }

@@ -76,7 +76,15 @@ type Config struct {
 	// HostPathRoot is the node agent's --host-path-root: nothing outside it
 	// is ever touched.
 	HostPathRoot string
+	// LocalPathPatterns are the patterns of local-path-provisioner's
+	// StorageClasses that set a new directory's owner and mode.
+	LocalPathPatterns LocalPathPatterns
 }
+
+// LocalPathPatterns says which of local-path-provisioner's class patterns
+// (userPattern, groupPattern, permPattern) apply, as the lines of its setup
+// script did.
+type LocalPathPatterns = dirvol.LocalPathPatterns
 
 // Options are what the provisioner needs from the process that runs it, as
 // opposed to what the ProvisionerConfig says: the names whose volumes count
@@ -93,6 +101,7 @@ type Provisioner struct {
 	path       string
 	volumeType VolumeType
 	node       string
+	patterns   LocalPathPatterns
 	store      *dirvol.Store
 }
 
@@ -120,6 +129,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		path:       filepath.Clean(cfg.Path),
 		volumeType: cfg.VolumeType,
 		node:       cfg.NodeName,
+		patterns:   cfg.LocalPathPatterns,
 	}
 	if p.volumeType == "" {
 		p.volumeType = VolumeTypeLocal
@@ -226,6 +236,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	req, err := dirvol.ParseRequest(opts)
 	if err == nil {
 		err = req.CheckNodePath(p.path)
+	}
+	if err == nil {
+		err = req.ApplyLocalPathPatterns(opts.StorageClass, p.patterns)
 	}
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
