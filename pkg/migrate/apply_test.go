@@ -148,11 +148,12 @@ func TestApplyLocalPath(t *testing.T) {
 		t.Fatalf("the ProvisionerConfig: %v", err)
 	}
 	wantBackend := &v1alpha1.HostPathBackend{
-		Path:        "/opt/local-path-provisioner",
-		VolumeType:  v1alpha1.HostPathVolumeHostPath,
-		NodePaths:   []v1alpha1.NodePath{{Nodes: []string{"big-1", "big-2"}, Path: "/data/local-path"}},
-		PathPattern: "{{.PVName}}_{{.PVC.Namespace}}_{{.PVC.Name}}",
-		OnDelete:    v1alpha1.OnDeleteDelete,
+		Path:              "/opt/local-path-provisioner",
+		VolumeType:        v1alpha1.HostPathVolumeHostPath,
+		NodePaths:         []v1alpha1.NodePath{{Nodes: []string{"big-1", "big-2"}, Path: "/data/local-path"}},
+		PathPattern:       "{{.PVName}}_{{.PVC.Namespace}}_{{.PVC.Name}}",
+		OnDelete:          v1alpha1.OnDeleteDelete,
+		LocalPathPatterns: []v1alpha1.LocalPathPattern{v1alpha1.LocalPathPatternOwner, v1alpha1.LocalPathPatternMode},
 	}
 	if diff := cmp.Diff(wantBackend, config.Spec.Backend.HostPath); diff != "" {
 		t.Errorf("hostPath backend (-want +got):\n%s", diff)

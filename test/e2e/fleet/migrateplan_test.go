@@ -308,6 +308,7 @@ func TestMigratePlanFromLocalPath(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "local-path-config"},
 		Data: map[string]string{
 			"config.json": fmt.Sprintf(`{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [%q]}]}`, base),
+			"setup":       "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"",
 			"teardown":    "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
 		},
 	}
