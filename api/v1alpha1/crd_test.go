@@ -261,9 +261,10 @@ func documentedDefaults() v1alpha1.ProvisionerConfigSpec {
 			RetryPeriod:   duration(2 * time.Second),
 		},
 		Backend: v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{
-			Path:       "/var/lib/provfleet/fast-local",
-			VolumeType: v1alpha1.HostPathVolumeLocal,
-			OnDelete:   v1alpha1.OnDeleteDelete,
+			Path:            "/var/lib/provfleet/fast-local",
+			NodeAffinityKey: "kubernetes.io/hostname",
+			VolumeType:      v1alpha1.HostPathVolumeLocal,
+			OnDelete:        v1alpha1.OnDeleteDelete,
 		}},
 	}
 }
@@ -352,6 +353,22 @@ func TestValidation(t *testing.T) {
 		},
 		"hostPath with capacity": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, volumeType: HostPath, nodeName: node-1.example, onDelete: Retain, capacity: {maxVolumes: 3}}}}`,
+		},
+		"hostPath with several paths per node and a nodeAffinityKey": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, additionalPaths: [/data2, /data3], nodeAffinityKey: topology.example.com/rack,
+  nodePaths: [{nodes: [node-1], path: /mnt/fast, additionalPaths: [/mnt/slow]}]}}}`,
+		},
+		"nodeAffinityKey that is no label name": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeAffinityKey: "rack key"}}}`,
+			want: []string{`spec.backend.hostPath.nodeAffinityKey: Invalid value: "rack key": spec.backend.hostPath.nodeAffinityKey in body should match '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'`},
+		},
+		"nodeAffinityKey of a name longer than 63": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeAffinityKey: example.com/` + strings.Repeat("a", 64) + `}}}`,
+			want: []string{`spec.backend.hostPath.nodeAffinityKey: Invalid value: "example.com/` + strings.Repeat("a", 64) + `": must be a qualified label name: a prefix of at most 253 characters and a name of at most 63`},
+		},
+		"additionalPaths relative": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, additionalPaths: [data2]}}}`,
+			want: []string{`spec.backend.hostPath.additionalPaths[0]: Invalid value: "data2": must be an absolute path`},
 		},
 		"hostPath on selected nodes": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data,

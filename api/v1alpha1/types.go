@@ -502,6 +502,33 @@ type HostPathBackend struct {
 	// +required
 	Path AbsolutePath `json:"path"`
 
+	// additionalPaths are further base directories on each node that
+	// nodePaths does not cover, each under the node agent's
+	// --host-path-root and none inside another or inside path. New volumes
+	// go in path, unless their StorageClass parameter nodePath (that of
+	// local-path-provisioner) names one of these; the volumes in any of them
+	// are released by the node's agent.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AdditionalPaths []AbsolutePath `json:"additionalPaths,omitempty"`
+
+	// nodeAffinityKey is the node label new volumes are pinned with, by
+	// required node affinity <key> In [<the node's value of that label, or
+	// the node's name when it has none>], as local-path-provisioner's
+	// StorageClass parameter of that name does. The label's value must tell
+	// the node apart, or a volume is mounted wherever another node carries
+	// that value too; the node agents may pin to their own node's value only.
+	// A StorageClass parameter nodeAffinityKey other than this key is
+	// refused.
+	// +kubebuilder:default="kubernetes.io/hostname"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.split('/')[size(self.split('/')) - 1].size() <= 63 && (size(self.split('/')) == 1 || self.split('/')[0].size() <= 253)",message="must be a qualified label name: a prefix of at most 253 characters and a name of at most 63"
+	// +optional
+	NodeAffinityKey string `json:"nodeAffinityKey,omitempty"`
+
 	// volumeType is Local (a local PersistentVolume with node affinity) or
 	// HostPath (a hostPath PersistentVolume).
 	// +kubebuilder:default=Local
@@ -616,6 +643,14 @@ type NodePath struct {
 	// agent's --host-path-root.
 	// +required
 	Path AbsolutePath `json:"path"`
+
+	// additionalPaths are further base directories on these nodes, as the
+	// backend's additionalPaths are on the others: new volumes go in path
+	// unless their StorageClass parameter nodePath names one of these.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AdditionalPaths []AbsolutePath `json:"additionalPaths,omitempty"`
 }
 
 // NodeLabelSelector selects nodes by their labels, as a Kubernetes label

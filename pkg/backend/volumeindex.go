@@ -76,6 +76,17 @@ func VolumeNode(pv *v1.PersistentVolume) string {
 	return ""
 }
 
+// NodeLabelValue is what a volume pinned to node by the node label key
+// names: the node's value of that label, or its name when it has none, as
+// the kubelet's hostname label and local-path-provisioner's nodeAffinityKey
+// have it.
+func NodeLabelValue(node *v1.Node, key string) string {
+	if value, ok := node.Labels[key]; ok {
+		return value
+	}
+	return node.Name
+}
+
 // place is the file system a volume's path belongs to: an NFS server's, or
 // a node's ("" for a volume pinned to no one node).
 type place struct {

@@ -101,15 +101,21 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 		return nil, err
 	}
 	// The node agent serves its own node: spec.nodeName only selects nodes.
+	var additional []string
+	for _, p := range spec.AdditionalPaths {
+		additional = append(additional, string(p))
+	}
 	return hostpath.New(hostpath.Config{
-		Path:         string(spec.Path),
-		VolumeType:   hostpath.VolumeType(spec.VolumeType),
-		NodeName:     req.NodeName,
-		PathPattern:  string(spec.PathPattern),
-		OnDelete:     backend.OnDeletePolicy(spec.OnDelete),
-		Capacity:     capacity(spec.Capacity),
-		Directory:    dir,
-		HostPathRoot: req.HostPathRoot,
+		Path:            string(spec.Path),
+		AdditionalPaths: additional,
+		NodeAffinityKey: spec.NodeAffinityKey,
+		VolumeType:      hostpath.VolumeType(spec.VolumeType),
+		NodeName:        req.NodeName,
+		PathPattern:     string(spec.PathPattern),
+		OnDelete:        backend.OnDeletePolicy(spec.OnDelete),
+		Capacity:        capacity(spec.Capacity),
+		Directory:       dir,
+		HostPathRoot:    req.HostPathRoot,
 		LocalPathPatterns: hostpath.LocalPathPatterns{
 			Owner: slices.Contains(spec.LocalPathPatterns, v1alpha1.LocalPathPatternOwner),
 			Mode:  slices.Contains(spec.LocalPathPatterns, v1alpha1.LocalPathPatternMode),
@@ -236,8 +242,10 @@ func bases(spec *v1alpha1.BackendSpec) []base {
 		// Node paths count on every node: two objects that share a path on
 		// disjoint nodes are refused too, rather than trusted to stay apart.
 		bases := []base{{field: "hostPath.path", path: string(spec.HostPath.Path)}}
+		bases = appendBases(bases, "hostPath.additionalPaths", spec.HostPath.AdditionalPaths)
 		for i, entry := range spec.HostPath.NodePaths {
 			bases = append(bases, base{field: fmt.Sprintf("hostPath.nodePaths[%d].path", i), path: string(entry.Path)})
+			bases = appendBases(bases, fmt.Sprintf("hostPath.nodePaths[%d].additionalPaths", i), entry.AdditionalPaths)
 		}
 		return bases
 	case spec.NFS != nil:
@@ -248,6 +256,14 @@ func bases(spec *v1alpha1.BackendSpec) []base {
 		return []base{{field: "nfs.mountPath", path: string(spec.NFS.MountPath)}, export}
 	}
 	return nil
+}
+
+// appendBases appends the host paths of the list field to bases.
+func appendBases(bases []base, field string, paths []v1alpha1.AbsolutePath) []base {
+	for i, p := range paths {
+		bases = append(bases, base{field: fmt.Sprintf("%s[%d]", field, i), path: string(p)})
+	}
+	return bases
 }
 
 // overlappingBases describes where the backends of a and b could reach each

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -176,7 +177,8 @@ func (c *coordinator) handOver(claim *v1.PersistentVolumeClaim, served map[strin
 	return c.handovers.give(c.configName, claim)
 }
 
-// pinnedByName reports whether the local node's host name label, which a
+// pinnedByName reports whether the local node's value of the label volumes
+// are pinned with (nodeAffinityKey, the host name by default), which a
 // volume of a claim selected to it is pinned with, is its name, which the
 // backend pins a volume with when no node was selected.
 func (c *coordinator) pinnedByName() bool {
@@ -185,8 +187,7 @@ func (c *coordinator) pinnedByName() bool {
 	if err != nil || !exists || !ok {
 		return false
 	}
-	hostname, labelled := node.Labels[v1.LabelHostname]
-	return !labelled || hostname == node.Name
+	return backend.NodeLabelValue(node, hostpath.AffinityKey(c.spec.NodeAffinityKey)) == node.Name
 }
 
 // forgetHandedOver forgets the claims given to the node instance that no

@@ -331,13 +331,19 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 	if !selected || err != nil {
 		return nil, err
 	}
-	path, err := nodePath(spec, node)
+	paths, err := nodePaths(spec, node)
 	if err != nil {
 		return nil, err
 	}
+	var additional []v1alpha1.AbsolutePath
+	for _, p := range paths[1:] {
+		additional = append(additional, v1alpha1.AbsolutePath(p))
+	}
 	// Only what the backend reads: a selector edit restarts nothing.
 	own := &v1alpha1.HostPathBackend{
-		Path:              v1alpha1.AbsolutePath(path),
+		Path:              v1alpha1.AbsolutePath(paths[0]),
+		AdditionalPaths:   additional,
+		NodeAffinityKey:   spec.NodeAffinityKey,
 		VolumeType:        spec.VolumeType,
 		NodeName:          node.Name,
 		PathPattern:       spec.PathPattern,

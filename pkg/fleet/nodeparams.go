@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/backend"
 )
 
 // NodeVolumesParams names the ConfigMap, in the agents' namespace, that the
@@ -43,10 +44,13 @@ import (
 //
 //	host <the node's kubernetes.io/hostname label, which volumes are pinned with>
 //	path <provisioner name> <base directory of the node>
+//	pin <label key> <the node's value of that label, or its name>
 //
-// with a path line for every name of every hostPath ProvisionerConfig that
-// selects the node. A node no hostPath ProvisionerConfig selects is not
-// listed: its agent may make no volume.
+// with a path line for every base directory (path and additionalPaths) of
+// every name of every hostPath ProvisionerConfig that selects the node, and
+// a pin line for the nodeAffinityKey of each of them that sets another key
+// than kubernetes.io/hostname. A node no hostPath ProvisionerConfig selects
+// is not listed: its agent may make no volume.
 const NodeVolumesParams = "provfleet-node-volumes"
 
 // nodeVolumesData is the data of NodeVolumesParams for configs and nodes.
@@ -55,21 +59,39 @@ const NodeVolumesParams = "provfleet-node-volumes"
 func nodeVolumesData(ctx context.Context, configs []*v1alpha1.ProvisionerConfig, nodes []*v1.Node) map[string]string {
 	data := map[string]string{}
 	for _, node := range nodes {
-		var paths []string
+		var lines []string
 		for _, pc := range configs {
-			paths = append(paths, nodeVolumePaths(ctx, pc, node)...)
+			paths := nodeVolumePaths(ctx, pc, node)
+			if len(paths) > 0 {
+				lines = append(append(lines, paths...), nodePinLines(ctx, pc, node)...)
+			}
 		}
-		if len(paths) == 0 {
+		if len(lines) == 0 {
 			continue
 		}
-		hostname := node.Name
-		if label, ok := node.Labels[v1.LabelHostname]; ok {
-			hostname = label
-		}
-		slices.Sort(paths)
-		data[node.Name] = strings.Join(append([]string{"host " + hostname}, slices.Compact(paths)...), "\n")
+		slices.Sort(lines)
+		lines = append([]string{"host " + backend.NodeLabelValue(node, v1.LabelHostname)}, slices.Compact(lines)...)
+		data[node.Name] = strings.Join(lines, "\n")
 	}
 	return data
+}
+
+// nodePinLines are the pin lines of pc, a hostPath ProvisionerConfig that
+// selects node: none for the hostname label, which the host line says.
+func nodePinLines(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *v1.Node) []string {
+	key := pc.Spec.Backend.HostPath.NodeAffinityKey
+	if key == "" || key == v1.LabelHostname {
+		return nil
+	}
+	value := backend.NodeLabelValue(node, key)
+	// The API server bounds label keys and values to characters without a
+	// space; only an object that bypassed it could carry one.
+	if strings.ContainsAny(key+value, " \t\n\r") || value == "" {
+		klog.FromContext(ctx).Info("A node's value of the nodeAffinityKey cannot be told on one line: the node agents may pin no volume by it",
+			"provisionerConfig", klog.KObj(pc), "node", klog.KObj(node), "key", key)
+		return nil
+	}
+	return []string{"pin " + key + " " + value}
 }
 
 // nodeVolumePaths are the path lines of pc on node; none unless it is a
@@ -83,19 +105,21 @@ func nodeVolumePaths(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *
 	if !selected || err != nil {
 		return nil
 	}
-	base, err := nodePath(spec, node)
+	bases, err := nodePaths(spec, node)
 	if err != nil {
 		return nil
 	}
-	base = filepath.Clean(base)
-	if strings.ContainsAny(base, "\n\r") {
-		klog.FromContext(ctx).Info("A base directory holds a line break: the node agents may make no volume in it",
-			"provisionerConfig", klog.KObj(pc), "node", klog.KObj(node))
-		return nil
-	}
 	var lines []string
-	for _, name := range provisionerNames(&pc.Spec) {
-		lines = append(lines, "path "+name+" "+base)
+	for _, base := range bases {
+		base = filepath.Clean(base)
+		if strings.ContainsAny(base, "\n\r") {
+			klog.FromContext(ctx).Info("A base directory holds a line break: the node agents may make no volume in it",
+				"provisionerConfig", klog.KObj(pc), "node", klog.KObj(node))
+			continue
+		}
+		for _, name := range provisionerNames(&pc.Spec) {
+			lines = append(lines, "path "+name+" "+base)
+		}
 	}
 	return lines
 }

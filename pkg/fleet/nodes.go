@@ -36,22 +36,32 @@ func selectsNode(spec *v1alpha1.HostPathBackend, node *v1.Node) (bool, error) {
 	return matchesNode(spec.NodeSelector, node)
 }
 
-// nodePath is the base directory of a hostPath backend on node: that of the
-// first nodePaths entry that names or selects it, else path.
-func nodePath(spec *v1alpha1.HostPathBackend, node *v1.Node) (string, error) {
+// nodePaths are the base directories of a hostPath backend on node, the
+// one new volumes go in by default first: those of the first nodePaths entry
+// that names or selects it, else path and additionalPaths.
+func nodePaths(spec *v1alpha1.HostPathBackend, node *v1.Node) ([]string, error) {
 	for _, entry := range spec.NodePaths {
 		matches := slices.Contains(entry.Nodes, node.Name)
 		if entry.NodeSelector != nil {
 			var err error
 			if matches, err = matchesNode(entry.NodeSelector, node); err != nil {
-				return "", err
+				return nil, err
 			}
 		}
 		if matches {
-			return string(entry.Path), nil
+			return joinPaths(entry.Path, entry.AdditionalPaths), nil
 		}
 	}
-	return string(spec.Path), nil
+	return joinPaths(spec.Path, spec.AdditionalPaths), nil
+}
+
+// joinPaths lists first and then others.
+func joinPaths(first v1alpha1.AbsolutePath, others []v1alpha1.AbsolutePath) []string {
+	paths := []string{string(first)}
+	for _, p := range others {
+		paths = append(paths, string(p))
+	}
+	return paths
 }
 
 // matchesNode reports whether selector, nil meaning every node, selects node.

@@ -32,7 +32,7 @@ func TestNodeSelectionAndPaths(t *testing.T) {
 	bare := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
 	type result struct {
 		Selected bool
-		Path     string
+		Paths    []string
 	}
 	tests := map[string]struct {
 		spec v1alpha1.HostPathBackend
@@ -40,25 +40,32 @@ func TestNodeSelectionAndPaths(t *testing.T) {
 	}{
 		"every node": {
 			spec: v1alpha1.HostPathBackend{Path: "/data"},
-			want: map[string]result{"a": {true, "/data"}, "b": {true, "/data"}, "c": {true, "/data"}},
+			want: map[string]result{"a": {true, []string{"/data"}}, "b": {true, []string{"/data"}}, "c": {true, []string{"/data"}}},
 		},
 		"one node by name": {
 			spec: v1alpha1.HostPathBackend{Path: "/data", NodeName: "b"},
-			want: map[string]result{"a": {false, "/data"}, "b": {true, "/data"}, "c": {false, "/data"}},
+			want: map[string]result{"a": {false, []string{"/data"}}, "b": {true, []string{"/data"}}, "c": {false, []string{"/data"}}},
 		},
 		"labels and expressions": {
 			spec: v1alpha1.HostPathBackend{Path: "/data", NodeSelector: &v1alpha1.NodeLabelSelector{
 				MatchExpressions: []v1alpha1.NodeLabelRequirement{{Key: "disk", Operator: metav1.LabelSelectorOpIn, Values: []string{"ssd", "nvme"}}},
 				MatchLabels:      map[string]string{"zone": "z2"},
 			}},
-			want: map[string]result{"a": {false, "/data"}, "b": {true, "/data"}, "c": {false, "/data"}},
+			want: map[string]result{"a": {false, []string{"/data"}}, "b": {true, []string{"/data"}}, "c": {false, []string{"/data"}}},
 		},
 		"first matching override wins": {
 			spec: v1alpha1.HostPathBackend{Path: "/data", NodePaths: []v1alpha1.NodePath{
 				{Nodes: []string{"x", "a"}, Path: "/named"},
 				{NodeSelector: &v1alpha1.NodeLabelSelector{MatchExpressions: []v1alpha1.NodeLabelRequirement{{Key: "disk", Operator: metav1.LabelSelectorOpExists}}}, Path: "/with-disk"},
 			}},
-			want: map[string]result{"a": {true, "/named"}, "b": {true, "/with-disk"}, "c": {true, "/data"}},
+			want: map[string]result{"a": {true, []string{"/named"}}, "b": {true, []string{"/with-disk"}}, "c": {true, []string{"/data"}}},
+		},
+		"additional paths, of the entry that matches": {
+			spec: v1alpha1.HostPathBackend{Path: "/data", AdditionalPaths: []v1alpha1.AbsolutePath{"/data2", "/data3"}, NodePaths: []v1alpha1.NodePath{
+				{Nodes: []string{"a"}, Path: "/named", AdditionalPaths: []v1alpha1.AbsolutePath{"/named2"}},
+				{Nodes: []string{"b"}, Path: "/alone"},
+			}},
+			want: map[string]result{"a": {true, []string{"/named", "/named2"}}, "b": {true, []string{"/alone"}}, "c": {true, []string{"/data", "/data2", "/data3"}}},
 		},
 	}
 	for name, tc := range tests {
@@ -69,11 +76,11 @@ func TestNodeSelectionAndPaths(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				path, err := nodePath(&tc.spec, node)
+				paths, err := nodePaths(&tc.spec, node)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got[node.Name] = result{selected, path}
+				got[node.Name] = result{selected, paths}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("selection and paths (-want +got):\n%s", diff)

@@ -33,9 +33,11 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 )
 
-// The params of the volume policy name, per node, its host name and the base
-// of every name of every hostPath ProvisionerConfig that selects it; a node
-// none selects, an NFS backend and a base with a line break are left out.
+// The params of the volume policy name, per node, its host name, every base
+// of every name of every hostPath ProvisionerConfig that selects it, and its
+// value of each nodeAffinityKey but the host name; a node none selects, an
+// NFS backend, a base with a line break and a label value with a space are
+// left out.
 func TestNodeVolumesData(t *testing.T) {
 	hostPath := func(name string, backend v1alpha1.HostPathBackend, more ...v1alpha1.ProvisionerName) *v1alpha1.ProvisionerConfig {
 		return &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ProvisionerConfigSpec{
@@ -49,21 +51,30 @@ func TestNodeVolumesData(t *testing.T) {
 		hostPath("one", v1alpha1.HostPathBackend{Path: "/var/lib/one", NodeName: "a"}),
 		hostPath("selected", v1alpha1.HostPathBackend{Path: "/var/lib/nvme", NodeSelector: &v1alpha1.NodeLabelSelector{MatchLabels: map[string]string{"disk": "nvme"}}}),
 		hostPath("broken", v1alpha1.HostPathBackend{Path: "/var/lib/x\ny", NodeName: "a"}),
+		hostPath("racked", v1alpha1.HostPathBackend{Path: "/var/lib/racked", AdditionalPaths: []v1alpha1.AbsolutePath{"/mnt/racked/"}, NodeAffinityKey: "topology.example.com/rack"}),
+		hostPath("by-host", v1alpha1.HostPathBackend{Path: "/var/lib/by-host", NodeName: "b", NodeAffinityKey: v1.LabelHostname,
+			NodePaths: []v1alpha1.NodePath{{Nodes: []string{"b"}, Path: "/disks/by-host", AdditionalPaths: []v1alpha1.AbsolutePath{"/disks/by-host-2"}}}}),
+		hostPath("spaced", v1alpha1.HostPathBackend{Path: "/var/lib/spaced", NodeName: "a", NodeAffinityKey: "example.com/spaced"}),
 		{ObjectMeta: metav1.ObjectMeta{Name: "nfs"}, Spec: v1alpha1.ProvisionerConfigSpec{ProvisionerName: "example.com/nfs", Backend: v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{}}}},
 	}
 	nodes := []*v1.Node{
-		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1.LabelHostname: "host-a", "disk": "nvme"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
+			v1.LabelHostname: "host-a", "disk": "nvme", "topology.example.com/rack": "rack-1", "example.com/spaced": "x y",
+		}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
 	}
 	want := map[string]string{
 		"a": strings.Join([]string{"host host-a", "path example.com/fast /var/lib/fast", "path example.com/old-fast /var/lib/fast",
-			"path example.com/one /var/lib/one", "path example.com/selected /var/lib/nvme"}, "\n"),
-		"b": strings.Join([]string{"host b", "path example.com/fast /disks/b", "path example.com/old-fast /disks/b"}, "\n"),
+			"path example.com/one /var/lib/one", "path example.com/racked /mnt/racked", "path example.com/racked /var/lib/racked",
+			"path example.com/selected /var/lib/nvme", "path example.com/spaced /var/lib/spaced", "pin topology.example.com/rack rack-1"}, "\n"),
+		"b": strings.Join([]string{"host b", "path example.com/by-host /disks/by-host", "path example.com/by-host /disks/by-host-2",
+			"path example.com/fast /disks/b", "path example.com/old-fast /disks/b",
+			"path example.com/racked /mnt/racked", "path example.com/racked /var/lib/racked", "pin topology.example.com/rack b"}, "\n"),
 	}
 	if diff := cmp.Diff(want, nodeVolumesData(t.Context(), configs, nodes)); diff != "" {
 		t.Errorf("params (-want +got):\n%s", diff)
 	}
-	if got := nodeVolumesData(t.Context(), configs[1:], []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}); len(got) != 0 {
+	if got := nodeVolumesData(t.Context(), configs[1:4], []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}); len(got) != 0 {
 		t.Errorf("a node none selects is listed: %v", got)
 	}
 }

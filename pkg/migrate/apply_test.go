@@ -139,6 +139,7 @@ func TestApplyLocalPath(t *testing.T) {
 		"pvc-c": onNode("big-2"),
 		"pvc-d": onNode("node-1"),
 		"pvc-e": onNode("node-2"),
+		"pvc-f": onNode("big-2"),
 	}
 	if diff := cmp.Diff(want, fates(ctx, t, kube)); diff != "" {
 		t.Errorf("recorded on the volumes (-want +got):\n%s", diff)
@@ -148,9 +149,13 @@ func TestApplyLocalPath(t *testing.T) {
 		t.Fatalf("the ProvisionerConfig: %v", err)
 	}
 	wantBackend := &v1alpha1.HostPathBackend{
-		Path:              "/opt/local-path-provisioner",
-		VolumeType:        v1alpha1.HostPathVolumeHostPath,
-		NodePaths:         []v1alpha1.NodePath{{Nodes: []string{"big-1", "big-2"}, Path: "/data/local-path"}},
+		Path:            "/opt/local-path-provisioner",
+		NodeAffinityKey: "topology.example.com/rack",
+		VolumeType:      v1alpha1.HostPathVolumeHostPath,
+		NodePaths: []v1alpha1.NodePath{
+			{Nodes: []string{"big-1"}, Path: "/data/local-path"},
+			{Nodes: []string{"big-2"}, Path: "/data/local-path", AdditionalPaths: []v1alpha1.AbsolutePath{"/data/more"}},
+		},
 		PathPattern:       "{{.PVName}}_{{.PVC.Namespace}}_{{.PVC.Name}}",
 		OnDelete:          v1alpha1.OnDeleteDelete,
 		LocalPathPatterns: []v1alpha1.LocalPathPattern{v1alpha1.LocalPathPatternOwner, v1alpha1.LocalPathPatternMode},

@@ -156,11 +156,12 @@ const localPathName = "cluster.local/local-path-provisioner"
 // localPathCluster is a local-path-provisioner v0.0.37 of the Helm chart,
 // scaled to zero, with a default path and two nodes of their own, the
 // setup script of its documentation that applies the class patterns, the
-// default teardown script, a class that sets a user and a mode, and
-// volumes: hostPath on an unlisted node, local on a listed one whose
-// hostname label is not its name, one pinned by another label
-// (nodeAffinityKey) with its recorded node, one of reclaim policy Retain,
-// and one from before v0.0.25 that records no node.
+// default teardown script, a class that sets a user and a mode, one that
+// pins by a rack label (nodeAffinityKey), and volumes: hostPath on an
+// unlisted node, local on a listed one whose hostname label is not its
+// name, one pinned by the rack label with its recorded node, one in the
+// second path of its node, one of reclaim policy Retain, and one from
+// before v0.0.25 that records no node.
 func localPathCluster() *cluster {
 	c := &cluster{
 		deployment: deployment("local-path-storage", "local-path-provisioner", "docker.io/rancher/local-path-provisioner:v0.0.37", func(c *v1.Container) {
@@ -174,7 +175,7 @@ func localPathCluster() *cluster {
 				"config.json": `{"nodePathMap": [
 					{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/local-path-provisioner"]},
 					{"node": "big-1", "paths": ["/data/local-path"]},
-					{"node": "big-2", "paths": ["/data/local-path/"]}]}`,
+					{"node": "big-2", "paths": ["/data/local-path/", "/data/more"]}]}`,
 				"setup": "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"\n" +
 					"chown \"${VOL_USER}:${VOL_GROUP}\" \"$VOL_DIR\"\nchmod \"${VOL_PERM}\" \"$VOL_DIR\"",
 				"teardown": "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
@@ -182,6 +183,7 @@ func localPathCluster() *cluster {
 		},
 		classes: map[string]*storagev1.StorageClass{
 			"local-path": class("local-path", localPathName, map[string]string{"userPattern": "{{.PVC.Annotations.uid}}", "permPattern": "0750"}, nil),
+			"racked":     class("racked", localPathName, map[string]string{"nodeAffinityKey": "topology.example.com/rack"}, nil),
 		},
 		volumes: map[string]*v1.PersistentVolume{},
 	}
@@ -202,6 +204,7 @@ func localPathCluster() *cluster {
 	add("pvc-a", "node-1", v1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-a_default_data"))
 	add("pvc-b", "big-1", v1.LabelHostname, "big-1.example.com", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/data/local-path/pvc-b_team_db"}})
 	add("pvc-c", "big-2", "topology.example.com/rack", "rack-7", hostPath("/data/local-path/pvc-c_team_cache"))
+	add("pvc-f", "big-2", "topology.example.com/rack", "rack-7", hostPath("/data/more/pvc-f_team_more"))
 	add("pvc-d", "node-1", v1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-d_team_keep")).Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	add("pvc-e", "", v1.LabelHostname, "node-2", hostPath("/opt/local-path-provisioner/pvc-e_team_old"))
 	return c

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -51,10 +52,13 @@ const (
 	localPathAnnSelectedNode = "local.path.provisioner/selected-node"
 	// localPathPattern is its directory name, <PV>_<namespace>_<claim>.
 	localPathPattern = "{{.PVName}}_{{.PVC.Namespace}}_{{.PVC.Name}}"
+	// maxNodePaths is how many paths a hostPath backend serves on a node:
+	// path and up to 16 additionalPaths.
+	maxNodePaths = 17
 )
 
-// The features of local-path-provisioner with no mapping yet, each with the
-// release that brought it.
+// The features of local-path-provisioner that a release may lack or that
+// have no mapping yet, each with the release that brought it.
 var (
 	localPathSharedFS        = feature{"sharedFileSystemPath", "v0.0.23"}
 	localPathClassConfigs    = feature{"storageClassConfigs", "v0.0.27"}
@@ -131,15 +135,16 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	paths := p.nodePaths(object, config)
 	classes := in.classesOf(p.OldName)
 	for _, class := range classes {
-		p.checkLocalPathClass(class)
 		p.notePatterns(class, patterns)
 	}
+	affinityKey := p.nodeAffinityKey(classes)
 	if paths == nil {
 		return nil
 	}
-	hostPath := paths.hostPath(p.volumeType(classes))
-	hostPath.LocalPathPatterns = patterns
-	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: hostPath})
+	hp := paths.hostPath(p.volumeType(classes))
+	hp.NodeAffinityKey = affinityKey
+	hp.LocalPathPatterns = patterns
+	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: hp})
 	for _, pv := range in.volumesOf(p.OldName) {
 		p.planLocalPathVolume(paths, pv)
 	}
@@ -286,16 +291,17 @@ func (p *Plan) checkTeardown(object, command string, data map[string]string) {
 	}
 }
 
-// nodeBases maps local-path's nodePathMap onto a hostPath backend: one path
-// per node, the default one for the nodes not listed.
+// nodeBases maps local-path's nodePathMap onto a hostPath backend: the
+// paths of each node, the default ones for the nodes not listed; new
+// volumes go in the first, as path, the others are additionalPaths.
 type nodeBases struct {
-	// fallback is the path of the nodes not listed; "" when only listed
-	// nodes are served.
-	fallback string
+	// fallback are the paths of the nodes not listed; none when only
+	// listed nodes are served.
+	fallback []string
 	// nodes are the listed nodes, in the ConfigMap's order, and paths
 	// their paths.
 	nodes []string
-	paths map[string]string
+	paths map[string][]string
 }
 
 // nodePaths reads nodePathMap, refusing what has no mapping; nil when
@@ -311,22 +317,23 @@ func (p *Plan) nodePaths(object string, config localPathConfig) *nodeBases {
 	if len(config.NodePathMap) == 0 && config.SharedFileSystemPath == "" && len(config.StorageClassConfigs) == 0 {
 		p.refuse(object, "nodePathMap names no node and no path")
 	}
-	bases := &nodeBases{paths: map[string]string{}}
+	bases := &nodeBases{paths: map[string][]string{}}
 	for _, entry := range config.NodePathMap {
-		if _, dup := bases.paths[entry.Node]; dup || (entry.Node == localPathDefaultNode && bases.fallback != "") {
+		if _, dup := bases.paths[entry.Node]; dup || (entry.Node == localPathDefaultNode && bases.fallback != nil) {
 			p.refuse(object, "nodePathMap lists node %s twice, which local-path-provisioner refuses", entry.Node)
 			continue
 		}
-		if len(entry.Paths) != 1 || !path.IsAbs(entry.Paths[0]) || path.Clean(entry.Paths[0]) == "/" {
-			p.refuse(object, "nodePathMap gives node %s the paths %q: provfleet serves one absolute path below / per node, several paths per node have no mapping yet", entry.Node, entry.Paths)
+		paths, why := entryPaths(entry.Paths)
+		if why != "" {
+			p.refuse(object, "nodePathMap gives node %s the paths %q: %s", entry.Node, entry.Paths, why)
 			continue
 		}
 		if entry.Node == localPathDefaultNode {
-			bases.fallback = path.Clean(entry.Paths[0])
+			bases.fallback = paths
 			continue
 		}
 		bases.nodes = append(bases.nodes, entry.Node)
-		bases.paths[entry.Node] = path.Clean(entry.Paths[0])
+		bases.paths[entry.Node] = paths
 	}
 	if len(p.Refusals) > refused {
 		return nil
@@ -334,23 +341,47 @@ func (p *Plan) nodePaths(object string, config localPathConfig) *nodeBases {
 	return bases
 }
 
-// of returns the path of node.
-func (b *nodeBases) of(node string) (string, bool) {
-	if base, ok := b.paths[node]; ok {
-		return base, true
+// entryPaths returns the paths of a nodePathMap entry, cleaned, or why they
+// have no mapping.
+func entryPaths(paths []string) ([]string, string) {
+	switch {
+	case len(paths) == 0:
+		return nil, "provfleet serves at least one path per node"
+	case len(paths) > maxNodePaths:
+		return nil, fmt.Sprintf("provfleet serves at most %d paths per node", maxNodePaths)
 	}
-	return b.fallback, b.fallback != ""
+	var cleaned []string
+	for _, p := range paths {
+		if !path.IsAbs(p) || path.Clean(p) == "/" {
+			return nil, "provfleet serves absolute paths below / only"
+		}
+		p = path.Clean(p)
+		for _, earlier := range cleaned {
+			if backend.Overlaps(earlier, p) {
+				return nil, fmt.Sprintf("%s and %s overlap, and a node's volumes would lie in two of its paths at once", earlier, p)
+			}
+		}
+		cleaned = append(cleaned, p)
+	}
+	return cleaned, ""
+}
+
+// of returns the paths of node.
+func (b *nodeBases) of(node string) ([]string, bool) {
+	if paths, ok := b.paths[node]; ok {
+		return paths, true
+	}
+	return b.fallback, b.fallback != nil
 }
 
 // all returns every path, each once.
 func (b *nodeBases) all() []string {
-	var all []string
-	if b.fallback != "" {
-		all = append(all, b.fallback)
-	}
+	all := slices.Clone(b.fallback)
 	for _, node := range b.nodes {
-		if !slices.Contains(all, b.paths[node]) {
-			all = append(all, b.paths[node])
+		for _, p := range b.paths[node] {
+			if !slices.Contains(all, p) {
+				all = append(all, p)
+			}
 		}
 	}
 	return all
@@ -362,41 +393,84 @@ func (b *nodeBases) all() []string {
 // their kubernetes.io/hostname.
 func (b *nodeBases) hostPath(volumeType v1alpha1.HostPathVolumeType) *v1alpha1.HostPathBackend {
 	hp := &v1alpha1.HostPathBackend{
-		Path:        v1alpha1.AbsolutePath(b.fallback),
 		VolumeType:  volumeType,
 		PathPattern: localPathPattern,
 		OnDelete:    v1alpha1.OnDeleteDelete,
 	}
-	if b.fallback == "" {
-		hp.Path = v1alpha1.AbsolutePath(b.paths[b.nodes[0]])
+	fallback := b.fallback
+	if fallback == nil {
+		fallback = b.paths[b.nodes[0]]
 		hp.NodeSelector = &v1alpha1.NodeLabelSelector{MatchExpressions: []v1alpha1.NodeLabelRequirement{
 			{Key: v1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: b.nodes},
 		}}
 	}
-	byPath := map[string]int{}
+	hp.Path, hp.AdditionalPaths = absolutePaths(fallback)
+	// Nodes of the same paths, in the same order, share an entry.
+	byPaths := map[string]int{}
 	for _, node := range b.nodes {
-		base := b.paths[node]
-		if base == string(hp.Path) {
+		paths := b.paths[node]
+		if slices.Equal(paths, fallback) {
 			continue
 		}
-		i, ok := byPath[base]
+		key := strings.Join(paths, "\n")
+		i, ok := byPaths[key]
 		if !ok {
 			i = len(hp.NodePaths)
-			byPath[base] = i
-			hp.NodePaths = append(hp.NodePaths, v1alpha1.NodePath{Path: v1alpha1.AbsolutePath(base)})
+			byPaths[key] = i
+			entry := v1alpha1.NodePath{}
+			entry.Path, entry.AdditionalPaths = absolutePaths(paths)
+			hp.NodePaths = append(hp.NodePaths, entry)
 		}
 		hp.NodePaths[i].Nodes = append(hp.NodePaths[i].Nodes, node)
 	}
 	return hp
 }
 
-// checkLocalPathClass refuses the parameters of class that provfleet
-// cannot honour for new claims, where the old release read them.
-func (p *Plan) checkLocalPathClass(class *storagev1.StorageClass) {
-	object := "StorageClass " + class.Name
-	if key := class.Parameters["nodeAffinityKey"]; key != "" && localPathNodeAffinityKey.in(p.Version) {
-		p.refuse(object, "%s pins new volumes on the node label %s; provfleet pins them on kubernetes.io/hostname: no mapping yet", localPathNodeAffinityKey, key)
+// absolutePaths splits paths into the first and the others.
+func absolutePaths(paths []string) (v1alpha1.AbsolutePath, []v1alpha1.AbsolutePath) {
+	var others []v1alpha1.AbsolutePath
+	for _, p := range paths[1:] {
+		others = append(others, v1alpha1.AbsolutePath(p))
 	}
+	return v1alpha1.AbsolutePath(paths[0]), others
+}
+
+// nodeAffinityKey returns the node label local-path's classes pin new
+// volumes with, for hostPath.nodeAffinityKey: that of the classes that set
+// one, where the release reads it, "" for the host name. Classes that set
+// different ones are refused, since one backend pins by one label; those
+// that set none are pinned by it too, which the plan says.
+func (p *Plan) nodeAffinityKey(classes []*storagev1.StorageClass) string {
+	if !localPathNodeAffinityKey.in(p.Version) {
+		return ""
+	}
+	byKey := map[string][]string{}
+	var none []string
+	for _, class := range classes {
+		if key := class.Parameters["nodeAffinityKey"]; key != "" && key != v1.LabelHostname {
+			byKey[key] = append(byKey[key], class.Name)
+		} else {
+			none = append(none, class.Name)
+		}
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	switch len(keys) {
+	case 0:
+		return ""
+	case 1:
+		if len(none) > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("the new volumes of StorageClasses %s, which set no nodeAffinityKey, are pinned by %s too, at each node's value of that label "+
+				"(its name where it has none): check that it tells each node apart, or give these classes a ProvisionerConfig of their own", strings.Join(none, ", "), keys[0]))
+		}
+		return keys[0]
+	}
+	var each []string
+	for _, key := range keys {
+		each = append(each, fmt.Sprintf("%s by StorageClasses %s", key, strings.Join(byKey[key], ", ")))
+	}
+	p.refuse("StorageClasses of "+p.OldName, "%s pins new volumes by several node labels (%s); a ProvisionerConfig pins by one, its hostPath.nodeAffinityKey: "+
+		"give each label its own ProvisionerConfig", localPathNodeAffinityKey, strings.Join(each, "; "))
+	return ""
 }
 
 // volumeType returns the kind of volume local-path's classes make:
@@ -437,14 +511,14 @@ func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume) {
 		p.refuse(object, "it records no node (%s, from local-path-provisioner v0.0.25) and its node affinity pins it to no one node by %s", localPathAnnSelectedNode, v1.LabelHostname)
 		return
 	}
-	base, ok := bases.of(node)
+	paths, ok := bases.of(node)
 	if !ok {
 		p.refuse(object, "its node %s has no path in nodePathMap", node)
 		return
 	}
-	dir, err := hostpath.VolumeDir(base, pv)
+	base, dir, err := volumeBase(paths, pv)
 	if err != nil {
-		p.refuse(object, "the node agent of %s, serving %s, would not release it: %v", node, base, err)
+		p.refuse(object, "the node agent of %s, serving %s, would not release it: %v", node, strings.Join(paths, ", "), err)
 		return
 	}
 	want := map[string]string{backend.AnnOnDelete: string(backend.OnDeleteDelete), backend.AnnDeleteUnmarked: "true", backend.AnnNode: node}
@@ -456,6 +530,22 @@ func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume) {
 		delete(want, backend.AnnDeleteUnmarked)
 	}
 	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: "on node " + node + ": " + what, Record: record(pv, want)})
+}
+
+// volumeBase returns which of paths holds the directory of pv, and that
+// directory below it; the error is that of the first path.
+func volumeBase(paths []string, pv *v1.PersistentVolume) (string, string, error) {
+	var first error
+	for _, base := range paths {
+		dir, err := hostpath.VolumeDir(base, pv)
+		if err == nil {
+			return base, dir, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return "", "", first
 }
 
 // localPathNode returns the node of pv: hostpath.provfleet.io/node where

@@ -121,15 +121,21 @@ func TestLocalPathRefusals(t *testing.T) {
 			change: func(c *cluster) { delete(c.volumes["pvc-c"].Annotations, localPathAnnSelectedNode) },
 			want:   map[string][]string{"PersistentVolume pvc-c": {"records no node", "v0.0.25", v1.LabelHostname}},
 		},
-		"nodeAffinityKey": {
+		"classes of two nodeAffinityKeys": {
 			change: func(c *cluster) {
 				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"}
+				c.classes["by-zone"] = class("by-zone", localPathName, map[string]string{"nodeAffinityKey": "topology.kubernetes.io/zone"}, nil)
+				c.classes["by-zone-too"] = class("by-zone-too", localPathName, map[string]string{"nodeAffinityKey": "topology.kubernetes.io/zone"}, nil)
 			},
-			want: map[string][]string{"StorageClass local-path": {"nodeAffinityKey", "v0.0.35", "topology.example.com/rack"}},
+			want: map[string][]string{"StorageClasses of " + localPathName: {
+				"nodeAffinityKey", "v0.0.35", "topology.example.com/rack by StorageClasses local-path",
+				"topology.kubernetes.io/zone by StorageClasses by-zone, by-zone-too", "hostPath.nodeAffinityKey",
+			}},
 		},
-		"nodeAffinityKey before v0.0.35": {
+		"classes of two nodeAffinityKeys before v0.0.35": {
 			change: func(c *cluster) {
 				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"}
+				c.classes["by-zone"] = class("by-zone", localPathName, map[string]string{"nodeAffinityKey": "topology.kubernetes.io/zone"}, nil)
 				c.configMap.Data["setup"] = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\""
 				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:v0.0.34"
 			},
@@ -169,9 +175,10 @@ func TestLocalPathRefusals(t *testing.T) {
 		"an unknown release has every feature": {
 			change: func(c *cluster) {
 				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "rack"}
+				c.classes["by-zone"] = class("by-zone", localPathName, map[string]string{"nodeAffinityKey": "zone"}, nil)
 				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:latest"
 			},
-			want: map[string][]string{"StorageClass local-path": {"nodeAffinityKey", "v0.0.35"}},
+			want: map[string][]string{"StorageClasses of " + localPathName: {"nodeAffinityKey", "v0.0.35"}},
 		},
 		"sharedFileSystemPath": {
 			change: func(c *cluster) {
@@ -186,11 +193,17 @@ func TestLocalPathRefusals(t *testing.T) {
 			},
 			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"storageClassConfigs", "v0.0.27"}},
 		},
-		"several paths on a node": {
+		"paths of a node that overlap": {
 			change: func(c *cluster) {
-				c.configMap.Data["config.json"] = `{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a", "/opt/b"]}]}`
+				c.configMap.Data["config.json"] = `{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a", "/opt/a/b"]}]}`
 			},
-			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"DEFAULT_PATH_FOR_NON_LISTED_NODES", "several paths per node"}},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"DEFAULT_PATH_FOR_NON_LISTED_NODES", "/opt/a and /opt/a/b overlap"}},
+		},
+		"a node with no path": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": []}]}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"DEFAULT_PATH_FOR_NON_LISTED_NODES", "at least one path"}},
 		},
 		"a teardown script of its own": {
 			change: func(c *cluster) { c.configMap.Data["teardown"] = "#!/bin/sh\nmv \"$VOL_DIR\" /archive/" },

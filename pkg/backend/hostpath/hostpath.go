@@ -46,8 +46,17 @@ const (
 	VolumeTypeHostPath VolumeType = "HostPath"
 )
 
-// hostnameLabel is the node label volumes are pinned with.
-const hostnameLabel = v1.LabelHostname
+// AffinityKey is the node label volumes are pinned with when the
+// configuration names none: the host name.
+func AffinityKey(key string) string {
+	if key == "" {
+		return v1.LabelHostname
+	}
+	return key
+}
+
+// maxBases bounds Path and AdditionalPaths together, as the API does.
+const maxBases = 17
 
 // Config is backend.hostPath of a ProvisionerConfig plus what the node agent
 // knows about the node it runs on.
@@ -55,6 +64,14 @@ type Config struct {
 	// Path is the folder holding the volumes; it must resolve, symlinks
 	// included, inside HostPathRoot. It is created when missing.
 	Path string
+	// AdditionalPaths are further folders, as Path is, none inside another
+	// or inside Path: a claim whose StorageClass parameter nodePath names
+	// one gets its directory there, and the volumes of each are deleted.
+	AdditionalPaths []string
+	// NodeAffinityKey is the node label volumes are pinned with, the host
+	// name when empty; a StorageClass parameter nodeAffinityKey must name
+	// the same.
+	NodeAffinityKey string
 	// VolumeType is Local (the default) or HostPath.
 	VolumeType VolumeType
 	// NodeName is the node agent's own node, whose filesystem holds Path:
@@ -98,11 +115,19 @@ type Options = dirvol.Options
 // provisioning.Provisioner, Reclaimer and Prober and is safe for concurrent
 // use.
 type Provisioner struct {
-	path       string
-	volumeType VolumeType
-	node       string
-	patterns   LocalPathPatterns
-	store      *dirvol.Store
+	volumeType  VolumeType
+	node        string
+	affinityKey string
+	patterns    LocalPathPatterns
+	// bases are Path and then AdditionalPaths, each its own store. The
+	// stores share their lock and capacity count.
+	bases []base
+}
+
+// base is one folder of volumes on the node.
+type base struct {
+	path  string
+	store *dirvol.Store
 }
 
 var (
@@ -126,10 +151,10 @@ func CheckPathPattern(pattern string) error {
 // backend.ErrInvalidSpec or backend.ErrUnavailable.
 func New(cfg Config, opts Options) (*Provisioner, error) {
 	p := &Provisioner{
-		path:       filepath.Clean(cfg.Path),
-		volumeType: cfg.VolumeType,
-		node:       cfg.NodeName,
-		patterns:   cfg.LocalPathPatterns,
+		volumeType:  cfg.VolumeType,
+		node:        cfg.NodeName,
+		affinityKey: AffinityKey(cfg.NodeAffinityKey),
+		patterns:    cfg.LocalPathPatterns,
 	}
 	if p.volumeType == "" {
 		p.volumeType = VolumeTypeLocal
@@ -141,35 +166,73 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		return nil, fmt.Errorf("%w: node name %q names no node: the node agent runs with NODE_NAME", backend.ErrInvalidSpec, p.node)
 	case !filepath.IsAbs(cfg.HostPathRoot):
 		return nil, fmt.Errorf("%w: the host path root %q is not an absolute path", backend.ErrInvalidSpec, cfg.HostPathRoot)
-	case !filepath.IsAbs(cfg.Path):
-		return nil, fmt.Errorf("%w: path %q is not absolute", backend.ErrInvalidSpec, cfg.Path)
 	}
-	root, base, err := confine(cfg.HostPathRoot, p.path)
+	paths, err := basePaths(cfg)
 	if err != nil {
 		return nil, err
 	}
-	p.store, err = dirvol.New(dirvol.Config{
+	var shared *dirvol.Store
+	for _, path := range paths {
+		store, err := p.newStore(cfg, opts, path, shared)
+		if err != nil {
+			return nil, err
+		}
+		shared = store
+		p.bases = append(p.bases, base{path: path, store: store})
+	}
+	return p, nil
+}
+
+// basePaths checks Path and AdditionalPaths and returns them cleaned.
+func basePaths(cfg Config) ([]string, error) {
+	paths := append([]string{cfg.Path}, cfg.AdditionalPaths...)
+	if len(paths) > maxBases {
+		return nil, fmt.Errorf("%w: %d additional paths, more than %d", backend.ErrInvalidSpec, len(cfg.AdditionalPaths), maxBases-1)
+	}
+	for i, path := range paths {
+		if !filepath.IsAbs(path) {
+			return nil, fmt.Errorf("%w: path %q is not absolute", backend.ErrInvalidSpec, path)
+		}
+		paths[i] = filepath.Clean(path)
+		for _, earlier := range paths[:i] {
+			if backend.Overlaps(earlier, paths[i]) {
+				return nil, fmt.Errorf("%w: paths %q and %q of one node overlap: the volumes of one would lie in the other", backend.ErrInvalidSpec, earlier, paths[i])
+			}
+		}
+	}
+	return paths, nil
+}
+
+// newStore makes and probes the store of basePath, sharing with the
+// store of another base, if any.
+func (p *Provisioner) newStore(cfg Config, opts Options, basePath string, shareWith *dirvol.Store) (*dirvol.Store, error) {
+	root, rel, err := confine(cfg.HostPathRoot, basePath)
+	if err != nil {
+		return nil, err
+	}
+	store, err := dirvol.New(dirvol.Config{
 		FS:        dirvol.LocalFS{},
 		Root:      root,
-		Base:      base,
+		Base:      rel,
 		Pattern:   cfg.PathPattern,
 		Directory: cfg.Directory,
 		OnDelete:  cfg.OnDelete,
 		Capacity:  cfg.Capacity,
 		Options:   opts,
+		ShareWith: shareWith,
 		Counts:    p.onNode,
-		VolumeDir: p.volumeDir,
-		OwnDir:    p.ownDir,
-		Locate:    p.locate,
+		VolumeDir: func(pv *v1.PersistentVolume) (string, error) { return VolumeDir(basePath, pv) },
+		OwnDir:    func(pv *v1.PersistentVolume) (string, error) { return p.ownDir(basePath, pv) },
+		Locate:    func(dir string) (string, string) { return backend.HostNode(p.node), path.Join(basePath, dir) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	// New checks a configuration, without a context of a call.
-	if _, err := p.store.Probe(context.Background()); err != nil {
+	if _, err := store.Probe(context.Background()); err != nil {
 		return nil, err
 	}
-	return p, nil
+	return store, nil
 }
 
 // confine resolves root and path, creating path inside root when missing,
@@ -224,18 +287,22 @@ func createInside(root, path string) error {
 
 // Provision creates the claim's directory and returns its PersistentVolume.
 func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
-	hostname := p.node
+	// Without a selected node the claim was handed over by a manager that
+	// found the node's value of the key to be its name.
+	pinned := p.node
 	if node := opts.SelectedNode; node != nil {
 		if node.Name != p.node {
 			return nil, provisioning.ProvisioningReschedule, fmt.Errorf("cannot provision on node %s: this provisioner's volumes live on node %s", node.Name, p.node)
 		}
-		if label, ok := node.Labels[hostnameLabel]; ok {
-			hostname = label
-		}
+		pinned = backend.NodeLabelValue(node, p.affinityKey)
 	}
 	req, err := dirvol.ParseRequest(opts)
 	if err == nil {
-		err = req.CheckNodePath(p.path)
+		err = req.CheckNodeAffinityKey(p.affinityKey)
+	}
+	var chosen int
+	if err == nil {
+		chosen, err = req.NodePathIn(p.paths())
 	}
 	if err == nil {
 		err = req.ApplyLocalPathPatterns(opts.StorageClass, p.patterns)
@@ -243,6 +310,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
+	b := p.bases[chosen]
 	var mountOptions []string
 	if opts.StorageClass != nil {
 		mountOptions = slices.Clone(opts.StorageClass.MountOptions)
@@ -250,11 +318,11 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if p.volumeType == VolumeTypeHostPath && len(mountOptions) > 0 {
 		return nil, provisioning.ProvisioningFinished, errors.New("hostPath volumes take no mount options: remove mountOptions from the StorageClass or use volumeType Local")
 	}
-	dir, err := p.store.Create(ctx, req)
+	dir, err := b.store.Create(ctx, req)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
-	pv := dirvol.NewPV(opts, req, p.source(dir))
+	pv := dirvol.NewPV(opts, req, p.source(b.path, dir))
 	if pv.Annotations == nil {
 		pv.Annotations = map[string]string{}
 	}
@@ -262,17 +330,38 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	pv.Spec.MountOptions = mountOptions
 	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
 		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
-			Key:      hostnameLabel,
+			Key:      p.affinityKey,
 			Operator: v1.NodeSelectorOpIn,
-			Values:   []string{hostname},
+			Values:   []string{pinned},
 		}}}},
 	}}
 	return pv, provisioning.ProvisioningFinished, nil
 }
 
-// source is the volume source of the directory dir below Path.
-func (p *Provisioner) source(dir string) v1.PersistentVolumeSource {
-	volumePath := filepath.Join(p.path, dir)
+// paths are the base directories, Path first.
+func (p *Provisioner) paths() []string {
+	paths := make([]string, len(p.bases))
+	for i, b := range p.bases {
+		paths[i] = b.path
+	}
+	return paths
+}
+
+// baseOf returns the base whose store holds the directory a
+// PersistentVolume names; a volume below none goes to the first, whose store
+// refuses it and says why.
+func (p *Provisioner) baseOf(pv *v1.PersistentVolume) base {
+	for _, b := range p.bases {
+		if _, err := VolumeDir(b.path, pv); err == nil {
+			return b
+		}
+	}
+	return p.bases[0]
+}
+
+// source is the volume source of the directory dir below the base path.
+func (p *Provisioner) source(path, dir string) v1.PersistentVolumeSource {
+	volumePath := filepath.Join(path, dir)
 	if p.volumeType == VolumeTypeLocal {
 		return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: volumePath}}
 	}
@@ -290,18 +379,25 @@ func (p *Provisioner) annotations() map[string]string {
 // Delete applies the onDelete policy to the directory the PersistentVolume
 // names, which must lie below Path on this provisioner's node.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
-	return p.store.Delete(ctx, pv)
+	return p.baseOf(pv).store.Delete(ctx, pv)
 }
 
 // Unsaved lists the directories made for PersistentVolumes this provisioner
 // was not told exist, each with the source and node Provision gave it.
 func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
-	return p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
-		return &v1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Annotations: p.annotations()},
-			Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)},
-		}
-	})
+	var all []provisioning.UnsavedVolume
+	var errs []error
+	for _, b := range p.bases {
+		unsaved, err := b.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
+			return &v1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Annotations: p.annotations()},
+				Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(b.path, dir)},
+			}
+		})
+		all = append(all, unsaved...)
+		errs = append(errs, err)
+	}
+	return all, errors.Join(errs...)
 }
 
 // Saved settles the record of an unsaved volume whose PersistentVolume, saved,
@@ -310,7 +406,7 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 // cannot place (another node, outside Path, another kind of source) keeps the
 // record: nothing is deleted in doubt.
 func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
-	return p.store.Saved(ctx, volume, saved)
+	return p.baseOf(volume).store.Saved(ctx, volume, saved)
 }
 
 // ReleaseRemoved applies the onDelete policy given with each volume of
@@ -323,44 +419,57 @@ func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVol
 // no directory here, for the caller to drop; the others are to be asked
 // again. Options.Volumes is required.
 func (p *Provisioner) ReleaseRemoved(ctx context.Context, removed []backend.RemovedVolume) ([]string, error) {
-	return p.store.Release(ctx, removed)
+	// A name is done once no base holds its directory any more.
+	var done []string
+	var errs []error
+	for i, b := range p.bases {
+		released, err := b.store.Release(ctx, removed)
+		errs = append(errs, err)
+		if i == 0 {
+			done = released
+			continue
+		}
+		done = slices.DeleteFunc(done, func(name string) bool { return !slices.Contains(released, name) })
+	}
+	return done, errors.Join(errs...)
 }
 
 // Budget returns the capacity budget and what this provisioner's volumes use
 // of it.
 func (p *Provisioner) Budget() (provisioning.Budget, error) {
-	return p.store.Budget()
+	// The stores share their count.
+	return p.bases[0].store.Budget()
 }
 
-// Probe reaches Path and reports the space of the file system that holds it.
+// Probe reaches every base and reports the space of the file system that
+// holds Path, where new volumes go unless their class says otherwise.
 func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
-	return p.store.Probe(ctx)
+	space, err := p.bases[0].store.Probe(ctx)
+	if err != nil {
+		return provisioning.Space{}, err
+	}
+	for _, b := range p.bases[1:] {
+		if _, err := b.store.Probe(ctx); err != nil {
+			return provisioning.Space{}, err
+		}
+	}
+	return space, nil
 }
 
 // ownDir returns the directory of a PersistentVolume of this provisioner's
 // node, or of none: one pinned to another node, by its annotation or by the
 // affinity another provisioner gave it, names a directory of that node.
-func (p *Provisioner) ownDir(pv *v1.PersistentVolume) (string, error) {
+func (p *Provisioner) ownDir(base string, pv *v1.PersistentVolume) (string, error) {
 	if node := backend.VolumeNode(pv); node != "" && node != p.node {
 		return "", fmt.Errorf("it lives on node %q, this provisioner reaches node %q", node, p.node)
 	}
-	return p.volumeDir(pv)
+	return VolumeDir(base, pv)
 }
 
 // onNode reports whether a PersistentVolume lives on this provisioner's
 // node, so that capacity counts per node.
 func (p *Provisioner) onNode(pv *v1.PersistentVolume) bool {
 	return backend.VolumeNode(pv) == p.node
-}
-
-// locate returns where the directory dir below Path is on the node.
-func (p *Provisioner) locate(dir string) (string, string) {
-	return backend.HostNode(p.node), path.Join(p.path, dir)
-}
-
-// volumeDir returns the directory below Path that a PersistentVolume names.
-func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
-	return VolumeDir(p.path, pv)
 }
 
 // VolumeDir returns the directory below base that pv, a local or hostPath

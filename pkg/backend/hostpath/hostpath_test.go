@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,6 +119,27 @@ func TestNew(t *testing.T) {
 			mutate: func(t *testing.T, tmp string, c *Config) { c.PathPattern = "{{.PVC" },
 			want:   backend.ErrInvalidSpec, wantErr: "cannot parse",
 		},
+		"additional paths": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.AdditionalPaths = []string{filepath.Join(c.HostPathRoot, "b"), filepath.Join(c.HostPathRoot, "c")}
+			},
+		},
+		"an additional path inside path": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.AdditionalPaths = []string{filepath.Join(c.Path, "inner")}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
+		},
+		"two additional paths, one the other": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.AdditionalPaths = []string{filepath.Join(c.HostPathRoot, "b"), filepath.Join(c.HostPathRoot, "b") + "/"}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
+		},
+		"an additional path outside the root": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.AdditionalPaths = []string{filepath.Join(tmp, "outside")} },
+			want:   backend.ErrInvalidSpec, wantErr: "outside the host path root",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -144,23 +166,39 @@ func TestProvision(t *testing.T) {
 			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{host}}},
 		}}}}
 	}
+	pinned := func(key, value string) *v1.VolumeNodeAffinity {
+		return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
+		}}}}
+	}
 	node := func(name, hostname string) *v1.Node {
 		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: hostname}}}
 	}
+	local := func(p string) v1.PersistentVolumeSource {
+		return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
+	}
+	const rackKey = "topology.example.com/rack"
+	racked := node("node-a", "host-a")
+	racked.Labels[rackKey] = "rack-1"
 	tests := map[string]struct {
 		volumeType VolumeType
 		pattern    string
+		// affinityKey is the backend's NodeAffinityKey.
+		affinityKey string
 		// params are more class parameters; a nodePath of "." is the
-		// backend's path.
-		params       map[string]string
-		mountOptions []string
-		selected     *v1.Node
-		wantSource   func(path string) v1.PersistentVolumeSource
-		wantAffinity *v1.VolumeNodeAffinity
-		wantAnn      map[string]string
-		wantDir      string
-		wantState    provisioning.ProvisioningState
-		wantErr      string
+		// backend's path, of "+" its additional path.
+		params map[string]string
+		// wantAdditional says the volume goes in the additional path, not
+		// the path.
+		wantAdditional bool
+		mountOptions   []string
+		selected       *v1.Node
+		wantSource     func(path string) v1.PersistentVolumeSource
+		wantAffinity   *v1.VolumeNodeAffinity
+		wantAnn        map[string]string
+		wantDir        string
+		wantState      provisioning.ProvisioningState
+		wantErr        string
 	}{
 		"local": {
 			mountOptions: []string{"noatime"}, wantDir: "pvc-team-data",
@@ -201,15 +239,46 @@ func TestProvision(t *testing.T) {
 			},
 			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a", backend.AnnOnDelete: "Retain"},
 		},
+		"local-path class of the additional path": {
+			params: map[string]string{"nodePath": "+"}, wantDir: "pvc-team-data", wantAdditional: true,
+			wantSource: local, wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
+		},
 		"local-path class of another path": {
-			params: map[string]string{"nodePath": "/opt/local-path-provisioner"}, wantErr: `parameter nodePath: "/opt/local-path-provisioner" is not this provisioner's path`,
+			params: map[string]string{"nodePath": "/opt/local-path-provisioner"}, wantErr: `parameter nodePath: "/opt/local-path-provisioner" is none of this provisioner's paths on the node (`,
+		},
+		"pinned by another label, of the selected node": {
+			affinityKey: rackKey, selected: racked, wantDir: "pvc-team-data",
+			wantSource: local, wantAffinity: pinned(rackKey, "rack-1"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
+		},
+		"pinned by another label the node lacks: its name": {
+			affinityKey: rackKey, selected: node("node-a", "host-a"), wantDir: "pvc-team-data",
+			wantSource: local, wantAffinity: pinned(rackKey, "node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
+		},
+		"local-path class of the same nodeAffinityKey": {
+			affinityKey: rackKey, selected: racked, params: map[string]string{"nodeAffinityKey": rackKey}, wantDir: "pvc-team-data",
+			wantSource: local, wantAffinity: pinned(rackKey, "rack-1"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
+		},
+		"local-path class of an empty nodeAffinityKey": {
+			params: map[string]string{"nodeAffinityKey": ""}, selected: racked, wantDir: "pvc-team-data",
+			wantSource: local, wantAffinity: affinity("host-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
+		},
+		"local-path class of the host name as nodeAffinityKey": {
+			params: map[string]string{"nodeAffinityKey": v1.LabelHostname}, selected: racked, wantDir: "pvc-team-data",
+			wantSource: local, wantAffinity: affinity("host-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
+		},
+		"local-path class of another nodeAffinityKey": {
+			params: map[string]string{"nodeAffinityKey": rackKey}, selected: racked,
+			wantErr: `parameter nodeAffinityKey: "topology.example.com/rack" is not the node label this provisioner pins volumes with, "kubernetes.io/hostname": set hostPath.nodeAffinityKey`,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, root := layout(t)
-			path := filepath.Join(root, "vols")
-			p, err := New(Config{Path: path, HostPathRoot: root, VolumeType: tc.volumeType, NodeName: "node-a"}, Options{})
+			path, additional := filepath.Join(root, "vols"), filepath.Join(root, "more")
+			p, err := New(Config{
+				Path: path, AdditionalPaths: []string{additional}, NodeAffinityKey: tc.affinityKey,
+				HostPathRoot: root, VolumeType: tc.volumeType, NodeName: "node-a",
+			}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,6 +289,9 @@ func TestProvision(t *testing.T) {
 			for key, value := range tc.params {
 				if key == "nodePath" && value == "." {
 					value = path
+				}
+				if key == "nodePath" && value == "+" {
+					value = additional
 				}
 				class.Parameters[key] = value
 			}
@@ -238,10 +310,15 @@ func TestProvision(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Provision() error = %v, want %q", err, tc.wantErr)
 				}
-				if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, path)); diff != "" {
-					t.Errorf("a refused claim left files in the base (-want +got):\n%s", diff)
+				for _, base := range []string{path, additional} {
+					if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, base)); diff != "" {
+						t.Errorf("a refused claim left files in the base (-want +got):\n%s", diff)
+					}
 				}
 				return
+			}
+			if tc.wantAdditional {
+				path = additional
 			}
 			if err != nil {
 				t.Fatalf("Provision: %v", err)
@@ -669,5 +746,90 @@ func TestReleaseRemovedNeedsVolumes(t *testing.T) {
 	}
 	if _, err := p.ReleaseRemoved(t.Context(), []backend.RemovedVolume{{PVName: "pvc-team-a", OnDelete: backend.OnDeleteDelete}}); err == nil {
 		t.Error("ReleaseRemoved without the cluster's volumes did not fail")
+	}
+}
+
+// TestSeveralBases checks that the bases of one node share one capacity
+// budget, and that a volume of any of them is deleted, and released when
+// deleted while the node was removed.
+func TestSeveralBases(t *testing.T) {
+	_, root := layout(t)
+	first, second := filepath.Join(root, "vols"), filepath.Join(root, "more")
+	p, err := New(Config{
+		Path: first, AdditionalPaths: []string{second}, HostPathRoot: root, NodeName: "node-a",
+		Capacity: backend.Capacity{MaxVolumes: 2},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	provision := func(name, nodePath string) (*v1.PersistentVolume, error) {
+		class := backendtest.Class(map[string]string{"nodePath": nodePath})
+		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", name, "1Gi"), class))
+		return pv, err
+	}
+	inFirst, err := provision("a", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSecond, err := provision("b", second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provision("c", second); !errors.Is(err, provisioning.ErrNoRoom) {
+		t.Errorf("a third volume, in the second base, got %v, want the budget of both bases exhausted", err)
+	}
+	got := []string{inFirst.Spec.Local.Path, inSecond.Spec.Local.Path}
+	want := []string{filepath.Join(first, "pvc-team-a"), filepath.Join(second, "pvc-team-b")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("volume paths (-want +got):\n%s", diff)
+	}
+	if err := p.Delete(t.Context(), inSecond); err != nil {
+		t.Fatalf("Delete of the volume in the second base: %v", err)
+	}
+	if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, second)); diff != "" {
+		t.Errorf("the second base after Delete (-want +got):\n%s", diff)
+	}
+}
+
+// TestReleaseRemovedInEveryBase: a volume deleted while its node was gone
+// is released from whichever of the node's bases holds it, and is done
+// only once no base holds it.
+func TestReleaseRemovedInEveryBase(t *testing.T) {
+	_, root := layout(t)
+	first, second := filepath.Join(root, "vols"), filepath.Join(root, "more")
+	var pvs []*v1.PersistentVolume
+	volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil })
+	p, err := New(Config{Path: first, AdditionalPaths: []string{second}, HostPathRoot: root, NodeName: "node-a"}, Options{Volumes: volumes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for claim, base := range map[string]string{"a": first, "b": second, "c": second} {
+		class := backendtest.Class(map[string]string{"nodePath": base})
+		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", claim, "1Gi"), class))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Saved(t.Context(), pv, pv); err != nil {
+			t.Fatal(err)
+		}
+		if claim == "c" {
+			pvs = append(pvs, pv)
+		}
+	}
+	removed := []backend.RemovedVolume{{PVName: "pvc-team-b", OnDelete: backend.OnDeleteDelete}, {PVName: "pvc-team-a", OnDelete: backend.OnDeleteDelete}}
+	got, err := p.ReleaseRemoved(t.Context(), removed)
+	if err != nil {
+		t.Fatalf("ReleaseRemoved: %v", err)
+	}
+	if diff := cmp.Diff([]string{"pvc-team-b", "pvc-team-a"}, got); diff != "" {
+		t.Errorf("released (-want +got):\n%s", diff)
+	}
+	left := map[string][]string{}
+	for _, base := range []string{first, second} {
+		left[base] = slices.DeleteFunc(backendtest.Tree(t, base), func(name string) bool { return strings.HasPrefix(name, dirvol.JournalDir) })
+	}
+	want := map[string][]string{first: {}, second: {".pvc-team-c.provfleet-volume", "pvc-team-c/"}}
+	if diff := cmp.Diff(want, left, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("left in the bases (-want +got):\n%s", diff)
 	}
 }

@@ -33,7 +33,8 @@ limitations under the License.
 // has mode 0777 and the owner the server gives the manager's user, as with
 // nfs-subdir-external-provisioner, unless Config.Directory or the
 // StorageClass parameters mode, uid and gid (which win, field by field) set
-// them; a uid or gid needs an export with no_root_squash.
+// them; a uid or gid needs an export with no_root_squash, which gives root
+// on the export to every client that reaches the server.
 //
 // With Config.NFSSubdir the Provisioner takes over an
 // nfs-subdir-external-provisioner: the claims of that provisioner's

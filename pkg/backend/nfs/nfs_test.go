@@ -213,6 +213,7 @@ func TestProvision(t *testing.T) {
 		pattern       string
 		onDelete      string
 		nodePath      string
+		affinityKey   string
 		wantOptions   []string
 		wantAnn       map[string]string
 		wantPath      string
@@ -241,7 +242,10 @@ func TestProvision(t *testing.T) {
 			wantPath: "/export/team-data-pvc-team-data", wantDir: "team-data-pvc-team-data",
 		},
 		"patterns mixed":      {pattern: "${.PVC.namespace}/{{.PVC.Name}}", wantErr: "mixes ${...} keys"},
-		"local-path nodePath": {nodePath: "/export", wantErr: "nodePath is local-path-provisioner's folder on a node"},
+		"local-path nodePath": {nodePath: "/export", wantErr: "nodePath is local-path-provisioner's, for volumes on a node"},
+		"local-path nodeAffinityKey": {
+			affinityKey: "topology.example.com/rack", wantErr: "nodeAffinityKey is local-path-provisioner's, for volumes on a node",
+		},
 	}
 	for name, tc := range tests {
 		for reachName, r := range reaches {
@@ -258,6 +262,9 @@ func TestProvision(t *testing.T) {
 				}
 				if tc.nodePath != "" {
 					class.Parameters["nodePath"] = tc.nodePath
+				}
+				if tc.affinityKey != "" {
+					class.Parameters["nodeAffinityKey"] = tc.affinityKey
 				}
 				class.MountOptions = tc.classOptions
 				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "5Gi"), class))

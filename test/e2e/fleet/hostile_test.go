@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/fleet"
@@ -55,13 +56,20 @@ type hostileAgent struct {
 // by the API server every write that would reach another node, another
 // provisioner or what the manager alone decides, and nothing of node B
 // changes; meanwhile the legitimate agent of node A provisions every claim
-// selected for it.
+// selected for it. A provisioner that pins by another node label than the
+// host name lets the agent pin to its own node's value of that label only.
 func TestHostileNodeAgentReachesOnlyItsNode(t *testing.T) {
 	c := newNodeCluster(t)
 	const name = "local"
 	c.provisioner(name, storagev1.VolumeBindingWaitForFirstConsumer)
 	c.waitNodes(name, "3/3")
 	a, b := c.nodes[0], c.nodes[1]
+	c.labelNode(a, rackKey, "rack-1")
+	c.labelNode(b, rackKey, "rack-2")
+	racked := c.fixture.provisioner("racked", func(pc *v1alpha1.ProvisionerConfig) {
+		rackedOn(a, filepath.Join(c.disks[a], "racked"))(pc.Spec.Backend.HostPath)
+	})
+	c.waitNodes("racked", "1/1")
 	c.claimOn("on-a", a)
 	c.claimOn("on-b", b)
 	c.waitBound("on-a", "on-b")
@@ -77,7 +85,8 @@ func TestHostileNodeAgentReachesOnlyItsNode(t *testing.T) {
 
 	before := c.nodeState(b, victim.Name, foreign.Name)
 	var legit []string
-	for i, attack := range h.attacks(ownVolume, victim, foreign) {
+	attacks := append(h.attacks(ownVolume, victim, foreign), h.pinAttacks(string(racked.Spec.ProvisionerName), filepath.Join(c.disks[a], "racked"))...)
+	for i, attack := range attacks {
 		err := attack.do(c.ctx)
 		if !apierrors.IsForbidden(err) && (!attack.invalidToo || !apierrors.IsInvalid(err)) {
 			t.Errorf("%s: want Forbidden from the API server, got %v", attack.name, err)
@@ -167,6 +176,27 @@ func (h *hostileAgent) attacks(own, victim, foreign *corev1.PersistentVolume) []
 		{"write the removal list of node B", h.writeRemovedList(victimNode, victim), false},
 		{"delete a PV of node B", deletePV(victim.Name), false},
 		{"delete a PV of another provisioner", deletePV(foreign.Name), false},
+	}
+}
+
+// pinAttacks are the PVs of the provisioner that pins by rackKey, in its
+// base on h.node, that the agent may not make: pinned by that label to
+// another node's value, or to a value no pin line lists.
+func (h *hostileAgent) pinAttacks(provisioner, base string) []attack {
+	create := func(name string, values ...string) func(context.Context) error {
+		pv := h.c.hostilePV(name, h.node, h.node, provisioner, filepath.Join(base, name))
+		pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0] = corev1.NodeSelectorRequirement{
+			Key: rackKey, Operator: corev1.NodeSelectorOpIn, Values: values,
+		}
+		return func(ctx context.Context) error {
+			_, err := h.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+			return err
+		}
+	}
+	return []attack{
+		{"create a PV pinned by the rack label to node B's rack", create("rack-b", "rack-2"), false},
+		{"create a PV pinned by the rack label to a rack of no node", create("rack-x", "rack-9"), false},
+		{"create a PV pinned by the rack label to its own rack and another", create("racks", "rack-1", "rack-2"), false},
 	}
 }
 

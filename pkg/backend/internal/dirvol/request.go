@@ -50,6 +50,9 @@ const (
 	// ParamNodePath is local-path-provisioner's: the folder of the node
 	// that volumes go in, which must be the backend's own path.
 	ParamNodePath = "nodePath"
+	// ParamNodeAffinityKey is local-path-provisioner's: the node label new
+	// volumes are pinned with, which must be the backend's own.
+	ParamNodeAffinityKey = "nodeAffinityKey"
 	// ParamMode is the mode of a new volume directory, in octal ("0750").
 	ParamMode = "mode"
 	// ParamUID is the user that owns a new volume directory.
@@ -59,7 +62,7 @@ const (
 )
 
 // knownParams lists the parameters ParseRequest accepts, for its error.
-var knownParams = []string{ParamPathPattern, ParamOnDelete, ParamArchiveOnDelete, ParamNodePath, ParamMode, ParamUID, ParamGID,
+var knownParams = []string{ParamPathPattern, ParamOnDelete, ParamArchiveOnDelete, ParamNodePath, ParamNodeAffinityKey, ParamMode, ParamUID, ParamGID,
 	ParamUserPattern, ParamGroupPattern, ParamPermPattern}
 
 // Request is one claim's directory request.
@@ -78,6 +81,8 @@ type Request struct {
 	OnDelete backend.OnDeletePolicy
 	// NodePath is the class's nodePath, cleaned; empty means none.
 	NodePath string
+	// NodeAffinityKey is the class's nodeAffinityKey; empty means none.
+	NodeAffinityKey string
 }
 
 // ParseRequest checks what a directory backend can serve: a filesystem claim
@@ -132,6 +137,9 @@ func (r *Request) setParam(key, value string) error {
 		_, err = strconv.ParseBool(value)
 	case ParamNodePath:
 		r.NodePath, err = parseNodePath(value)
+	case ParamNodeAffinityKey:
+		// local-path-provisioner takes an empty one for the default.
+		r.NodeAffinityKey = value
 	case ParamMode:
 		var mode fs.FileMode
 		mode, err = backend.ParseMode(value)

@@ -211,21 +211,46 @@ func parseNodePath(value string) (string, error) {
 	return path.Clean(value), nil
 }
 
-// CheckNodePath refuses a request whose class names a nodePath other than
-// base, the folder the backend makes volumes in: local-path-provisioner
-// picks it among several of each node, where one backend has one.
-func (r Request) CheckNodePath(base string) error {
-	if r.NodePath == "" || r.NodePath == path.Clean(base) {
-		return nil
+// NodePathIn returns which of bases, the folders the backend makes volumes
+// in on the node with the default first, a request's volume goes in: the
+// one its class's nodePath names, else the first. A nodePath that names
+// none of them refuses the request, as local-path-provisioner refuses a path
+// the node does not have.
+func (r Request) NodePathIn(bases []string) (int, error) {
+	if r.NodePath == "" {
+		return 0, nil
 	}
-	return fmt.Errorf("parameter %s: %q is not this provisioner's path %q: a ProvisionerConfig serves one path; give each path a ProvisionerConfig and a StorageClass of its own", ParamNodePath, r.NodePath, base)
+	for i, base := range bases {
+		if r.NodePath == path.Clean(base) {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("parameter %s: %q is none of this provisioner's paths on the node (%s): name one of them, "+
+		"or add it to the node's additionalPaths", ParamNodePath, truncate(r.NodePath), strings.Join(bases, ", "))
 }
 
-// CheckNoNodePath refuses a request whose class names a nodePath, for a
-// backend that makes volumes on no node's file system.
-func (r Request) CheckNoNodePath() error {
-	if r.NodePath == "" {
+// CheckNodeAffinityKey refuses a request whose class names a
+// nodeAffinityKey other than key, the node label the backend pins volumes
+// with: one ProvisionerConfig pins by one label.
+func (r Request) CheckNodeAffinityKey(key string) error {
+	if r.NodeAffinityKey == "" || r.NodeAffinityKey == key {
 		return nil
 	}
-	return fmt.Errorf("parameter %s is local-path-provisioner's folder on a node; this backend takes none", ParamNodePath)
+	return fmt.Errorf("parameter %s: %q is not the node label this provisioner pins volumes with, %q: "+
+		"set hostPath.nodeAffinityKey of its ProvisionerConfig (one key per ProvisionerConfig)", ParamNodeAffinityKey, truncate(r.NodeAffinityKey), key)
+}
+
+// CheckNoNodePath refuses a request whose class names a nodePath or a
+// nodeAffinityKey, for a backend that makes volumes on no node's file
+// system.
+func (r Request) CheckNoNodePath() error {
+	key := ParamNodePath
+	switch {
+	case r.NodePath != "":
+	case r.NodeAffinityKey != "":
+		key = ParamNodeAffinityKey
+	default:
+		return nil
+	}
+	return fmt.Errorf("parameter %s is local-path-provisioner's, for volumes on a node; this backend takes none", key)
 }

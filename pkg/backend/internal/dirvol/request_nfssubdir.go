@@ -44,8 +44,8 @@ const nfsSubdirMaxID = 65535
 // <namespace>-<claim>-<PV name>. The onDelete policy is left for
 // subdir.OnDelete to decide once the directory is known, but an
 // archiveOnDelete it could not read refuses the claim now. Parameters that
-// provisioner ignores are ignored, except this project's own (mode, uid, gid,
-// nodePath), which it would ignore where the class's author meant them to
+// provisioner ignores are ignored, except this project's own (mode, uid, gid)
+// and local-path-provisioner's (nodePath, nodeAffinityKey), which it would ignore where the class's author meant them to
 // count: they refuse the claim. From v4.0.3 on, the claim's
 // k8s-sigs.io/nfs-directory-mode, -uid and -gid annotations set the mode and
 // owner of the directory; a value that provisioner cannot read refuses the
@@ -70,7 +70,7 @@ func ParseNFSSubdirRequest(opts provisioning.ProvisionOptions, subdir backend.NF
 // setNFSSubdirParams sets what nfs-subdir-external-provisioner reads of a
 // class's parameters.
 func (r *Request) setNFSSubdirParams(params map[string]string, subdir backend.NFSSubdir) error {
-	for _, key := range []string{ParamMode, ParamUID, ParamGID, ParamNodePath} {
+	for _, key := range []string{ParamMode, ParamUID, ParamGID, ParamNodePath, ParamNodeAffinityKey} {
 		if _, ok := params[key]; ok {
 			return fmt.Errorf("parameter %s is not one nfs-subdir-external-provisioner reads, so its claims never had it: remove it, "+
 				"or set the ProvisionerConfig's mode, uid and gid, or the claim annotations %s, %s and %s", key, AnnNFSDirectoryMode, AnnNFSDirectoryUID, AnnNFSDirectoryGID)

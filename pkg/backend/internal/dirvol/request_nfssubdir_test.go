@@ -80,6 +80,7 @@ func TestParseNFSSubdirRequest(t *testing.T) {
 		"our uid parameter refused":                 {subdir: v403, params: map[string]string{"uid": "1000"}, wantErr: "parameter uid is not one"},
 		"our gid parameter refused":                 {subdir: v403, params: map[string]string{"gid": "1000"}, wantErr: "parameter gid is not one"},
 		"local-path's nodePath refused":             {subdir: v403, params: map[string]string{"nodePath": "/opt"}, wantErr: "parameter nodePath is not one"},
+		"local-path's nodeAffinityKey refused":      {subdir: v403, params: map[string]string{"nodeAffinityKey": "rack"}, wantErr: "parameter nodeAffinityKey is not one"},
 		"unknown ${} key refused":                   {subdir: v403, params: map[string]string{"pathPattern": "${.PVC.uid}"}, wantErr: "parameter pathPattern: path pattern"},
 		"v4.0.3 mode annotation":                    {subdir: v403, annotations: map[string]string{AnnNFSDirectoryMode: "0750"}, want: subdirResult{Dir: "team-data-pvc-team-data", Directory: backend.Directory{Mode: mode(0o750)}}},
 		"v4.0.3 mode annotation without 0":          {subdir: v403, annotations: map[string]string{AnnNFSDirectoryMode: "750"}, want: subdirResult{Dir: "team-data-pvc-team-data", Directory: backend.Directory{Mode: mode(0o750)}}},

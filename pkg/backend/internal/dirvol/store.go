@@ -77,6 +77,11 @@ type Config struct {
 	// VolumeDir returns the directory below Base that a PersistentVolume
 	// points to, and an error for a volume elsewhere.
 	VolumeDir func(*v1.PersistentVolume) (string, error)
+	// ShareWith is a Store of the same volumes on another base (hostpath: a
+	// node's further base directories), whose lock and records of volumes
+	// being provisioned this one shares, so that Capacity counts the
+	// volumes of every base; nil shares nothing.
+	ShareWith *Store
 	// OwnDir is VolumeDir for the volumes Delete and Saved act on, which
 	// may be fewer (hostpath: those of its own node); nil means VolumeDir.
 	OwnDir func(*v1.PersistentVolume) (string, error)
@@ -119,12 +124,7 @@ type Store struct {
 	pattern *Pattern
 	now     func() time.Time
 
-	// mu serialises directory operations with the capacity and collision
-	// checks they depend on.
-	mu sync.Mutex
-	// reservations are the directories of volumes being provisioned, or
-	// provisioned but whose PersistentVolume is not yet known, by PV name.
-	reservations map[string]*reservation
+	*shared
 	// purging are the directories in trashDir whose files a Remove is
 	// deleting, so no other deletes them too.
 	purging map[string]bool
@@ -154,7 +154,19 @@ func (s *Store) did(name string) error {
 	return s.step(name)
 }
 
+// shared is what the Stores of one set of bases share (Config.ShareWith).
+type shared struct {
+	// mu serialises directory operations with the capacity and collision
+	// checks they depend on.
+	mu sync.Mutex
+	// reservations are the directories of volumes being provisioned, or
+	// provisioned but whose PersistentVolume is not yet known, by PV name.
+	reservations map[string]*reservation
+}
+
 type reservation struct {
+	// base is the Config.Base that dir lies below.
+	base string
 	dir  string
 	size resource.Quantity
 	done bool
@@ -185,7 +197,10 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidSpec, err)
 	}
-	s := &Store{cfg: cfg, pattern: pattern, now: cfg.Options.Now, reservations: map[string]*reservation{}, purging: map[string]bool{}}
+	s := &Store{cfg: cfg, pattern: pattern, now: cfg.Options.Now, shared: &shared{reservations: map[string]*reservation{}}, purging: map[string]bool{}}
+	if cfg.ShareWith != nil {
+		s.shared = cfg.ShareWith.shared
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -267,7 +282,7 @@ func (s *Store) Create(ctx context.Context, req Request) (string, error) {
 		if err := checkSpace(ctx, base, req.Size); err != nil {
 			return "", err
 		}
-		res = &reservation{dir: dir, size: req.Size}
+		res = &reservation{base: s.cfg.Base, dir: dir, size: req.Size}
 		s.reservations[req.PVName] = res
 	}
 	if err := s.create(ctx, base, req, dir, req.Directory.Or(s.cfg.Directory)); err != nil {
@@ -295,6 +310,9 @@ func full(err error) bool {
 // whose metadata changed between retries does not get a second directory.
 func (s *Store) dirFor(req Request) (string, error) {
 	if res, ok := s.reservations[req.PVName]; ok {
+		if res.base != s.cfg.Base {
+			return "", fmt.Errorf("the volume is being provisioned in another base directory, %q", res.base)
+		}
 		return res.dir, nil
 	}
 	pattern := req.Pattern
@@ -350,7 +368,7 @@ func (s *Store) checkOverlap(ctx context.Context, pvName, dir string) error {
 		}
 	}
 	for name, res := range s.reservations {
-		if name != pvName && backend.Overlaps(dir, res.dir) {
+		if name != pvName && res.base == s.cfg.Base && backend.Overlaps(dir, res.dir) {
 			return fmt.Errorf("directory %q is, contains or lies inside the directory of a volume being provisioned", dir)
 		}
 	}
@@ -547,7 +565,7 @@ type ownerRefusedError struct {
 
 func (e *ownerRefusedError) Error() string {
 	return fmt.Sprintf("cannot give the directory to uid %d, gid %d (-1: unchanged): %v; only root may: "+
-		"run the manager as root for a hostPath backend, export the NFS share with no_root_squash, "+
+		"run the manager as root for a hostPath backend, export the NFS share with no_root_squash (which gives root on the export to every client that reaches the server), "+
 		"or remove uid and gid from the ProvisionerConfig and the StorageClass and give pods access through mode",
 		e.uid, e.gid, e.err)
 }

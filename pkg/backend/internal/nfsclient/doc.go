@@ -40,7 +40,7 @@ limitations under the License.
 // A call denied for its credentials is an *AuthError; from an unreserved
 // source port (a "secure" export) its message says what to do: the pod
 // sysctl net.ipv4.ip_unprivileged_port_start or the export's "insecure"
-// option. The client connects from a reserved port (512-1023) when the
+// option, and that neither port proves anything about the caller. The client connects from a reserved port (512-1023) when the
 // process may bind one, else from any port.
 //
 // Durability: WRITE is FILE_SYNC, on the server's stable storage before it
@@ -66,7 +66,9 @@ limitations under the License.
 // the bytes left and the protocol's limits (file handles 64 bytes, names
 // 255, verifiers 400, READ data what was asked) before anything is
 // allocated, so reading a reply obeys the call's deadline and decoding it
-// takes no longer. A listing fails when a READDIR page does not move it on
+// takes no longer. A record of more than 64 fragments, or more than 4
+// replies to calls not made before the call's own, fail the call at once:
+// a server flooding them would otherwise be read until the deadline. A listing fails when a READDIR page does not move it on
 // (no entry, or a cookie already sent, short of its end) or when it passes
 // 262,144 entries or 16 MiB of names; a listed name that is not one path
 // element fails it too. A WRITE that says it wrote nothing or more than it

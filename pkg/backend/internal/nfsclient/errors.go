@@ -110,7 +110,8 @@ func (e *StatusError) stale() bool {
 // Advice on a server that refuses unreserved source ports.
 const securePortAdvice = "the server accepts only reserved source ports (below 1024, the \"secure\" export option): " +
 	"let the process bind them with the pod sysctl net.ipv4.ip_unprivileged_port_start=%d " +
-	"(allowed by the restricted Pod Security level), or add \"insecure\" to the export's options"
+	"(allowed by the restricted Pod Security level), or add \"insecure\" to the export's options; " +
+	"either way a source port proves nothing, as any pod may set that sysctl: only who can reach the server is a bound"
 
 // AuthError is an RPC call the server denied for its credentials
 // (AUTH_ERROR, RFC 5531). Knfsd answers AUTH_TOOWEAK to calls from an

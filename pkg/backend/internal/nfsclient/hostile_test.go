@@ -394,11 +394,14 @@ func floodCases() map[string]hostileCase {
 			}(),
 			call: lstat, timeout: time.Second, want: deadline, churns: true,
 		},
+		// The client has one call outstanding on a connection, so a reply
+		// to any other is the server's invention: reading them until the
+		// deadline would spend a core on each side for as long.
 		"flood of replies to other calls": {
 			answer: endless(0, func(call nfsserver.Call) []byte {
 				return nfsserver.Frame(append(nfsserver.Success(call.XID+1, statusOK), chunk...))
 			}),
-			call: lstat, timeout: time.Second, want: deadline, churns: true,
+			call: lstat, want: "replies to calls not made",
 		},
 		"flood of fragments, none the last": {
 			answer: endless(0, func(nfsserver.Call) []byte {
@@ -408,7 +411,7 @@ func floodCases() map[string]hostileCase {
 		},
 		"flood of empty fragments": {
 			answer: endless(0, func(nfsserver.Call) []byte { return nfsserver.Words(0, 0, 0, 0) }),
-			call:   lstat, timeout: time.Second, want: deadline, churns: true,
+			call:   lstat, want: "fragments in one record",
 		},
 		"fragment announcing 2 GiB": {
 			answer: endless(time.Hour, func(call nfsserver.Call) []byte {

@@ -47,6 +47,14 @@ const (
 	// maxRecordBytes bounds a reply record, its fragments together: the
 	// largest reply asked for is a READ or READDIR of 32 KiB.
 	maxRecordBytes = 256 << 10
+	// maxRecordFragments bounds the fragments of one record: servers send
+	// one, and empty ones would otherwise be read until the deadline.
+	maxRecordFragments = 64
+	// maxStrayReplies bounds the replies to other xids skipped before a
+	// call's own. A transport carries one call at a time and is dropped
+	// when a call fails, so none should come; a few are let through
+	// for a server that answers a call twice.
+	maxStrayReplies = 4
 )
 
 // Reserved source ports are tried from this one up to 1023: the range a
@@ -203,14 +211,16 @@ func encodeCall(xid uint32, header rpc.Header, args []any) ([]byte, error) {
 	return record, nil
 }
 
-// exchange writes a record and reads the reply record, skipping replies
-// to other xids. Reads end at the connection's deadline, and a reply is
+// exchange writes a record and reads the reply record, skipping at most
+// maxStrayReplies replies to other xids: a server flooding them fails the
+// call at once rather than at its deadline, which would cost a core on each
+// side for as long. Reads end at the connection's deadline, and a reply is
 // at most maxRecordBytes, so decoding it takes no longer than reading it.
 func (t *transport) exchange(record []byte) ([]byte, error) {
 	if _, err := t.conn.Write(record); err != nil {
 		return nil, fmt.Errorf("cannot send an RPC call: %w", addressless(err))
 	}
-	for {
+	for range maxStrayReplies + 1 {
 		reply, err := t.readRecord()
 		if err != nil {
 			return nil, fmt.Errorf("cannot read an RPC reply: %w", addressless(err))
@@ -219,15 +229,16 @@ func (t *transport) exchange(record []byte) ([]byte, error) {
 			return reply, nil
 		}
 	}
+	return nil, fmt.Errorf("cannot read an RPC reply: the server sent more than %d replies to calls not made", maxStrayReplies)
 }
 
-// readRecord reads one record of at most maxRecordBytes, its fragments
-// together. A fragment announcing more than that is refused before it is
+// readRecord reads one record of at most maxRecordBytes and
+// maxRecordFragments fragments, its fragments together. A fragment announcing more than that is refused before it is
 // read, and the buffer grows only with the bytes that arrive, so a server
 // announcing much and sending little costs what it sent.
 func (t *transport) readRecord() ([]byte, error) {
 	var record bytes.Buffer
-	for {
+	for range maxRecordFragments {
 		var marker [4]byte
 		if _, err := io.ReadFull(t.r, marker[:]); err != nil {
 			return nil, err
@@ -247,4 +258,5 @@ func (t *transport) readRecord() ([]byte, error) {
 			return record.Bytes(), nil
 		}
 	}
+	return nil, fmt.Errorf("more than %d fragments in one record", maxRecordFragments)
 }
