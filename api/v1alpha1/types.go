@@ -575,6 +575,26 @@ type HostPathBackend struct {
 	// +optional
 	OnDelete OnDeletePolicy `json:"onDelete,omitempty"`
 
+	// adoptRetainedDirectories gives a claim the directory its path pattern
+	// renders when that directory exists without provfleet's owner marker
+	// and is provably the one an earlier claim of the same namespace and
+	// name used: exactly one PersistentVolume of this provisioner's names
+	// (additionalProvisionerNames included) names it, as a local or hostPath volume of the same node and path, its claimRef
+	// names the claim's namespace and name with another UID (the claim was
+	// made again), it is Released, and its reclaim policy is Retain or its
+	// recorded fate (provfleet.io/on-delete) is Retain. The directory's
+	// contents, mode and owner are left as they are; the new
+	// PersistentVolume records provfleet.io/adopted-from (the old one) and
+	// the fate Retain, and the old one gets provfleet.io/adopted-by. Keep
+	// the old PersistentVolume (reclaim policy Retain) for as long as its
+	// claim may come back: without it there is no proof. The risk: a claim
+	// of the same namespace and name is not necessarily the same
+	// application (a namespace deleted and made again by someone else), and
+	// the data may have changed since the old volume was released. Without
+	// it (the default) such a directory is refused.
+	// +optional
+	AdoptRetainedDirectories bool `json:"adoptRetainedDirectories,omitempty"`
+
 	// capacity optionally bounds what this backend hands out.
 	// +optional
 	Capacity *CapacitySpec `json:"capacity,omitempty"`
@@ -789,6 +809,26 @@ type NFSBackend struct {
 	// +kubebuilder:default=Delete
 	// +optional
 	OnDelete OnDeletePolicy `json:"onDelete,omitempty"`
+
+	// adoptRetainedDirectories gives a claim the directory its path pattern
+	// renders when that directory exists without provfleet's owner marker
+	// and is provably the one an earlier claim of the same namespace and
+	// name used: exactly one PersistentVolume of this provisioner's names
+	// (additionalProvisionerNames included) names it, on the same server and path, its claimRef
+	// names the claim's namespace and name with another UID (the claim was
+	// made again), it is Released, and its reclaim policy is Retain or its
+	// recorded fate (provfleet.io/on-delete) is Retain. The directory's
+	// contents, mode and owner are left as they are; the new
+	// PersistentVolume records provfleet.io/adopted-from (the old one) and
+	// the fate Retain, and the old one gets provfleet.io/adopted-by. Keep
+	// the old PersistentVolume (reclaim policy Retain) for as long as its
+	// claim may come back: without it there is no proof. The risk: a claim
+	// of the same namespace and name is not necessarily the same
+	// application (a namespace deleted and made again by someone else), and
+	// the data may have changed since the old volume was released. Without
+	// it (the default) such a directory is refused.
+	// +optional
+	AdoptRetainedDirectories bool `json:"adoptRetainedDirectories,omitempty"`
 
 	// mountOptions are put on every PersistentVolume, e.g. nfsvers=4.1.
 	// +listType=atomic

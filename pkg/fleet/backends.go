@@ -120,6 +120,8 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 			Owner: slices.Contains(spec.LocalPathPatterns, v1alpha1.LocalPathPatternOwner),
 			Mode:  slices.Contains(spec.LocalPathPatterns, v1alpha1.LocalPathPatternMode),
 		},
+
+		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}, hostpath.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 
@@ -144,6 +146,8 @@ func newNFS(_ context.Context, req BackendRequest) (provisioning.Provisioner, er
 		Capacity:     capacity(spec.Capacity),
 		Directory:    dir,
 		NFSSubdir:    subdir,
+
+		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}, nfs.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})
 }
 

@@ -351,6 +351,8 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 		Capacity:          spec.Capacity,
 		VolumeDirectory:   spec.VolumeDirectory,
 		LocalPathPatterns: spec.LocalPathPatterns,
+
+		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}
 	return &v1alpha1.BackendSpec{HostPath: own}, nil
 }

@@ -149,9 +149,8 @@ func TestApplyLocalPath(t *testing.T) {
 		t.Fatalf("the ProvisionerConfig: %v", err)
 	}
 	wantBackend := &v1alpha1.HostPathBackend{
-		Path:            "/opt/local-path-provisioner",
-		NodeAffinityKey: "topology.example.com/rack",
-		VolumeType:      v1alpha1.HostPathVolumeHostPath,
+		Path:       "/opt/local-path-provisioner",
+		VolumeType: v1alpha1.HostPathVolumeHostPath,
 		NodePaths: []v1alpha1.NodePath{
 			{Nodes: []string{"big-1"}, Path: "/data/local-path"},
 			{Nodes: []string{"big-2"}, Path: "/data/local-path", AdditionalPaths: []v1alpha1.AbsolutePath{"/data/more"}},

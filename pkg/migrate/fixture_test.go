@@ -156,12 +156,11 @@ const localPathName = "cluster.local/local-path-provisioner"
 // localPathCluster is a local-path-provisioner v0.0.37 of the Helm chart,
 // scaled to zero, with a default path and two nodes of their own, the
 // setup script of its documentation that applies the class patterns, the
-// default teardown script, a class that sets a user and a mode, one that
-// pins by a rack label (nodeAffinityKey), and volumes: hostPath on an
-// unlisted node, local on a listed one whose hostname label is not its
-// name, one pinned by the rack label with its recorded node, one in the
-// second path of its node, one of reclaim policy Retain, and one from
-// before v0.0.25 that records no node.
+// default teardown script, a class that sets a user and a mode, and
+// volumes: hostPath on an unlisted node, local on a listed one whose
+// hostname label is not its name, one pinned by the rack label with its
+// recorded node, one in the second path of its node, one of reclaim policy
+// Retain, and one from before v0.0.25 that records no node.
 func localPathCluster() *cluster {
 	c := &cluster{
 		deployment: deployment("local-path-storage", "local-path-provisioner", "docker.io/rancher/local-path-provisioner:v0.0.37", func(c *v1.Container) {
@@ -183,7 +182,6 @@ func localPathCluster() *cluster {
 		},
 		classes: map[string]*storagev1.StorageClass{
 			"local-path": class("local-path", localPathName, map[string]string{"userPattern": "{{.PVC.Annotations.uid}}", "permPattern": "0750"}, nil),
-			"racked":     class("racked", localPathName, map[string]string{"nodeAffinityKey": "topology.example.com/rack"}, nil),
 		},
 		volumes: map[string]*v1.PersistentVolume{},
 	}

@@ -437,9 +437,11 @@ func absolutePaths(paths []string) (v1alpha1.AbsolutePath, []v1alpha1.AbsolutePa
 
 // nodeAffinityKey returns the node label local-path's classes pin new
 // volumes with, for hostPath.nodeAffinityKey: that of the classes that set
-// one, where the release reads it, "" for the host name. Classes that set
-// different ones are refused, since one backend pins by one label; those
-// that set none are pinned by it too, which the plan says.
+// one, where the release reads it, "" for the host name. One backend pins
+// by one label, so classes that pin by different ones are refused, the
+// host name included: a class that sets none, pinned by another key, could
+// have its pods sent to another node of the same label value, where its
+// directory is not.
 func (p *Plan) nodeAffinityKey(classes []*storagev1.StorageClass) string {
 	if !localPathNodeAffinityKey.in(p.Version) {
 		return ""
@@ -454,22 +456,21 @@ func (p *Plan) nodeAffinityKey(classes []*storagev1.StorageClass) string {
 		}
 	}
 	keys := slices.Sorted(maps.Keys(byKey))
-	switch len(keys) {
-	case 0:
+	switch {
+	case len(keys) == 0:
 		return ""
-	case 1:
-		if len(none) > 0 {
-			p.Notes = append(p.Notes, fmt.Sprintf("the new volumes of StorageClasses %s, which set no nodeAffinityKey, are pinned by %s too, at each node's value of that label "+
-				"(its name where it has none): check that it tells each node apart, or give these classes a ProvisionerConfig of their own", strings.Join(none, ", "), keys[0]))
-		}
+	case len(keys) == 1 && len(none) == 0:
 		return keys[0]
 	}
 	var each []string
 	for _, key := range keys {
 		each = append(each, fmt.Sprintf("%s by StorageClasses %s", key, strings.Join(byKey[key], ", ")))
 	}
-	p.refuse("StorageClasses of "+p.OldName, "%s pins new volumes by several node labels (%s); a ProvisionerConfig pins by one, its hostPath.nodeAffinityKey: "+
-		"give each label its own ProvisionerConfig", localPathNodeAffinityKey, strings.Join(each, "; "))
+	if len(none) > 0 {
+		each = append(each, fmt.Sprintf("%s by StorageClasses %s, which set none", v1.LabelHostname, strings.Join(none, ", ")))
+	}
+	p.refuse("StorageClasses of "+p.OldName, "%s pins new volumes by several node labels (%s); a ProvisionerConfig pins by one, its hostPath.nodeAffinityKey, "+
+		"and pinned by another label a volume could be used on another node than its directory's", localPathNodeAffinityKey, strings.Join(each, "; "))
 	return ""
 }
 

@@ -132,6 +132,15 @@ func TestLocalPathRefusals(t *testing.T) {
 				"topology.kubernetes.io/zone by StorageClasses by-zone, by-zone-too", "hostPath.nodeAffinityKey",
 			}},
 		},
+		"a class of a nodeAffinityKey beside one of none": {
+			change: func(c *cluster) {
+				c.classes["racked"] = class("racked", localPathName, map[string]string{"nodeAffinityKey": "topology.example.com/rack"}, nil)
+			},
+			want: map[string][]string{"StorageClasses of " + localPathName: {
+				"nodeAffinityKey", "v0.0.35", "topology.example.com/rack by StorageClasses racked",
+				"kubernetes.io/hostname by StorageClasses local-path, which set none", "another node than its directory's",
+			}},
+		},
 		"classes of two nodeAffinityKeys before v0.0.35": {
 			change: func(c *cluster) {
 				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"}

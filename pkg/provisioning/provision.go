@@ -125,7 +125,16 @@ func (c *Controller) provisionOptions(ctx context.Context, claim *v1.PersistentV
 		klog.FromContext(ctx).Info("StorageClass names another provisioner", "class", class.Name, "classProvisioner", class.Provisioner)
 		return nil, ProvisioningFinished, nil
 	}
-	options := &ProvisionOptions{StorageClass: class, PVName: volumeNameFor(claim), PVC: claim, DataSource: dataSourceOf(claim)}
+	options := &ProvisionOptions{
+		StorageClass: class, PVName: volumeNameFor(claim), PVC: claim, DataSource: dataSourceOf(claim),
+		Eventf: func(eventType, reason, messageFmt string, args ...any) {
+			c.recorder.Eventf(claim, eventType, reason, messageFmt, args...)
+		},
+		Annotate: func(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) error {
+			_, err := c.patchAnnotations(ctx, volume, annotations)
+			return err
+		},
+	}
 	if nodeName := claim.Annotations[AnnSelectedNode]; nodeName != "" {
 		obj, exists, err := c.informers.Nodes.GetStore().GetByKey(nodeName)
 		if err != nil || !exists {

@@ -19,6 +19,7 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -67,6 +68,31 @@ type ProvisionOptions struct {
 	// set; nil for an empty volume. It is set only for kinds the backend
 	// supports (DataSourceProvisioner).
 	DataSource *v1.TypedObjectReference
+	// Eventf, when set, records an Event on the claim: what a backend did
+	// that the claim's owner should hear of beyond ProvisioningSucceeded.
+	// Use ProvisionOptions.Event, which takes it unset.
+	Eventf func(eventType, reason, messageFmt string, args ...any)
+	// Annotate, when set, adds annotations to another PersistentVolume with
+	// the controller's client, as RecordOnVolume does: what a backend's
+	// Provision decided about a volume it took something from. Use
+	// ProvisionOptions.AnnotateVolume, which takes it unset.
+	Annotate func(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) error
+}
+
+// Event records an Event on the claim through Eventf; nothing without it.
+func (o ProvisionOptions) Event(eventType, reason, messageFmt string, args ...any) {
+	if o.Eventf != nil {
+		o.Eventf(eventType, reason, messageFmt, args...)
+	}
+}
+
+// AnnotateVolume adds annotations to volume through Annotate; without it,
+// it fails, so that nothing is taken for written.
+func (o ProvisionOptions) AnnotateVolume(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) error {
+	if o.Annotate == nil {
+		return fmt.Errorf("cannot record %v on PersistentVolume %s: no client to write it", annotations, volume.Name)
+	}
+	return o.Annotate(ctx, volume, annotations)
 }
 
 // Provisioner creates and deletes backend volumes. Implementations must be safe

@@ -90,6 +90,10 @@ type Config struct {
 	// and the node agent's own user when not set. StorageClass parameters mode,
 	// uid and gid override it field by field.
 	Directory backend.Directory
+	// AdoptRetainedDirectories gives a claim made again the directory its
+	// earlier volume of this node retained, when that volume proves it
+	// (dirvol.Config.Adopt).
+	AdoptRetainedDirectories bool
 	// HostPathRoot is the node agent's --host-path-root: nothing outside it
 	// is ever touched.
 	HostPathRoot string
@@ -221,6 +225,8 @@ func (p *Provisioner) newStore(cfg Config, opts Options, basePath string, shareW
 		Options:   opts,
 		ShareWith: shareWith,
 		Counts:    p.onNode,
+		Adopt:     cfg.AdoptRetainedDirectories,
+		Holds:     p.onNode,
 		VolumeDir: func(pv *v1.PersistentVolume) (string, error) { return VolumeDir(basePath, pv) },
 		OwnDir:    func(pv *v1.PersistentVolume) (string, error) { return p.ownDir(basePath, pv) },
 		Locate:    func(dir string) (string, string) { return backend.HostNode(p.node), path.Join(basePath, dir) },
@@ -318,11 +324,11 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if p.volumeType == VolumeTypeHostPath && len(mountOptions) > 0 {
 		return nil, provisioning.ProvisioningFinished, errors.New("hostPath volumes take no mount options: remove mountOptions from the StorageClass or use volumeType Local")
 	}
-	dir, err := b.store.Create(ctx, req)
+	vol, err := b.store.Create(ctx, req)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
-	pv := dirvol.NewPV(opts, req, p.source(b.path, dir))
+	pv := dirvol.NewPV(opts, req, p.source(b.path, vol.Dir))
 	if pv.Annotations == nil {
 		pv.Annotations = map[string]string{}
 	}
@@ -335,6 +341,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 			Values:   []string{pinned},
 		}}}},
 	}}
+	if err := dirvol.RecordAdoption(ctx, opts, pv, vol); err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
 	return pv, provisioning.ProvisioningFinished, nil
 }
 

@@ -63,6 +63,9 @@ type Config struct {
 	// and the manager's own user when not set. StorageClass parameters mode,
 	// uid and gid override it field by field.
 	Directory backend.Directory
+	// AdoptRetainedDirectories gives a claim made again the directory its
+	// earlier volume retained, when that volume proves it (dirvol.Config.Adopt).
+	AdoptRetainedDirectories bool
 	// NFSSubdir, when set, is the nfs-subdir-external-provisioner this
 	// backend took over: the claims of its StorageClasses are served, and
 	// its volumes released, as it would (see backend.NFSSubdir).
@@ -137,6 +140,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		OnDelete:  cfg.OnDelete,
 		Capacity:  cfg.Capacity,
 		Options:   opts,
+		Adopt:     cfg.AdoptRetainedDirectories,
 		VolumeDir: p.volumeDir,
 		Locate:    p.locate,
 	})
@@ -206,18 +210,21 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 			return nil, provisioning.ProvisioningFinished, fmt.Errorf("StorageClass %s: mountOptions: %w", opts.StorageClass.Name, err)
 		}
 	}
-	dir, err := p.store.Create(ctx, req)
+	vol, err := p.store.Create(ctx, req)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
 	if p.ofSubdir(opts) {
 		// Decided by the directory, now known, and recorded on the volume.
-		if req.OnDelete, err = p.subdir.OnDelete(opts.StorageClass.Parameters, dir); err != nil {
+		if req.OnDelete, err = p.subdir.OnDelete(opts.StorageClass.Parameters, vol.Dir); err != nil {
 			return nil, provisioning.ProvisioningFinished, fmt.Errorf("StorageClass %s: %w", opts.StorageClass.Name, err)
 		}
 	}
-	pv := dirvol.NewPV(opts, req, p.source(dir))
+	pv := dirvol.NewPV(opts, req, p.source(vol.Dir))
 	pv.Spec.MountOptions = mountOptions
+	if err := dirvol.RecordAdoption(ctx, opts, pv, vol); err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
 	return pv, provisioning.ProvisioningFinished, nil
 }
 

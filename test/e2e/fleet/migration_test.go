@@ -190,10 +190,19 @@ func TestMigrationFromLocalPath(t *testing.T) {
 // and waits until it runs with them.
 func (f *fixture) answerTo(pcName, name string) {
 	f.t.Helper()
+	f.editConfig(pcName, func(pc *v1alpha1.ProvisionerConfig) {
+		pc.Spec.AdditionalProvisionerNames = append(pc.Spec.AdditionalProvisionerNames, v1alpha1.ProvisionerName(name))
+	})
+}
+
+// editConfig changes the ProvisionerConfig pcName as change says, and waits
+// until it runs so.
+func (f *fixture) editConfig(pcName string, change func(*v1alpha1.ProvisionerConfig)) {
+	f.t.Helper()
 	var updated *v1alpha1.ProvisionerConfig
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pc := f.config(pcName)
-		pc.Spec.AdditionalProvisionerNames = append(pc.Spec.AdditionalProvisionerNames, v1alpha1.ProvisionerName(name))
+		change(pc)
 		var err error
 		updated, err = f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(f.ctx, pc, metav1.UpdateOptions{})
 		return err

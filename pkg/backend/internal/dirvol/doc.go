@@ -52,6 +52,10 @@ limitations under the License.
 // record, or by the configured policy where there is none; ArchiveAsNFSSubdir
 // moves a directory to archived-<name> at the top of the base, and
 // RemoveUndecided keeps a directory whose fate is not known.
+// With Config.Adopt, Create adopts an existing unmarked directory instead of
+// refusing it when one released, retained PersistentVolume of the same
+// claim namespace and name names exactly it (adopt.go): it writes the owner
+// marker only, and RecordAdoption marks both volumes and tells the claim.
 // Release takes PersistentVolumes deleted elsewhere, each with its onDelete
 // policy, finds their directories by their owner markers, walking the
 // folders a pattern renders and nothing else (no symlink, hidden folder,

@@ -63,6 +63,10 @@ type Record struct {
 	ClaimUID types.UID
 	// Since is when the record was written.
 	Since time.Time
+	// AdoptedFrom is the PersistentVolume whose directory was adopted; ""
+	// for a directory made. A directory adopted is retained, never
+	// deleted, when its PersistentVolume never comes.
+	AdoptedFrom string
 }
 
 // recordFile is a record's content.
@@ -73,6 +77,7 @@ type recordFile struct {
 	ClaimName      string    `json:"claimName"`
 	ClaimUID       types.UID `json:"claimUID"`
 	Provisioner    string    `json:"provisioner,omitempty"`
+	AdoptedFrom    string    `json:"adoptedFrom,omitempty"`
 }
 
 // openJournal opens the record folder, which the first probe or operation
@@ -178,6 +183,9 @@ func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *v1.Persist
 			Kind: "PersistentVolumeClaim", APIVersion: "v1",
 			Namespace: r.Claim.Namespace, Name: r.Claim.Name, UID: r.ClaimUID,
 		}
+		if r.AdoptedFrom != "" {
+			setAdopted(pv, r.AdoptedFrom)
+		}
 		unsaved = append(unsaved, provisioning.UnsavedVolume{Volume: pv, Since: r.Since})
 	}
 	return unsaved, nil
@@ -235,18 +243,22 @@ func removeRecord(ctx context.Context, journal Dir, name string) error {
 // directory always has a complete record, and an incomplete record no
 // directory. It costs about a millisecond, less than the API write of the
 // PersistentVolume it waits for.
-func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir string) (bool, error) {
+func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir string, adopted *v1.PersistentVolume) (bool, error) {
 	journal, err := s.openJournal(ctx, base)
 	if err != nil {
 		return false, err
 	}
 	defer journal.Close()
 	name := recordName(req.PVName, dir)
-	data, err := json.Marshal(recordFile{
+	content := recordFile{
 		PV: req.PVName, Dir: dir,
 		ClaimNamespace: req.Claim.Namespace, ClaimName: req.Claim.Name, ClaimUID: req.Claim.UID,
 		Provisioner: s.provisioner(),
-	})
+	}
+	if adopted != nil {
+		content.AdoptedFrom = adopted.Name
+	}
+	data, err := json.Marshal(content)
 	if err != nil {
 		return false, err
 	}
@@ -340,6 +352,7 @@ func readRecord(ctx context.Context, journal Dir, name string) (Record, error) {
 		ClaimUID:    content.ClaimUID,
 		Provisioner: content.Provisioner,
 		Since:       info.ModTime(),
+		AdoptedFrom: content.AdoptedFrom,
 	}, nil
 }
 

@@ -47,7 +47,7 @@ func record(namespace, name, dir string) Record {
 
 func (f *fixture) create(t *testing.T, req Request) string {
 	t.Helper()
-	dir, err := f.store.Create(t.Context(), req)
+	dir, err := dirOf(f.store.Create(t.Context(), req))
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestRecords(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer base.Close()
-				if _, err := f.store.writeRecord(t.Context(), base, req, "team/data"); err != nil {
+				if _, err := f.store.writeRecord(t.Context(), base, req, "team/data", nil); err != nil {
 					t.Fatal(err)
 				}
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/secret"), "x")

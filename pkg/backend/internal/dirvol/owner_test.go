@@ -70,7 +70,7 @@ func TestCreateModeAndOwner(t *testing.T) {
 			f := newFixture(t, func(c *Config) { c.Directory = tc.config })
 			req := request(t, "team", "data", "1Gi", "")
 			req.Directory = tc.class
-			dir, err := f.store.Create(t.Context(), req)
+			dir, err := dirOf(f.store.Create(t.Context(), req))
 			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}
@@ -155,7 +155,7 @@ func (squashedDir) Chown(context.Context, int, int) error {
 func TestCreateOwnerRefusedKeepsFiles(t *testing.T) {
 	f := newFixture(t, nil)
 	req := request(t, "team", "data", "1Gi", "")
-	dir, err := f.store.Create(t.Context(), req)
+	dir, err := dirOf(f.store.Create(t.Context(), req))
 	if err != nil {
 		t.Fatal(err)
 	}

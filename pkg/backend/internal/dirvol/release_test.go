@@ -66,7 +66,7 @@ func TestReleaseAfterAnIncompleteWalk(t *testing.T) {
 		c.OnDelete = backend.OnDeleteArchive
 	})
 	for _, req := range []Request{request(t, "team", "a", "1Gi", ""), request(t, "team", "b", "1Gi", "{{.PVC.Namespace}}/{{.PVC.Name}}")} {
-		dir, err := f.store.Create(t.Context(), req)
+		dir, err := dirOf(f.store.Create(t.Context(), req))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -206,7 +206,7 @@ func TestRemoveVolumeByRecordedPolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, func(c *Config) { c.OnDelete = backend.OnDeleteDelete })
 			req := request(t, "team", "data", "1Gi", "")
-			dir, err := f.store.Create(t.Context(), req)
+			dir, err := dirOf(f.store.Create(t.Context(), req))
 			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}

@@ -85,6 +85,15 @@ type Config struct {
 	// OwnDir is VolumeDir for the volumes Delete and Saved act on, which
 	// may be fewer (hostpath: those of its own node); nil means VolumeDir.
 	OwnDir func(*v1.PersistentVolume) (string, error)
+	// Adopt gives a claim the existing directory, without owner marker, that
+	// its pattern renders when a released, retained PersistentVolume made
+	// for an earlier claim of the same namespace and name names exactly it
+	// (see adoptable); without it such a directory is refused.
+	Adopt bool
+	// Holds reports whether the directory of a volume VolumeDir accepts is
+	// certainly on FS (hostpath: pinned to its own node), as adoption's
+	// proof requires; nil means every one.
+	Holds func(*v1.PersistentVolume) bool
 	// Locate returns where the directory dir below Base is, as
 	// PersistentVolumes say it: the NFS server as backend.NFSServer names
 	// it ("" for the host's file system) and the absolute path in slash
@@ -250,53 +259,68 @@ func (s *Store) openBase(ctx context.Context) (Dir, error) {
 	return s.cfg.FS.OpenBase(ctx, s.cfg.Root, s.cfg.Base)
 }
 
+// Volume is the directory Create gave a claim.
+type Volume struct {
+	// Dir is the directory below the base.
+	Dir string
+	// AdoptedFrom is the released PersistentVolume whose directory the
+	// claim was given (Config.Adopt), as the Store read it; nil for a
+	// directory made.
+	AdoptedFrom *v1.PersistentVolume
+}
+
 // Create renders the claim's directory, checks it against capacity and every
-// other volume, records it and creates it. Calling it again for the same PV
-// returns the same directory. The record is kept until Forget or Remove.
-func (s *Store) Create(ctx context.Context, req Request) (string, error) {
+// other volume, records it and creates it, or adopts it (Config.Adopt).
+// Calling it again for the same PV returns the same directory. The record is
+// kept until Forget or Remove.
+func (s *Store) Create(ctx context.Context, req Request) (Volume, error) {
 	logger := klog.FromContext(ctx).WithValues("pv", req.PVName, "claim", klog.KObj(req.Claim))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
 	dir, err := s.dirFor(req)
 	if err != nil {
-		return "", err
+		return Volume{}, err
 	}
 	logger = logger.WithValues("dir", dir)
 	if err := s.prune(); err != nil {
-		return "", err
+		return Volume{}, err
 	}
-	if err := s.checkOverlap(ctx, req.PVName, dir); err != nil {
-		return "", err
+	adopted, err := s.checkOverlapOrAdopt(ctx, req, dir)
+	if err != nil {
+		return Volume{}, err
 	}
 	if err := s.checkRoom(req.PVName, req.Size); err != nil {
-		return "", err
+		return Volume{}, err
 	}
 	base, err := s.openBase(ctx)
 	if err != nil {
-		return "", fmt.Errorf("cannot create directory %q: %w", dir, err)
+		return Volume{}, fmt.Errorf("cannot create directory %q: %w", dir, err)
 	}
 	defer base.Close()
 	res := s.reservations[req.PVName]
 	if res == nil {
 		if err := checkSpace(ctx, base, req.Size); err != nil {
-			return "", err
+			return Volume{}, err
 		}
 		res = &reservation{base: s.cfg.Base, dir: dir, size: req.Size}
 		s.reservations[req.PVName] = res
 	}
-	if err := s.create(ctx, base, req, dir, req.Directory.Or(s.cfg.Directory)); err != nil {
+	if err := s.create(ctx, base, req, dir, adopted); err != nil {
 		if !res.done {
 			delete(s.reservations, req.PVName)
 		}
 		if full(err) {
-			return "", fmt.Errorf("%w: cannot create directory %q: %w", provisioning.ErrNoRoom, dir, err)
+			return Volume{}, fmt.Errorf("%w: cannot create directory %q: %w", provisioning.ErrNoRoom, dir, err)
 		}
-		return "", fmt.Errorf("cannot create directory %q: %w", dir, err)
+		return Volume{}, fmt.Errorf("cannot create directory %q: %w", dir, s.notAdopted(err, adopted))
 	}
 	res.done = true
+	if adopted != nil {
+		logger.Info("Volume directory adopted", "oldPV", klog.KObj(adopted))
+	}
 	logger.V(2).Info("Volume directory ready")
-	return dir, nil
+	return Volume{Dir: dir, AdoptedFrom: adopted}, nil
 }
 
 // full reports whether err is a file system out of space or over quota, a
@@ -345,28 +369,57 @@ func (s *Store) prune() error {
 }
 
 // checkOverlap refuses a directory that is, contains or lies inside the
-// directory of another volume, known or being provisioned. The Event this
+// directory of another volume, known or being provisioned, but the volume
+// handedOn, whose directory pvName adopted ("" for none). The Event this
 // error becomes is read by the claim's owner, so it names no other volume.
-func (s *Store) checkOverlap(ctx context.Context, pvName, dir string) error {
-	if volumes := s.cfg.Options.Volumes; volumes != nil {
-		server, volumePath := s.cfg.Locate(dir)
-		pvs, err := volumes.Overlapping(server, volumePath)
-		if err != nil {
-			return fmt.Errorf("cannot check directory %q against other volumes: %w", dir, err)
-		}
-		for _, pv := range pvs {
-			if pv.Name == pvName {
-				continue
-			}
-			// VolumeDir confirms the candidate: a volume of another base,
-			// such as the base itself or one of its parents, is not ours to
-			// refuse.
-			if other, err := s.cfg.VolumeDir(pv); err == nil && backend.Overlaps(dir, other) {
-				klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
-				return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
-			}
+func (s *Store) checkOverlap(ctx context.Context, pvName, dir, handedOn string) error {
+	others, err := s.overlapping(ctx, pvName, dir)
+	if err != nil {
+		return err
+	}
+	for _, pv := range others {
+		if pv.Name != handedOn {
+			return errOverlap(dir)
 		}
 	}
+	return s.checkReserved(pvName, dir)
+}
+
+func errOverlap(dir string) error {
+	return fmt.Errorf("directory %q is, contains or lies inside the directory of another volume", dir)
+}
+
+// overlapping returns the known volumes but pvName whose directory is,
+// contains or lies inside dir.
+func (s *Store) overlapping(ctx context.Context, pvName, dir string) ([]*v1.PersistentVolume, error) {
+	volumes := s.cfg.Options.Volumes
+	if volumes == nil {
+		return nil, nil
+	}
+	server, volumePath := s.cfg.Locate(dir)
+	pvs, err := volumes.Overlapping(server, volumePath)
+	if err != nil {
+		return nil, fmt.Errorf("cannot check directory %q against other volumes: %w", dir, err)
+	}
+	var others []*v1.PersistentVolume
+	for _, pv := range pvs {
+		if pv.Name == pvName {
+			continue
+		}
+		// VolumeDir confirms the candidate: a volume of another base,
+		// such as the base itself or one of its parents, is not ours to
+		// refuse.
+		if other, err := s.cfg.VolumeDir(pv); err == nil && backend.Overlaps(dir, other) {
+			klog.FromContext(ctx).V(2).Info("Directory overlaps another volume", "dir", dir, "otherPV", klog.KObj(pv), "otherDir", other)
+			others = append(others, pv)
+		}
+	}
+	return others, nil
+}
+
+// checkReserved refuses a directory that is, contains or lies inside the
+// directory of a volume being provisioned.
+func (s *Store) checkReserved(pvName, dir string) error {
 	for name, res := range s.reservations {
 		if name != pvName && res.base == s.cfg.Base && backend.Overlaps(dir, res.dir) {
 			return fmt.Errorf("directory %q is, contains or lies inside the directory of a volume being provisioned", dir)
@@ -493,15 +546,20 @@ var errNotOurs = errors.New("the directory is not this volume's")
 // not the volume's would let Delete remove someone else's, so it is dropped
 // when the marker was not taken, and so is the record of a directory that
 // was removed again.
-func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, settings backend.Directory) error {
-	written, err := s.writeRecord(ctx, base, req, dir)
+func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, adopted *v1.PersistentVolume) error {
+	written, err := s.writeRecord(ctx, base, req, dir, adopted)
 	if errors.Is(err, backend.ErrUnavailable) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w: cannot record the volume: %w", backend.ErrUnavailable, err)
 	}
-	claimed, err := s.makeVolume(ctx, base, dir, req.PVName, settings)
+	var claimed bool
+	if adopted != nil {
+		claimed, err = s.adoptVolume(ctx, base, dir, req.PVName)
+	} else {
+		claimed, err = s.makeVolume(ctx, base, dir, req.PVName, req.Directory.Or(s.cfg.Directory))
+	}
 	// An earlier record may have a marker this call failed to read: keep it,
 	// unless the directory is certainly not the volume's, or gone.
 	if err != nil && !claimed && (written || errors.Is(err, errNotOurs) || errors.As(err, new(*undoneError))) {
@@ -625,36 +683,53 @@ func (s *Store) undoVolume(ctx context.Context, base, parent Dir, parents []stri
 	return false, &undoneError{err: cause}
 }
 
+// Why a directory is not this volume's.
+var (
+	errExists       = fmt.Errorf("%w: it already exists", errNotOurs)
+	errOtherVolumes = fmt.Errorf("%w: it belongs to another volume", errNotOurs)
+)
+
 // claimMarker records pvName as the owner of leaf in parent, or checks that
 // an existing marker names it. An existing directory without a marker was not
 // made for this PV, so it is refused.
 func claimMarker(ctx context.Context, parent Dir, leaf, pvName string) error {
-	marker := markerName(leaf)
-	f, err := parent.CreateFile(ctx, marker, 0o600)
+	created, err := takeMarker(ctx, parent, leaf, pvName)
+	if err != nil || !created {
+		return err
+	}
+	if _, err := parent.Lstat(ctx, leaf); !errors.Is(err, fs.ErrNotExist) {
+		if rmErr := parent.Remove(ctx, markerName(leaf)); rmErr != nil {
+			return fmt.Errorf("directory already exists and cannot remove owner marker: %w", rmErr)
+		}
+		return errExists
+	}
+	return nil
+}
+
+// takeMarker creates the owner marker of leaf in parent naming pvName, or
+// checks that an existing one names it, and reports whether it created it.
+// It is created exclusively, so two processes sharing a base cannot both
+// take one directory.
+func takeMarker(ctx context.Context, parent Dir, leaf, pvName string) (bool, error) {
+	f, err := parent.CreateFile(ctx, markerName(leaf), 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		owner, err := readMarker(ctx, parent, leaf)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if owner != pvName {
-			return fmt.Errorf("%w: it belongs to another volume", errNotOurs)
+			return false, errOtherVolumes
 		}
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("cannot create owner marker: %w", err)
+		return false, fmt.Errorf("cannot create owner marker: %w", err)
 	}
 	werr := f.Write(ctx, []byte(pvName))
 	if err := errors.Join(werr, f.Close()); err != nil {
-		return fmt.Errorf("cannot write owner marker: %w", err)
+		return false, fmt.Errorf("cannot write owner marker: %w", err)
 	}
-	if _, err := parent.Lstat(ctx, leaf); !errors.Is(err, fs.ErrNotExist) {
-		if rmErr := parent.Remove(ctx, marker); rmErr != nil {
-			return fmt.Errorf("directory already exists and cannot remove owner marker: %w", rmErr)
-		}
-		return fmt.Errorf("%w: it already exists", errNotOurs)
-	}
-	return nil
+	return true, nil
 }
 
 // maxMarkerSize bounds what is read of an owner marker: longer than any PV
@@ -732,6 +807,10 @@ type removal struct {
 	// undecided, when set, refuses to release an existing directory: its
 	// fate is not known.
 	undecided error
+	// adoptedFrom is the volume whose directory this one adopted
+	// (backend.AnnAdoptedFrom): it handed the directory on, so it does not
+	// hold up the release.
+	adoptedFrom string
 }
 
 // RemoveVolume is Remove for the directory dir of a PersistentVolume, by
@@ -742,7 +821,10 @@ func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir s
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
-	return s.removeDir(ctx, pv.Name, dir, removal{onDelete: onDelete, unmarked: pv.Annotations[backend.AnnDeleteUnmarked] == "true"})
+	return s.removeDir(ctx, pv.Name, dir, removal{
+		onDelete: onDelete, unmarked: pv.Annotations[backend.AnnDeleteUnmarked] == "true",
+		adoptedFrom: pv.Annotations[backend.AnnAdoptedFrom],
+	})
 }
 
 // RemoveUndecided is RemoveVolume for a PersistentVolume whose fate is not
@@ -795,7 +877,7 @@ func (s *Store) releaseDir(ctx context.Context, pvName, dir string, how removal)
 // releaseLocked is releaseDir for a checked dir, under the lock.
 func (s *Store) releaseLocked(ctx context.Context, pvName, dir string, how removal) error {
 	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", how.onDelete)
-	if err := s.checkOverlap(ctx, pvName, dir); err != nil {
+	if err := s.checkOverlap(ctx, pvName, dir, how.adoptedFrom); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
 	found, err := s.remove(ctx, dir, pvName, how)

@@ -183,7 +183,7 @@ func TestCreateAndRemove(t *testing.T) {
 			before := f.outside(t)
 			ctx := t.Context()
 			req := request(t, "team", "data", "1Gi", tc.pattern)
-			dir, err := f.store.Create(ctx, req)
+			dir, err := dirOf(f.store.Create(ctx, req))
 			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}
@@ -219,13 +219,13 @@ func TestIdempotent(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
 	req := request(t, "team", "data", "1Gi", nsPattern)
-	first, err := f.store.Create(ctx, req)
+	first, err := dirOf(f.store.Create(ctx, req))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Metadata changed between retries: the first directory is kept.
 	req.Claim.Namespace = "moved"
-	again, err := f.store.Create(ctx, req)
+	again, err := dirOf(f.store.Create(ctx, req))
 	if err != nil || again != first {
 		t.Fatalf("second Create() = %q, %v; want %q", again, err, first)
 	}
@@ -235,7 +235,7 @@ func TestIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Claim.Namespace = "team"
-	if got, err := restarted.Create(ctx, req); err != nil || got != first {
+	if got, err := dirOf(restarted.Create(ctx, req)); err != nil || got != first {
 		t.Fatalf("Create() after restart = %q, %v; want %q", got, err, first)
 	}
 	for i := range 2 {
@@ -378,7 +378,7 @@ func TestRemoveRefusals(t *testing.T) {
 func TestRemoveArchiveNeverReplaces(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.OnDelete = backend.OnDeleteArchive })
 	req := request(t, "team", "data", "1Gi", "")
-	dir, err := f.store.Create(t.Context(), req)
+	dir, err := dirOf(f.store.Create(t.Context(), req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestCapacityCountsEachVolumeOnce(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Capacity = backend.Capacity{MaxVolumes: 2} })
 	ctx := t.Context()
 	first := request(t, "team", "a", "1Gi", "")
-	dir, err := f.store.Create(ctx, first)
+	dir, err := dirOf(f.store.Create(ctx, first))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +600,7 @@ func TestConcurrentCreate(t *testing.T) {
 			var created []string
 			for i := range 12 {
 				wg.Go(func() {
-					dir, err := f.store.Create(t.Context(), request(t, "team", fmt.Sprint(i), "1Gi", tc.pattern))
+					dir, err := dirOf(f.store.Create(t.Context(), request(t, "team", fmt.Sprint(i), "1Gi", tc.pattern)))
 					if err == nil {
 						mu.Lock()
 						created = append(created, dir)
@@ -661,7 +661,7 @@ func TestBaseSwappedAfterNew(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
 	req := request(t, "team", "data", "1Gi", "")
-	dir, err := f.store.Create(ctx, req)
+	dir, err := dirOf(f.store.Create(ctx, req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -810,7 +810,7 @@ func TestReservationDroppedOnceSaved(t *testing.T) {
 	f, indexer := indexedFixture(t)
 	ctx := t.Context()
 	first := request(t, "team", "a", "1Gi", "team/a")
-	dir, err := f.store.Create(ctx, first)
+	dir, err := dirOf(f.store.Create(ctx, first))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -954,7 +954,7 @@ func TestDeleteOutsideLock(t *testing.T) {
 		}
 		f.store.mu.Unlock()
 		var err error
-		if created, err = f.store.Create(ctx, other); err != nil {
+		if created, err = dirOf(f.store.Create(ctx, other)); err != nil {
 			t.Errorf("Create during a delete: %v", err)
 		}
 		return nil
@@ -1065,4 +1065,9 @@ func TestCreateAfterAnAnswerLost(t *testing.T) {
 	if _, err := f.store.Create(t.Context(), req); err != nil {
 		t.Fatalf("Create once the file system answers: %v", err)
 	}
+}
+
+// dirOf is the directory of what Create returns.
+func dirOf(vol Volume, err error) (string, error) {
+	return vol.Dir, err
 }

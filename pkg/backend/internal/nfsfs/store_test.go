@@ -88,11 +88,11 @@ func (p *provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
-	dir, err := p.store.Create(ctx, req)
+	vol, err := p.store.Create(ctx, req)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
-	return dirvol.NewPV(opts, req, p.source(dir)), provisioning.ProvisioningFinished, nil
+	return dirvol.NewPV(opts, req, p.source(vol.Dir)), provisioning.ProvisioningFinished, nil
 }
 
 func (p *provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {

@@ -213,10 +213,11 @@ func newReleaseStore(t *testing.T, fsys dirvol.Filesystem, root, base, host stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir, err := store.Create(t.Context(), req)
+		vol, err := store.Create(t.Context(), req)
 		if err != nil {
 			t.Fatalf("Create %s: %v", claim, err)
 		}
+		dir := vol.Dir
 		backendtest.WriteFile(t, filepath.Join(host, filepath.FromSlash(dir), "file"), "data")
 		// Every PersistentVolume was saved, but for unsaved's.
 		if claim != "unsaved" {
