@@ -601,7 +601,45 @@ type HostPathBackend struct {
 
 	// VolumeDirectory holds mode, uid and gid of each new volume directory.
 	VolumeDirectory `json:",inline"`
+
+	// localPathPatterns applies local-path-provisioner's StorageClass
+	// patterns to new volume directories, as its setup script did with
+	// the lines chown "${VOL_USER}:${VOL_GROUP}" "$VOL_DIR" (Owner) and
+	// chmod "${VOL_PERM}" "$VOL_DIR" (Mode). A pattern is the class
+	// parameter userPattern, groupPattern or permPattern, else the class
+	// annotation of that name: a Go template over .PVName and .PVC
+	// (Namespace, Name, Labels, Annotations), a missing key an error,
+	// rendered with surrounding space trimmed. With Owner the rendered
+	// user and group are numeric ids that own the directory (a name, or a
+	// claim for which both render nothing, is refused with an Event, as
+	// BusyBox's chown fails on it); a user without a group gives the group
+	// of the same number. With Mode the rendered perm is an octal mode of
+	// three or four digits (a symbolic mode is refused; nothing rendered
+	// leaves the mode unchanged, as BusyBox's chmod does). A pattern that is
+	// not applied is ignored. A class may not set both a pattern and the
+	// parameter (uid, gid, mode) it would set. Owner needs a node agent
+	// running as root. manager migrate --from local-path sets it from the
+	// setup script.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	LocalPathPatterns []LocalPathPattern `json:"localPathPatterns,omitempty"`
 }
+
+// LocalPathPattern names the line of local-path-provisioner's setup
+// script whose patterns a hostPath backend applies.
+//
+// +kubebuilder:validation:Enum=Owner;Mode
+type LocalPathPattern string
+
+const (
+	// LocalPathPatternOwner applies userPattern and groupPattern, as
+	// chown "${VOL_USER}:${VOL_GROUP}" "$VOL_DIR" does.
+	LocalPathPatternOwner LocalPathPattern = "Owner"
+	// LocalPathPatternMode applies permPattern, as
+	// chmod "${VOL_PERM}" "$VOL_DIR" does.
+	LocalPathPatternMode LocalPathPattern = "Mode"
+)
 
 // NodePath is the base directory of the nodes it names or selects; exactly
 // one of nodes and nodeSelector is set.

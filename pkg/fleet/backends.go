@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -115,6 +116,10 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 		Capacity:        capacity(spec.Capacity),
 		Directory:       dir,
 		HostPathRoot:    req.HostPathRoot,
+		LocalPathPatterns: hostpath.LocalPathPatterns{
+			Owner: slices.Contains(spec.LocalPathPatterns, v1alpha1.LocalPathPatternOwner),
+			Mode:  slices.Contains(spec.LocalPathPatterns, v1alpha1.LocalPathPatternMode),
+		},
 
 		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}, hostpath.Options{ProvisionerNames: req.ProvisionerNames, Volumes: req.Volumes})

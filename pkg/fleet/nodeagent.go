@@ -341,15 +341,16 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 	}
 	// Only what the backend reads: a selector edit restarts nothing.
 	own := &v1alpha1.HostPathBackend{
-		Path:            v1alpha1.AbsolutePath(paths[0]),
-		AdditionalPaths: additional,
-		NodeAffinityKey: spec.NodeAffinityKey,
-		VolumeType:      spec.VolumeType,
-		NodeName:        node.Name,
-		PathPattern:     spec.PathPattern,
-		OnDelete:        spec.OnDelete,
-		Capacity:        spec.Capacity,
-		VolumeDirectory: spec.VolumeDirectory,
+		Path:              v1alpha1.AbsolutePath(paths[0]),
+		AdditionalPaths:   additional,
+		NodeAffinityKey:   spec.NodeAffinityKey,
+		VolumeType:        spec.VolumeType,
+		NodeName:          node.Name,
+		PathPattern:       spec.PathPattern,
+		OnDelete:          spec.OnDelete,
+		Capacity:          spec.Capacity,
+		VolumeDirectory:   spec.VolumeDirectory,
+		LocalPathPatterns: spec.LocalPathPatterns,
 
 		AdoptRetainedDirectories: spec.AdoptRetainedDirectories,
 	}

@@ -155,8 +155,9 @@ func TestApplyLocalPath(t *testing.T) {
 			{Nodes: []string{"big-1"}, Path: "/data/local-path"},
 			{Nodes: []string{"big-2"}, Path: "/data/local-path", AdditionalPaths: []v1alpha1.AbsolutePath{"/data/more"}},
 		},
-		PathPattern: "{{.PVName}}_{{.PVC.Namespace}}_{{.PVC.Name}}",
-		OnDelete:    v1alpha1.OnDeleteDelete,
+		PathPattern:       "{{.PVName}}_{{.PVC.Namespace}}_{{.PVC.Name}}",
+		OnDelete:          v1alpha1.OnDeleteDelete,
+		LocalPathPatterns: []v1alpha1.LocalPathPattern{v1alpha1.LocalPathPatternOwner, v1alpha1.LocalPathPatternMode},
 	}
 	if diff := cmp.Diff(wantBackend, config.Spec.Backend.HostPath); diff != "" {
 		t.Errorf("hostPath backend (-want +got):\n%s", diff)

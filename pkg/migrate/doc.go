@@ -35,5 +35,7 @@ limitations under the License.
 // backend records with itself, for local-path-provisioner by its reclaim
 // and teardown rules, with the node it recorded on each volume
 // (local.path.provisioner/selected-node). A fate recorded already, by hand
-// or by an earlier run, is kept as it is.
+// or by an earlier run, is kept as it is. local-path-provisioner's setup
+// script is read too: the lines of it that apply its class patterns
+// become the hostPath backend's localPathPatterns.
 package migrate

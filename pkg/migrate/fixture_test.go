@@ -155,10 +155,12 @@ const localPathName = "cluster.local/local-path-provisioner"
 
 // localPathCluster is a local-path-provisioner v0.0.37 of the Helm chart,
 // scaled to zero, with a default path and two nodes of their own, the
-// default teardown script, a class, and volumes: hostPath on an unlisted node, local on a
-// listed one whose hostname label is not its name, one pinned by the rack
-// label with its recorded node, one in the second path of its node, one of
-// reclaim policy Retain, and one from before v0.0.25 that records no node.
+// setup script of its documentation that applies the class patterns, the
+// default teardown script, a class that sets a user and a mode, and
+// volumes: hostPath on an unlisted node, local on a listed one whose
+// hostname label is not its name, one pinned by the rack label with its
+// recorded node, one in the second path of its node, one of reclaim policy
+// Retain, and one from before v0.0.25 that records no node.
 func localPathCluster() *cluster {
 	c := &cluster{
 		deployment: deployment("local-path-storage", "local-path-provisioner", "docker.io/rancher/local-path-provisioner:v0.0.37", func(c *v1.Container) {
@@ -173,12 +175,13 @@ func localPathCluster() *cluster {
 					{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/local-path-provisioner"]},
 					{"node": "big-1", "paths": ["/data/local-path"]},
 					{"node": "big-2", "paths": ["/data/local-path/", "/data/more"]}]}`,
-				"setup":    "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"",
+				"setup": "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"\n" +
+					"chown \"${VOL_USER}:${VOL_GROUP}\" \"$VOL_DIR\"\nchmod \"${VOL_PERM}\" \"$VOL_DIR\"",
 				"teardown": "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
 			},
 		},
 		classes: map[string]*storagev1.StorageClass{
-			"local-path": class("local-path", localPathName, nil, nil),
+			"local-path": class("local-path", localPathName, map[string]string{"userPattern": "{{.PVC.Annotations.uid}}", "permPattern": "0750"}, nil),
 		},
 		volumes: map[string]*v1.PersistentVolume{},
 	}

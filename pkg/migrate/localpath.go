@@ -42,6 +42,7 @@ const (
 	localPathDefaultName      = "rancher.io/local-path"
 	localPathDefaultConfigMap = "local-path-config"
 	localPathConfigKey        = "config.json"
+	localPathSetupKey         = "setup"
 	localPathTeardownKey      = "teardown"
 	// localPathDefaultNode is the nodePathMap entry of every node it does
 	// not list.
@@ -62,8 +63,26 @@ var (
 	localPathSharedFS        = feature{"sharedFileSystemPath", "v0.0.23"}
 	localPathClassConfigs    = feature{"storageClassConfigs", "v0.0.27"}
 	localPathNodeAffinityKey = feature{"nodeAffinityKey", "v0.0.35"}
-	localPathPermissions     = feature{"userPattern, groupPattern and permPattern", "v0.0.37"}
+	// localPathPermissions renders the patterns for the setup script,
+	// which applies them where it has the lines below.
+	localPathPermissions = feature{"userPattern, groupPattern and permPattern", "v0.0.37"}
 )
+
+// The lines of a setup script provfleet does itself, written with $VOL_X
+// (scriptSteps reads ${VOL_X} so): local-path's stock one, then those of
+// its documentation that apply the class patterns.
+const (
+	setupMkdir = `mkdir -m 0777 -p "$VOL_DIR"`
+	setupChown = `chown "$VOL_USER:$VOL_GROUP" "$VOL_DIR"`
+	setupChmod = `chmod "$VOL_PERM" "$VOL_DIR"`
+)
+
+// setupLines maps each line that may follow setupMkdir onto the patterns
+// the hostPath backend applies for it.
+var setupLines = map[string]v1alpha1.LocalPathPattern{
+	setupChown: v1alpha1.LocalPathPatternOwner,
+	setupChmod: v1alpha1.LocalPathPatternMode,
+}
 
 // feature is a local-path-provisioner feature and its first release.
 type feature struct{ name, since string }
@@ -87,6 +106,7 @@ type localPathConfig struct {
 	NodePathMap          []nodePathEntry            `json:"nodePathMap"`
 	SharedFileSystemPath string                     `json:"sharedFileSystemPath"`
 	StorageClassConfigs  map[string]json.RawMessage `json:"storageClassConfigs"`
+	SetupCommand         string                     `json:"setupCommand"`
 	TeardownCommand      string                     `json:"teardownCommand"`
 }
 
@@ -110,11 +130,12 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 		p.refuse(object, "cannot read %s: %v", localPathConfigKey, err)
 		return nil
 	}
+	patterns := p.checkSetup(object, config.SetupCommand, configMap.Data)
 	p.checkTeardown(object, config.TeardownCommand, configMap.Data)
 	paths := p.nodePaths(object, config)
 	classes := in.classesOf(p.OldName)
 	for _, class := range classes {
-		p.checkLocalPathClass(class)
+		p.notePatterns(class, patterns)
 	}
 	affinityKey := p.nodeAffinityKey(classes)
 	if paths == nil {
@@ -122,6 +143,7 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	}
 	hp := paths.hostPath(p.volumeType(classes))
 	hp.NodeAffinityKey = affinityKey
+	hp.LocalPathPatterns = patterns
 	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: hp})
 	for _, pv := range in.volumesOf(p.OldName) {
 		p.planLocalPathVolume(paths, pv)
@@ -161,6 +183,95 @@ func readLocalPathConfigMap(ctx context.Context, client kubernetes.Interface, in
 	return configMap, nil
 }
 
+// checkSetup reads the setup script into the class patterns the hostPath
+// backend applies for it. It refuses a setupCommand, and a script other than
+// local-path's stock one, mkdir -m 0777 -p "$VOL_DIR", optionally followed
+// by the lines of its documentation that apply the patterns: provfleet makes
+// the directory itself and runs no script, so what another does to a new
+// directory is not kept.
+func (p *Plan) checkSetup(object, command string, data map[string]string) []v1alpha1.LocalPathPattern {
+	if command != "" {
+		p.refuse(object, "setupCommand %q runs in place of the setup script; what it does to a new directory is unknown, and provfleet makes the directory itself and runs no command", command)
+		return nil
+	}
+	script, ok := data[localPathSetupKey]
+	if !ok {
+		p.refuse(object, "it has no setup script: local-path-provisioner fails every new volume, which provfleet would make")
+		return nil
+	}
+	steps := scriptSteps(script)
+	if len(steps) == 0 || steps[0] != setupMkdir {
+		p.refuse(object, "its setup script does not start with %s, and provfleet runs no script but makes the directory itself, mode 0777; "+
+			"where that is all it does, make the script that line to say so", setupMkdir)
+		return nil
+	}
+	var patterns []v1alpha1.LocalPathPattern
+	for _, step := range steps[1:] {
+		pattern, known := setupLines[step]
+		if !known || slices.Contains(patterns, pattern) {
+			p.refuse(object, "its setup script runs %q after %s: provfleet runs no script, and applies only the lines %s and %s, once each",
+				step, setupMkdir, setupChown, setupChmod)
+			return nil
+		}
+		patterns = append(patterns, pattern)
+	}
+	if len(patterns) > 0 && !localPathPermissions.in(p.Version) {
+		p.refuse(object, "its setup script reads VOL_USER, VOL_GROUP or VOL_PERM, which only releases with %s set: "+
+			"this one ran it with them unset; remove those lines to say what it did", localPathPermissions)
+		return nil
+	}
+	return patterns
+}
+
+// notePatterns notes what the plan does with the patterns class sets, where
+// it is not what an administrator might expect: a pattern no line of the
+// setup script applies is ignored, as that script ignores it, and under
+// the chown line a class with neither userPattern nor groupPattern has its
+// claims refused, as BusyBox's chown ":" failed them.
+func (p *Plan) notePatterns(class *storagev1.StorageClass, applied []v1alpha1.LocalPathPattern) {
+	if !localPathPermissions.in(p.Version) {
+		return
+	}
+	set := func(key string) bool {
+		_, inParams := class.Parameters[key]
+		_, inAnnotations := class.Annotations[key]
+		return inParams || inAnnotations
+	}
+	owner := slices.Contains(applied, v1alpha1.LocalPathPatternOwner)
+	var ignored []string
+	for key, pattern := range map[string]v1alpha1.LocalPathPattern{
+		"userPattern": v1alpha1.LocalPathPatternOwner, "groupPattern": v1alpha1.LocalPathPatternOwner, "permPattern": v1alpha1.LocalPathPatternMode,
+	} {
+		if set(key) && !slices.Contains(applied, pattern) {
+			ignored = append(ignored, key)
+		}
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		p.Notes = append(p.Notes, fmt.Sprintf("StorageClass %s sets %s, which the setup script does not apply: ignored, as it was", class.Name, strings.Join(ignored, ", ")))
+	}
+	if owner && !set("userPattern") && !set("groupPattern") {
+		p.Notes = append(p.Notes, fmt.Sprintf("StorageClass %s sets neither userPattern nor groupPattern: the setup script's chown \":\" failed its claims, "+
+			"and provfleet refuses them with an Event likewise", class.Name))
+	}
+}
+
+// scriptSteps returns the commands of a script: its lines without blank
+// ones, comments and set options, each trimmed, with ${VOL_X} read as
+// $VOL_X.
+func scriptSteps(script string) []string {
+	braces := strings.NewReplacer("${VOL_DIR}", "$VOL_DIR", "${VOL_USER}", "$VOL_USER", "${VOL_GROUP}", "$VOL_GROUP", "${VOL_PERM}", "$VOL_PERM")
+	var steps []string
+	for _, line := range strings.Split(script, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "set -") {
+			continue
+		}
+		steps = append(steps, braces.Replace(line))
+	}
+	return steps
+}
+
 // checkTeardown refuses a teardown other than the one every release
 // ships, rm -rf "$VOL_DIR": provfleet deletes the directory itself and runs
 // no script, so what another does to a released directory is not kept.
@@ -174,15 +285,7 @@ func (p *Plan) checkTeardown(object, command string, data map[string]string) {
 		p.refuse(object, "it has no teardown script: local-path-provisioner fails every delete and keeps the directory, which provfleet would delete")
 		return
 	}
-	var steps []string
-	for _, line := range strings.Split(script, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "set -") {
-			continue
-		}
-		steps = append(steps, line)
-	}
-	if !slices.Equal(steps, []string{`rm -rf "$VOL_DIR"`}) {
+	if !slices.Equal(scriptSteps(script), []string{`rm -rf "$VOL_DIR"`}) {
 		p.refuse(object, "its teardown script does more or other than rm -rf \"$VOL_DIR\", and provfleet runs no script but deletes a released directory; "+
 			"where deleting is all it does, make the script that line to say so")
 	}
@@ -330,21 +433,6 @@ func absolutePaths(paths []string) (v1alpha1.AbsolutePath, []v1alpha1.AbsolutePa
 		others = append(others, v1alpha1.AbsolutePath(p))
 	}
 	return v1alpha1.AbsolutePath(paths[0]), others
-}
-
-// checkLocalPathClass refuses the parameters of class that provfleet
-// cannot honour for new claims, where the old release read them.
-func (p *Plan) checkLocalPathClass(class *storagev1.StorageClass) {
-	object := "StorageClass " + class.Name
-	if localPathPermissions.in(p.Version) {
-		for _, key := range []string{"userPattern", "groupPattern", "permPattern"} {
-			_, inParams := class.Parameters[key]
-			_, inAnnotations := class.Annotations[key]
-			if inParams || inAnnotations {
-				p.refuse(object, "%s: %s sets the owner or mode of new directories from the claim: no mapping yet", localPathPermissions, key)
-			}
-		}
-	}
 }
 
 // nodeAffinityKey returns the node label local-path's classes pin new

@@ -17,6 +17,7 @@ limitations under the License.
 package migrate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -132,6 +133,8 @@ func TestLocalPathNodeAffinityKey(t *testing.T) {
 			c := localPathCluster()
 			if tc.image != "" {
 				c.deployment.Spec.Template.Spec.Containers[0].Image = tc.image
+				// That release sets no VOL_USER, VOL_GROUP, VOL_PERM.
+				c.configMap.Data["setup"] = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\""
 			}
 			c.classes = map[string]*storagev1.StorageClass{}
 			for name, key := range tc.classes {
@@ -146,6 +149,77 @@ func TestLocalPathNodeAffinityKey(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, plan.Config.Spec.Backend.HostPath.NodeAffinityKey); diff != "" {
 				t.Errorf("nodeAffinityKey (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLocalPathSetup: local-path's setup script is read into the class
+// patterns the hostPath backend applies: its stock mkdir applies none, and
+// the chown and chmod lines of its documentation, in either spelling of
+// the variables, apply Owner and Mode; any other script, or a line twice,
+// is refused naming it. Classes that set patterns the script ignores are
+// noted, not refused.
+func TestLocalPathSetup(t *testing.T) {
+	const (
+		mkdir = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"\n"
+		chown = "chown \"${VOL_USER}:${VOL_GROUP}\" \"$VOL_DIR\"\n"
+		chmod = "chmod \"${VOL_PERM}\" \"$VOL_DIR\"\n"
+	)
+	tests := map[string]struct {
+		script      string
+		classAnns   map[string]string
+		want        []v1alpha1.LocalPathPattern
+		wantNote    string
+		wantRefused string
+	}{
+		"the stock script":                          {script: mkdir},
+		"the stock script in braces, with comments": {script: "#!/bin/sh\n# make it\n\nset -e\nmkdir -m 0777 -p \"${VOL_DIR}\"\n"},
+		"the stock script, patterns set": {
+			script: mkdir, classAnns: map[string]string{"userPattern": "1000", "permPattern": "0700"},
+			wantNote: "sets permPattern, userPattern, which the setup script does not apply: ignored",
+		},
+		"chown and chmod":      {script: mkdir + chown + chmod, classAnns: map[string]string{"groupPattern": "2000"}, want: []v1alpha1.LocalPathPattern{"Owner", "Mode"}},
+		"chmod, then chown":    {script: mkdir + chmod + chown, classAnns: map[string]string{"groupPattern": "2000"}, want: []v1alpha1.LocalPathPattern{"Mode", "Owner"}},
+		"chmod only, unbraced": {script: mkdir + "chmod \"$VOL_PERM\" \"${VOL_DIR}\"", want: []v1alpha1.LocalPathPattern{"Mode"}},
+		"chown for a class with no owner pattern": {
+			script: mkdir + chown, want: []v1alpha1.LocalPathPattern{"Owner"},
+			wantNote: "sets neither userPattern nor groupPattern",
+		},
+		"chown before mkdir":      {script: "#!/bin/sh\n" + chown + "mkdir -m 0777 -p \"$VOL_DIR\"", wantRefused: `does not start with mkdir -m 0777 -p "$VOL_DIR"`},
+		"another mode":            {script: "mkdir -m 0700 -p \"$VOL_DIR\"", wantRefused: "does not start with"},
+		"an empty script":         {script: "#!/bin/sh\nset -eu\n", wantRefused: "does not start with"},
+		"chown twice":             {script: mkdir + chown + chown, wantRefused: "once each"},
+		"chown recursive":         {script: mkdir + "chown -R \"$VOL_USER:$VOL_GROUP\" \"$VOL_DIR\"", wantRefused: `runs "chown -R`},
+		"chmod with a fixed mode": {script: mkdir + "chmod 700 \"$VOL_DIR\"", wantRefused: `runs "chmod 700`},
+		"unquoted":                {script: mkdir + "chmod $VOL_PERM $VOL_DIR", wantRefused: "chmod $VOL_PERM $VOL_DIR"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := localPathCluster()
+			c.configMap.Data["setup"] = tc.script
+			c.classes["local-path"].Parameters, c.classes["local-path"].Annotations = nil, tc.classAnns
+			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromLocalPath})
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			if tc.wantRefused != "" {
+				checkRefusals(t, plan, map[string][]string{"ConfigMap local-path-storage/local-path-config": {tc.wantRefused}})
+				return
+			}
+			checkRefusals(t, plan, nil)
+			if diff := cmp.Diff(tc.want, plan.Config.Spec.Backend.HostPath.LocalPathPatterns); diff != "" {
+				t.Errorf("localPathPatterns (-want +got):\n%s", diff)
+			}
+			noted := tc.wantNote == ""
+			for _, note := range plan.Notes {
+				noted = noted || strings.Contains(note, tc.wantNote)
+				if tc.wantNote == "" && strings.Contains(note, "StorageClass local-path ") {
+					t.Errorf("unexpected note %q", note)
+				}
+			}
+			if !noted {
+				t.Errorf("notes %q, want one containing %q", plan.Notes, tc.wantNote)
 			}
 		})
 	}

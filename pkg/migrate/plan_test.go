@@ -145,22 +145,39 @@ func TestLocalPathRefusals(t *testing.T) {
 			change: func(c *cluster) {
 				c.classes["local-path"].Parameters = map[string]string{"nodeAffinityKey": "topology.example.com/rack"}
 				c.classes["by-zone"] = class("by-zone", localPathName, map[string]string{"nodeAffinityKey": "topology.kubernetes.io/zone"}, nil)
+				c.configMap.Data["setup"] = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\""
 				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:v0.0.34"
 			},
 		},
-		"permPattern as a class annotation": {
-			change: func(c *cluster) { c.classes["local-path"].Annotations = map[string]string{"permPattern": "0750"} },
-			want:   map[string][]string{"StorageClass local-path": {"permPattern", "v0.0.37"}},
-		},
-		"userPattern as a parameter": {
+		"permPattern as a class annotation, which the stock setup script ignores": {
 			change: func(c *cluster) {
-				c.classes["local-path"].Parameters = map[string]string{"userPattern": "{{.PVC.Annotations.uid}}"}
+				c.configMap.Data["setup"] = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\""
+				c.classes["local-path"].Annotations = map[string]string{"permPattern": "0750"}
 			},
-			want: map[string][]string{"StorageClass local-path": {"userPattern", "v0.0.37"}},
 		},
-		"userPattern before v0.0.37": {
+		"a setup script of its own": {
+			change: func(c *cluster) { c.configMap.Data["setup"] += "\nchown 1000 \"$VOL_DIR\"" },
+			want:   map[string][]string{"ConfigMap local-path-storage/local-path-config": {"setup script", `chown 1000 \"$VOL_DIR\"`}},
+		},
+		"a setupCommand": {
 			change: func(c *cluster) {
-				c.classes["local-path"].Parameters = map[string]string{"userPattern": "{{.PVC.Annotations.uid}}"}
+				c.configMap.Data["config.json"] = strings.Replace(c.configMap.Data["config.json"], "{", `{"setupCommand": "/setup", `, 1)
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"setupCommand", "/setup"}},
+		},
+		"no setup script": {
+			change: func(c *cluster) { delete(c.configMap.Data, "setup") },
+			want:   map[string][]string{"ConfigMap local-path-storage/local-path-config": {"no setup script"}},
+		},
+		"the pattern lines before v0.0.37": {
+			change: func(c *cluster) {
+				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:v0.0.36"
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"VOL_PERM", "v0.0.37"}},
+		},
+		"patterns before v0.0.37, which that release ignored": {
+			change: func(c *cluster) {
+				c.configMap.Data["setup"] = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\""
 				c.deployment.Spec.Template.Spec.Containers[0].Image = "rancher/local-path-provisioner:v0.0.36"
 			},
 		},

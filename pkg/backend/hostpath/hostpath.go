@@ -97,7 +97,15 @@ type Config struct {
 	// HostPathRoot is the node agent's --host-path-root: nothing outside it
 	// is ever touched.
 	HostPathRoot string
+	// LocalPathPatterns are the patterns of local-path-provisioner's
+	// StorageClasses that set a new directory's owner and mode.
+	LocalPathPatterns LocalPathPatterns
 }
+
+// LocalPathPatterns says which of local-path-provisioner's class patterns
+// (userPattern, groupPattern, permPattern) apply, as the lines of its setup
+// script did.
+type LocalPathPatterns = dirvol.LocalPathPatterns
 
 // Options are what the provisioner needs from the process that runs it, as
 // opposed to what the ProvisionerConfig says: the names whose volumes count
@@ -114,6 +122,7 @@ type Provisioner struct {
 	volumeType  VolumeType
 	node        string
 	affinityKey string
+	patterns    LocalPathPatterns
 	// bases are Path and then AdditionalPaths, each its own store. The
 	// stores share their lock and capacity count.
 	bases []base
@@ -149,6 +158,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		volumeType:  cfg.VolumeType,
 		node:        cfg.NodeName,
 		affinityKey: AffinityKey(cfg.NodeAffinityKey),
+		patterns:    cfg.LocalPathPatterns,
 	}
 	if p.volumeType == "" {
 		p.volumeType = VolumeTypeLocal
@@ -299,6 +309,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	var chosen int
 	if err == nil {
 		chosen, err = req.NodePathIn(p.paths())
+	}
+	if err == nil {
+		err = req.ApplyLocalPathPatterns(opts.StorageClass, p.patterns)
 	}
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err

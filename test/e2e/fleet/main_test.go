@@ -225,9 +225,9 @@ func (f *fixture) startManagerBinary(binary, identity string, args ...string) *m
 
 // startManagerRole runs a manager process in the manager's role only, as the
 // Deployment does.
-func (f *fixture) startManagerRole(identity string, args ...string) *managerproc.Process {
+func (f *fixture) startManagerRole(identity string, args ...string) {
 	f.t.Helper()
-	return f.start(identity, managerproc.Options{
+	f.start(identity, managerproc.Options{
 		Binary:     managerBinary,
 		Kubeconfig: managerKubeconfig(f.t),
 		Namespace:  testenv.ManagerNamespace,

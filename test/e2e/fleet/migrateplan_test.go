@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -143,8 +145,14 @@ func (f *fixture) runPlan(scaleToZero func(), pcName string, pvNames []string, a
 // applied: the ProvisionerConfig passes the CRD's validation with the old
 // name, server, export and release, and each old volume carries the fate
 // nfs-subdir gives it from its class, a capitalised onDelete archiving.
+// Then the manager serves the plan's ProvisionerConfig, two classes are
+// remade with other parameters, and every old claim is deleted: each
+// directory, made in nfs-subdir's layout, is archived, deleted or kept as
+// nfs-subdir would have done it when the plan ran; new claims of the
+// classes, as they are after the edit, go as nfs-subdir would take them.
 func TestMigratePlanFromNFSSubdir(t *testing.T) {
 	f := newFixture(t)
+	f.startManager("mplan-subdir")
 	oldName := "cluster.local/" + f.prefix
 	scaleToZero := f.oldDeployment("nfs-subdir", corev1.Container{
 		Image: "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.3",
@@ -154,18 +162,29 @@ func TestMigratePlanFromNFSSubdir(t *testing.T) {
 			{Name: "NFS_PATH", Value: exportPath},
 		},
 	})
-	classes := map[string]map[string]string{
-		"archive":     nil,
-		"delete":      {"onDelete": "delete"},
-		"capitalised": {"onDelete": "Delete"},
-		"retain":      {"onDelete": "retain"},
+	// export stands for the export as the manager's pod would mount it:
+	// the plan names no port, and the test's NFS servers listen on free
+	// ones, not behind a portmapper on port 111.
+	export := filepath.Join(f.root, f.prefix+"-export")
+	classes := map[string]subdirCase{
+		"archive":     {remade: map[string]string{"onDelete": "delete"}, want: "archived-%s", wantNew: "deleted"},
+		"delete":      {params: map[string]string{"onDelete": "delete"}, remade: map[string]string{"onDelete": "retain"}, want: "deleted", wantNew: "kept"},
+		"capitalised": {params: map[string]string{"onDelete": "Delete"}, want: "archived-%s", wantNew: "archived-%s"},
+		"retain":      {params: map[string]string{"onDelete": "retain"}, want: "kept", wantNew: "kept"},
+		"pattern":     {params: map[string]string{"pathPattern": "${.PVC.namespace}/${.PVC.name}"}, pattern: true, want: "archived-%s", wantNew: "archived-%s"},
 	}
+	dirs := map[string]string{}
 	var pvNames []string
-	for name, params := range classes {
+	for name, c := range classes {
 		class := f.prefix + "-" + name
-		f.class(class, oldName, params)
+		f.class(class, oldName, c.params)
 		pv := f.oldPV("pvc-"+f.prefix+"-"+name, name, class, oldName)
-		pv.Spec.NFS = &corev1.NFSVolumeSource{Server: nfsAddress, Path: fmt.Sprintf("%s/%s-%s-%s", exportPath, f.namespace, name, pv.Name)}
+		dirs[name] = fmt.Sprintf("%s-%s-%s", f.namespace, name, pv.Name)
+		if c.pattern {
+			dirs[name] = path.Join(f.namespace, name)
+		}
+		writeVolumeFile(t, filepath.Join(export, dirs[name]))
+		pv.Spec.NFS = &corev1.NFSVolumeSource{Server: nfsAddress, Path: path.Join(exportPath, dirs[name])}
 		f.adopt(pv, name)
 		pvNames = append(pvNames, pv.Name)
 	}
@@ -180,6 +199,7 @@ func TestMigratePlanFromNFSSubdir(t *testing.T) {
 		"pvc-" + f.prefix + "-delete":      recorded("Delete"),
 		"pvc-" + f.prefix + "-capitalised": recorded("ArchiveAsNFSSubdir"),
 		"pvc-" + f.prefix + "-retain":      recorded("Retain"),
+		"pvc-" + f.prefix + "-pattern":     recorded("ArchiveAsNFSSubdir"),
 	}
 	if diff := cmp.Diff(want, f.recordedFates(pvNames, annOnDelete, annDeleteUnmarked)); diff != "" {
 		t.Errorf("fates recorded on the old volumes (-want +got):\n%s", diff)
@@ -196,6 +216,71 @@ func TestMigratePlanFromNFSSubdir(t *testing.T) {
 	}
 	if diff := cmp.Diff([]v1alpha1.ProvisionerName{v1alpha1.ProvisionerName(oldName)}, pc.Spec.AdditionalProvisionerNames); diff != "" {
 		t.Errorf("additionalProvisionerNames (-want +got):\n%s", diff)
+	}
+
+	f.mountExport(pcName, export)
+	for name, c := range classes {
+		if c.remade != nil {
+			f.remakeClass(f.prefix+"-"+name, c.remade)
+		}
+	}
+	f.releaseAsNFSSubdir(export, classes, dirs)
+}
+
+// mountExport sets the mountPath of the NFS ProvisionerConfig pcName to dir,
+// as the plan's note asks where the manager cannot speak to the server
+// itself, and waits until it runs with it.
+func (f *fixture) mountExport(pcName, dir string) {
+	f.t.Helper()
+	var updated *v1alpha1.ProvisionerConfig
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pc := f.config(pcName)
+		pc.Spec.Backend.NFS.MountPath = v1alpha1.AbsolutePath(dir)
+		var err error
+		updated, err = f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(f.ctx, pc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		f.t.Fatalf("cannot set the mountPath of ProvisionerConfig %s: %v", pcName, err)
+	}
+	f.waitReady(pcName, updated.Generation, v1alpha1.ReasonRunning)
+}
+
+// releaseAsNFSSubdir deletes the old claim of each class of classes, named
+// as the class, whose directories below export dirs holds, then makes a new
+// claim of each class, writes a file in its directory and deletes it, and
+// checks what is left of each directory against the case's want (old) and
+// wantNew (new).
+func (f *fixture) releaseAsNFSSubdir(export string, classes map[string]subdirCase, dirs map[string]string) {
+	f.t.Helper()
+	got, want := map[string]string{}, map[string]string{}
+	expect := func(claim, fate string) {
+		want[claim] = fate
+		if fate != "deleted" && fate != "kept" {
+			want[claim] = fmt.Sprintf(fate, path.Base(dirs[claim]))
+		}
+	}
+	for name, c := range classes {
+		f.release(name, "pvc-"+f.prefix+"-"+name)
+		got[name] = subdirOutcome(f.t, export, dirs[name])
+		expect(name, c.want)
+	}
+	for name, c := range classes {
+		claim := "new-" + name
+		f.claim(claim, f.prefix+"-"+name)
+		f.waitBound(claim)
+		pv := f.boundVolume(claim)
+		dirs[claim] = path.Base(pv.Spec.NFS.Path)
+		if c.pattern {
+			dirs[claim] = path.Join(f.namespace, claim)
+		}
+		writeVolumeFile(f.t, filepath.Join(export, dirs[claim]))
+		f.release(claim, pv.Name)
+		got[claim] = subdirOutcome(f.t, export, dirs[claim])
+		expect(claim, c.wantNew)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		f.t.Errorf("what is left of each volume's directory (-want +got):\n%s", diff)
 	}
 }
 
@@ -223,6 +308,7 @@ func TestMigratePlanFromLocalPath(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "local-path-config"},
 		Data: map[string]string{
 			"config.json": fmt.Sprintf(`{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [%q]}]}`, base),
+			"setup":       "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"",
 			"teardown":    "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
 		},
 	}

@@ -131,6 +131,6 @@ func directoryCases(uid, gid, otherGID int64) map[string]directoryCase {
 		"bad mode":  {params: map[string]string{"mode": "u+rwx"}, wantErr: "StorageClass standard: parameter mode"},
 		"bad uid":   {params: map[string]string{"uid": "-2"}, wantErr: "StorageClass standard: parameter uid"},
 		"bad gid":   {params: map[string]string{"gid": "staff"}, wantErr: "StorageClass standard: parameter gid"},
-		"typo name": {params: map[string]string{"owner": "0"}, wantErr: `unknown parameter "owner" (known: pathPattern, onDelete, archiveOnDelete, nodePath, nodeAffinityKey, mode, uid, gid)`},
+		"typo name": {params: map[string]string{"owner": "0"}, wantErr: `unknown parameter "owner" (known: pathPattern, onDelete, archiveOnDelete, nodePath, nodeAffinityKey, mode, uid, gid, userPattern, groupPattern, permPattern)`},
 	}
 }

@@ -42,7 +42,9 @@ limitations under the License.
 // ParseRequest reads a claim's StorageClass parameters, ours and those of
 // nfs-subdir-external-provisioner (its ${.PVC.<key>} patterns, onDelete and
 // archiveOnDelete, with its defaults for a class in its style) and
-// local-path-provisioner (nodePath); ParseNFSSubdirRequest reads a class of
+// local-path-provisioner (nodePath; its userPattern, groupPattern and
+// permPattern are applied by ApplyLocalPathPatterns, as the lines of its
+// setup script applied them); ParseNFSSubdirRequest reads a class of
 // an nfs-subdir-external-provisioner taken over exactly as that provisioner's
 // release reads it, and its claims' k8s-sigs.io/nfs-directory-* annotations;
 // NewPV records the class's onDelete

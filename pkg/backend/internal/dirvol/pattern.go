@@ -41,6 +41,8 @@ const (
 	maxComponentLen = 200
 	// maxDepth bounds how many folders one rendered directory may nest.
 	maxDepth = 16
+	// pathPatternName names path patterns in errors.
+	pathPatternName = "path pattern"
 	// archivePrefix starts the names of archived directories; rendered
 	// directories may not use it so a claim cannot pre-empt an archive name.
 	archivePrefix = "archived-"
@@ -90,7 +92,7 @@ func ParsePattern(text string) (*Pattern, error) {
 	if len(text) > maxPatternLen {
 		return nil, fmt.Errorf("path pattern is %d bytes long, more than %d", len(text), maxPatternLen)
 	}
-	p, err := parseTemplate(text)
+	p, err := parseTemplate(pathPatternName, text)
 	if err != nil {
 		return nil, err
 	}
@@ -154,17 +156,18 @@ func fixedText(node parse.Node) (string, bool) {
 }
 
 // parseTemplate is ParsePattern for a text of any length: one translated
-// from a checked pattern.
-func parseTemplate(text string) (*Pattern, error) {
-	tmpl, err := template.New("pathPattern").Option("missingkey=error").Parse(text)
+// from a checked pattern, or one that renders a value rather than a path.
+// what names the pattern in errors.
+func parseTemplate(what, text string) (*Pattern, error) {
+	tmpl, err := template.New(what).Option("missingkey=error").Parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("cannot parse path pattern: %w", err)
+		return nil, fmt.Errorf("cannot parse %s: %w", what, err)
 	}
 	if n := len(tmpl.Templates()); n != 1 {
-		return nil, errors.New("path pattern may not define templates")
+		return nil, fmt.Errorf("%s may not define templates", what)
 	}
 	if err := checkNode(tmpl.Root); err != nil {
-		return nil, fmt.Errorf("path pattern %q: %w", text, err)
+		return nil, fmt.Errorf("%s %q: %w", what, text, err)
 	}
 	return &Pattern{tmpl: tmpl}, nil
 }
@@ -245,20 +248,10 @@ func checkBranch(n *parse.BranchNode) error {
 
 // Render renders the pattern for a claim and checks the result with CheckDir.
 func (p *Pattern) Render(pvName string, claim *v1.PersistentVolumeClaim) (string, error) {
-	data := patternData{
-		PVName: pvName,
-		PVC: claimData{
-			Namespace:   claim.Namespace,
-			Name:        claim.Name,
-			Labels:      claim.Labels,
-			Annotations: claim.Annotations,
-		},
-	}
-	out := &limitedBuffer{limit: maxDirLen}
-	if err := p.tmpl.Execute(out, data); err != nil {
+	dir, err := p.execute(pvName, claim, maxDirLen)
+	if err != nil {
 		return "", fmt.Errorf("cannot render path pattern: %w", err)
 	}
-	dir := out.String()
 	if p.subdir {
 		dir = strings.Join(slices.DeleteFunc(strings.Split(dir, "/"), func(c string) bool { return c == "" }), "/")
 		if dir == "" && p.fallback != nil {
@@ -272,6 +265,24 @@ func (p *Pattern) Render(pvName string, claim *v1.PersistentVolumeClaim) (string
 		return "", fmt.Errorf("rendered path %q refused: %w", truncate(dir), err)
 	}
 	return dir, nil
+}
+
+// execute renders the pattern for a claim into at most limit bytes.
+func (p *Pattern) execute(pvName string, claim *v1.PersistentVolumeClaim, limit int) (string, error) {
+	data := patternData{
+		PVName: pvName,
+		PVC: claimData{
+			Namespace:   claim.Namespace,
+			Name:        claim.Name,
+			Labels:      claim.Labels,
+			Annotations: claim.Annotations,
+		},
+	}
+	out := &limitedBuffer{limit: limit}
+	if err := p.tmpl.Execute(out, data); err != nil {
+		return "", err
+	}
+	return out.String(), nil
 }
 
 // CheckDir refuses a directory, relative to a backend's base, that is not a
@@ -328,9 +339,8 @@ func truncate(s string) string {
 	return s[:maxLen] + "..."
 }
 
-var errTooLong = fmt.Errorf("rendered path is longer than %d bytes", maxDirLen)
-
-// limitedBuffer fails the template as soon as the output is too long.
+// limitedBuffer fails the template as soon as the output is longer than
+// limit.
 type limitedBuffer struct {
 	bytes.Buffer
 	limit int
@@ -338,7 +348,7 @@ type limitedBuffer struct {
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
 	if b.Len()+len(p) > b.limit {
-		return 0, errTooLong
+		return 0, fmt.Errorf("rendered text is longer than %d bytes", b.limit)
 	}
 	return b.Buffer.Write(p)
 }

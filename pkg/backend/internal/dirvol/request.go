@@ -62,7 +62,8 @@ const (
 )
 
 // knownParams lists the parameters ParseRequest accepts, for its error.
-var knownParams = []string{ParamPathPattern, ParamOnDelete, ParamArchiveOnDelete, ParamNodePath, ParamNodeAffinityKey, ParamMode, ParamUID, ParamGID}
+var knownParams = []string{ParamPathPattern, ParamOnDelete, ParamArchiveOnDelete, ParamNodePath, ParamNodeAffinityKey, ParamMode, ParamUID, ParamGID,
+	ParamUserPattern, ParamGroupPattern, ParamPermPattern}
 
 // Request is one claim's directory request.
 type Request struct {
@@ -147,6 +148,9 @@ func (r *Request) setParam(key, value string) error {
 		r.Directory.UID, err = parseID(value)
 	case ParamGID:
 		r.Directory.GID, err = parseID(value)
+	case ParamUserPattern, ParamGroupPattern, ParamPermPattern:
+		// Read, with the class's annotations, by ApplyLocalPathPatterns
+		// where the backend applies them; ignored elsewhere.
 	default:
 		return fmt.Errorf("unknown parameter %q (known: %s)", key, strings.Join(knownParams, ", "))
 	}

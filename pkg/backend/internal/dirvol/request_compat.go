@@ -146,7 +146,7 @@ func parseSubdirPatternOnly(text string) (*Pattern, error) {
 	if err != nil {
 		return nil, fmt.Errorf("path pattern %q: %w", truncate(text), err)
 	}
-	pattern, err := parseTemplate(tmpl)
+	pattern, err := parseTemplate(pathPatternName, tmpl)
 	if err != nil {
 		return nil, err
 	}
