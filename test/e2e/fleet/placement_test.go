@@ -141,6 +141,21 @@ func TestImmediateBurstSpreadsWithoutBudget(t *testing.T) {
 	c.claimSized("before-c", name, c.nodes[2], "1Mi")
 	c.waitBound("before-a", "before-b", "before-c")
 
+	// Creation times are whole seconds, and the coordinator counts a volume
+	// of its probe's second as made after the probe: the agents must probe
+	// in a later second for their reports to count those volumes.
+	pvs, err := c.kube.CoreV1().PersistentVolumes().List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, pv := range pvs.Items {
+		if pv.CreationTimestamp.After(last) {
+			last = pv.CreationTimestamp.Time
+		}
+	}
+	time.Sleep(time.Until(last.Add(time.Second)))
+
 	t.Log("The agents start again: their reports come after those volumes")
 	for i, node := range c.nodes {
 		if err := c.agents[node].Terminate(10 * time.Second); err != nil {
