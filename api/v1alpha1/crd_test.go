@@ -376,6 +376,21 @@ func TestValidation(t *testing.T) {
   nodePaths: [{nodes: [node-1, node-2], path: /mnt/fast}, {nodeSelector: {matchLabels: {disk: nvme}}, path: /nvme}],
   nodeRemoval: {policy: Delete, gracePeriod: 1h}}}}`,
 		},
+		"hostPath on a shared file system": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /mnt/shared, sharedFileSystem: true, volumeType: HostPath, capacity: {maxVolumes: 3}}}}`,
+		},
+		"a shared file system of local volumes": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /mnt/shared, sharedFileSystem: true}}}`,
+			want: []string{`spec.backend.hostPath: Invalid value: sharedFileSystem volumes have no node affinity, which a local volume requires: set volumeType HostPath`},
+		},
+		"a shared file system of selected nodes": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /mnt/shared, sharedFileSystem: true, volumeType: HostPath, nodeSelector: {matchLabels: {a: b}}}}}`,
+			want: []string{`spec.backend.hostPath: Invalid value: sharedFileSystem serves one path that every node mounts: nodeName, nodeSelector, nodePaths, nodeRemoval and additionalPaths do not apply`},
+		},
+		"a shared file system with a nodeAffinityKey": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /mnt/shared, sharedFileSystem: true, volumeType: HostPath, nodeAffinityKey: rack}}}`,
+			want: []string{`spec.backend.hostPath: Invalid value: sharedFileSystem volumes are pinned to no node: nodeAffinityKey does not apply`},
+		},
 		"nodeName with nodeSelector": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeName: node-a, nodeSelector: {matchLabels: {a: b}}}}}`,
 			want: []string{`spec.backend.hostPath: Invalid value: nodeName and nodeSelector are exclusive: nodeName serves one node, nodeSelector a set`},

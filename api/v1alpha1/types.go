@@ -445,6 +445,15 @@ func (b BackendSpec) Name() string {
 	return ""
 }
 
+// NodeHostPath returns the hostPath backend when node agents serve it, nil
+// otherwise: a sharedFileSystem one is the manager's, as an NFS one is.
+func (b BackendSpec) NodeHostPath() *HostPathBackend {
+	if b.HostPath == nil || b.HostPath.SharedFileSystem {
+		return nil
+	}
+	return b.HostPath
+}
+
 // AbsolutePath is an absolute path without ".." segments.
 //
 // +kubebuilder:validation:MinLength=1
@@ -492,9 +501,13 @@ const (
 // serves. The node agent of each node (the manager started with --role=node,
 // a DaemonSet) makes and deletes the directories on its own node; the
 // cluster-wide manager places Immediate claims, reports the nodes and handles
-// removed nodes.
+// removed nodes. With sharedFileSystem the manager alone serves path, a file
+// system every node shares.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.nodeName) || !has(self.nodeSelector)",message="nodeName and nodeSelector are exclusive: nodeName serves one node, nodeSelector a set"
+// +kubebuilder:validation:XValidation:rule="!has(self.sharedFileSystem) || !self.sharedFileSystem || (has(self.volumeType) && self.volumeType == 'HostPath')",message="sharedFileSystem volumes have no node affinity, which a local volume requires: set volumeType HostPath"
+// +kubebuilder:validation:XValidation:rule="!has(self.sharedFileSystem) || !self.sharedFileSystem || !(has(self.nodeName) || has(self.nodeSelector) || has(self.nodePaths) || has(self.nodeRemoval) || has(self.additionalPaths))",message="sharedFileSystem serves one path that every node mounts: nodeName, nodeSelector, nodePaths, nodeRemoval and additionalPaths do not apply"
+// +kubebuilder:validation:XValidation:rule="!has(self.sharedFileSystem) || !self.sharedFileSystem || !has(self.nodeAffinityKey) || self.nodeAffinityKey == 'kubernetes.io/hostname'",message="sharedFileSystem volumes are pinned to no node: nodeAffinityKey does not apply"
 type HostPathBackend struct {
 	// path is the base directory on each node, unless nodePaths names
 	// another for that node; it must lie under the node agent's
@@ -528,6 +541,19 @@ type HostPathBackend struct {
 	// +kubebuilder:validation:XValidation:rule="self.split('/')[size(self.split('/')) - 1].size() <= 63 && (size(self.split('/')) == 1 || self.split('/')[0].size() <= 253)",message="must be a qualified label name: a prefix of at most 253 characters and a name of at most 63"
 	// +optional
 	NodeAffinityKey string `json:"nodeAffinityKey,omitempty"`
+
+	// sharedFileSystem says that every node mounts one shared file system
+	// at path, as local-path-provisioner's sharedFileSystemPath: the
+	// manager itself, not a node agent, makes and deletes the volumes,
+	// through its own mount of that file system at path (under its
+	// --host-path-root: mount the node's path at the same path in the
+	// manager's pod), and writes their PersistentVolumes without node
+	// affinity, so that pods of any node mount them, with any access mode.
+	// The volumeType must be HostPath; the StorageClass parameters
+	// nodePath and nodeAffinityKey are ignored, as local-path-provisioner
+	// ignores them there.
+	// +optional
+	SharedFileSystem bool `json:"sharedFileSystem,omitempty"`
 
 	// volumeType is Local (a local PersistentVolume with node affinity) or
 	// HostPath (a hostPath PersistentVolume).

@@ -101,6 +101,11 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 		return nil, err
 	}
 	// The node agent serves its own node: spec.nodeName only selects nodes.
+	// A shared file system is no node's.
+	node := req.NodeName
+	if spec.SharedFileSystem {
+		node = ""
+	}
 	var additional []string
 	for _, p := range spec.AdditionalPaths {
 		additional = append(additional, string(p))
@@ -110,7 +115,8 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 		AdditionalPaths: additional,
 		NodeAffinityKey: spec.NodeAffinityKey,
 		VolumeType:      hostpath.VolumeType(spec.VolumeType),
-		NodeName:        req.NodeName,
+		NodeName:        node,
+		Shared:          spec.SharedFileSystem,
 		PathPattern:     string(spec.PathPattern),
 		OnDelete:        backend.OnDeletePolicy(spec.OnDelete),
 		Capacity:        capacity(spec.Capacity),

@@ -319,7 +319,7 @@ func (m *Manager) reconcileNode(ctx context.Context, pc *v1alpha1.ProvisionerCon
 // hostPath with the node's path and name. It is nil, without an error, when
 // pc does not select this node or is not a hostPath one.
 func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.BackendSpec, error) {
-	spec := pc.Spec.Backend.HostPath
+	spec := pc.Spec.Backend.NodeHostPath()
 	if spec == nil {
 		return nil, nil
 	}
@@ -411,7 +411,7 @@ func (m *Manager) enqueueHostPath() {
 		return
 	}
 	for _, pc := range all {
-		if pc.Spec.Backend.HostPath != nil {
+		if pc.Spec.Backend.NodeHostPath() != nil {
 			m.queue.Add(pc.Name)
 		}
 	}

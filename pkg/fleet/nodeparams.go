@@ -97,7 +97,7 @@ func nodePinLines(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *v1.
 // nodeVolumePaths are the path lines of pc on node; none unless it is a
 // hostPath one that selects the node.
 func nodeVolumePaths(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *v1.Node) []string {
-	spec := pc.Spec.Backend.HostPath
+	spec := pc.Spec.Backend.NodeHostPath()
 	if spec == nil {
 		return nil
 	}

@@ -250,7 +250,7 @@ func (t *nodeTrust) warnUnrestricted() {
 		return
 	}
 	for _, pc := range configs {
-		if pc.Spec.Backend.HostPath == nil {
+		if pc.Spec.Backend.NodeHostPath() == nil {
 			continue
 		}
 		if _, told := t.warned.LoadOrStore(pc.UID, true); !told {

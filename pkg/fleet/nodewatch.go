@@ -119,7 +119,7 @@ func (w *nodeWatch) enqueueSelecting(names []string, nodes ...*v1.Node) {
 		return
 	}
 	for _, pc := range all {
-		spec := pc.Spec.Backend.HostPath
+		spec := pc.Spec.Backend.NodeHostPath()
 		if spec != nil && slices.ContainsFunc(nodes, func(node *v1.Node) bool {
 			selected, err := selectsNode(spec, node)
 			return selected || err != nil

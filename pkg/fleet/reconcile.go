@@ -143,10 +143,10 @@ func (m *Manager) managerSettings() instanceSettings {
 }
 
 // converge starts, re-tunes, restarts or stops the manager's instance of pc.
-// A hostPath backend is served by the node agents: the manager reports
-// their nodes.
+// The node agents serve a hostPath backend, unless it is on a shared file
+// system: the manager reports their nodes.
 func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	if pc.Spec.Backend.HostPath != nil {
+	if pc.Spec.Backend.NodeHostPath() != nil {
 		return m.convergeHostPath(ctx, pc)
 	}
 	return m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
@@ -320,7 +320,7 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		m.queue.Add(key)
 	}
 	recorder := m.events.NewRecorder(m.scheme, v1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
-	if u.backend.HostPath != nil && u.scope == nil {
+	if u.backend.NodeHostPath() != nil && u.scope == nil {
 		entry.instance, err = newCoordinator(pc.Name, cfg, u.backend.HostPath, coordinatorDeps{
 			Client: client, Informers: m.shared, NodeLeases: m.nodeLeaseInf, NodeLeaseNamespace: m.settings.NodeLeaseNamespace, LeaseClock: m.leaseClock,
 			EventRecorder: recorder, Metrics: m.coordinatorMetrics, OnLeaderChange: onLeaderChange,

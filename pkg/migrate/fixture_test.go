@@ -207,3 +207,13 @@ func localPathCluster() *cluster {
 	add("pvc-e", "", v1.LabelHostname, "node-2", hostPath("/opt/local-path-provisioner/pvc-e_team_old"))
 	return c
 }
+
+// sharedVolume is a volume of local-path's sharedFileSystemPath at
+// volumePath: a hostPath volume pinned to no node.
+func sharedVolume(name, volumePath string) *v1.PersistentVolume {
+	pv := oldVolume(name, localPathName, "local-path", v1.PersistentVolumeSource{
+		HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: ptr.To(v1.HostPathDirectoryOrCreate)},
+	})
+	pv.Annotations[localPathAnnSelectedNode] = ""
+	return pv
+}

@@ -103,11 +103,17 @@ func (f feature) in(release string) bool {
 
 // localPathConfig is the config.json of local-path's ConfigMap.
 type localPathConfig struct {
-	NodePathMap          []nodePathEntry            `json:"nodePathMap"`
-	SharedFileSystemPath string                     `json:"sharedFileSystemPath"`
-	StorageClassConfigs  map[string]json.RawMessage `json:"storageClassConfigs"`
-	SetupCommand         string                     `json:"setupCommand"`
-	TeardownCommand      string                     `json:"teardownCommand"`
+	localPathStorage
+	StorageClassConfigs map[string]json.RawMessage `json:"storageClassConfigs"`
+	SetupCommand        string                     `json:"setupCommand"`
+	TeardownCommand     string                     `json:"teardownCommand"`
+}
+
+// localPathStorage is where local-path keeps volumes: the paths of each
+// node, or one file system every node mounts at the same path.
+type localPathStorage struct {
+	NodePathMap          []nodePathEntry `json:"nodePathMap"`
+	SharedFileSystemPath string          `json:"sharedFileSystemPath"`
 }
 
 // nodePathEntry is an entry of nodePathMap: a node, or the default, and its paths.
@@ -132,11 +138,20 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	}
 	patterns := p.checkSetup(object, config.SetupCommand, configMap.Data)
 	p.checkTeardown(object, config.TeardownCommand, configMap.Data)
-	paths := p.nodePaths(object, config)
 	classes := in.classesOf(p.OldName)
 	for _, class := range classes {
 		p.notePatterns(class, patterns)
 	}
+	p.ignoreUnread(&config)
+	if len(config.StorageClassConfigs) > 0 {
+		p.refuse(object, "%s gives StorageClasses paths of their own under one provisioner name: no mapping yet", localPathClassConfigs)
+		return nil
+	}
+	if config.SharedFileSystemPath != "" && len(config.NodePathMap) == 0 {
+		p.planSharedFileSystem(object, name, config.SharedFileSystemPath, classes, patterns, in.volumesOf(p.OldName))
+		return nil
+	}
+	paths := p.nodePaths(object, config.localPathStorage)
 	affinityKey := p.nodeAffinityKey(classes)
 	if paths == nil {
 		return nil
@@ -150,6 +165,78 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	}
 	p.Notes = append(p.Notes, fmt.Sprintf("every path (%s) must lie under the node agents' --host-path-root, and a node agent run on each node that holds volumes", strings.Join(paths.all(), ", ")))
 	return nil
+}
+
+// planSharedFileSystem plans the takeover of local-path's
+// sharedFileSystemPath, a file system every node mounts at sharedPath, by
+// a hostPath backend the manager serves with sharedFileSystem: its volumes
+// have no node affinity, as local-path's there have none, and the
+// StorageClass parameters nodePath and nodeAffinityKey are ignored, as
+// local-path ignores them there.
+func (p *Plan) planSharedFileSystem(object, name, sharedPath string, classes []*storagev1.StorageClass, patterns []v1alpha1.LocalPathPattern, volumes []*v1.PersistentVolume) {
+	if !path.IsAbs(sharedPath) || path.Clean(sharedPath) == "/" {
+		p.refuse(object, "sharedFileSystemPath %q: provfleet serves absolute paths below / only", sharedPath)
+		return
+	}
+	sharedPath = path.Clean(sharedPath)
+	for _, class := range classes {
+		if strings.EqualFold(class.Annotations["defaultVolumeType"], "local") {
+			p.Notes = append(p.Notes, fmt.Sprintf("StorageClass %s asks for local volumes, which need node affinity that volumes of a shared file system lack: "+
+				"local-path-provisioner failed its claims, and provfleet gives them hostPath volumes", class.Name))
+		}
+	}
+	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{
+		Path:              v1alpha1.AbsolutePath(sharedPath),
+		SharedFileSystem:  true,
+		VolumeType:        v1alpha1.HostPathVolumeHostPath,
+		PathPattern:       localPathPattern,
+		OnDelete:          v1alpha1.OnDeleteDelete,
+		LocalPathPatterns: patterns,
+	}})
+	for _, pv := range volumes {
+		p.planSharedVolume(sharedPath, pv)
+	}
+	p.Notes = append(p.Notes, fmt.Sprintf("the manager makes and deletes the volumes of %s itself: mount that shared file system at the same path in its pod "+
+		"(Helm values extraVolumes and extraVolumeMounts), under its --host-path-root (value hostPathRoot), as a user that may delete what pods write there", sharedPath))
+}
+
+// planSharedVolume decides the fate of pv as local-path's Delete does for
+// sharedFileSystemPath: its teardown script, rm -rf, on whichever node its
+// helper pod runs. A volume pinned to a node is refused: local-path would
+// delete its path there as if it were on the shared file system.
+func (p *Plan) planSharedVolume(sharedPath string, pv *v1.PersistentVolume) {
+	object := "PersistentVolume " + pv.Name
+	if pv.Spec.NodeAffinity != nil {
+		p.refuse(object, "it is pinned to a node, while local-path-provisioner with sharedFileSystemPath deletes a volume's path from whichever node its helper pod runs on; "+
+			"provfleet's volumes of a shared file system are pinned to none: release it by hand")
+		return
+	}
+	dir, err := hostpath.VolumeDir(sharedPath, pv)
+	if err != nil {
+		p.refuse(object, "the manager, serving the shared file system %s, would not release it: %v", sharedPath, err)
+		return
+	}
+	want := map[string]string{backend.AnnOnDelete: string(backend.OnDeleteDelete), backend.AnnDeleteUnmarked: "true"}
+	what := fate(pv, backend.OnDeleteDelete, sharedPath, dir)
+	if recorded, ok := pv.Annotations[backend.AnnOnDelete]; ok {
+		// An administrator's or an earlier run's decision stands.
+		what = fate(pv, backend.OnDeletePolicy(recorded), sharedPath, dir) + " (recorded already)"
+		want = nil
+	}
+	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: "on the shared file system: " + what, Record: record(pv, want)})
+}
+
+// ignoreUnread drops from config what the old release does not read, as
+// it ignored it, and notes so.
+func (p *Plan) ignoreUnread(config *localPathConfig) {
+	if config.SharedFileSystemPath != "" && !localPathSharedFS.in(p.Version) {
+		p.Notes = append(p.Notes, fmt.Sprintf("sharedFileSystemPath is ignored, as this release ignored it: it came with %s", localPathSharedFS))
+		config.SharedFileSystemPath = ""
+	}
+	if len(config.StorageClassConfigs) > 0 && !localPathClassConfigs.in(p.Version) {
+		p.Notes = append(p.Notes, fmt.Sprintf("storageClassConfigs is ignored, as this release ignored it: it came with %s", localPathClassConfigs))
+		config.StorageClassConfigs = nil
+	}
 }
 
 // localPathProvisionerName returns the name local-path answers to: its
@@ -306,16 +393,14 @@ type nodeBases struct {
 
 // nodePaths reads nodePathMap, refusing what has no mapping; nil when
 // nothing can be mapped.
-func (p *Plan) nodePaths(object string, config localPathConfig) *nodeBases {
+func (p *Plan) nodePaths(object string, config localPathStorage) *nodeBases {
 	refused := len(p.Refusals)
-	if len(config.StorageClassConfigs) > 0 {
-		p.refuse(object, "%s gives StorageClasses paths of their own under one provisioner name: no mapping yet", localPathClassConfigs)
-	}
-	if config.SharedFileSystemPath != "" {
-		p.refuse(object, "%s makes volumes with no node on a shared file system: no mapping yet", localPathSharedFS)
-	}
-	if len(config.NodePathMap) == 0 && config.SharedFileSystemPath == "" && len(config.StorageClassConfigs) == 0 {
-		p.refuse(object, "nodePathMap names no node and no path")
+	switch {
+	case config.SharedFileSystemPath != "":
+		p.refuse(object, "it sets both nodePathMap and sharedFileSystemPath, with which local-path-provisioner fails every claim and every delete: "+
+			"keep the one its volumes were made with")
+	case len(config.NodePathMap) == 0:
+		p.refuse(object, "nodePathMap names no node and no path, nor does sharedFileSystemPath")
 	}
 	bases := &nodeBases{paths: map[string][]string{}}
 	for _, entry := range config.NodePathMap {
@@ -504,7 +589,8 @@ func (p *Plan) volumeType(classes []*storagev1.StorageClass) v1alpha1.HostPathVo
 func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume) {
 	object := "PersistentVolume " + pv.Name
 	if pv.Spec.NodeAffinity == nil {
-		p.refuse(object, "it has no node affinity, a volume of %s: no mapping yet", localPathSharedFS)
+		p.refuse(object, "it has no node affinity, a volume of sharedFileSystemPath, while the ConfigMap names nodePathMap: "+
+			"local-path-provisioner fails its delete, as it finds no node")
 		return
 	}
 	node := localPathNode(pv)

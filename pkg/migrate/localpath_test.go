@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -102,6 +103,69 @@ func TestLocalPathNodePathMap(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantOnly, got.NodeSelector); diff != "" {
 				t.Errorf("nodeSelector (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLocalPathSharedFileSystem: local-path's sharedFileSystemPath becomes
+// a hostPath backend the manager serves with sharedFileSystem, and each of
+// its volumes, pinned to no node, is deleted there as local-path's teardown
+// script deleted it (provisioner.go, deleteFor and getPathAndNodeForPV:
+// with a shared file system the path alone, on any node). A release before
+// the field ignored it, and so does the plan.
+func TestLocalPathSharedFileSystem(t *testing.T) {
+	tests := map[string]struct {
+		image       string
+		wantBackend *v1alpha1.HostPathBackend
+		wantFates   map[string]string
+	}{
+		"v0.0.37": {
+			wantBackend: &v1alpha1.HostPathBackend{
+				Path: "/mnt/shared", SharedFileSystem: true, VolumeType: v1alpha1.HostPathVolumeHostPath,
+				PathPattern: localPathPattern, OnDelete: v1alpha1.OnDeleteDelete,
+				LocalPathPatterns: []v1alpha1.LocalPathPattern{v1alpha1.LocalPathPatternOwner, v1alpha1.LocalPathPatternMode},
+			},
+			wantFates: map[string]string{
+				"pvc-s": "on the shared file system: delete /mnt/shared/pvc-s_team_data",
+				"pvc-t": "on the shared file system: retain /mnt/shared/pvc-t_team_kept (recorded already)",
+			},
+		},
+		"a release before sharedFileSystemPath": {image: "rancher/local-path-provisioner:v0.0.22"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := localPathCluster()
+			if tc.image != "" {
+				c.deployment.Spec.Template.Spec.Containers[0].Image = tc.image
+				c.configMap.Data["setup"] = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\""
+			}
+			c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared/"}`
+			kept := sharedVolume("pvc-t", "/mnt/shared/pvc-t_team_kept")
+			kept.Annotations["provfleet.io/on-delete"] = "Retain"
+			c.volumes = map[string]*v1.PersistentVolume{"pvc-s": sharedVolume("pvc-s", "/mnt/shared/pvc-s_team_data"), "pvc-t": kept}
+			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromLocalPath})
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			if tc.wantBackend == nil {
+				if plan.Config != nil || len(plan.Refusals) == 0 {
+					t.Fatalf("plan = %+v, want refused: that release read nodePathMap only, which is empty", plan)
+				}
+				return
+			}
+			if plan.Config == nil || len(plan.Refusals) > 0 {
+				t.Fatalf("plan refused: %v", plan.Refusals)
+			}
+			if diff := cmp.Diff(tc.wantBackend, plan.Config.Spec.Backend.HostPath); diff != "" {
+				t.Errorf("backend (-want +got):\n%s", diff)
+			}
+			fates := map[string]string{}
+			for _, v := range plan.Volumes {
+				fates[v.PV.Name] = v.Fate
+			}
+			if diff := cmp.Diff(tc.wantFates, fates); diff != "" {
+				t.Errorf("fates (-want +got):\n%s", diff)
 			}
 		})
 	}

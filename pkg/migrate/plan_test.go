@@ -189,12 +189,39 @@ func TestLocalPathRefusals(t *testing.T) {
 			},
 			want: map[string][]string{"StorageClasses of " + localPathName: {"nodeAffinityKey", "v0.0.35"}},
 		},
-		"sharedFileSystemPath": {
+		// provisioner.go, isSharedFilesystem: both set fail every call.
+		"sharedFileSystemPath beside nodePathMap": {
 			change: func(c *cluster) {
-				c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared"}`
+				c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared", "nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a"]}]}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"both nodePathMap and sharedFileSystemPath"}},
+		},
+		"sharedFileSystemPath of the root": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/"}`
 				c.volumes = nil
 			},
-			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"sharedFileSystemPath", "v0.0.23"}},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"sharedFileSystemPath", "below /"}},
+		},
+		// provisioner.go, getPathAndNodeForPV: with sharedFileSystemPath the
+		// node affinity is not read, and the helper pod runs anywhere.
+		"a volume pinned to a node, with sharedFileSystemPath": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/opt/local-path-provisioner"}`
+				for name := range c.volumes {
+					if name != "pvc-a" {
+						delete(c.volumes, name)
+					}
+				}
+			},
+			want: map[string][]string{"PersistentVolume pvc-a": {"pinned to a node", "by hand"}},
+		},
+		"a volume outside the shared file system": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared"}`
+				c.volumes = map[string]*v1.PersistentVolume{"pvc-s": sharedVolume("pvc-s", "/mnt/other/pvc-s_team_data")}
+			},
+			want: map[string][]string{"PersistentVolume pvc-s": {"/mnt/shared", "not below"}},
 		},
 		"storageClassConfigs": {
 			change: func(c *cluster) {
@@ -230,7 +257,7 @@ func TestLocalPathRefusals(t *testing.T) {
 				c.volumes["pvc-a"].Annotations[localPathAnnSelectedNode] = ""
 			},
 			want: map[string][]string{
-				"PersistentVolume pvc-a": {"no node affinity", "sharedFileSystemPath", "v0.0.23"},
+				"PersistentVolume pvc-a": {"no node affinity", "nodePathMap", "fails its delete"},
 			},
 		},
 		"a volume outside its node's path": {

@@ -75,9 +75,15 @@ type Config struct {
 	// VolumeType is Local (the default) or HostPath.
 	VolumeType VolumeType
 	// NodeName is the node agent's own node, whose filesystem holds Path:
-	// required. Every volume is pinned to it and carries it in
+	// required unless Shared. Every volume is pinned to it and carries it in
 	// backend.AnnNode.
 	NodeName string
+	// Shared says that every node mounts Path, one shared file system,
+	// there, and NodeName is empty: the volumes are pinned to no node, and
+	// the StorageClass parameters nodePath and nodeAffinityKey are ignored,
+	// as local-path-provisioner's sharedFileSystemPath ignores them. The
+	// VolumeType must be HostPath: a local volume needs node affinity.
+	Shared bool
 	// PathPattern is the directory of a volume below Path; empty means the PV
 	// name. A StorageClass parameter pathPattern overrides it.
 	PathPattern string
@@ -119,8 +125,10 @@ type Options = dirvol.Options
 // provisioning.Provisioner, Reclaimer and Prober and is safe for concurrent
 // use.
 type Provisioner struct {
-	volumeType  VolumeType
+	volumeType VolumeType
+	// node is "" on a shared file system.
 	node        string
+	shared      bool
 	affinityKey string
 	patterns    LocalPathPatterns
 	// bases are Path and then AdditionalPaths, each its own store. The
@@ -157,6 +165,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	p := &Provisioner{
 		volumeType:  cfg.VolumeType,
 		node:        cfg.NodeName,
+		shared:      cfg.Shared,
 		affinityKey: AffinityKey(cfg.NodeAffinityKey),
 		patterns:    cfg.LocalPathPatterns,
 	}
@@ -166,7 +175,11 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	switch {
 	case p.volumeType != VolumeTypeLocal && p.volumeType != VolumeTypeHostPath:
 		return nil, fmt.Errorf("%w: volumeType %q is not one of Local, HostPath", backend.ErrInvalidSpec, cfg.VolumeType)
-	case p.node == "" || strings.Contains(p.node, "/"):
+	case p.shared && p.volumeType != VolumeTypeHostPath:
+		return nil, fmt.Errorf("%w: volumes on a shared file system have no node affinity, which a local volume requires: volumeType must be HostPath", backend.ErrInvalidSpec)
+	case p.shared && (p.node != "" || len(cfg.AdditionalPaths) > 0):
+		return nil, fmt.Errorf("%w: a shared file system is one path of no node", backend.ErrInvalidSpec)
+	case !p.shared && (p.node == "" || strings.Contains(p.node, "/")):
 		return nil, fmt.Errorf("%w: node name %q names no node: the node agent runs with NODE_NAME", backend.ErrInvalidSpec, p.node)
 	case !filepath.IsAbs(cfg.HostPathRoot):
 		return nil, fmt.Errorf("%w: the host path root %q is not an absolute path", backend.ErrInvalidSpec, cfg.HostPathRoot)
@@ -296,23 +309,13 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	// Without a selected node the claim was handed over by a manager that
 	// found the node's value of the key to be its name.
 	pinned := p.node
-	if node := opts.SelectedNode; node != nil {
+	if node := opts.SelectedNode; node != nil && !p.shared {
 		if node.Name != p.node {
 			return nil, provisioning.ProvisioningReschedule, fmt.Errorf("cannot provision on node %s: this provisioner's volumes live on node %s", node.Name, p.node)
 		}
 		pinned = backend.NodeLabelValue(node, p.affinityKey)
 	}
-	req, err := dirvol.ParseRequest(opts)
-	if err == nil {
-		err = req.CheckNodeAffinityKey(p.affinityKey)
-	}
-	var chosen int
-	if err == nil {
-		chosen, err = req.NodePathIn(p.paths())
-	}
-	if err == nil {
-		err = req.ApplyLocalPathPatterns(opts.StorageClass, p.patterns)
-	}
+	req, chosen, err := p.parse(opts)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
@@ -334,17 +337,37 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	}
 	maps.Copy(pv.Annotations, p.annotations())
 	pv.Spec.MountOptions = mountOptions
-	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
-		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
-			Key:      p.affinityKey,
-			Operator: v1.NodeSelectorOpIn,
-			Values:   []string{pinned},
-		}}}},
-	}}
+	if !p.shared {
+		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+				Key:      p.affinityKey,
+				Operator: v1.NodeSelectorOpIn,
+				Values:   []string{pinned},
+			}}}},
+		}}
+	}
 	if err := dirvol.RecordAdoption(ctx, opts, pv, vol); err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
 	return pv, provisioning.ProvisioningFinished, nil
+}
+
+// parse reads the request of opts and picks the base it goes in. The class
+// parameters nodeAffinityKey and nodePath say nothing on a shared file
+// system, as with local-path-provisioner's sharedFileSystemPath.
+func (p *Provisioner) parse(opts provisioning.ProvisionOptions) (dirvol.Request, int, error) {
+	req, err := dirvol.ParseRequest(opts)
+	var chosen int
+	if err == nil && !p.shared {
+		err = req.CheckNodeAffinityKey(p.affinityKey)
+		if err == nil {
+			chosen, err = req.NodePathIn(p.paths())
+		}
+	}
+	if err == nil {
+		err = req.ApplyLocalPathPatterns(opts.StorageClass, p.patterns)
+	}
+	return req, chosen, err
 }
 
 // paths are the base directories, Path first.
@@ -380,8 +403,11 @@ func (p *Provisioner) source(path, dir string) v1.PersistentVolumeSource {
 	return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: &directory}}
 }
 
-// annotations are those of every volume: the node.
+// annotations are those of every volume: the node, unless shared.
 func (p *Provisioner) annotations() map[string]string {
+	if p.shared {
+		return map[string]string{}
+	}
 	return map[string]string{backend.AnnNode: p.node}
 }
 
@@ -469,14 +495,18 @@ func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
 // node, or of none: one pinned to another node, by its annotation or by the
 // affinity another provisioner gave it, names a directory of that node.
 func (p *Provisioner) ownDir(base string, pv *v1.PersistentVolume) (string, error) {
-	if node := backend.VolumeNode(pv); node != "" && node != p.node {
+	switch node := backend.VolumeNode(pv); {
+	case node != "" && p.shared:
+		return "", fmt.Errorf("it lives on node %q, this provisioner on a shared file system of no node", node)
+	case node != "" && node != p.node:
 		return "", fmt.Errorf("it lives on node %q, this provisioner reaches node %q", node, p.node)
 	}
 	return VolumeDir(base, pv)
 }
 
 // onNode reports whether a PersistentVolume lives on this provisioner's
-// node, so that capacity counts per node.
+// node, or on no node for a shared file system, so that capacity counts per
+// node.
 func (p *Provisioner) onNode(pv *v1.PersistentVolume) bool {
 	return backend.VolumeNode(pv) == p.node
 }

@@ -136,6 +136,26 @@ func TestNew(t *testing.T) {
 			},
 			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
 		},
+		"a shared file system": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
+			},
+		},
+		"a shared file system of local volumes": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Shared, c.NodeName = true, "" },
+			want:   backend.ErrInvalidSpec, wantErr: "volumeType must be HostPath",
+		},
+		"a shared file system of a node": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.Shared, c.VolumeType = true, VolumeTypeHostPath },
+			want:   backend.ErrInvalidSpec, wantErr: "one path of no node",
+		},
+		"a shared file system of several paths": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
+				c.AdditionalPaths = []string{filepath.Join(c.HostPathRoot, "b")}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "one path of no node",
+		},
 		"an additional path outside the root": {
 			mutate: func(t *testing.T, tmp string, c *Config) { c.AdditionalPaths = []string{filepath.Join(tmp, "outside")} },
 			want:   backend.ErrInvalidSpec, wantErr: "outside the host path root",
@@ -831,5 +851,57 @@ func TestReleaseRemovedInEveryBase(t *testing.T) {
 	want := map[string][]string{first: {}, second: {".pvc-team-c.provfleet-volume", "pvc-team-c/"}}
 	if diff := cmp.Diff(want, left, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("left in the bases (-want +got):\n%s", diff)
+	}
+}
+
+// TestSharedFileSystem: on a shared file system a volume is pinned to no
+// node, whichever node the scheduler selected, and takes any access mode;
+// the class parameters nodePath and nodeAffinityKey are ignored, as
+// local-path-provisioner's sharedFileSystemPath ignores them. A volume of a
+// node is none of its own: Delete refuses it and leaves its directory.
+func TestSharedFileSystem(t *testing.T) {
+	_, root := layout(t)
+	base := filepath.Join(root, "shared")
+	p, err := New(Config{Path: base, HostPathRoot: root, Shared: true, VolumeType: VolumeTypeHostPath, Capacity: backend.Capacity{MaxVolumes: 2}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := backendtest.Claim("team", "data", "1Gi")
+	claim.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+	class := backendtest.Class(map[string]string{"nodePath": "/elsewhere", "nodeAffinityKey": "topology.example.com/rack"})
+	opts := backendtest.Options(claim, class)
+	opts.SelectedNode = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
+	pv, state, err := p.Provision(t.Context(), opts)
+	if err != nil || state != provisioning.ProvisioningFinished {
+		t.Fatalf("Provision() = %v, %v, want a volume", state, err)
+	}
+	directory := v1.HostPathDirectory
+	want := v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(base, "pvc-team-data"), Type: &directory}}
+	if diff := cmp.Diff(want, pv.Spec.PersistentVolumeSource); diff != "" {
+		t.Errorf("source (-want +got):\n%s", diff)
+	}
+	if pv.Spec.NodeAffinity != nil {
+		t.Errorf("node affinity = %+v, want none", pv.Spec.NodeAffinity)
+	}
+	if node, ok := pv.Annotations[backend.AnnNode]; ok {
+		t.Errorf("annotation %s = %q, want none", backend.AnnNode, node)
+	}
+	if diff := cmp.Diff([]v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, pv.Spec.AccessModes); diff != "" {
+		t.Errorf("access modes (-want +got):\n%s", diff)
+	}
+
+	pinned := pv.DeepCopy()
+	pinned.Annotations = map[string]string{backend.AnnNode: "node-b"}
+	if err := p.Delete(t.Context(), pinned); err == nil || !strings.Contains(err.Error(), "shared file system of no node") {
+		t.Errorf("Delete of a volume of node-b = %v, want refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "pvc-team-data")); err != nil {
+		t.Errorf("the directory after a refused Delete: %v", err)
+	}
+	if err := p.Delete(t.Context(), pv); err != nil {
+		t.Fatalf("Delete() = %v", err)
+	}
+	if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, base)); diff != "" {
+		t.Errorf("the shared path after Delete (-want +got):\n%s", diff)
 	}
 }

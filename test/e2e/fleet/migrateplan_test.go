@@ -370,3 +370,83 @@ func TestMigratePlanFromLocalPath(t *testing.T) {
 		t.Errorf("what is left of each old volume's directory on the node (-want +got):\n%s", diff)
 	}
 }
+
+// A local-path-provisioner v0.0.37 of sharedFileSystemPath taken over with
+// the plan, end to end, by a manager alone, with no node agent: the plan
+// records the fate of the old volume, pinned to no node, and creates a
+// hostPath ProvisionerConfig of sharedFileSystem; the manager deletes the
+// old directory when its claim goes, as local-path's teardown would, and
+// gives a new ReadWriteMany claim a hostPath volume pinned to no node on
+// the shared path, which it deletes in turn.
+func TestMigratePlanFromLocalPathSharedFileSystem(t *testing.T) {
+	f := newFixture(t)
+	f.startManagerRole("mplan-shared")
+	oldName := "cluster.local/" + f.prefix
+	shared := filepath.Join(f.root, "shared")
+	scaleToZero := f.oldDeployment("local-path", corev1.Container{
+		Image: "docker.io/rancher/local-path-provisioner:v0.0.37",
+		Command: []string{"local-path-provisioner", "start", "--config", "/etc/config/config.json",
+			"--provisioner-name", oldName, "--configmap-name", "local-path-config"},
+	})
+	configMap := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "local-path-config"},
+		Data: map[string]string{
+			"config.json": fmt.Sprintf(`{"sharedFileSystemPath": %q}`, shared),
+			"setup":       "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"",
+			"teardown":    "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
+		},
+	}
+	if _, err := f.kube.CoreV1().ConfigMaps(f.namespace).Create(f.ctx, configMap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	class := f.prefix + "-shared"
+	f.createClass(&storagev1.StorageClass{
+		ObjectMeta:    metav1.ObjectMeta{Name: class},
+		Provisioner:   oldName,
+		ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete),
+		// local-path ignores nodePath with a shared file system, and so
+		// does provfleet.
+		Parameters: map[string]string{"nodePath": "/elsewhere"},
+	})
+	pvName := "pvc-" + f.prefix + "-old"
+	dir := filepath.Join(shared, fmt.Sprintf("%s_%s_old", pvName, f.namespace))
+	writeVolumeFile(t, dir)
+	pv := f.oldPV(pvName, "old", class, oldName)
+	pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}
+	pv.Annotations["local.path.provisioner/selected-node"] = ""
+	f.adopt(pv, "old")
+
+	pcName := f.prefix
+	f.runPlan(scaleToZero, pcName, []string{pvName}, "--from", "local-path", "--deployment", f.namespace+"/local-path", "--name", pcName)
+	want := map[string]map[string]string{pvName: {annOnDelete: "Delete", annDeleteUnmarked: "true"}}
+	if diff := cmp.Diff(want, f.recordedFates([]string{pvName}, annOnDelete, annDeleteUnmarked, annNode)); diff != "" {
+		t.Errorf("fate recorded on the old volume (-want +got):\n%s", diff)
+	}
+	if got := f.config(pcName).Spec.Backend.HostPath; got == nil || !got.SharedFileSystem || got.Path != v1alpha1.AbsolutePath(shared) {
+		t.Fatalf("the plan's backend = %+v, want hostPath of sharedFileSystem %s", got, shared)
+	}
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+	f.release("old", pvName)
+	if diff := cmp.Diff([]string(nil), leftBeside(t, dir)); diff != "" {
+		t.Errorf("what is left of the old volume's directory (-want +got):\n%s", diff)
+	}
+
+	f.labelledClaim("new", class, nil, func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	})
+	f.waitBound("new")
+	volume := f.boundVolume("new")
+	newDir := filepath.Join(shared, fmt.Sprintf("%s_%s_new", volume.Name, f.namespace))
+	if volume.Spec.HostPath == nil || volume.Spec.HostPath.Path != newDir {
+		t.Errorf("the new volume's source = %+v, want hostPath %s", volume.Spec.PersistentVolumeSource, newDir)
+	}
+	if volume.Spec.NodeAffinity != nil {
+		t.Errorf("the new volume's node affinity = %+v, want none", volume.Spec.NodeAffinity)
+	}
+	writeVolumeFile(t, newDir)
+	f.release("new", volume.Name)
+	if diff := cmp.Diff([]string(nil), leftBeside(t, newDir)); diff != "" {
+		t.Errorf("what is left of the new volume's directory (-want +got):\n%s", diff)
+	}
+}
