@@ -82,6 +82,8 @@ func TestApplyNFSSubdir(t *testing.T) {
 		"pvc-5":     unmarked("Retain"),
 		"pvc-6":     unmarked("ArchiveAsNFSSubdir"),
 		"pvc-7":     {"provfleet.io/on-delete": "Retain"},
+		"pvc-8":     unmarked("Retain"),
+		"pvc-9":     unmarked("Retain"),
 		"pvc-other": {},
 	}
 	if diff := cmp.Diff(want, fates(ctx, t, kube)); diff != "" {

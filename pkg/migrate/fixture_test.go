@@ -129,6 +129,7 @@ func nfsSubdirCluster() *cluster {
 		class("nfs-noarchive", subdirName, map[string]string{"archiveOnDelete": "false"}, nil),
 		class("nfs-retain", subdirName, map[string]string{"onDelete": "retain"}, nil),
 		class("nfs-pattern", subdirName, map[string]string{"pathPattern": "${.PVC.namespace}/${.PVC.name}"}, nil),
+		class("nfs-fixed", subdirName, map[string]string{"pathPattern": "${.PVC.namespace}/${.PVC.name}", "onDelete": "retain"}, nil),
 		class("other", "example.com/other", nil, nil),
 	} {
 		c.classes[cl.Name] = cl
@@ -145,6 +146,11 @@ func nfsSubdirCluster() *cluster {
 	add("pvc-5", "nfs-retain", "team-keep-pvc-5").Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	add("pvc-6", "nfs-pattern", "team/web")
 	add("pvc-7", "nfs-client", "team-hand-pvc-7").Annotations["provfleet.io/on-delete"] = "Retain"
+	// Retained, and named again for the same claim: adoptable.
+	add("pvc-8", "nfs-fixed", "team/db").Spec.ClaimRef = &v1.ObjectReference{Namespace: "team", Name: "db"}
+	kept := add("pvc-9", "nfs-fixed", "team/queue")
+	kept.Spec.ClaimRef = &v1.ObjectReference{Namespace: "team", Name: "queue"}
+	kept.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	c.volumes["pvc-other"] = oldVolume("pvc-other", "example.com/other", "other", v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "other.example.com", Path: "/x/y"}})
 	return c
 }

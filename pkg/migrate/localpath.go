@@ -148,7 +148,7 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 		return nil
 	}
 	if config.SharedFileSystemPath != "" && len(config.NodePathMap) == 0 {
-		p.planSharedFileSystem(object, name, config.SharedFileSystemPath, classes, patterns, in.volumesOf(p.OldName))
+		p.planSharedFileSystem(object, name, config.SharedFileSystemPath, in, patterns)
 		return nil
 	}
 	paths := p.nodePaths(object, config.localPathStorage)
@@ -161,8 +161,9 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	hp.LocalPathPatterns = patterns
 	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: hp})
 	for _, pv := range in.volumesOf(p.OldName) {
-		p.planLocalPathVolume(paths, pv)
+		p.planLocalPathVolume(paths, pv, in.classes[pv.Spec.StorageClassName])
 	}
+	p.noteAdoptable()
 	p.Notes = append(p.Notes, fmt.Sprintf("every path (%s) must lie under the node agents' --host-path-root, and a node agent run on each node that holds volumes", strings.Join(paths.all(), ", ")))
 	return nil
 }
@@ -173,13 +174,13 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 // have no node affinity, as local-path's there have none, and the
 // StorageClass parameters nodePath and nodeAffinityKey are ignored, as
 // local-path ignores them there.
-func (p *Plan) planSharedFileSystem(object, name, sharedPath string, classes []*storagev1.StorageClass, patterns []v1alpha1.LocalPathPattern, volumes []*v1.PersistentVolume) {
+func (p *Plan) planSharedFileSystem(object, name, sharedPath string, in *install, patterns []v1alpha1.LocalPathPattern) {
 	if !path.IsAbs(sharedPath) || path.Clean(sharedPath) == "/" {
 		p.refuse(object, "sharedFileSystemPath %q: provfleet serves absolute paths below / only", sharedPath)
 		return
 	}
 	sharedPath = path.Clean(sharedPath)
-	for _, class := range classes {
+	for _, class := range in.classesOf(p.OldName) {
 		if strings.EqualFold(class.Annotations["defaultVolumeType"], "local") {
 			p.Notes = append(p.Notes, fmt.Sprintf("StorageClass %s asks for local volumes, which need node affinity that volumes of a shared file system lack: "+
 				"local-path-provisioner failed its claims, and provfleet gives them hostPath volumes", class.Name))
@@ -193,9 +194,10 @@ func (p *Plan) planSharedFileSystem(object, name, sharedPath string, classes []*
 		OnDelete:          v1alpha1.OnDeleteDelete,
 		LocalPathPatterns: patterns,
 	}})
-	for _, pv := range volumes {
-		p.planSharedVolume(sharedPath, pv)
+	for _, pv := range in.volumesOf(p.OldName) {
+		p.planSharedVolume(sharedPath, pv, in.classes[pv.Spec.StorageClassName])
 	}
+	p.noteAdoptable()
 	p.Notes = append(p.Notes, fmt.Sprintf("the manager makes and deletes the volumes of %s itself: mount that shared file system at the same path in its pod "+
 		"(Helm values extraVolumes and extraVolumeMounts), under its --host-path-root (value hostPathRoot), as a user that may delete what pods write there", sharedPath))
 }
@@ -204,7 +206,7 @@ func (p *Plan) planSharedFileSystem(object, name, sharedPath string, classes []*
 // sharedFileSystemPath: its teardown script, rm -rf, on whichever node its
 // helper pod runs. A volume pinned to a node is refused: local-path would
 // delete its path there as if it were on the shared file system.
-func (p *Plan) planSharedVolume(sharedPath string, pv *v1.PersistentVolume) {
+func (p *Plan) planSharedVolume(sharedPath string, pv *v1.PersistentVolume, class *storagev1.StorageClass) {
 	object := "PersistentVolume " + pv.Name
 	if pv.Spec.NodeAffinity != nil {
 		p.refuse(object, "it is pinned to a node, while local-path-provisioner with sharedFileSystemPath deletes a volume's path from whichever node its helper pod runs on; "+
@@ -217,12 +219,12 @@ func (p *Plan) planSharedVolume(sharedPath string, pv *v1.PersistentVolume) {
 		return
 	}
 	want := map[string]string{backend.AnnOnDelete: string(backend.OnDeleteDelete), backend.AnnDeleteUnmarked: "true"}
-	what := fate(pv, backend.OnDeleteDelete, sharedPath, dir)
+	policy, what := backend.OnDeleteDelete, ""
 	if recorded, ok := pv.Annotations[backend.AnnOnDelete]; ok {
 		// An administrator's or an earlier run's decision stands.
-		what = fate(pv, backend.OnDeletePolicy(recorded), sharedPath, dir) + " (recorded already)"
-		want = nil
+		policy, what, want = backend.OnDeletePolicy(recorded), " (recorded already)", nil
 	}
+	what = fate(pv, policy, sharedPath, dir) + what + adoptable(pv, policy, class)
 	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: "on the shared file system: " + what, Record: record(pv, want)})
 }
 
@@ -586,7 +588,7 @@ func (p *Plan) volumeType(classes []*storagev1.StorageClass) v1alpha1.HostPathVo
 // the one local-path recorded, else the one its node affinity pins it to;
 // it is recorded for the node agent, which finds a volume's node by
 // hostpath.provfleet.io/node or kubernetes.io/hostname only.
-func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume) {
+func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume, class *storagev1.StorageClass) {
 	object := "PersistentVolume " + pv.Name
 	if pv.Spec.NodeAffinity == nil {
 		p.refuse(object, "it has no node affinity, a volume of sharedFileSystemPath, while the ConfigMap names nodePathMap: "+
@@ -609,13 +611,14 @@ func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume) {
 		return
 	}
 	want := map[string]string{backend.AnnOnDelete: string(backend.OnDeleteDelete), backend.AnnDeleteUnmarked: "true", backend.AnnNode: node}
-	what := fate(pv, backend.OnDeleteDelete, base, dir)
+	policy, what := backend.OnDeleteDelete, ""
 	if recorded, ok := pv.Annotations[backend.AnnOnDelete]; ok {
 		// An administrator's or an earlier run's decision stands.
-		what = fate(pv, backend.OnDeletePolicy(recorded), base, dir) + " (recorded already)"
+		policy, what = backend.OnDeletePolicy(recorded), " (recorded already)"
 		delete(want, backend.AnnOnDelete)
 		delete(want, backend.AnnDeleteUnmarked)
 	}
+	what = fate(pv, policy, base, dir) + what + adoptable(pv, policy, class)
 	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: "on node " + node + ": " + what, Record: record(pv, want)})
 }
 

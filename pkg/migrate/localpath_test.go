@@ -128,7 +128,7 @@ func TestLocalPathSharedFileSystem(t *testing.T) {
 			},
 			wantFates: map[string]string{
 				"pvc-s": "on the shared file system: delete /mnt/shared/pvc-s_team_data",
-				"pvc-t": "on the shared file system: retain /mnt/shared/pvc-t_team_kept (recorded already)",
+				"pvc-t": "on the shared file system: retain /mnt/shared/pvc-t_team_kept (recorded already); adoptable by claim team/kept made again once its reclaim policy is Retain",
 			},
 		},
 		"a release before sharedFileSystemPath": {image: "rancher/local-path-provisioner:v0.0.22"},
@@ -143,6 +143,9 @@ func TestLocalPathSharedFileSystem(t *testing.T) {
 			c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared/"}`
 			kept := sharedVolume("pvc-t", "/mnt/shared/pvc-t_team_kept")
 			kept.Annotations["provfleet.io/on-delete"] = "Retain"
+			kept.Spec.ClaimRef = &v1.ObjectReference{Namespace: "team", Name: "kept"}
+			// A fixed directory per claim: one made again names it.
+			c.classes["local-path"].Parameters["pathPattern"] = "{{.PVC.Namespace}}_{{.PVC.Name}}"
 			c.volumes = map[string]*v1.PersistentVolume{"pvc-s": sharedVolume("pvc-s", "/mnt/shared/pvc-s_team_data"), "pvc-t": kept}
 			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromLocalPath})
 			if err != nil {

@@ -19,7 +19,9 @@ package migrate
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -73,6 +75,16 @@ func (p *Plan) planNFSSubdir(in *install, name string) {
 	for _, pv := range in.volumesOf(p.OldName) {
 		p.planSubdirVolume(s, pv, in.classes[pv.Spec.StorageClassName])
 	}
+	p.noteAdoptable()
+}
+
+// noteAdoptable notes, where a volume is adoptable, what it takes.
+func (p *Plan) noteAdoptable() {
+	if slices.ContainsFunc(p.Volumes, func(v Volume) bool { return strings.Contains(v.Fate, "; adoptable") }) {
+		p.Notes = append(p.Notes, "a volume marked adoptable goes back to its claim made again only with the backend's adoptRetainedDirectories: true, "+
+			"which this plan leaves off (see docs/migrating.md, \"A recreated claim of a fixed pathPattern\", for its proof and risk), "+
+			"and only while the old PersistentVolume is kept: its reclaim policy Retain keeps it")
+	}
 }
 
 // planSubdirVolume decides the fate of pv, a volume of class (nil when it
@@ -94,7 +106,25 @@ func (p *Plan) planSubdirVolume(s subdirSettings, pv *v1.PersistentVolume, class
 		return
 	}
 	policy := backend.OnDeletePolicy(want[backend.AnnOnDelete])
-	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: fate(pv, policy, s.path, dir), Record: record(pv, want)})
+	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: fate(pv, policy, s.path, dir) + adoptable(pv, policy, class), Record: record(pv, want)})
+}
+
+// adoptable says, for a volume whose directory is retained (by its fate or
+// its reclaim policy), of a class whose pathPattern names the same
+// directory for a claim made again, what gives that claim the directory
+// back: the backend's adoptRetainedDirectories and the old
+// PersistentVolume kept as its proof.
+func adoptable(pv *v1.PersistentVolume, policy backend.OnDeletePolicy, class *storagev1.StorageClass) string {
+	ref := pv.Spec.ClaimRef
+	retained := policy == backend.OnDeleteRetain || pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimRetain
+	if !retained || class == nil || class.Parameters["pathPattern"] == "" || ref == nil {
+		return ""
+	}
+	what := fmt.Sprintf("; adoptable by claim %s/%s made again", ref.Namespace, ref.Name)
+	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		what += " once its reclaim policy is Retain"
+	}
+	return what
 }
 
 // readSubdirSettings reads the environment of nfs-subdir's container, and
