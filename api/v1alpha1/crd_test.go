@@ -391,6 +391,30 @@ func TestValidation(t *testing.T) {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /mnt/shared, sharedFileSystem: true, volumeType: HostPath, nodeAffinityKey: rack}}}`,
 			want: []string{`spec.backend.hostPath: Invalid value: sharedFileSystem volumes are pinned to no node: nodeAffinityKey does not apply`},
 		},
+		"base directories of StorageClasses": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, storageClasses: [
+  {storageClassName: fast, path: /mnt/fast, additionalPaths: [/mnt/fast2], nodePaths: [{nodes: [node-1], path: /nvme}]},
+  {storageClassName: slow, path: /data}]}}}`,
+		},
+		"a StorageClass listed twice": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, storageClasses: [{storageClassName: fast, path: /a}, {storageClassName: fast, path: /b}]}}}`,
+			want: []string{`spec.backend.hostPath.storageClasses[1]: Duplicate value: {"storageClassName":"fast"}`},
+		},
+		"a StorageClass name that names none": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, storageClasses: [{storageClassName: Fast, path: /a}]}}}`,
+			want: []string{`spec.backend.hostPath.storageClasses[0].storageClassName: Invalid value: "Fast": spec.backend.hostPath.storageClasses[0].storageClassName in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'`},
+		},
+		"a StorageClass path relative": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /data, storageClasses: [{storageClassName: fast, path: fast}]}}}`,
+			want: []string{`spec.backend.hostPath.storageClasses[0].path: Invalid value: "fast": must be an absolute path`},
+		},
+		"StorageClasses on a shared file system": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /mnt/shared, sharedFileSystem: true, volumeType: HostPath, storageClasses: [{storageClassName: fast, path: /mnt/fast}]}}}`,
+		},
+		"a StorageClass of several paths on a shared file system": {
+			spec: `{provisionerName: x, backend: {hostPath: {path: /mnt/shared, sharedFileSystem: true, volumeType: HostPath, storageClasses: [{storageClassName: fast, path: /mnt/fast, additionalPaths: [/mnt/fast2]}]}}}`,
+			want: []string{`spec.backend.hostPath: Invalid value: sharedFileSystem serves one path per StorageClass: storageClasses[].additionalPaths and nodePaths do not apply`},
+		},
 		"nodeName with nodeSelector": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeName: node-a, nodeSelector: {matchLabels: {a: b}}}}}`,
 			want: []string{`spec.backend.hostPath: Invalid value: nodeName and nodeSelector are exclusive: nodeName serves one node, nodeSelector a set`},

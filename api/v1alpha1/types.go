@@ -454,6 +454,25 @@ func (b BackendSpec) NodeHostPath() *HostPathBackend {
 	return b.HostPath
 }
 
+// JoinPaths lists first and then others, as a path and its
+// additionalPaths are read.
+func JoinPaths(first AbsolutePath, others []AbsolutePath) []string {
+	paths := []string{string(first)}
+	for _, p := range others {
+		paths = append(paths, string(p))
+	}
+	return paths
+}
+
+// SplitPaths is the inverse of JoinPaths; paths must not be empty.
+func SplitPaths(paths []string) (AbsolutePath, []AbsolutePath) {
+	var others []AbsolutePath
+	for _, p := range paths[1:] {
+		others = append(others, AbsolutePath(p))
+	}
+	return AbsolutePath(paths[0]), others
+}
+
 // AbsolutePath is an absolute path without ".." segments.
 //
 // +kubebuilder:validation:MinLength=1
@@ -508,6 +527,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.sharedFileSystem) || !self.sharedFileSystem || (has(self.volumeType) && self.volumeType == 'HostPath')",message="sharedFileSystem volumes have no node affinity, which a local volume requires: set volumeType HostPath"
 // +kubebuilder:validation:XValidation:rule="!has(self.sharedFileSystem) || !self.sharedFileSystem || !(has(self.nodeName) || has(self.nodeSelector) || has(self.nodePaths) || has(self.nodeRemoval) || has(self.additionalPaths))",message="sharedFileSystem serves one path that every node mounts: nodeName, nodeSelector, nodePaths, nodeRemoval and additionalPaths do not apply"
 // +kubebuilder:validation:XValidation:rule="!has(self.sharedFileSystem) || !self.sharedFileSystem || !has(self.nodeAffinityKey) || self.nodeAffinityKey == 'kubernetes.io/hostname'",message="sharedFileSystem volumes are pinned to no node: nodeAffinityKey does not apply"
+// +kubebuilder:validation:XValidation:rule="!has(self.sharedFileSystem) || !self.sharedFileSystem || !has(self.storageClasses) || self.storageClasses.all(c, !has(c.additionalPaths) && !has(c.nodePaths))",message="sharedFileSystem serves one path per StorageClass: storageClasses[].additionalPaths and nodePaths do not apply"
 type HostPathBackend struct {
 	// path is the base directory on each node, unless nodePaths names
 	// another for that node; it must lie under the node agent's
@@ -580,6 +600,22 @@ type HostPathBackend struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	NodePaths []NodePath `json:"nodePaths,omitempty"`
+
+	// storageClasses give the claims of some StorageClasses base
+	// directories of their own, as local-path-provisioner's
+	// storageClassConfigs do: a claim of a listed class gets its directory
+	// in that entry's base directories on its node (path, additionalPaths
+	// and nodePaths read as the backend's own), a claim of any other class
+	// in the backend's. The volumes of every base directory are released
+	// as the backend's are, whatever their class. A path may be listed by
+	// several entries and the backend itself; a node serves at most 17
+	// distinct base directories. With sharedFileSystem an entry has a path
+	// alone, on the shared file system.
+	// +listType=map
+	// +listMapKey=storageClassName
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	StorageClasses []HostPathStorageClass `json:"storageClasses,omitempty"`
 
 	// nodeRemoval is what the manager does with the volumes of a node whose
 	// Node object was deleted. Unset, they are reported (Warning Events on
@@ -697,6 +733,38 @@ type NodePath struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	AdditionalPaths []AbsolutePath `json:"additionalPaths,omitempty"`
+}
+
+// HostPathStorageClass is where the claims of one StorageClass get their
+// directories.
+type HostPathStorageClass struct {
+	// storageClassName names the StorageClass.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	StorageClassName string `json:"storageClassName"`
+
+	// path is the class's base directory on each node that nodePaths does
+	// not cover; it must lie under the node agent's --host-path-root.
+	// +required
+	Path AbsolutePath `json:"path"`
+
+	// additionalPaths are further base directories of the class on each
+	// node that nodePaths does not cover: its new volumes go in path unless
+	// their StorageClass parameter nodePath names one of these.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AdditionalPaths []AbsolutePath `json:"additionalPaths,omitempty"`
+
+	// nodePaths override path and additionalPaths on some nodes: the first
+	// entry that names or selects a node gives the class's base directories
+	// there.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	NodePaths []NodePath `json:"nodePaths,omitempty"`
 }
 
 // NodeLabelSelector selects nodes by their labels, as a Kubernetes label

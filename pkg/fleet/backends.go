@@ -110,9 +110,15 @@ func newHostPath(_ context.Context, req BackendRequest) (provisioning.Provisione
 	for _, p := range spec.AdditionalPaths {
 		additional = append(additional, string(p))
 	}
+	// The node agent has read nodePaths: what is left is this node's.
+	classes := map[string][]string{}
+	for _, class := range spec.StorageClasses {
+		classes[class.StorageClassName] = v1alpha1.JoinPaths(class.Path, class.AdditionalPaths)
+	}
 	return hostpath.New(hostpath.Config{
 		Path:            string(spec.Path),
 		AdditionalPaths: additional,
+		StorageClasses:  classes,
 		NodeAffinityKey: spec.NodeAffinityKey,
 		VolumeType:      hostpath.VolumeType(spec.VolumeType),
 		NodeName:        node,
@@ -256,6 +262,15 @@ func bases(spec *v1alpha1.BackendSpec) []base {
 		for i, entry := range spec.HostPath.NodePaths {
 			bases = append(bases, base{field: fmt.Sprintf("hostPath.nodePaths[%d].path", i), path: string(entry.Path)})
 			bases = appendBases(bases, fmt.Sprintf("hostPath.nodePaths[%d].additionalPaths", i), entry.AdditionalPaths)
+		}
+		for i, class := range spec.HostPath.StorageClasses {
+			field := fmt.Sprintf("hostPath.storageClasses[%d]", i)
+			bases = append(bases, base{field: field + ".path", path: string(class.Path)})
+			bases = appendBases(bases, field+".additionalPaths", class.AdditionalPaths)
+			for j, entry := range class.NodePaths {
+				bases = append(bases, base{field: fmt.Sprintf("%s.nodePaths[%d].path", field, j), path: string(entry.Path)})
+				bases = appendBases(bases, fmt.Sprintf("%s.nodePaths[%d].additionalPaths", field, j), entry.AdditionalPaths)
+			}
 		}
 		return bases
 	case spec.NFS != nil:

@@ -335,14 +335,21 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 	if err != nil {
 		return nil, err
 	}
-	var additional []v1alpha1.AbsolutePath
-	for _, p := range paths[1:] {
-		additional = append(additional, v1alpha1.AbsolutePath(p))
+	classes, err := classPaths(spec, node)
+	if err != nil {
+		return nil, err
 	}
+	var ownClasses []v1alpha1.HostPathStorageClass
+	for _, class := range spec.StorageClasses {
+		first, additional := v1alpha1.SplitPaths(classes[class.StorageClassName])
+		ownClasses = append(ownClasses, v1alpha1.HostPathStorageClass{StorageClassName: class.StorageClassName, Path: first, AdditionalPaths: additional})
+	}
+	first, additional := v1alpha1.SplitPaths(paths)
 	// Only what the backend reads: a selector edit restarts nothing.
 	own := &v1alpha1.HostPathBackend{
-		Path:              v1alpha1.AbsolutePath(paths[0]),
+		Path:              first,
 		AdditionalPaths:   additional,
+		StorageClasses:    ownClasses,
 		NodeAffinityKey:   spec.NodeAffinityKey,
 		VolumeType:        spec.VolumeType,
 		NodeName:          node.Name,

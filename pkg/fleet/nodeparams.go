@@ -105,7 +105,7 @@ func nodeVolumePaths(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *
 	if !selected || err != nil {
 		return nil
 	}
-	bases, err := nodePaths(spec, node)
+	bases, err := allPaths(spec, node)
 	if err != nil {
 		return nil
 	}

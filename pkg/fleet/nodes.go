@@ -40,7 +40,48 @@ func selectsNode(spec *v1alpha1.HostPathBackend, node *v1.Node) (bool, error) {
 // one new volumes go in by default first: those of the first nodePaths entry
 // that names or selects it, else path and additionalPaths.
 func nodePaths(spec *v1alpha1.HostPathBackend, node *v1.Node) ([]string, error) {
-	for _, entry := range spec.NodePaths {
+	return pathsOn(node, spec.Path, spec.AdditionalPaths, spec.NodePaths)
+}
+
+// allPaths are the distinct base directories of a hostPath backend on
+// node: nodePaths and then those classPaths adds.
+func allPaths(spec *v1alpha1.HostPathBackend, node *v1.Node) ([]string, error) {
+	paths, err := nodePaths(spec, node)
+	if err != nil {
+		return nil, err
+	}
+	classes, err := classPaths(spec, node)
+	if err != nil {
+		return nil, err
+	}
+	for _, class := range spec.StorageClasses {
+		for _, p := range classes[class.StorageClassName] {
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths, nil
+}
+
+// classPaths are the base directories of each StorageClass of a hostPath
+// backend's storageClasses on node, read as nodePaths reads the backend's.
+func classPaths(spec *v1alpha1.HostPathBackend, node *v1.Node) (map[string][]string, error) {
+	classes := map[string][]string{}
+	for _, class := range spec.StorageClasses {
+		paths, err := pathsOn(node, class.Path, class.AdditionalPaths, class.NodePaths)
+		if err != nil {
+			return nil, err
+		}
+		classes[class.StorageClassName] = paths
+	}
+	return classes, nil
+}
+
+// pathsOn are the base directories on node of path and additional unless an
+// entry of nodePaths, the first that names or selects node, overrides them.
+func pathsOn(node *v1.Node, path v1alpha1.AbsolutePath, additional []v1alpha1.AbsolutePath, nodePaths []v1alpha1.NodePath) ([]string, error) {
+	for _, entry := range nodePaths {
 		matches := slices.Contains(entry.Nodes, node.Name)
 		if entry.NodeSelector != nil {
 			var err error
@@ -49,19 +90,10 @@ func nodePaths(spec *v1alpha1.HostPathBackend, node *v1.Node) ([]string, error) 
 			}
 		}
 		if matches {
-			return joinPaths(entry.Path, entry.AdditionalPaths), nil
+			return v1alpha1.JoinPaths(entry.Path, entry.AdditionalPaths), nil
 		}
 	}
-	return joinPaths(spec.Path, spec.AdditionalPaths), nil
-}
-
-// joinPaths lists first and then others.
-func joinPaths(first v1alpha1.AbsolutePath, others []v1alpha1.AbsolutePath) []string {
-	paths := []string{string(first)}
-	for _, p := range others {
-		paths = append(paths, string(p))
-	}
-	return paths
+	return v1alpha1.JoinPaths(path, additional), nil
 }
 
 // matchesNode reports whether selector, nil meaning every node, selects node.

@@ -88,3 +88,40 @@ func TestNodeSelectionAndPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestStorageClassPaths: each StorageClass's base directories on a node are
+// read as the backend's are, and a node serves the distinct paths of all.
+func TestStorageClassPaths(t *testing.T) {
+	spec := &v1alpha1.HostPathBackend{Path: "/data", StorageClasses: []v1alpha1.HostPathStorageClass{
+		{StorageClassName: "fast", Path: "/fast", AdditionalPaths: []v1alpha1.AbsolutePath{"/data"}, NodePaths: []v1alpha1.NodePath{
+			{NodeSelector: &v1alpha1.NodeLabelSelector{MatchLabels: map[string]string{"disk": "nvme"}}, Path: "/nvme", AdditionalPaths: []v1alpha1.AbsolutePath{"/nvme2"}},
+		}},
+		{StorageClassName: "slow", Path: "/slow"},
+	}}
+	type result struct {
+		Classes map[string][]string
+		All     []string
+	}
+	want := map[string]result{
+		"a": {Classes: map[string][]string{"fast": {"/nvme", "/nvme2"}, "slow": {"/slow"}}, All: []string{"/data", "/nvme", "/nvme2", "/slow"}},
+		"b": {Classes: map[string][]string{"fast": {"/fast", "/data"}, "slow": {"/slow"}}, All: []string{"/data", "/fast", "/slow"}},
+	}
+	got := map[string]result{}
+	for _, node := range []*v1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"disk": "nvme"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+	} {
+		classes, err := classPaths(spec, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := allPaths(spec, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[node.Name] = result{classes, all}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+}

@@ -55,6 +55,8 @@ func TestNodeVolumesData(t *testing.T) {
 		hostPath("by-host", v1alpha1.HostPathBackend{Path: "/var/lib/by-host", NodeName: "b", NodeAffinityKey: v1.LabelHostname,
 			NodePaths: []v1alpha1.NodePath{{Nodes: []string{"b"}, Path: "/disks/by-host", AdditionalPaths: []v1alpha1.AbsolutePath{"/disks/by-host-2"}}}}),
 		hostPath("spaced", v1alpha1.HostPathBackend{Path: "/var/lib/spaced", NodeName: "a", NodeAffinityKey: "example.com/spaced"}),
+		hostPath("classes", v1alpha1.HostPathBackend{Path: "/var/lib/classes", NodeName: "b", StorageClasses: []v1alpha1.HostPathStorageClass{
+			{StorageClassName: "fast", Path: "/mnt/fast", AdditionalPaths: []v1alpha1.AbsolutePath{"/var/lib/classes"}}}}),
 		{ObjectMeta: metav1.ObjectMeta{Name: "nfs"}, Spec: v1alpha1.ProvisionerConfigSpec{ProvisionerName: "example.com/nfs", Backend: v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{}}}},
 	}
 	nodes := []*v1.Node{
@@ -68,6 +70,7 @@ func TestNodeVolumesData(t *testing.T) {
 			"path example.com/one /var/lib/one", "path example.com/racked /mnt/racked", "path example.com/racked /var/lib/racked",
 			"path example.com/selected /var/lib/nvme", "path example.com/spaced /var/lib/spaced", "pin topology.example.com/rack rack-1"}, "\n"),
 		"b": strings.Join([]string{"host b", "path example.com/by-host /disks/by-host", "path example.com/by-host /disks/by-host-2",
+			"path example.com/classes /mnt/fast", "path example.com/classes /var/lib/classes",
 			"path example.com/fast /disks/b", "path example.com/old-fast /disks/b",
 			"path example.com/racked /mnt/racked", "path example.com/racked /var/lib/racked", "pin topology.example.com/rack b"}, "\n"),
 	}

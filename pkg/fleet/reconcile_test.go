@@ -180,6 +180,13 @@ func TestOverlappingBases(t *testing.T) {
 			b:    hostPath("/data/b"),
 			want: `backend hostPath.nodePaths[0].path "/data/b/x" overlaps hostPath.path "/data/b"`,
 		},
+		"a StorageClass's node path inside another's path": {
+			a: v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{Path: "/srv/a", StorageClasses: []v1alpha1.HostPathStorageClass{
+				{StorageClassName: "fast", Path: "/srv/fast", NodePaths: []v1alpha1.NodePath{{Nodes: []string{"n1"}, Path: "/srv/c", AdditionalPaths: []v1alpha1.AbsolutePath{"/data/b/x"}}}},
+			}}},
+			b:    hostPath("/data/b"),
+			want: `backend hostPath.storageClasses[0].nodePaths[0].additionalPaths[0] "/data/b/x" overlaps hostPath.path "/data/b"`,
+		},
 		"NFS exports of different servers": {a: nfs("nfs-1", "/export", "/mnt/1"), b: nfs("nfs-2", "/export", "/mnt/2")},
 		"NFS exports of one server apart":  {a: nfs("nfs-1", "/export/a", "/mnt/1"), b: nfs("nfs-1", "/export/b", "/mnt/2")},
 		"NFS exports of one server nested": {

@@ -144,11 +144,11 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	}
 	p.ignoreUnread(&config)
 	if len(config.StorageClassConfigs) > 0 {
-		p.refuse(object, "%s gives StorageClasses paths of their own under one provisioner name: no mapping yet", localPathClassConfigs)
+		p.planClassConfigs(object, name, config, in, patterns)
 		return nil
 	}
 	if config.SharedFileSystemPath != "" && len(config.NodePathMap) == 0 {
-		p.planSharedFileSystem(object, name, config.SharedFileSystemPath, in, patterns)
+		p.planSharedFileSystem(object, name, sharedPaths{fallback: config.SharedFileSystemPath}, in, patterns)
 		return nil
 	}
 	paths := p.nodePaths(object, config.localPathStorage)
@@ -160,62 +160,104 @@ func (p *Plan) planLocalPath(ctx context.Context, client kubernetes.Interface, i
 	hp.NodeAffinityKey = affinityKey
 	hp.LocalPathPatterns = patterns
 	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: hp})
-	for _, pv := range in.volumesOf(p.OldName) {
-		p.planLocalPathVolume(paths, pv, in.classes[pv.Spec.StorageClassName])
-	}
-	p.noteAdoptable()
-	p.Notes = append(p.Notes, fmt.Sprintf("every path (%s) must lie under the node agents' --host-path-root, and a node agent run on each node that holds volumes", strings.Join(paths.all(), ", ")))
+	p.planNodeVolumes(paths, in, nil)
 	return nil
 }
 
+// planNodeVolumes decides the fate of every volume of local-path's on
+// node paths, all of them those of bases; listed, unless nil, are the
+// StorageClasses of storageClassConfigs.
+func (p *Plan) planNodeVolumes(bases *nodeBases, in *install, listed []string) {
+	for _, pv := range in.volumesOf(p.OldName) {
+		if listed != nil && !slices.Contains(listed, pv.Spec.StorageClassName) {
+			p.planUnlistedVolume(bases, pv)
+			continue
+		}
+		p.planLocalPathVolume(bases, pv, in.classes[pv.Spec.StorageClassName])
+	}
+	p.noteAdoptable()
+	p.Notes = append(p.Notes, fmt.Sprintf("every path (%s) must lie under the node agents' --host-path-root, and a node agent run on each node that holds volumes", strings.Join(bases.all(), ", ")))
+}
+
+// sharedPaths are the directories of a shared file system local-path
+// makes volumes in: the default one, and those of the StorageClasses of
+// storageClassConfigs.
+type sharedPaths struct {
+	fallback string
+	// classes maps each StorageClass listed to its path; nil without
+	// storageClassConfigs.
+	classes map[string]string
+}
+
 // planSharedFileSystem plans the takeover of local-path's
-// sharedFileSystemPath, a file system every node mounts at sharedPath, by
-// a hostPath backend the manager serves with sharedFileSystem: its volumes
-// have no node affinity, as local-path's there have none, and the
+// sharedFileSystemPath, a file system every node mounts at the same path,
+// by a hostPath backend the manager serves with sharedFileSystem: its
+// volumes have no node affinity, as local-path's there have none, and the
 // StorageClass parameters nodePath and nodeAffinityKey are ignored, as
 // local-path ignores them there.
-func (p *Plan) planSharedFileSystem(object, name, sharedPath string, in *install, patterns []v1alpha1.LocalPathPattern) {
-	if !path.IsAbs(sharedPath) || path.Clean(sharedPath) == "/" {
-		p.refuse(object, "sharedFileSystemPath %q: provfleet serves absolute paths below / only", sharedPath)
+func (p *Plan) planSharedFileSystem(object, name string, shared sharedPaths, in *install, patterns []v1alpha1.LocalPathPattern) {
+	all := []string{shared.fallback}
+	for _, class := range slices.Sorted(maps.Keys(shared.classes)) {
+		all = append(all, shared.classes[class])
+	}
+	for i, sharedPath := range all {
+		if !path.IsAbs(sharedPath) || path.Clean(sharedPath) == "/" {
+			p.refuse(object, "sharedFileSystemPath %q: provfleet serves absolute paths below / only", sharedPath)
+			return
+		}
+		all[i] = path.Clean(sharedPath)
+	}
+	if why := apart(slices.Compact(slices.Sorted(slices.Values(all)))); why != "" {
+		p.refuse(object, "the sharedFileSystemPaths of storageClassConfigs %s", why)
 		return
 	}
-	sharedPath = path.Clean(sharedPath)
 	for _, class := range in.classesOf(p.OldName) {
 		if strings.EqualFold(class.Annotations["defaultVolumeType"], "local") {
 			p.Notes = append(p.Notes, fmt.Sprintf("StorageClass %s asks for local volumes, which need node affinity that volumes of a shared file system lack: "+
 				"local-path-provisioner failed its claims, and provfleet gives them hostPath volumes", class.Name))
 		}
 	}
-	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: &v1alpha1.HostPathBackend{
-		Path:              v1alpha1.AbsolutePath(sharedPath),
+	hp := &v1alpha1.HostPathBackend{
+		Path:              v1alpha1.AbsolutePath(all[0]),
 		SharedFileSystem:  true,
 		VolumeType:        v1alpha1.HostPathVolumeHostPath,
 		PathPattern:       localPathPattern,
 		OnDelete:          v1alpha1.OnDeleteDelete,
 		LocalPathPatterns: patterns,
-	}})
+	}
+	var listed []string
+	for i, class := range slices.Sorted(maps.Keys(shared.classes)) {
+		listed = append(listed, class)
+		hp.StorageClasses = append(hp.StorageClasses, v1alpha1.HostPathStorageClass{StorageClassName: class, Path: v1alpha1.AbsolutePath(all[i+1])})
+	}
+	p.newConfig(name, p.OldName, v1alpha1.BackendSpec{HostPath: hp})
 	for _, pv := range in.volumesOf(p.OldName) {
-		p.planSharedVolume(sharedPath, pv, in.classes[pv.Spec.StorageClassName])
+		if shared.classes != nil && !slices.Contains(listed, pv.Spec.StorageClassName) {
+			p.planUnlistedVolume(nil, pv)
+			continue
+		}
+		p.planSharedVolume(all, pv, in.classes[pv.Spec.StorageClassName])
 	}
 	p.noteAdoptable()
 	p.Notes = append(p.Notes, fmt.Sprintf("the manager makes and deletes the volumes of %s itself: mount that shared file system at the same path in its pod "+
-		"(Helm values extraVolumes and extraVolumeMounts), under its --host-path-root (value hostPathRoot), as a user that may delete what pods write there", sharedPath))
+		"(Helm values extraVolumes and extraVolumeMounts), under its --host-path-root (value hostPathRoot), as a user that may delete what pods write there",
+		strings.Join(slices.Compact(slices.Sorted(slices.Values(all))), ", ")))
 }
 
 // planSharedVolume decides the fate of pv as local-path's Delete does for
 // sharedFileSystemPath: its teardown script, rm -rf, on whichever node its
 // helper pod runs. A volume pinned to a node is refused: local-path would
 // delete its path there as if it were on the shared file system.
-func (p *Plan) planSharedVolume(sharedPath string, pv *v1.PersistentVolume, class *storagev1.StorageClass) {
+func (p *Plan) planSharedVolume(paths []string, pv *v1.PersistentVolume, class *storagev1.StorageClass) {
 	object := "PersistentVolume " + pv.Name
 	if pv.Spec.NodeAffinity != nil {
 		p.refuse(object, "it is pinned to a node, while local-path-provisioner with sharedFileSystemPath deletes a volume's path from whichever node its helper pod runs on; "+
 			"provfleet's volumes of a shared file system are pinned to none: release it by hand")
 		return
 	}
-	dir, err := hostpath.VolumeDir(sharedPath, pv)
+	base, dir, err := volumeBase(paths, pv)
 	if err != nil {
-		p.refuse(object, "the manager, serving the shared file system %s, would not release it: %v", sharedPath, err)
+		p.refuse(object, "the manager, serving the shared file system %s, would not release it: %v", strings.Join(paths, ", "), err)
 		return
 	}
 	want := map[string]string{backend.AnnOnDelete: string(backend.OnDeleteDelete), backend.AnnDeleteUnmarked: "true"}
@@ -224,7 +266,7 @@ func (p *Plan) planSharedVolume(sharedPath string, pv *v1.PersistentVolume, clas
 		// An administrator's or an earlier run's decision stands.
 		policy, what, want = backend.OnDeletePolicy(recorded), " (recorded already)", nil
 	}
-	what = fate(pv, policy, sharedPath, dir) + what + adoptable(pv, policy, class)
+	what = fate(pv, policy, base, dir) + what + adoptable(pv, policy, class)
 	p.Volumes = append(p.Volumes, Volume{PV: pv, Fate: "on the shared file system: " + what, Record: record(pv, want)})
 }
 
@@ -465,11 +507,7 @@ func (b *nodeBases) of(node string) ([]string, bool) {
 func (b *nodeBases) all() []string {
 	all := slices.Clone(b.fallback)
 	for _, node := range b.nodes {
-		for _, p := range b.paths[node] {
-			if !slices.Contains(all, p) {
-				all = append(all, p)
-			}
-		}
+		all = appendNew(all, b.paths[node])
 	}
 	return all
 }
@@ -491,7 +529,7 @@ func (b *nodeBases) hostPath(volumeType v1alpha1.HostPathVolumeType) *v1alpha1.H
 			{Key: v1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: b.nodes},
 		}}
 	}
-	hp.Path, hp.AdditionalPaths = absolutePaths(fallback)
+	hp.Path, hp.AdditionalPaths = v1alpha1.SplitPaths(fallback)
 	// Nodes of the same paths, in the same order, share an entry.
 	byPaths := map[string]int{}
 	for _, node := range b.nodes {
@@ -505,21 +543,12 @@ func (b *nodeBases) hostPath(volumeType v1alpha1.HostPathVolumeType) *v1alpha1.H
 			i = len(hp.NodePaths)
 			byPaths[key] = i
 			entry := v1alpha1.NodePath{}
-			entry.Path, entry.AdditionalPaths = absolutePaths(paths)
+			entry.Path, entry.AdditionalPaths = v1alpha1.SplitPaths(paths)
 			hp.NodePaths = append(hp.NodePaths, entry)
 		}
 		hp.NodePaths[i].Nodes = append(hp.NodePaths[i].Nodes, node)
 	}
 	return hp
-}
-
-// absolutePaths splits paths into the first and the others.
-func absolutePaths(paths []string) (v1alpha1.AbsolutePath, []v1alpha1.AbsolutePath) {
-	var others []v1alpha1.AbsolutePath
-	for _, p := range paths[1:] {
-		others = append(others, v1alpha1.AbsolutePath(p))
-	}
-	return v1alpha1.AbsolutePath(paths[0]), others
 }
 
 // nodeAffinityKey returns the node label local-path's classes pin new

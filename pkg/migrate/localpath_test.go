@@ -17,6 +17,7 @@ limitations under the License.
 package migrate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 )
@@ -290,4 +292,138 @@ func TestLocalPathSetup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalPathStorageClassConfigs: local-path's storageClassConfigs
+// (provisioner.go, pickConfig and canonicalizeConfig) gives each class it
+// lists a nodePathMap or a sharedFileSystemPath of its own and ignores the
+// top-level ones; it becomes hostPath.storageClasses, the backend's own
+// paths those of the first class. A volume of a class it does not list is
+// retained, as local-path's delete of it fails; the others are released
+// from whichever path of their node holds them, as its teardown script
+// deletes the path a volume names.
+func TestLocalPathStorageClassConfigs(t *testing.T) {
+	tests := map[string]struct {
+		config      string
+		volumes     map[string]*v1.PersistentVolume
+		wantBackend *v1alpha1.HostPathBackend
+		wantFates   map[string]string
+		wantRecords map[string]map[string]string
+		wantNotes   []string
+	}{
+		"node paths": {
+			config: `{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/ignored"]}], "storageClassConfigs": {
+				"local-path": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/local-path-provisioner"]},
+					{"node": "big-1", "paths": ["/data/local-path", "/nvme"]}]},
+				"fast": {"nodePathMap": [{"node": "big-1", "paths": ["/nvme"]}, {"node": "big-2", "paths": ["/nvme"]}]}}}`,
+			volumes: map[string]*v1.PersistentVolume{
+				"pvc-a": localPathVolume("pvc-a", "local-path", "node-1", "/opt/local-path-provisioner/pvc-a_team_a"),
+				"pvc-b": localPathVolume("pvc-b", "local-path", "big-1", "/nvme/pvc-b_team_b"),
+				"pvc-n": localPathVolume("pvc-n", "fast", "big-2", "/nvme/pvc-n_team_n"),
+				"pvc-u": localPathVolume("pvc-u", "slow", "node-1", "/opt/local-path-provisioner/pvc-u_team_u"),
+			},
+			wantBackend: &v1alpha1.HostPathBackend{
+				Path: "/nvme", VolumeType: v1alpha1.HostPathVolumeHostPath, PathPattern: localPathPattern, OnDelete: v1alpha1.OnDeleteDelete,
+				LocalPathPatterns: []v1alpha1.LocalPathPattern{v1alpha1.LocalPathPatternOwner, v1alpha1.LocalPathPatternMode},
+				StorageClasses: []v1alpha1.HostPathStorageClass{
+					{StorageClassName: "fast", Path: "/nvme"},
+					{StorageClassName: "local-path", Path: "/opt/local-path-provisioner", NodePaths: []v1alpha1.NodePath{
+						{Nodes: []string{"big-1"}, Path: "/data/local-path", AdditionalPaths: []v1alpha1.AbsolutePath{"/nvme"}},
+					}},
+				},
+			},
+			wantFates: map[string]string{
+				"pvc-a": "on node node-1: delete /opt/local-path-provisioner/pvc-a_team_a",
+				"pvc-b": "on node big-1: delete /nvme/pvc-b_team_b",
+				"pvc-n": "on node big-2: delete /nvme/pvc-n_team_n",
+				"pvc-u": `on node node-1: retain /opt/local-path-provisioner/pvc-u_team_u: storageClassConfigs does not list its StorageClass "slow", and local-path-provisioner fails its delete`,
+			},
+			wantRecords: map[string]map[string]string{
+				"pvc-u": {"provfleet.io/on-delete": "Retain", "hostpath.provfleet.io/node": "node-1"},
+				"pvc-n": {"provfleet.io/on-delete": "Delete", "provfleet.io/delete-unmarked": "true", "hostpath.provfleet.io/node": "big-2"},
+			},
+			wantNotes: []string{
+				"nodePathMap and sharedFileSystemPath beside storageClassConfigs are ignored",
+				"storageClassConfigs does not list StorageClasses slow, whose claims local-path-provisioner failed: provfleet gives them volumes in the paths of fast",
+				"claims of StorageClass fast on nodes its nodePathMap does not list, which local-path-provisioner failed, get volumes in /nvme",
+			},
+		},
+		"shared file systems": {
+			config: `{"storageClassConfigs": {"local-path": {"sharedFileSystemPath": "/mnt/shared/"}, "fast": {"sharedFileSystemPath": "/mnt/fast"}}}`,
+			volumes: map[string]*v1.PersistentVolume{
+				"pvc-s": sharedVolume("pvc-s", "/mnt/shared/pvc-s_team_data"),
+				"pvc-u": func() *v1.PersistentVolume {
+					pv := sharedVolume("pvc-u", "/mnt/shared/pvc-u_team_slow")
+					pv.Spec.StorageClassName = "slow"
+					return pv
+				}(),
+			},
+			wantBackend: &v1alpha1.HostPathBackend{
+				Path: "/mnt/fast", SharedFileSystem: true, VolumeType: v1alpha1.HostPathVolumeHostPath,
+				PathPattern: localPathPattern, OnDelete: v1alpha1.OnDeleteDelete,
+				LocalPathPatterns: []v1alpha1.LocalPathPattern{v1alpha1.LocalPathPatternOwner, v1alpha1.LocalPathPatternMode},
+				StorageClasses: []v1alpha1.HostPathStorageClass{
+					{StorageClassName: "fast", Path: "/mnt/fast"},
+					{StorageClassName: "local-path", Path: "/mnt/shared"},
+				},
+			},
+			wantFates: map[string]string{
+				"pvc-s": "on the shared file system: delete /mnt/shared/pvc-s_team_data",
+				"pvc-u": `on the shared file system: retain /mnt/shared/pvc-u_team_slow: storageClassConfigs does not list its StorageClass "slow", and local-path-provisioner fails its delete`,
+			},
+			wantRecords: map[string]map[string]string{"pvc-u": {"provfleet.io/on-delete": "Retain"}},
+			wantNotes:   []string{"the manager makes and deletes the volumes of /mnt/fast, /mnt/shared itself"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := localPathCluster()
+			c.configMap.Data["config.json"] = tc.config
+			c.classes["fast"] = class("fast", localPathName, nil, nil)
+			c.classes["slow"] = class("slow", localPathName, nil, nil)
+			c.volumes = tc.volumes
+			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromLocalPath})
+			if err != nil {
+				t.Fatalf("Make() error = %v", err)
+			}
+			if plan.Config == nil || len(plan.Refusals) > 0 {
+				t.Fatalf("plan refused: %v", plan.Refusals)
+			}
+			if diff := cmp.Diff(tc.wantBackend, plan.Config.Spec.Backend.HostPath); diff != "" {
+				t.Errorf("backend (-want +got):\n%s", diff)
+			}
+			fates := map[string]string{}
+			records := map[string]map[string]string{}
+			for _, v := range plan.Volumes {
+				fates[v.PV.Name] = v.Fate
+				if _, ok := tc.wantRecords[v.PV.Name]; ok {
+					records[v.PV.Name] = v.Record
+				}
+			}
+			if diff := cmp.Diff(tc.wantFates, fates); diff != "" {
+				t.Errorf("fates (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantRecords, records); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+			for _, want := range tc.wantNotes {
+				if !slices.ContainsFunc(plan.Notes, func(note string) bool { return strings.Contains(note, want) }) {
+					t.Errorf("notes %q, want one containing %q", plan.Notes, want)
+				}
+			}
+		})
+	}
+}
+
+// localPathVolume is a hostPath volume local-path made at volumePath on
+// node, of class.
+func localPathVolume(name, class, node, volumePath string) *v1.PersistentVolume {
+	pv := oldVolume(name, localPathName, class, v1.PersistentVolumeSource{
+		HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: ptr.To(v1.HostPathDirectoryOrCreate)},
+	})
+	pv.Annotations[localPathAnnSelectedNode] = node
+	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+	}}}}
+	return pv
 }

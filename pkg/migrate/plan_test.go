@@ -223,11 +223,46 @@ func TestLocalPathRefusals(t *testing.T) {
 			},
 			want: map[string][]string{"PersistentVolume pvc-s": {"/mnt/shared", "not below"}},
 		},
-		"storageClassConfigs": {
+		// provisioner.go, isSharedFilesystem: each class is one or the other.
+		"storageClassConfigs of a shared file system and of node paths": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a"]}]},
+					"shared": {"sharedFileSystemPath": "/mnt/shared"}}}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"shared a sharedFileSystemPath and local-path a nodePathMap", "not both"}},
+		},
+		"storageClassConfigs of a class with both": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"local-path": {"sharedFileSystemPath": "/mnt/shared",
+					"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a"]}]}}}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config, storageClassConfigs of local-path": {"both nodePathMap and sharedFileSystemPath"}},
+		},
+		"storageClassConfigs naming no class": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"Local_Path": {"sharedFileSystemPath": "/mnt/shared"}}}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {`"Local_Path"`, "names no StorageClass"}},
+		},
+		"storageClassConfigs whose paths overlap on a node": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a"]}]},
+					"fast": {"nodePathMap": [{"node": "big-1", "paths": ["/opt/a/fast"]}]}}}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"give node big-1 paths that /opt/a/fast and /opt/a overlap"}},
+		},
+		"storageClassConfigs whose shared paths overlap": {
+			change: func(c *cluster) {
+				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"local-path": {"sharedFileSystemPath": "/mnt/shared"}, "fast": {"sharedFileSystemPath": "/mnt/shared/fast"}}}`
+			},
+			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"/mnt/shared and /mnt/shared/fast overlap"}},
+		},
+		"a volume of storageClassConfigs outside its node's paths": {
 			change: func(c *cluster) {
 				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a"]}]}}}`
+				c.volumes = map[string]*v1.PersistentVolume{"pvc-a": localPathVolume("pvc-a", "local-path", "node-1", "/opt/local-path-provisioner/pvc-a_team_a")}
 			},
-			want: map[string][]string{"ConfigMap local-path-storage/local-path-config": {"storageClassConfigs", "v0.0.27"}},
+			want: map[string][]string{"PersistentVolume pvc-a": {"would not release it", "not below"}},
 		},
 		"paths of a node that overlap": {
 			change: func(c *cluster) {

@@ -68,6 +68,13 @@ type Config struct {
 	// or inside Path: a claim whose StorageClass parameter nodePath names
 	// one gets its directory there, and the volumes of each are deleted.
 	AdditionalPaths []string
+	// StorageClasses are the base directories of the claims of some
+	// StorageClasses, each list a class's default first, as
+	// local-path-provisioner's storageClassConfigs give: a claim of another
+	// class goes in Path or AdditionalPaths. A path may appear in several
+	// lists; the distinct paths of all, Path included, are at most 17 and
+	// none inside another.
+	StorageClasses map[string][]string
 	// NodeAffinityKey is the node label volumes are pinned with, the host
 	// name when empty; a StorageClass parameter nodeAffinityKey must name
 	// the same.
@@ -131,9 +138,15 @@ type Provisioner struct {
 	shared      bool
 	affinityKey string
 	patterns    LocalPathPatterns
-	// bases are Path and then AdditionalPaths, each its own store. The
-	// stores share their lock and capacity count.
+	// bases are Path, AdditionalPaths and then the further paths of
+	// StorageClasses, each its own store. The stores share their lock and
+	// capacity count.
 	bases []base
+	// defaults are the indexes in bases of Path and AdditionalPaths, and
+	// classes those of each class of StorageClasses: where a claim's
+	// volume may go.
+	defaults []int
+	classes  map[string][]int
 }
 
 // base is one folder of volumes on the node.
@@ -184,7 +197,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	case !filepath.IsAbs(cfg.HostPathRoot):
 		return nil, fmt.Errorf("%w: the host path root %q is not an absolute path", backend.ErrInvalidSpec, cfg.HostPathRoot)
 	}
-	paths, err := basePaths(cfg)
+	paths, err := p.basePaths(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -200,24 +213,61 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 	return p, nil
 }
 
-// basePaths checks Path and AdditionalPaths and returns them cleaned.
-func basePaths(cfg Config) ([]string, error) {
-	paths := append([]string{cfg.Path}, cfg.AdditionalPaths...)
-	if len(paths) > maxBases {
-		return nil, fmt.Errorf("%w: %d additional paths, more than %d", backend.ErrInvalidSpec, len(cfg.AdditionalPaths), maxBases-1)
-	}
-	for i, path := range paths {
-		if !filepath.IsAbs(path) {
-			return nil, fmt.Errorf("%w: path %q is not absolute", backend.ErrInvalidSpec, path)
-		}
-		paths[i] = filepath.Clean(path)
-		for _, earlier := range paths[:i] {
-			if backend.Overlaps(earlier, paths[i]) {
-				return nil, fmt.Errorf("%w: paths %q and %q of one node overlap: the volumes of one would lie in the other", backend.ErrInvalidSpec, earlier, paths[i])
+// basePaths checks the paths of Path, AdditionalPaths and StorageClasses,
+// returns the distinct ones cleaned, and notes which of them each class
+// and the defaults use.
+func (p *Provisioner) basePaths(cfg Config) ([]string, error) {
+	var paths []string
+	add := func(list []string) ([]int, error) {
+		var indexes []int
+		for _, path := range list {
+			if !filepath.IsAbs(path) {
+				return nil, fmt.Errorf("%w: path %q is not absolute", backend.ErrInvalidSpec, path)
 			}
+			path = filepath.Clean(path)
+			i := slices.Index(paths, path)
+			if i < 0 || slices.Contains(indexes, i) {
+				i = len(paths)
+				if err := checkApart(paths, path); err != nil {
+					return nil, err
+				}
+				paths = append(paths, path)
+			}
+			indexes = append(indexes, i)
 		}
+		return indexes, nil
+	}
+	var err error
+	if p.defaults, err = add(append([]string{cfg.Path}, cfg.AdditionalPaths...)); err != nil {
+		return nil, err
+	}
+	p.classes = map[string][]int{}
+	for _, class := range slices.Sorted(maps.Keys(cfg.StorageClasses)) {
+		switch n := len(cfg.StorageClasses[class]); {
+		case n == 0:
+			return nil, fmt.Errorf("%w: StorageClass %q has no path", backend.ErrInvalidSpec, class)
+		case n > 1 && p.shared:
+			return nil, fmt.Errorf("%w: a shared file system is one path per StorageClass, %q has %d", backend.ErrInvalidSpec, class, n)
+		}
+		if p.classes[class], err = add(cfg.StorageClasses[class]); err != nil {
+			return nil, err
+		}
+	}
+	if len(paths) > maxBases {
+		return nil, fmt.Errorf("%w: %d distinct paths on the node, more than %d", backend.ErrInvalidSpec, len(paths), maxBases)
 	}
 	return paths, nil
+}
+
+// checkApart refuses a path that overlaps one of paths: the volumes of one
+// would lie in the other.
+func checkApart(paths []string, path string) error {
+	for _, earlier := range paths {
+		if backend.Overlaps(earlier, path) {
+			return fmt.Errorf("%w: paths %q and %q of one node overlap: the volumes of one would lie in the other", backend.ErrInvalidSpec, earlier, path)
+		}
+	}
+	return nil
 }
 
 // newStore makes and probes the store of basePath, sharing with the
@@ -357,24 +407,30 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 // system, as with local-path-provisioner's sharedFileSystemPath.
 func (p *Provisioner) parse(opts provisioning.ProvisionOptions) (dirvol.Request, int, error) {
 	req, err := dirvol.ParseRequest(opts)
-	var chosen int
+	candidates := p.defaults
+	if opts.StorageClass != nil {
+		if classBases, ok := p.classes[opts.StorageClass.Name]; ok {
+			candidates = classBases
+		}
+	}
+	chosen := 0
 	if err == nil && !p.shared {
 		err = req.CheckNodeAffinityKey(p.affinityKey)
 		if err == nil {
-			chosen, err = req.NodePathIn(p.paths())
+			chosen, err = req.NodePathIn(p.paths(candidates))
 		}
 	}
 	if err == nil {
 		err = req.ApplyLocalPathPatterns(opts.StorageClass, p.patterns)
 	}
-	return req, chosen, err
+	return req, candidates[chosen], err
 }
 
-// paths are the base directories, Path first.
-func (p *Provisioner) paths() []string {
-	paths := make([]string, len(p.bases))
-	for i, b := range p.bases {
-		paths[i] = b.path
+// paths are the base directories of the indexes in bases.
+func (p *Provisioner) paths(indexes []int) []string {
+	paths := make([]string, len(indexes))
+	for i, index := range indexes {
+		paths[i] = p.bases[index].path
 	}
 	return paths
 }

@@ -18,6 +18,7 @@ package hostpath
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,6 +156,58 @@ func TestNew(t *testing.T) {
 				c.AdditionalPaths = []string{filepath.Join(c.HostPathRoot, "b")}
 			},
 			want: backend.ErrInvalidSpec, wantErr: "one path of no node",
+		},
+		"StorageClasses sharing a path with the defaults and each other": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.StorageClasses = map[string][]string{
+					"fast": {filepath.Join(c.HostPathRoot, "fast"), c.Path},
+					"slow": {filepath.Join(c.HostPathRoot, "fast")},
+				}
+			},
+		},
+		"a StorageClass of no path": {
+			mutate: func(t *testing.T, tmp string, c *Config) { c.StorageClasses = map[string][]string{"fast": nil} },
+			want:   backend.ErrInvalidSpec, wantErr: `StorageClass "fast" has no path`,
+		},
+		"a StorageClass path inside path": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.StorageClasses = map[string][]string{"fast": {filepath.Join(c.Path, "fast")}}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
+		},
+		"a StorageClass listing a path twice": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.StorageClasses = map[string][]string{"fast": {c.Path, c.Path}}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
+		},
+		"a StorageClass path outside the root": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.StorageClasses = map[string][]string{"fast": {filepath.Join(tmp, "outside")}}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "outside the host path root",
+		},
+		"more than 17 distinct paths": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.StorageClasses = map[string][]string{}
+				for i := range 17 {
+					c.StorageClasses[fmt.Sprint("class-", i)] = []string{filepath.Join(c.HostPathRoot, fmt.Sprint("base-", i))}
+				}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "18 distinct paths on the node, more than 17",
+		},
+		"a StorageClass on a shared file system": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
+				c.StorageClasses = map[string][]string{"fast": {filepath.Join(c.HostPathRoot, "fast")}}
+			},
+		},
+		"a StorageClass of two paths on a shared file system": {
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
+				c.StorageClasses = map[string][]string{"fast": {filepath.Join(c.HostPathRoot, "fast"), filepath.Join(c.HostPathRoot, "fast2")}}
+			},
+			want: backend.ErrInvalidSpec, wantErr: `one path per StorageClass, "fast" has 2`,
 		},
 		"an additional path outside the root": {
 			mutate: func(t *testing.T, tmp string, c *Config) { c.AdditionalPaths = []string{filepath.Join(tmp, "outside")} },
@@ -808,6 +861,66 @@ func TestSeveralBases(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, second)); diff != "" {
 		t.Errorf("the second base after Delete (-want +got):\n%s", diff)
+	}
+}
+
+// TestStorageClassBases: a claim of a StorageClass with base directories
+// of its own goes in the first of them, or in the one its nodePath names
+// among them, and never in another class's or the defaults; a claim of
+// another class goes in the defaults. Volumes of every base are deleted.
+func TestStorageClassBases(t *testing.T) {
+	_, root := layout(t)
+	vols, fast, fast2 := filepath.Join(root, "vols"), filepath.Join(root, "fast"), filepath.Join(root, "fast2")
+	p, err := New(Config{
+		Path: vols, HostPathRoot: root, NodeName: "node-a",
+		StorageClasses: map[string][]string{"fast": {fast, fast2}, "shares": {vols}},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		claim, class, nodePath string
+		want                   string
+		wantErr                string
+	}{
+		{claim: "a", class: "fast", want: filepath.Join(fast, "pvc-team-a")},
+		{claim: "b", class: "fast", nodePath: fast2, want: filepath.Join(fast2, "pvc-team-b")},
+		{claim: "c", class: "fast", nodePath: vols, wantErr: "is none of this provisioner's paths on the node (" + fast + ", " + fast2 + ")"},
+		{claim: "d", class: "standard", want: filepath.Join(vols, "pvc-team-d")},
+		{claim: "e", class: "standard", nodePath: fast, wantErr: "is none of this provisioner's paths on the node (" + vols + ")"},
+		{claim: "f", class: "shares", want: filepath.Join(vols, "pvc-team-f")},
+	}
+	var made []*v1.PersistentVolume
+	for _, tc := range tests {
+		class := backendtest.Class(map[string]string{})
+		class.Name = tc.class
+		if tc.nodePath != "" {
+			class.Parameters["nodePath"] = tc.nodePath
+		}
+		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", tc.claim, "1Gi"), class))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("claim %s of class %s: Provision() = %v, want an error containing %q", tc.claim, tc.class, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("claim %s of class %s: Provision() = %v", tc.claim, tc.class, err)
+		}
+		if got := pv.Spec.Local.Path; got != tc.want {
+			t.Errorf("claim %s of class %s: path %s, want %s", tc.claim, tc.class, got, tc.want)
+		}
+		made = append(made, pv)
+	}
+	for _, pv := range made {
+		if err := p.Delete(t.Context(), pv); err != nil {
+			t.Errorf("Delete(%s) = %v", pv.Name, err)
+		}
+	}
+	for _, base := range []string{vols, fast, fast2} {
+		if diff := cmp.Diff([]string{dirvol.JournalDir + "/"}, backendtest.Tree(t, base)); diff != "" {
+			t.Errorf("%s after the deletes (-want +got):\n%s", base, diff)
+		}
 	}
 }
 
