@@ -19,9 +19,12 @@ package fleet
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -448,5 +451,105 @@ func TestMigratePlanFromLocalPathSharedFileSystem(t *testing.T) {
 	f.release("new", volume.Name)
 	if diff := cmp.Diff([]string(nil), leftBeside(t, newDir)); diff != "" {
 		t.Errorf("what is left of the new volume's directory (-want +got):\n%s", diff)
+	}
+}
+
+// A local-path-provisioner v0.0.37 of storageClassConfigs taken over with
+// the plan, end to end: two classes with paths of their own on the node
+// (the top-level nodePathMap ignored, as local-path ignores it there), and
+// a third class it does not list. The plan records a delete for the
+// volumes of the listed classes and a retain for the other's, whose delete
+// local-path fails; the node agent then deletes the first two directories
+// when their claims go and keeps the third; a new claim of each listed
+// class gets its directory in that class's path.
+func TestMigratePlanFromLocalPathStorageClassConfigs(t *testing.T) {
+	f := newFixture(t)
+	const identity = "mplan-classes"
+	f.startManager(identity)
+	node := "node-" + identity
+	oldName := "cluster.local/" + f.prefix
+	standard, fast := filepath.Join(f.root, "standard"), filepath.Join(f.root, "fast")
+	scaleToZero := f.oldDeployment("local-path", corev1.Container{
+		Image: "docker.io/rancher/local-path-provisioner:v0.0.37",
+		Command: []string{"local-path-provisioner", "start", "--config", "/etc/config/config.json",
+			"--provisioner-name", oldName, "--configmap-name", "local-path-config"},
+	})
+	classes := map[string]string{"standard": f.prefix + "-standard", "fast": f.prefix + "-fast", "unlisted": f.prefix + "-unlisted"}
+	configMap := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "local-path-config"},
+		Data: map[string]string{
+			"config.json": fmt.Sprintf(`{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [%q]}], "storageClassConfigs": {
+				%q: {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [%q]}]},
+				%q: {"nodePathMap": [{"node": %q, "paths": [%q]}]}}}`,
+				filepath.Join(f.root, "ignored"), classes["standard"], standard, classes["fast"], node, fast),
+			"setup":    "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"",
+			"teardown": "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"",
+		},
+	}
+	if _, err := f.kube.CoreV1().ConfigMaps(f.namespace).Create(f.ctx, configMap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, class := range classes {
+		f.createClass(&storagev1.StorageClass{
+			ObjectMeta:        metav1.ObjectMeta{Name: class},
+			Provisioner:       oldName,
+			ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+			VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+		})
+	}
+	// The unlisted class's volume is one local-path made before
+	// storageClassConfigs was set, in the top-level path of that time.
+	bases := map[string]string{"standard": standard, "fast": fast, "unlisted": standard}
+	pvNames, dirs := map[string]string{}, map[string]string{}
+	for claim, base := range bases {
+		pvName := "pvc-" + f.prefix + "-" + claim
+		dir := filepath.Join(base, fmt.Sprintf("%s_%s_%s", pvName, f.namespace, claim))
+		writeVolumeFile(t, dir)
+		pv := f.oldPV(pvName, claim, classes[claim], oldName)
+		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}}}
+		pv.Annotations["local.path.provisioner/selected-node"] = node
+		f.adopt(pv, claim)
+		pvNames[claim], dirs[claim] = pvName, dir
+	}
+	pcName := f.prefix
+	f.runPlan(scaleToZero, pcName, slices.Collect(maps.Values(pvNames)), "--from", "local-path", "--deployment", f.namespace+"/local-path", "--name", pcName)
+
+	want := map[string]map[string]string{
+		pvNames["standard"]: {annOnDelete: "Delete", annDeleteUnmarked: "true", annNode: node},
+		pvNames["fast"]:     {annOnDelete: "Delete", annDeleteUnmarked: "true", annNode: node},
+		pvNames["unlisted"]: {annOnDelete: "Retain", annNode: node},
+	}
+	if diff := cmp.Diff(want, f.recordedFates(slices.Collect(maps.Values(pvNames)), annOnDelete, annDeleteUnmarked, annNode)); diff != "" {
+		t.Errorf("fates and nodes recorded on the old volumes (-want +got):\n%s", diff)
+	}
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+	left := map[string][]string{}
+	for claim, pvName := range pvNames {
+		f.release(claim, pvName)
+		left[claim] = leftBeside(t, dirs[claim])
+	}
+	if diff := cmp.Diff(map[string][]string{"standard": nil, "fast": nil, "unlisted": {"kept"}}, left); diff != "" {
+		t.Errorf("what is left of each old volume's directory (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(dirs["unlisted"], "data")); err != nil {
+		t.Errorf("the content of the retained directory: %v", err)
+	}
+
+	for _, claim := range []string{"standard", "fast"} {
+		name := "new-" + claim
+		f.claimOn(name, classes[claim], node)
+		f.waitBound(name)
+		volume := f.boundVolume(name)
+		wantDir := filepath.Join(bases[claim], fmt.Sprintf("%s_%s_%s", volume.Name, f.namespace, name))
+		if volume.Spec.HostPath == nil || volume.Spec.HostPath.Path != wantDir {
+			t.Errorf("the new volume of class %s has source %+v, want hostPath %s", classes[claim], volume.Spec.PersistentVolumeSource, wantDir)
+		}
+		f.release(name, volume.Name)
+		if diff := cmp.Diff([]string(nil), leftBeside(t, wantDir)); diff != "" {
+			t.Errorf("what is left of the new volume's directory of class %s (-want +got):\n%s", classes[claim], diff)
+		}
 	}
 }
