@@ -25,7 +25,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -89,12 +89,12 @@ func TestMigrateDryRunChangesNothing(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{
+			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: v1.PodSpec{Containers: []v1.Container{{
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name:  "nfs",
 					Image: "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2",
-					Env:   []v1.EnvVar{{Name: "PROVISIONER_NAME", Value: "example.com/nfs"}, {Name: "NFS_SERVER", Value: "nfs.example.com"}, {Name: "NFS_PATH", Value: "/export"}},
+					Env:   []corev1.EnvVar{{Name: "PROVISIONER_NAME", Value: "example.com/nfs"}, {Name: "NFS_SERVER", Value: "nfs.example.com"}, {Name: "NFS_PATH", Value: "/export"}},
 				}}},
 			},
 		},

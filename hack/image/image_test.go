@@ -234,7 +234,7 @@ func TestBinaryInTheLayerRunsHelp(t *testing.T) {
 	}
 	manager := layerFiles(t, img)["manager"]
 	path := filepath.Join(t.TempDir(), "manager")
-	if err := os.WriteFile(path, manager.Contents, os.FileMode(manager.Mode)); err != nil {
+	if err := os.WriteFile(path, manager.Contents, os.FileMode(manager.Mode)); err != nil { //nolint:gosec // a tar header's mode bits fit
 		t.Fatal(err)
 	}
 	out, err := exec.CommandContext(context.Background(), path, "--help").CombinedOutput()

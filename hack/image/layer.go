@@ -39,7 +39,7 @@ const (
 	caBundlePath   = "/etc/ssl/certs/ca-certificates.crt"
 	nonrootUser    = "65532:65532"
 	workingDir     = "/"
-	passwdContents = "root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n"
+	passwdContents = "root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n" //nolint:gosec // user names, no password
 	groupContents  = "root:x:0:\nnonroot:x:65532:\n"
 )
 

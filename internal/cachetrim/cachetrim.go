@@ -17,7 +17,7 @@ limitations under the License.
 package cachetrim
 
 import (
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -53,17 +53,17 @@ var _ cache.TransformFunc = Transform
 // capacity) is most of a Node object and changes with every heartbeat.
 func Transform(obj any) (any, error) {
 	switch o := obj.(type) {
-	case *v1.PersistentVolumeClaim:
+	case *corev1.PersistentVolumeClaim:
 		trimMeta(&o.ObjectMeta)
-		o.Status = v1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
-	case *v1.PersistentVolume:
+		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
+	case *corev1.PersistentVolume:
 		trimMeta(&o.ObjectMeta)
-		o.Status = v1.PersistentVolumeStatus{Phase: o.Status.Phase}
+		o.Status = corev1.PersistentVolumeStatus{Phase: o.Status.Phase}
 	case *storagev1.StorageClass:
 		trimMeta(&o.ObjectMeta)
-	case *v1.Node:
+	case *corev1.Node:
 		trimMeta(&o.ObjectMeta)
-		o.Status = v1.NodeStatus{}
+		o.Status = corev1.NodeStatus{}
 	}
 	return obj, nil
 }

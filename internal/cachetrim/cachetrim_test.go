@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,54 +51,54 @@ func trimmedMeta(name string) metav1.ObjectMeta {
 }
 
 func TestTransform(t *testing.T) {
-	mode := v1.PersistentVolumeFilesystem
-	claimSpec := v1.PersistentVolumeClaimSpec{
-		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeMode: &mode,
-		Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+	mode := corev1.PersistentVolumeFilesystem
+	claimSpec := corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &mode,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 	}
-	volumeSpec := v1.PersistentVolumeSpec{
-		PersistentVolumeSource:        v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/data/pv-1"}},
-		ClaimRef:                      &v1.ObjectReference{Namespace: "ns", Name: "claim", UID: "c-1"},
-		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+	volumeSpec := corev1.PersistentVolumeSpec{
+		PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/pv-1"}},
+		ClaimRef:                      &corev1.ObjectReference{Namespace: "ns", Name: "claim", UID: "c-1"},
+		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 	}
-	nodeSpec := v1.NodeSpec{ProviderID: "kind://node-1", Taints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}}
+	nodeSpec := corev1.NodeSpec{ProviderID: "kind://node-1", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}}
 	tests := map[string]struct {
 		in, out runtime.Object
 	}{
 		"claim keeps its spec and phase": {
-			in: &v1.PersistentVolumeClaim{ObjectMeta: fullMeta("claim"), Spec: claimSpec, Status: v1.PersistentVolumeClaimStatus{
-				Phase: v1.ClaimBound, AccessModes: claimSpec.AccessModes, Capacity: claimSpec.Resources.Requests,
-				Conditions: []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimResizing, Status: v1.ConditionTrue}},
+			in: &corev1.PersistentVolumeClaim{ObjectMeta: fullMeta("claim"), Spec: claimSpec, Status: corev1.PersistentVolumeClaimStatus{
+				Phase: corev1.ClaimBound, AccessModes: claimSpec.AccessModes, Capacity: claimSpec.Resources.Requests,
+				Conditions: []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue}},
 			}},
-			out: &v1.PersistentVolumeClaim{ObjectMeta: trimmedMeta("claim"), Spec: claimSpec, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}},
+			out: &corev1.PersistentVolumeClaim{ObjectMeta: trimmedMeta("claim"), Spec: claimSpec, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
 		},
 		"volume keeps its spec and phase": {
-			in: &v1.PersistentVolume{ObjectMeta: fullMeta("pv-1"), Spec: volumeSpec, Status: v1.PersistentVolumeStatus{
-				Phase: v1.VolumeReleased, Message: "released", Reason: "ClaimDeleted", LastPhaseTransitionTime: &metav1.Time{},
+			in: &corev1.PersistentVolume{ObjectMeta: fullMeta("pv-1"), Spec: volumeSpec, Status: corev1.PersistentVolumeStatus{
+				Phase: corev1.VolumeReleased, Message: "released", Reason: "ClaimDeleted", LastPhaseTransitionTime: &metav1.Time{},
 			}},
-			out: &v1.PersistentVolume{ObjectMeta: trimmedMeta("pv-1"), Spec: volumeSpec, Status: v1.PersistentVolumeStatus{Phase: v1.VolumeReleased}},
+			out: &corev1.PersistentVolume{ObjectMeta: trimmedMeta("pv-1"), Spec: volumeSpec, Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased}},
 		},
 		"class keeps its parameters": {
 			in: &storagev1.StorageClass{ObjectMeta: fullMeta("class"), Provisioner: "p", Parameters: map[string]string{"k": "v"},
-				AllowedTopologies: []v1.TopologySelectorTerm{{}}},
+				AllowedTopologies: []corev1.TopologySelectorTerm{{}}},
 			out: &storagev1.StorageClass{ObjectMeta: trimmedMeta("class"), Provisioner: "p", Parameters: map[string]string{"k": "v"},
-				AllowedTopologies: []v1.TopologySelectorTerm{{}}},
+				AllowedTopologies: []corev1.TopologySelectorTerm{{}}},
 		},
 		"node keeps its spec and no status": {
-			in: &v1.Node{ObjectMeta: fullMeta("node-1"), Spec: nodeSpec, Status: v1.NodeStatus{
-				Capacity:  v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
-				Images:    []v1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1 << 20}},
-				Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}},
+			in: &corev1.Node{ObjectMeta: fullMeta("node-1"), Spec: nodeSpec, Status: corev1.NodeStatus{
+				Capacity:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Images:    []corev1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1 << 20}},
+				Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
 			}},
-			out: &v1.Node{ObjectMeta: trimmedMeta("node-1"), Spec: nodeSpec},
+			out: &corev1.Node{ObjectMeta: trimmedMeta("node-1"), Spec: nodeSpec},
 		},
 		"annotations that were only the last applied are none": {
-			in:  &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-2", Annotations: map[string]string{lastApplied: "{}"}}},
-			out: &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-2"}},
+			in:  &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-2", Annotations: map[string]string{lastApplied: "{}"}}},
+			out: &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-2"}},
 		},
 		"other types are left alone": {
-			in:  &v1.ConfigMap{ObjectMeta: fullMeta("cm"), Data: map[string]string{"k": "v"}},
-			out: &v1.ConfigMap{ObjectMeta: fullMeta("cm"), Data: map[string]string{"k": "v"}},
+			in:  &corev1.ConfigMap{ObjectMeta: fullMeta("cm"), Data: map[string]string{"k": "v"}},
+			out: &corev1.ConfigMap{ObjectMeta: fullMeta("cm"), Data: map[string]string{"k": "v"}},
 		},
 	}
 	for name, tc := range tests {

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -31,19 +31,19 @@ import (
 )
 
 // onNode is an object of the tests: a ConfigMap whose label says its node.
-func onNode(name, node string) *v1.ConfigMap {
-	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"node": node}}}
+func onNode(name, node string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"node": node}}}
 }
 
 func keepNode1(obj runtime.Object) bool {
-	cm, ok := obj.(*v1.ConfigMap)
+	cm, ok := obj.(*corev1.ConfigMap)
 	return ok && cm.Labels["node"] == "node-1"
 }
 
 // source is the API behind Only: the pages it serves, the one it serves
 // next, and the watches it opened.
 type source struct {
-	pages   map[string][]v1.ConfigMap
+	pages   map[string][]corev1.ConfigMap
 	serve   string
 	watches []*watch.FakeWatcher
 }
@@ -51,7 +51,7 @@ type source struct {
 func (s *source) listWatch() *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &v1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: s.pages[s.serve]}, nil
+			return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: s.pages[s.serve]}, nil
 		},
 		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewFake()
@@ -77,7 +77,7 @@ func event(t watch.EventType, name, node string) *watch.Event {
 }
 
 func TestOnly(t *testing.T) {
-	pages := map[string][]v1.ConfigMap{
+	pages := map[string][]corev1.ConfigMap{
 		"a-and-b": {*onNode("a", "node-1"), *onNode("b", "node-2")},
 		"c":       {*onNode("c", "node-1")},
 		"b":       {*onNode("b", "node-2")},
@@ -158,7 +158,7 @@ func TestOnly(t *testing.T) {
 							t.Fatalf("step %d: %v", i, err)
 						}
 						var names []string
-						for _, item := range got.(*v1.ConfigMapList).Items {
+						for _, item := range got.(*corev1.ConfigMapList).Items {
 							names = append(names, item.Name)
 						}
 						if diff := cmp.Diff(keptOfPage[page], names); diff != "" {
@@ -189,7 +189,7 @@ func TestOnly(t *testing.T) {
 // when e was dropped.
 func passes(t *testing.T, fake *watch.FakeWatcher, w watch.Interface, e watch.Event) *watch.Event {
 	t.Helper()
-	marker := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "marker"}}
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "marker"}}
 	go func() {
 		fake.Action(e.Type, e.Object)
 		fake.Action(watch.Bookmark, marker)
@@ -209,7 +209,7 @@ func passes(t *testing.T, fake *watch.FakeWatcher, w watch.Interface, e watch.Ev
 }
 
 func TestOnlyStaleWatch(t *testing.T) {
-	src := &source{pages: map[string][]v1.ConfigMap{}}
+	src := &source{pages: map[string][]corev1.ConfigMap{}}
 	o := Only(src.listWatch(), keepNode1).(*only)
 	stale, err := o.WatchWithContext(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -282,7 +282,7 @@ func TestOnlyResumedAfterAnEventUndelivered(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			src := &source{pages: map[string][]v1.ConfigMap{}}
+			src := &source{pages: map[string][]corev1.ConfigMap{}}
 			o := Only(src.listWatch(), keepNode1).(*only)
 			if _, err := o.ListWithContext(t.Context(), metav1.ListOptions{}); err != nil {
 				t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -47,8 +47,8 @@ func ownerKeys(obj any, yield func(string)) {
 	}
 }
 
-func owned(name, owner string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ownerAnnotation: owner}}}
+func owned(name, owner string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ownerAnnotation: owner}}}
 }
 
 func fixedKeys(keys ...string) func() []string {
@@ -115,7 +115,7 @@ func TestRouterStopWhileEventsFlow(t *testing.T) {
 	writer.Go(func() {
 		claims := client.CoreV1().PersistentVolumeClaims("default")
 		for i := 0; ctx.Err() == nil; i++ {
-			claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
 				Name: fmt.Sprintf("c%d", i%10), Namespace: "default",
 				Annotations: map[string]string{ownerAnnotation: owner},
 				Labels:      map[string]string{"n": strconv.Itoa(i)},

@@ -291,7 +291,7 @@ func (e *LeaderElector) campaign(ctx context.Context) *coordinationv1.Lease {
 		}
 		// Jitter spreads the electors of several replicas that all saw the
 		// same record, so that usually one writes.
-		at = at.Add(rand.N(e.cfg.RetryPeriod/2 + 1))
+		at = at.Add(rand.N(e.cfg.RetryPeriod/2 + 1)) //nolint:gosec // jitter needs no secret randomness
 		if wait := at.Sub(now); wait > 0 {
 			timer := e.clock.NewTimer(wait)
 			select {

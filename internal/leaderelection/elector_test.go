@@ -135,6 +135,7 @@ func newLeaseElector(client Client, leases *eventrouter.Router[types.NamespacedN
 // runElector runs e with lead as the work of its terms until the returned
 // stop is called or the test ends.
 func runElector(t *testing.T, e *LeaderElector, lead func(context.Context) func()) (stop func()) {
+	t.Helper()
 	e.cfg.Callbacks.OnStartedLeading = lead
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -162,6 +163,7 @@ func newLeaseClient() *fake.Clientset {
 // startLeaseInformer runs an informer of the Leases of client until the test
 // ends.
 func startLeaseInformer(t *testing.T, client *fake.Clientset) cache.SharedIndexInformer {
+	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	informer := factory.Coordination().V1().Leases().Informer()
 	ctx, cancel := context.WithCancel(context.Background())

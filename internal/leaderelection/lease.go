@@ -84,7 +84,7 @@ func leaseSeconds(d time.Duration) int {
 // retry period, shorter than the duration, and is left the time to, rather
 // than raced for the lock it cannot see this elector take.
 func legacyLockUntil(ctx context.Context, client Client, namespace, name, identity string) (string, time.Time, error) {
-	//nolint:staticcheck // The older versions lock an Endpoints object, deprecated since v1.33.
+	// The older versions lock an Endpoints object, deprecated since v1.33.
 	endpoints, err := client.CoreV1().Endpoints(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", time.Time{}, nil

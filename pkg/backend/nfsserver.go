@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // DefaultNFSPort is where an NFS server serves NFS when mount options name
@@ -65,7 +65,7 @@ func MountOptionPort(mountOptions []string, name string) (int, error) {
 // NFSServerOf returns the server of an nfs PersistentVolume as NFSServer
 // names it; a port option that is not a port counts as none, as no backend
 // makes such a volume.
-func NFSServerOf(source *v1.NFSVolumeSource, mountOptions []string) string {
+func NFSServerOf(source *corev1.NFSVolumeSource, mountOptions []string) string {
 	port, err := MountOptionPort(mountOptions, "port")
 	if err != nil {
 		port = 0

@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -112,7 +112,7 @@ func (n NFSSubdir) ReadsDirectoryAnnotations() bool {
 }
 
 // Owns reports whether pv was made by this nfs-subdir-external-provisioner.
-func (n NFSSubdir) Owns(pv *v1.PersistentVolume) bool {
+func (n NFSSubdir) Owns(pv *corev1.PersistentVolume) bool {
 	return n.ProvisionerName != "" && pv.Annotations[provisioning.AnnDynamicallyProvisioned] == n.ProvisionerName
 }
 
@@ -158,7 +158,7 @@ func (n NFSSubdir) OnDelete(params map[string]string, dir string) (OnDeletePolic
 // pv's class does not exist): as nfs-subdir-external-provisioner decides at
 // delete time, from the class as it is. Without a class the decision wraps
 // ErrFateUndecided.
-func (n NFSSubdir) VolumeOnDelete(pv *v1.PersistentVolume, class *storagev1.StorageClass, dir string) (OnDeletePolicy, error) {
+func (n NFSSubdir) VolumeOnDelete(pv *corev1.PersistentVolume, class *storagev1.StorageClass, dir string) (OnDeletePolicy, error) {
 	switch {
 	case pv.Spec.StorageClassName == "":
 		return "", fmt.Errorf("volume %s has no StorageClass: %w", pv.Name, ErrFateUndecided)
@@ -176,7 +176,7 @@ func (n NFSSubdir) VolumeOnDelete(pv *v1.PersistentVolume, class *storagev1.Stor
 // this nfs-subdir-external-provisioner whose directory is dir, the fate
 // VolumeOnDelete decides, and leave to release that directory, which carries
 // no owner marker. Its error is VolumeOnDelete's.
-func (n NFSSubdir) VolumeRecord(pv *v1.PersistentVolume, class *storagev1.StorageClass, dir string) (map[string]string, error) {
+func (n NFSSubdir) VolumeRecord(pv *corev1.PersistentVolume, class *storagev1.StorageClass, dir string) (map[string]string, error) {
 	policy, err := n.VolumeOnDelete(pv, class, dir)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ package backend
 import (
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // AnnOnDelete records on a PersistentVolume the onDelete policy of its class
@@ -39,7 +39,7 @@ const AnnDeleteUnmarked = "provfleet.io/delete-unmarked"
 // VolumeOnDelete returns the onDelete policy recorded on pv, or configured
 // when it records none. A value that names no policy is an error: nothing is
 // deleted in doubt.
-func VolumeOnDelete(pv *v1.PersistentVolume, configured OnDeletePolicy) (OnDeletePolicy, error) {
+func VolumeOnDelete(pv *corev1.PersistentVolume, configured OnDeletePolicy) (OnDeletePolicy, error) {
 	value, ok := pv.Annotations[AnnOnDelete]
 	if !ok {
 		return configured, nil
@@ -67,8 +67,8 @@ func (p OnDeletePolicy) Known() bool {
 // retained; otherwise the policy is pv's own or configured (Delete when
 // empty, the backends' default), and Retain when pv records a value that
 // names no policy.
-func RemovedOnDelete(pv *v1.PersistentVolume, configured OnDeletePolicy) OnDeletePolicy {
-	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+func RemovedOnDelete(pv *corev1.PersistentVolume, configured OnDeletePolicy) OnDeletePolicy {
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 		return OnDeleteRetain
 	}
 	if configured == "" {

@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestVolumeOnDelete(t *testing.T) {
@@ -36,7 +36,7 @@ func TestVolumeOnDelete(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pv := &v1.PersistentVolume{}
+			pv := &corev1.PersistentVolume{}
 			pv.Annotations = tc.annotations
 			got, err := VolumeOnDelete(pv, OnDeleteRetain)
 			gotErr := ""
@@ -57,22 +57,22 @@ func TestVolumeOnDelete(t *testing.T) {
 // would release it, and kept whenever that would not run or is in doubt.
 func TestRemovedOnDelete(t *testing.T) {
 	tests := map[string]struct {
-		reclaim     v1.PersistentVolumeReclaimPolicy
+		reclaim     corev1.PersistentVolumeReclaimPolicy
 		annotations map[string]string
 		configured  OnDeletePolicy
 		want        OnDeletePolicy
 	}{
-		"Delete volume, nothing configured: Delete":       {reclaim: v1.PersistentVolumeReclaimDelete, configured: "", want: OnDeleteDelete},
-		"Delete volume, nothing recorded: the configured": {reclaim: v1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, want: OnDeleteArchive},
-		"Delete volume, its class's policy":               {reclaim: v1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "Delete"}, want: OnDeleteDelete},
-		"Delete volume, its class retains":                {reclaim: v1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "Retain"}, want: OnDeleteRetain},
-		"Delete volume, a policy in doubt":                {reclaim: v1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "delete"}, want: OnDeleteRetain},
-		"Retain volume":                                   {reclaim: v1.PersistentVolumeReclaimRetain, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "Delete"}, want: OnDeleteRetain},
-		"Recycle volume":                                  {reclaim: v1.PersistentVolumeReclaimRecycle, configured: OnDeleteArchive, want: OnDeleteRetain},
+		"Delete volume, nothing configured: Delete":       {reclaim: corev1.PersistentVolumeReclaimDelete, configured: "", want: OnDeleteDelete},
+		"Delete volume, nothing recorded: the configured": {reclaim: corev1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, want: OnDeleteArchive},
+		"Delete volume, its class's policy":               {reclaim: corev1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "Delete"}, want: OnDeleteDelete},
+		"Delete volume, its class retains":                {reclaim: corev1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "Retain"}, want: OnDeleteRetain},
+		"Delete volume, a policy in doubt":                {reclaim: corev1.PersistentVolumeReclaimDelete, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "delete"}, want: OnDeleteRetain},
+		"Retain volume":                                   {reclaim: corev1.PersistentVolumeReclaimRetain, configured: OnDeleteArchive, annotations: map[string]string{AnnOnDelete: "Delete"}, want: OnDeleteRetain},
+		"Recycle volume":                                  {reclaim: corev1.PersistentVolumeReclaimRecycle, configured: OnDeleteArchive, want: OnDeleteRetain},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pv := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: tc.reclaim}}
+			pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: tc.reclaim}}
 			pv.Annotations = tc.annotations
 			if diff := cmp.Diff(tc.want, RemovedOnDelete(pv, tc.configured)); diff != "" {
 				t.Errorf("RemovedOnDelete() mismatch (-want +got):\n%s", diff)

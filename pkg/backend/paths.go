@@ -19,12 +19,12 @@ package backend
 import (
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // HostVolumePath returns the path a local or hostPath PersistentVolume names
 // on its node's file system; ok is false for any other source.
-func HostVolumePath(pv *v1.PersistentVolume) (volumePath string, ok bool) {
+func HostVolumePath(pv *corev1.PersistentVolume) (volumePath string, ok bool) {
 	switch {
 	case pv.Spec.Local != nil:
 		return pv.Spec.Local.Path, true

@@ -22,7 +22,7 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -59,7 +59,7 @@ func HostNode(node string) string {
 // PersistentVolume: its AnnNode annotation, else, for volumes of other
 // provisioners, the one value of its required node affinity on
 // kubernetes.io/hostname. It is "" when neither names exactly one node.
-func VolumeNode(pv *v1.PersistentVolume) string {
+func VolumeNode(pv *corev1.PersistentVolume) string {
 	if node, ok := pv.Annotations[AnnNode]; ok {
 		return node
 	}
@@ -69,7 +69,7 @@ func VolumeNode(pv *v1.PersistentVolume) string {
 	}
 	// Two terms would be either node: a volume that may be on several.
 	for _, req := range affinity.Required.NodeSelectorTerms[0].MatchExpressions {
-		if req.Key == v1.LabelHostname && req.Operator == v1.NodeSelectorOpIn && len(req.Values) == 1 {
+		if req.Key == corev1.LabelHostname && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
 			return req.Values[0]
 		}
 	}
@@ -80,7 +80,7 @@ func VolumeNode(pv *v1.PersistentVolume) string {
 // names: the node's value of that label, or its name when it has none, as
 // the kubelet's hostname label and local-path-provisioner's nodeAffinityKey
 // have it.
-func NodeLabelValue(node *v1.Node, key string) string {
+func NodeLabelValue(node *corev1.Node, key string) string {
 	if value, ok := node.Labels[key]; ok {
 		return value
 	}
@@ -106,7 +106,7 @@ func (p place) keys() (is, under string) {
 // location returns where a PersistentVolume's directory is, its path
 // cleaned; ok is false for other sources, for relative paths and for NFS
 // servers or nodes with a "/", which no backend accepts.
-func location(pv *v1.PersistentVolume) (p place, volumePath string, ok bool) {
+func location(pv *corev1.PersistentVolume) (p place, volumePath string, ok bool) {
 	hostPath, onHost := HostVolumePath(pv)
 	switch {
 	case onHost:
@@ -139,7 +139,7 @@ func ancestors(volumePath string) []string {
 // local or NFS PersistentVolume gets a key for its path and one for each
 // proper ancestor of it, so Overlapping costs one lookup per path component.
 func IndexVolumePaths(obj any) ([]string, error) {
-	pv, ok := obj.(*v1.PersistentVolume)
+	pv, ok := obj.(*corev1.PersistentVolume)
 	if !ok {
 		return nil, nil
 	}
@@ -201,7 +201,7 @@ func NewPathIndex(indexer cache.Indexer) *PathIndex {
 }
 
 // List returns every PersistentVolume.
-func (v *PathIndex) List() ([]*v1.PersistentVolume, error) {
+func (v *PathIndex) List() ([]*corev1.PersistentVolume, error) {
 	return volumesOf(v.indexer.List()), nil
 }
 
@@ -221,14 +221,14 @@ func (v *PathIndex) Exists(name string) (bool, error) {
 // HostNode(node), which holds that node's volumes and those pinned to no
 // node. The server "" stands for the volumes pinned to no node alone.
 // volumePath is absolute, in slash form.
-func (v *PathIndex) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
+func (v *PathIndex) Overlapping(server, volumePath string) ([]*corev1.PersistentVolume, error) {
 	places, volumePath, err := target(server, volumePath)
 	if err != nil {
 		return nil, err
 	}
 	// A volume has one place and one path, so no two keys find the same
 	// volume.
-	var pvs []*v1.PersistentVolume
+	var pvs []*corev1.PersistentVolume
 	for _, p := range places {
 		for _, key := range p.overlapKeys(volumePath) {
 			objs, err := v.indexer.ByIndex(VolumePathIndex, key)
@@ -241,10 +241,10 @@ func (v *PathIndex) Overlapping(server, volumePath string) ([]*v1.PersistentVolu
 	return pvs, nil
 }
 
-func volumesOf(objs []any) []*v1.PersistentVolume {
-	pvs := make([]*v1.PersistentVolume, 0, len(objs))
+func volumesOf(objs []any) []*corev1.PersistentVolume {
+	pvs := make([]*corev1.PersistentVolume, 0, len(objs))
 	for _, obj := range objs {
-		if pv, ok := obj.(*v1.PersistentVolume); ok {
+		if pv, ok := obj.(*corev1.PersistentVolume); ok {
 			pvs = append(pvs, pv)
 		}
 	}
@@ -254,16 +254,16 @@ func volumesOf(objs []any) []*v1.PersistentVolume {
 // ListedVolumes finds PersistentVolumes like a PathIndex, in what a function
 // lists. Each call scans the whole list: it is for tests and for callers
 // without an informer.
-type ListedVolumes func() ([]*v1.PersistentVolume, error)
+type ListedVolumes func() ([]*corev1.PersistentVolume, error)
 
 // NewListedVolumes returns the ListedVolumes of a function that lists every
 // PersistentVolume.
-func NewListedVolumes(list func() ([]*v1.PersistentVolume, error)) ListedVolumes {
+func NewListedVolumes(list func() ([]*corev1.PersistentVolume, error)) ListedVolumes {
 	return ListedVolumes(list)
 }
 
 // List returns every PersistentVolume.
-func (v ListedVolumes) List() ([]*v1.PersistentVolume, error) {
+func (v ListedVolumes) List() ([]*corev1.PersistentVolume, error) {
 	pvs, err := v()
 	if err != nil {
 		return nil, fmt.Errorf("cannot list PersistentVolumes: %w", err)
@@ -286,7 +286,7 @@ func (v ListedVolumes) Exists(name string) (bool, error) {
 }
 
 // Overlapping is PathIndex.Overlapping over the listed volumes.
-func (v ListedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error) {
+func (v ListedVolumes) Overlapping(server, volumePath string) ([]*corev1.PersistentVolume, error) {
 	want, volumePath, err := target(server, volumePath)
 	if err != nil {
 		return nil, err
@@ -295,7 +295,7 @@ func (v ListedVolumes) Overlapping(server, volumePath string) ([]*v1.PersistentV
 	if err != nil {
 		return nil, err
 	}
-	var found []*v1.PersistentVolume
+	var found []*corev1.PersistentVolume
 	for _, pv := range pvs {
 		if p, other, ok := location(pv); ok && slices.Contains(want, p) && Overlaps(volumePath, other) {
 			found = append(found, pv)

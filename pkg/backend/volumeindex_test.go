@@ -23,61 +23,61 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
-func hostPathPV(name, p string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func hostPathPV(name, p string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p}}},
+		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p}}},
 	}
 }
 
-func localPV(name, p string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func localPV(name, p string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}},
+		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: p}}},
 	}
 }
 
-func nfsPV(name, server, p string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func nfsPV(name, server, p string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: server, Path: p}}},
+		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: server, Path: p}}},
 	}
 }
 
 // withOptions gives pv mount options.
-func withOptions(pv *v1.PersistentVolume, options ...string) *v1.PersistentVolume {
+func withOptions(pv *corev1.PersistentVolume, options ...string) *corev1.PersistentVolume {
 	pv.Spec.MountOptions = options
 	return pv
 }
 
 // onNode pins pv to node with the annotation of AnnNode.
-func onNode(pv *v1.PersistentVolume, node string) *v1.PersistentVolume {
+func onNode(pv *corev1.PersistentVolume, node string) *corev1.PersistentVolume {
 	pv.Annotations = map[string]string{AnnNode: node}
 	return pv
 }
 
 // withAffinity gives pv a required node affinity of the terms, each a set
 // of kubernetes.io/hostname values.
-func withAffinity(pv *v1.PersistentVolume, terms ...[]string) *v1.PersistentVolume {
-	selector := &v1.NodeSelector{}
+func withAffinity(pv *corev1.PersistentVolume, terms ...[]string) *corev1.PersistentVolume {
+	selector := &corev1.NodeSelector{}
 	for _, values := range terms {
-		selector.NodeSelectorTerms = append(selector.NodeSelectorTerms, v1.NodeSelectorTerm{
-			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: values}},
+		selector.NodeSelectorTerms = append(selector.NodeSelectorTerms, corev1.NodeSelectorTerm{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: values}},
 		})
 	}
-	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: selector}
+	pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: selector}
 	return pv
 }
 
-func csiPV(name string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func csiPV(name string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}},
+		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}},
 	}
 }
 
@@ -114,7 +114,7 @@ func TestIndexVolumePaths(t *testing.T) {
 			obj: nfsPV("a", "nfs.example:/export", "/a"),
 		},
 		"another source":      {obj: csiPV("a")},
-		"not a volume at all": {obj: &v1.PersistentVolumeClaim{}},
+		"not a volume at all": {obj: &corev1.PersistentVolumeClaim{}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -131,14 +131,14 @@ func TestIndexVolumePaths(t *testing.T) {
 
 // volumeFinder is what PathIndex and ListedVolumes both answer.
 type volumeFinder interface {
-	List() ([]*v1.PersistentVolume, error)
+	List() ([]*corev1.PersistentVolume, error)
 	Exists(name string) (bool, error)
-	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
+	Overlapping(server, volumePath string) ([]*corev1.PersistentVolume, error)
 }
 
 // implementations returns a PathIndex and a ListedVolumes over the same
 // PersistentVolumes.
-func implementations(t *testing.T, pvs []*v1.PersistentVolume) map[string]volumeFinder {
+func implementations(t *testing.T, pvs []*corev1.PersistentVolume) map[string]volumeFinder {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{VolumePathIndex: IndexVolumePaths})
 	for _, pv := range pvs {
@@ -148,11 +148,11 @@ func implementations(t *testing.T, pvs []*v1.PersistentVolume) map[string]volume
 	}
 	return map[string]volumeFinder{
 		"indexed": NewPathIndex(indexer),
-		"listed":  NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil }),
+		"listed":  NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return pvs, nil }),
 	}
 }
 
-func names(pvs []*v1.PersistentVolume) []string {
+func names(pvs []*corev1.PersistentVolume) []string {
 	var out []string
 	for _, pv := range pvs {
 		out = append(out, pv.Name)
@@ -162,7 +162,7 @@ func names(pvs []*v1.PersistentVolume) []string {
 }
 
 func TestOverlapping(t *testing.T) {
-	pvs := []*v1.PersistentVolume{
+	pvs := []*corev1.PersistentVolume{
 		hostPathPV("host-a-b", "/a/b"),
 		localPV("local-a-bc", "/a/bc/"),
 		hostPathPV("host-a-b-c-d", "/a/b/c/d"),
@@ -175,7 +175,7 @@ func TestOverlapping(t *testing.T) {
 		csiPV("csi"),
 	}
 	tests := map[string]struct {
-		pvs        []*v1.PersistentVolume
+		pvs        []*corev1.PersistentVolume
 		server     string
 		volumePath string
 		want       []string
@@ -200,7 +200,7 @@ func TestOverlapping(t *testing.T) {
 			volumePath: "/", want: []string{"host-a-b", "host-a-b-c-d", "host-x", "local-a-bc"},
 		},
 		"a volume at the root contains everything": {
-			pvs: []*v1.PersistentVolume{hostPathPV("root", "/"), nfsPV("nfs-root", "nfs1", "/")}, volumePath: "/y/z", want: []string{"root"},
+			pvs: []*corev1.PersistentVolume{hostPathPV("root", "/"), nfsPV("nfs-root", "nfs1", "/")}, volumePath: "/y/z", want: []string{"root"},
 		},
 		"nowhere near a volume": {
 			volumePath: "/y/z",
@@ -215,7 +215,7 @@ func TestOverlapping(t *testing.T) {
 			server: "nfs3", volumePath: "/",
 		},
 		"servers on one address with different ports": {
-			pvs: []*v1.PersistentVolume{
+			pvs: []*corev1.PersistentVolume{
 				nfsPV("default-port", "nfs1", "/a/b"),
 				withOptions(nfsPV("default-port-written", "nfs1", "/a"), "nfsvers=3,port=2049"),
 				withOptions(nfsPV("port-2050", "nfs1", "/a/b"), "port=2050", "mountport=2050"),
@@ -224,7 +224,7 @@ func TestOverlapping(t *testing.T) {
 			server: NFSServer("nfs1", 2050), volumePath: "/a", want: []string{"port-2050"},
 		},
 		"the default port, written or not": {
-			pvs: []*v1.PersistentVolume{
+			pvs: []*corev1.PersistentVolume{
 				nfsPV("default-port", "nfs1", "/a/b"),
 				withOptions(nfsPV("default-port-written", "nfs1", "/a"), "nfsvers=3,port=2049"),
 				withOptions(nfsPV("port-2050", "nfs1", "/a/b"), "port=2050"),
@@ -283,8 +283,8 @@ func TestOverlapping(t *testing.T) {
 
 // nodeVolumes are volumes of two nodes, of no node and of an NFS server
 // named like a node.
-func nodeVolumes() []*v1.PersistentVolume {
-	return []*v1.PersistentVolume{
+func nodeVolumes() []*corev1.PersistentVolume {
+	return []*corev1.PersistentVolume{
 		onNode(localPV("a-x", "/v/x"), "node-a"),
 		withAffinity(onNode(hostPathPV("b-x", "/v/x"), "node-b"), []string{"host-b"}),
 		withAffinity(localPV("b-y-affinity", "/v/y"), []string{"node-b"}),
@@ -296,7 +296,7 @@ func nodeVolumes() []*v1.PersistentVolume {
 
 func TestVolumeNode(t *testing.T) {
 	tests := map[string]struct {
-		pv   *v1.PersistentVolume
+		pv   *corev1.PersistentVolume
 		want string
 	}{
 		"the annotation wins over the affinity": {
@@ -306,10 +306,10 @@ func TestVolumeNode(t *testing.T) {
 			pv: withAffinity(localPV("a", "/a"), []string{"node-b"}), want: "node-b",
 		},
 		"the hostname among other requirements": {
-			pv: func() *v1.PersistentVolume {
+			pv: func() *corev1.PersistentVolume {
 				pv := withAffinity(localPV("a", "/a"), []string{"node-b"})
 				term := &pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0]
-				term.MatchExpressions = append([]v1.NodeSelectorRequirement{{Key: "zone", Operator: v1.NodeSelectorOpIn, Values: []string{"z"}}}, term.MatchExpressions...)
+				term.MatchExpressions = append([]corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z"}}}, term.MatchExpressions...)
 				return pv
 			}(),
 			want: "node-b",
@@ -317,16 +317,16 @@ func TestVolumeNode(t *testing.T) {
 		"two terms, either node":  {pv: withAffinity(localPV("a", "/a"), []string{"node-a"}, []string{"node-b"})},
 		"two values, either node": {pv: withAffinity(localPV("a", "/a"), []string{"node-a", "node-b"})},
 		"another operator": {
-			pv: func() *v1.PersistentVolume {
+			pv: func() *corev1.PersistentVolume {
 				pv := withAffinity(localPV("a", "/a"), []string{"node-a"})
-				pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Operator = v1.NodeSelectorOpNotIn
+				pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Operator = corev1.NodeSelectorOpNotIn
 				return pv
 			}(),
 		},
 		"affinity without a required selector": {
-			pv: func() *v1.PersistentVolume {
+			pv: func() *corev1.PersistentVolume {
 				pv := localPV("a", "/a")
-				pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{}
+				pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{}
 				return pv
 			}(),
 		},
@@ -342,7 +342,7 @@ func TestVolumeNode(t *testing.T) {
 }
 
 func TestListAndExists(t *testing.T) {
-	pvs := []*v1.PersistentVolume{hostPathPV("a", "/a"), csiPV("csi")}
+	pvs := []*corev1.PersistentVolume{hostPathPV("a", "/a"), csiPV("csi")}
 	for impl, volumes := range implementations(t, pvs) {
 		t.Run(impl, func(t *testing.T) {
 			listed, err := volumes.List()
@@ -366,7 +366,7 @@ func TestListAndExists(t *testing.T) {
 }
 
 func TestListedVolumesError(t *testing.T) {
-	volumes := NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return nil, errors.New("cache gone") })
+	volumes := NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return nil, errors.New("cache gone") })
 	_, err := volumes.Overlapping("", "/a")
 	if err == nil || !strings.Contains(err.Error(), "cache gone") {
 		t.Errorf("Overlapping: error %v, want the list's", err)
@@ -397,7 +397,7 @@ func FuzzOverlapping(f *testing.F) {
 		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], seed[5])
 	}
 	f.Fuzz(func(t *testing.T, first, second, query, pvServer, server, node string) {
-		pvs := []*v1.PersistentVolume{
+		pvs := []*corev1.PersistentVolume{
 			hostPathPV("host-first", first), localPV("local-second", second),
 			onNode(hostPathPV("host-first-node", first), node), withAffinity(localPV("local-second-node", second), []string{node + "x"}),
 			nfsPV("nfs-first", pvServer, first), nfsPV("nfs-second", pvServer+"x", second),

@@ -23,7 +23,7 @@ import (
 	"path"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -53,9 +53,9 @@ type BackendRequest struct {
 // Volumes is what the built-in backends read of the cluster's
 // PersistentVolumes; every backend gets the fleet's one backend.PathIndex.
 type Volumes interface {
-	List() ([]*v1.PersistentVolume, error)
+	List() ([]*corev1.PersistentVolume, error)
 	Exists(name string) (bool, error)
-	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
+	Overlapping(server, volumePath string) ([]*corev1.PersistentVolume, error)
 }
 
 // BackendFactory builds the backend of one ProvisionerConfig. It is called

@@ -24,7 +24,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -75,10 +75,10 @@ func TestHostPathDirectoryMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim := &v1.PersistentVolumeClaim{
+	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "data", UID: "uid-1"},
-		Spec: v1.PersistentVolumeClaimSpec{Resources: v1.VolumeResourceRequirements{
-			Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 		}},
 	}
 	pv, _, err := p.Provision(t.Context(), provisioning.ProvisionOptions{PVName: "pvc-uid-1", PVC: claim})

@@ -29,7 +29,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -49,6 +49,7 @@ type fakeAPIServer struct {
 }
 
 func newFakeAPIServer(t *testing.T) *fakeAPIServer {
+	t.Helper()
 	s := &fakeAPIServer{writes: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
@@ -133,7 +134,7 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		reqCtx, cancelReq := context.WithTimeout(ctx, 2*time.Second)
-		_, err = client.CoreV1().ConfigMaps(namespace).Create(reqCtx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "spend"}}, metav1.CreateOptions{})
+		_, err = client.CoreV1().ConfigMaps(namespace).Create(reqCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "spend"}}, metav1.CreateOptions{})
 		cancelReq()
 		if errors.Is(err, context.DeadlineExceeded) {
 			break
@@ -162,7 +163,7 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 	const events = 5
 	for i := range events {
 		pc := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pc-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
-		m.recorder.Eventf(pc, v1.EventTypeWarning, v1alpha1.ReasonInvalidSpec, "refusal %d", i)
+		m.recorder.Eventf(pc, corev1.EventTypeWarning, v1alpha1.ReasonInvalidSpec, "refusal %d", i)
 	}
 	path := "/api/v1/namespaces/" + metav1.NamespaceDefault + "/events"
 	poll(fmt.Sprintf("the %d Events written", events), func() bool { return api.writesTo(path) == events })
@@ -197,7 +198,7 @@ func TestClientsSendTheirUserAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}}
 	if _, err := tenant.CoreV1().PersistentVolumeClaims("team").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestClientsSendTheirUserAgents(t *testing.T) {
 	if _, err := tenant.CoordinationV1().Leases("provfleet-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	event := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: "event"}}
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "event"}}
 	if _, err := m.deps.events.Events("team").Create(ctx, event, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

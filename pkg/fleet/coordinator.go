@@ -27,7 +27,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -351,8 +351,8 @@ func nodeChanges(t *coordTerm) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { t.kick() },
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1.Node)
-			n, ok2 := newObj.(*v1.Node)
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
 			if !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels) {
 				t.kick()
 			}
@@ -393,7 +393,7 @@ func namedBy(cfg provisioning.Config, name string) bool {
 }
 
 func claimProvisioner(obj any) string {
-	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	claim, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return ""
 	}
@@ -404,7 +404,7 @@ func claimProvisioner(obj any) string {
 }
 
 func volumeProvisioner(obj any) string {
-	if volume, ok := obj.(*v1.PersistentVolume); ok {
+	if volume, ok := obj.(*corev1.PersistentVolume); ok {
 		return volume.Annotations[provisioning.AnnDynamicallyProvisioned]
 	}
 	return ""

@@ -30,7 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,12 +108,13 @@ type coordEnv struct {
 }
 
 func newCoordEnv(t *testing.T, client kubernetes.Interface, id string) *coordEnv {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	e := &coordEnv{t: t, ctx: ctx, client: client, id: id, ns: id, leaseNS: id + "-nodes",
 		configName: id, provName: "provfleet.io/" + id, retry: time.Second, clock: newLeaseClock()}
 	for _, ns := range []string{e.ns, e.leaseNS} {
 		e.create(func() error {
-			_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 			return err
 		})
 	}
@@ -158,7 +159,7 @@ func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *coord
 		NodeLeases:         nodeLeases.Coordination().V1().Leases().Informer(),
 		NodeLeaseNamespace: e.leaseNS,
 		LeaseClock:         e.clock,
-		EventRecorder:      broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "coordinator-" + identity}),
+		EventRecorder:      broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "coordinator-" + identity}),
 		Metrics:            e.metrics,
 	})
 	if err != nil {
@@ -186,7 +187,7 @@ func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *coord
 // node creates a Node object labelled labels.
 func (e *coordEnv) node(name string, labels map[string]string) {
 	e.create(func() error {
-		_, err := e.client.CoreV1().Nodes().Create(e.ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+		_, err := e.client.CoreV1().Nodes().Create(e.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
 		return err
 	})
 	e.t.Cleanup(func() {
@@ -247,14 +248,14 @@ func (e *coordEnv) class(mode storagev1.VolumeBindingMode) string {
 }
 
 // claim creates a claim of class asking for size, with annotations.
-func (e *coordEnv) claim(name, class, size string, annotations map[string]string) *v1.PersistentVolumeClaim {
+func (e *coordEnv) claim(name, class, size string, annotations map[string]string) *corev1.PersistentVolumeClaim {
 	e.t.Helper()
-	claim, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, &v1.PersistentVolumeClaim{
+	claim, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
-		Spec: v1.PersistentVolumeClaimSpec{
+		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: &class,
-			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -265,24 +266,24 @@ func (e *coordEnv) claim(name, class, size string, annotations map[string]string
 
 // volume creates a PersistentVolume of the provisioner on node, as an agent
 // would have made it, bound to claim when claim is set.
-func (e *coordEnv) volume(name, node, size, class string, claim *v1.PersistentVolumeClaim) *v1.PersistentVolume {
+func (e *coordEnv) volume(name, node, size, class string, claim *corev1.PersistentVolumeClaim) *corev1.PersistentVolume {
 	e.t.Helper()
-	pv := &v1.PersistentVolume{
+	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{provisioning.VolumeFinalizer},
 			Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: e.provName, backend.AnnNode: node}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
-			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			StorageClassName:              class,
-			PersistentVolumeSource:        v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/tmp/" + name}},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + name}},
 		},
 	}
 	// Reserved for a claim that never comes, so that the binder binds no
 	// claim of the test to it.
-	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: e.ns, Name: "reserved-" + name}
+	pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: e.ns, Name: "reserved-" + name}
 	if claim != nil {
-		pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
 	}
 	created, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{})
 	if err != nil {
@@ -311,7 +312,7 @@ func (e *coordEnv) eventually(what string, condition func() (bool, error)) {
 	}
 }
 
-func (e *coordEnv) getClaim(name string) *v1.PersistentVolumeClaim {
+func (e *coordEnv) getClaim(name string) *corev1.PersistentVolumeClaim {
 	e.t.Helper()
 	claim, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -332,7 +333,7 @@ func (e *coordEnv) placedOn(name string) string {
 }
 
 // events returns the Events of reason about the object name in namespace.
-func (e *coordEnv) events(namespace, name, reason string) []v1.Event {
+func (e *coordEnv) events(namespace, name, reason string) []corev1.Event {
 	e.t.Helper()
 	list, err := e.client.CoreV1().Events(namespace).List(e.ctx, metav1.ListOptions{
 		FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.String(),
@@ -358,7 +359,7 @@ func (e *coordEnv) waitEvent(namespace, name, reason string) string {
 }
 
 // eventCount is how many times events were recorded.
-func eventCount(events []v1.Event) int32 {
+func eventCount(events []corev1.Event) int32 {
 	count := int32(0)
 	for _, ev := range events {
 		count += ev.Count
@@ -367,6 +368,7 @@ func eventCount(events []v1.Event) int32 {
 }
 
 func testPlacementByRoom(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "room")
 	served := map[string]string{"disk": "local"}
 	for _, n := range []string{"room-a", "room-b", "room-c", "room-expired", "room-starting", "room-unselected"} {
@@ -420,6 +422,7 @@ func testPlacementByRoom(t *testing.T, client kubernetes.Interface) {
 }
 
 func testFullBudgetWaits(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "full")
 	e.node("full-a", nil)
 	e.agent("full-a", v1alpha1.ReasonRunning, true, ptr.To(100*gi))
@@ -445,6 +448,7 @@ func testFullBudgetWaits(t *testing.T, client kubernetes.Interface) {
 // would for a moment if leader election failed: the resourceVersion of the
 // placement lets only one of them place each claim.
 func testRacingLeaders(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "race")
 	for _, n := range []string{"race-a", "race-b", "race-c"} {
 		e.node(n, nil)
@@ -477,6 +481,7 @@ func testRacingLeaders(t *testing.T, client kubernetes.Interface) {
 // renewing its Lease, which sends no event, is placed again once the Lease
 // expires, not at the next retry, 15 minutes later.
 func testAgentExpiry(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "expiry")
 	e.retry = 15 * time.Minute
 	e.node("expiry-a", nil)
@@ -501,6 +506,7 @@ func testAgentExpiry(t *testing.T, client kubernetes.Interface) {
 // provisioning.MaxReschedules times, however often the scheduler chooses
 // that node again; the removal loses to a write it did not see.
 func testUnservedNode(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "unserved")
 	e.node("unserved-a", map[string]string{"disk": "local"})
 	e.node("unserved-b", map[string]string{"disk": "local"})
@@ -609,17 +615,17 @@ func TestCoordinatorRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := kubefake.NewClientset(
-		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}},
 		&coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "nodes", Name: NodeLeaseName("node-1"), Annotations: map[string]string{AnnNodeReport: string(report)}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](600),
 				RenewTime: &metav1.MicroTime{Time: time.Now()}},
 		},
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fake"}, Provisioner: "provfleet.io/fake"},
-		&v1.PersistentVolumeClaim{
+		&corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "claim", UID: "uid-1",
 				Annotations: map[string]string{provisioning.AnnStorageProvisioner: "provfleet.io/fake"}},
-			Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fake")},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fake")},
 		},
 	)
 	c, factory := fakeCoordinator(t, client, &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})

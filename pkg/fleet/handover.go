@@ -19,7 +19,7 @@ package fleet
 import (
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -45,7 +45,7 @@ type handovers struct {
 	mu       sync.Mutex
 	byConfig map[string]*handover
 	// requeue has the node instance of config look at claim.
-	requeue func(config string, claim *v1.PersistentVolumeClaim)
+	requeue func(config string, claim *corev1.PersistentVolumeClaim)
 }
 
 // handover is what one ProvisionerConfig's node instance was given.
@@ -55,7 +55,7 @@ type handover struct {
 	claims map[types.UID]bool
 }
 
-func newHandovers(requeue func(config string, claim *v1.PersistentVolumeClaim)) *handovers {
+func newHandovers(requeue func(config string, claim *corev1.PersistentVolumeClaim)) *handovers {
 	return &handovers{byConfig: map[string]*handover{}, requeue: requeue}
 }
 
@@ -101,7 +101,7 @@ func (h *handovers) forget(config string) {
 
 // give hands claim to the node instance of config and reports whether it
 // did: not while that instance is not running.
-func (h *handovers) give(config string, claim *v1.PersistentVolumeClaim) bool {
+func (h *handovers) give(config string, claim *corev1.PersistentVolumeClaim) bool {
 	h.mu.Lock()
 	e := h.byConfig[config]
 	if e == nil || !e.open {
@@ -151,14 +151,14 @@ type handoverScope struct {
 	handovers    *handovers
 }
 
-func (s handoverScope) Claim(claim *v1.PersistentVolumeClaim) bool {
+func (s handoverScope) Claim(claim *corev1.PersistentVolumeClaim) bool {
 	if node := claim.Annotations[provisioning.AnnSelectedNode]; node != "" {
 		return node == s.node
 	}
 	return s.handovers.owns(s.config, claim.UID)
 }
 
-func (s handoverScope) Volume(volume *v1.PersistentVolume) bool {
+func (s handoverScope) Volume(volume *corev1.PersistentVolume) bool {
 	return backend.VolumeNode(volume) == s.node
 }
 
@@ -166,7 +166,7 @@ func (s handoverScope) Volume(volume *v1.PersistentVolume) bool {
 // ProvisionerConfig can serve only this process's node and that node is
 // served and allowed, and reports whether the claim is that instance's:
 // then it needs no placement.
-func (c *coordinator) handOver(claim *v1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
+func (c *coordinator) handOver(claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
 	if c.handovers.owns(c.configName, claim.UID) {
 		return true
 	}
@@ -183,7 +183,7 @@ func (c *coordinator) handOver(claim *v1.PersistentVolumeClaim, served map[strin
 // backend pins a volume with when no node was selected.
 func (c *coordinator) pinnedByName() bool {
 	obj, exists, err := c.informers.Nodes.GetStore().GetByKey(c.localNode)
-	node, ok := obj.(*v1.Node)
+	node, ok := obj.(*corev1.Node)
 	if err != nil || !exists || !ok {
 		return false
 	}

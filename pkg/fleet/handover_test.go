@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,18 +61,18 @@ func TestHandOver(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			claim := &v1.PersistentVolumeClaim{
+			claim := &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-c", ResourceVersion: "1",
 					Annotations: map[string]string{provisioning.AnnStorageProvisioner: "provfleet.io/fake"}},
-				Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local"),
-					Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Mi")}}},
+				Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local"),
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}},
 			}
 			client := kubefake.NewClientset(claim)
 			c, _ := fakeCoordinator(t, client, &v1alpha1.HostPathBackend{Path: "/v", NodeName: tc.nodeName})
 			var requeued []types.UID
 			if tc.localNode != "" {
 				c.localNode = tc.localNode
-				c.handovers = newHandovers(func(config string, claim *v1.PersistentVolumeClaim) { requeued = append(requeued, claim.UID) })
+				c.handovers = newHandovers(func(config string, claim *corev1.PersistentVolumeClaim) { requeued = append(requeued, claim.UID) })
 				if tc.open {
 					c.handovers.open(c.configName)
 				}
@@ -81,13 +81,13 @@ func TestHandOver(t *testing.T) {
 			if hostname == "" {
 				hostname = "n1"
 			}
-			add(t, c.informers.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1.LabelHostname: hostname}}})
+			add(t, c.informers.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelHostname: hostname}}})
 			add(t, c.nodeLeases, runningLease(t, c.configName, "n1"))
 			class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "provfleet.io/fake",
 				VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}
 			if tc.topologyNode != "" {
-				class.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
-					{Key: v1.LabelHostname, Values: []string{tc.topologyNode}}}}}
+				class.AllowedTopologies = []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
+					{Key: corev1.LabelHostname, Values: []string{tc.topologyNode}}}}}
 			}
 			add(t, c.informers.Classes, class)
 			add(t, c.informers.Claims, claim)
@@ -123,8 +123,8 @@ func TestHandOver(t *testing.T) {
 // TestHandoversLifecycle checks that a claim stays the node instance's while
 // it stops, and that the coordinator may place it anew once it stopped.
 func TestHandoversLifecycle(t *testing.T) {
-	h := newHandovers(func(string, *v1.PersistentVolumeClaim) {})
-	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
+	h := newHandovers(func(string, *corev1.PersistentVolumeClaim) {})
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
 	scope := handoverScope{node: "n1", config: "cfg", handovers: h}
 	if h.give("cfg", claim) || scope.Claim(claim) {
 		t.Fatal("a claim was given to a node instance that does not run")
@@ -139,7 +139,7 @@ func TestHandoversLifecycle(t *testing.T) {
 		t.Error("the node instance takes a claim given to it that another node was then selected for")
 	}
 	h.close("cfg")
-	if h.give("cfg", &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "u2"}}) {
+	if h.give("cfg", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "u2"}}) {
 		t.Error("a stopping node instance was given a claim")
 	}
 	if !scope.Claim(claim) {

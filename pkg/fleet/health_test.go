@@ -21,7 +21,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,7 +107,7 @@ func TestManagerReportsAnUnavailableBackend(t *testing.T) {
 		var got healthReport
 		f.eventually(step.name+" reported", func() bool { got = f.healthReport("a"); return cmp.Equal(step.want, got) })
 	}
-	want := []string{v1.EventTypeWarning + " " + v1alpha1.ReasonBackendUnavailable, v1.EventTypeNormal + " " + eventBackendAvailable}
+	want := []string{corev1.EventTypeWarning + " " + v1alpha1.ReasonBackendUnavailable, corev1.EventTypeNormal + " " + eventBackendAvailable}
 	// Events are written in the background.
 	f.eventually("a Warning and a Normal Event", func() bool { return cmp.Equal(want, f.events("a")) })
 	if n := len(f.started("x.io/a")); n != 1 {

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -431,7 +431,7 @@ func (m *Manager) startEventBroadcaster(ctx context.Context) {
 		BurstSize: eventBurstPerObject,
 		QPS:       eventQPSPerObject,
 	}))
-	m.recorder = m.events.NewRecorder(m.scheme, v1.EventSource{Component: component})
+	m.recorder = m.events.NewRecorder(m.scheme, corev1.EventSource{Component: component})
 	m.events.StartStructuredLogging(3)
 	sink := m.deps.events
 	if sink == nil {

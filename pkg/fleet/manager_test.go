@@ -29,7 +29,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +63,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 	_, ctx := ktesting.NewTestContext(t)
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
 	servesAdmissionPolicies(f.kube)
 	storeLikeTheAPIServer(f.pcfg)
@@ -185,7 +185,7 @@ func (f *fixture) warnings(name string) []string {
 	}
 	var reasons []string
 	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name && e.Type == v1.EventTypeWarning {
+		if e.InvolvedObject.Name == name && e.Type == corev1.EventTypeWarning {
 			reasons = append(reasons, e.Reason)
 		}
 	}
@@ -433,11 +433,11 @@ type fakeBackend struct{}
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{} }
 
-func (*fakeBackend) Provision(context.Context, provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+func (*fakeBackend) Provision(context.Context, provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
 	return nil, provisioning.ProvisioningFinished, errors.New("not implemented by the fake")
 }
 
-func (*fakeBackend) Delete(context.Context, *v1.PersistentVolume) error { return nil }
+func (*fakeBackend) Delete(context.Context, *corev1.PersistentVolume) error { return nil }
 
 func TestManagerNameConflictTieGoesToTheFirstName(t *testing.T) {
 	f := newFixture(t)
@@ -465,9 +465,9 @@ func TestManagerBackendsShareTheVolumePathIndex(t *testing.T) {
 		volumes[req.ProvisionerNames[0]] = req.Volumes
 		return newFakeBackend(), nil
 	}))
-	pv := &v1.PersistentVolume{
+	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
-		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv/vols/a"}}},
+		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/vols/a"}}},
 	}
 	if _, err := f.kube.CoreV1().PersistentVolumes().Create(f.ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

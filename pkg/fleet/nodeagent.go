@@ -25,7 +25,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -251,7 +251,7 @@ func (m *Manager) removedListOf(node string) (removedList, error) {
 	if err != nil || !exists {
 		return removedList{}, err
 	}
-	cm, _ := obj.(*v1.ConfigMap)
+	cm, _ := obj.(*corev1.ConfigMap)
 	return readRemovedList(cm)
 }
 
@@ -365,12 +365,12 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 }
 
 // ownNode is the Node this agent runs on, nil until it exists.
-func (m *Manager) ownNode() (*v1.Node, error) {
+func (m *Manager) ownNode() (*corev1.Node, error) {
 	obj, exists, err := m.shared.Nodes.GetStore().GetByKey(m.settings.NodeName)
 	if err != nil || !exists {
 		return nil, err
 	}
-	node, _ := obj.(*v1.Node)
+	node, _ := obj.(*corev1.Node)
 	return node, nil
 }
 
@@ -378,11 +378,11 @@ func (m *Manager) ownNode() (*v1.Node, error) {
 // node's agent serves: the claims selected to the node and the volumes on it.
 type nodeScope string
 
-func (n nodeScope) Claim(claim *v1.PersistentVolumeClaim) bool {
+func (n nodeScope) Claim(claim *corev1.PersistentVolumeClaim) bool {
 	return claim.Annotations[provisioning.AnnSelectedNode] == string(n)
 }
 
-func (n nodeScope) Volume(volume *v1.PersistentVolume) bool {
+func (n nodeScope) Volume(volume *corev1.PersistentVolume) bool {
 	return backend.VolumeNode(volume) == string(n)
 }
 
@@ -398,13 +398,13 @@ func (m *Manager) nodeScopeOf(config string) provisioning.Scope {
 
 // requeueOnNode has this node's instance of the ProvisionerConfig config look
 // at claim, which the coordinator handed over to it.
-func (m *Manager) requeueOnNode(config string, claim *v1.PersistentVolumeClaim) {
+func (m *Manager) requeueOnNode(config string, claim *corev1.PersistentVolumeClaim) {
 	r := m.instances.Get(nodeUnitPrefix + config)
 	if r == nil {
 		return
 	}
 	if q, ok := r.instance.(interface {
-		Requeue(*v1.PersistentVolumeClaim)
+		Requeue(*corev1.PersistentVolumeClaim)
 	}); ok {
 		q.Requeue(claim)
 	}

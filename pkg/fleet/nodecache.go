@@ -20,7 +20,7 @@ import (
 	"context"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -40,17 +40,17 @@ import (
 // for: the factory hands out the informer registered first for a type.
 func (m *Manager) limitCacheToNode() {
 	scope := nodeScope(m.settings.NodeName)
-	m.core.InformerFor(&v1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	m.core.InformerFor(&corev1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		claims := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll)
-		return onlyInformer(client, claims.List, claims.Watch, &v1.PersistentVolumeClaim{}, resync, func(obj runtime.Object) bool {
-			claim, ok := obj.(*v1.PersistentVolumeClaim)
+		return onlyInformer(client, claims.List, claims.Watch, &corev1.PersistentVolumeClaim{}, resync, func(obj runtime.Object) bool {
+			claim, ok := obj.(*corev1.PersistentVolumeClaim)
 			return ok && scope.Claim(claim)
 		})
 	})
-	m.core.InformerFor(&v1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	m.core.InformerFor(&corev1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		volumes := client.CoreV1().PersistentVolumes()
-		return onlyInformer(client, volumes.List, volumes.Watch, &v1.PersistentVolume{}, resync, func(obj runtime.Object) bool {
-			volume, ok := obj.(*v1.PersistentVolume)
+		return onlyInformer(client, volumes.List, volumes.Watch, &corev1.PersistentVolume{}, resync, func(obj runtime.Object) bool {
+			volume, ok := obj.(*corev1.PersistentVolume)
 			return ok && scope.Volume(volume)
 		})
 	})

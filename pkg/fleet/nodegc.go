@@ -25,7 +25,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,18 +71,18 @@ func (t *nodeTrust) syncNode(ctx context.Context, node string) error {
 
 // removedListObject returns the removal list of node from the cache, nil
 // when none.
-func (t *nodeTrust) removedListObject(node string) (*v1.ConfigMap, error) {
+func (t *nodeTrust) removedListObject(node string) (*corev1.ConfigMap, error) {
 	obj, exists, err := t.m.removedListInf.GetStore().GetByKey(t.m.settings.NodeLeaseNamespace + "/" + RemovedListName(node))
 	if err != nil || !exists {
 		return nil, err
 	}
-	cm, _ := obj.(*v1.ConfigMap)
+	cm, _ := obj.(*corev1.ConfigMap)
 	return cm.DeepCopy(), nil
 }
 
 // writeRemovedList writes list to cm, at the version read, or deletes cm
 // when list is empty.
-func (t *nodeTrust) writeRemovedList(ctx context.Context, cm *v1.ConfigMap, list removedList) error {
+func (t *nodeTrust) writeRemovedList(ctx context.Context, cm *corev1.ConfigMap, list removedList) error {
 	api := t.m.deps.client.CoreV1().ConfigMaps(cm.Namespace)
 	if len(list) == 0 {
 		err := api.Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID, ResourceVersion: &cm.ResourceVersion}})
@@ -106,7 +106,7 @@ func (t *nodeTrust) writeRemovedList(ctx context.Context, cm *v1.ConfigMap, list
 // moveLegacy moves the volumes lease lists in AnnRemovedVolumes, as older
 // versions kept them, to node's removal list cm (nil: none yet), then takes
 // the annotation off the Lease. It returns the Lease as it is now.
-func (t *nodeTrust) moveLegacy(ctx context.Context, node string, lease *coordinationv1.Lease, cm *v1.ConfigMap) (*coordinationv1.Lease, error) {
+func (t *nodeTrust) moveLegacy(ctx context.Context, node string, lease *coordinationv1.Lease, cm *corev1.ConfigMap) (*coordinationv1.Lease, error) {
 	if lease == nil {
 		return nil, nil
 	}
@@ -135,7 +135,7 @@ func (t *nodeTrust) moveLegacy(ctx context.Context, node string, lease *coordina
 }
 
 // addLegacy adds the volumes of legacy that cm does not list by name yet.
-func (t *nodeTrust) addLegacy(ctx context.Context, node string, cm *v1.ConfigMap, legacy removedList) error {
+func (t *nodeTrust) addLegacy(ctx context.Context, node string, cm *corev1.ConfigMap, legacy removedList) error {
 	api := t.m.deps.client.CoreV1().ConfigMaps(t.m.settings.NodeLeaseNamespace)
 	if cm == nil {
 		cm = newRemovedList(t.m.settings.NodeLeaseNamespace, node)

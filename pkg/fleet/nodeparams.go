@@ -24,7 +24,7 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -56,7 +56,7 @@ const NodeVolumesParams = "provfleet-node-volumes"
 // nodeVolumesData is the data of NodeVolumesParams for configs and nodes.
 // A base directory that cannot be told on one line is left out, and so its
 // volumes are refused: nothing is let through in doubt.
-func nodeVolumesData(ctx context.Context, configs []*v1alpha1.ProvisionerConfig, nodes []*v1.Node) map[string]string {
+func nodeVolumesData(ctx context.Context, configs []*v1alpha1.ProvisionerConfig, nodes []*corev1.Node) map[string]string {
 	data := map[string]string{}
 	for _, node := range nodes {
 		var lines []string
@@ -70,7 +70,7 @@ func nodeVolumesData(ctx context.Context, configs []*v1alpha1.ProvisionerConfig,
 			continue
 		}
 		slices.Sort(lines)
-		lines = append([]string{"host " + backend.NodeLabelValue(node, v1.LabelHostname)}, slices.Compact(lines)...)
+		lines = append([]string{"host " + backend.NodeLabelValue(node, corev1.LabelHostname)}, slices.Compact(lines)...)
 		data[node.Name] = strings.Join(lines, "\n")
 	}
 	return data
@@ -78,9 +78,9 @@ func nodeVolumesData(ctx context.Context, configs []*v1alpha1.ProvisionerConfig,
 
 // nodePinLines are the pin lines of pc, a hostPath ProvisionerConfig that
 // selects node: none for the hostname label, which the host line says.
-func nodePinLines(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *v1.Node) []string {
+func nodePinLines(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *corev1.Node) []string {
 	key := pc.Spec.Backend.HostPath.NodeAffinityKey
-	if key == "" || key == v1.LabelHostname {
+	if key == "" || key == corev1.LabelHostname {
 		return nil
 	}
 	value := backend.NodeLabelValue(node, key)
@@ -96,7 +96,7 @@ func nodePinLines(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *v1.
 
 // nodeVolumePaths are the path lines of pc on node; none unless it is a
 // hostPath one that selects the node.
-func nodeVolumePaths(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *v1.Node) []string {
+func nodeVolumePaths(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *corev1.Node) []string {
 	spec := pc.Spec.Backend.NodeHostPath()
 	if spec == nil {
 		return nil
@@ -131,7 +131,7 @@ func (m *Manager) syncNodeVolumesParams(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var nodes []*v1.Node
+	var nodes []*corev1.Node
 	for _, obj := range m.shared.Nodes.GetStore().List() {
 		if node := asNode(obj); node != nil {
 			nodes = append(nodes, node)
@@ -142,7 +142,7 @@ func (m *Manager) syncNodeVolumesParams(ctx context.Context) error {
 	current, err := api.Get(ctx, NodeVolumesParams, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		params := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.settings.NodeLeaseNamespace, Name: NodeVolumesParams}, Data: data}
+		params := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.settings.NodeLeaseNamespace, Name: NodeVolumesParams}, Data: data}
 		if _, err := api.Create(ctx, params, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("cannot create ConfigMap %s: %w", NodeVolumesParams, err)
 		}

@@ -24,7 +24,7 @@ import (
 	"slices"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,7 +58,7 @@ func (c *coordinator) handleRemovedNodes(ctx context.Context, v *fleetView) time
 	policy, grace := c.removalPolicy()
 	gone := 0
 	var next time.Duration
-	due := map[string][]*v1.PersistentVolume{}
+	due := map[string][]*corev1.PersistentVolume{}
 	for _, volume := range v.volumes {
 		node := backend.VolumeNode(volume)
 		if node == "" {
@@ -103,7 +103,7 @@ func (c *coordinator) handleRemovedNodes(ctx context.Context, v *fleetView) time
 
 // deleted reports whether the leader deleted volume already: it waits for
 // its claim to go.
-func deleted(volume *v1.PersistentVolume) bool {
+func deleted(volume *corev1.PersistentVolume) bool {
 	return volume.DeletionTimestamp != nil && !slices.Contains(volume.Finalizers, provisioning.VolumeFinalizer)
 }
 
@@ -130,7 +130,7 @@ func (c *coordinator) removalPolicy() (v1alpha1.NodeRemovalPolicy, time.Duration
 
 // goneSince returns when volume's node was first seen gone; the first time,
 // it records now on the volume and tells the volume and its claim.
-func (c *coordinator) goneSince(ctx context.Context, volume *v1.PersistentVolume, now time.Time,
+func (c *coordinator) goneSince(ctx context.Context, volume *corev1.PersistentVolume, now time.Time,
 	policy v1alpha1.NodeRemovalPolicy, grace time.Duration) (time.Time, error) {
 	if recorded, ok := volume.Annotations[AnnNodeGoneSince]; ok {
 		if since, err := time.Parse(time.RFC3339, recorded); err == nil {
@@ -148,12 +148,12 @@ func (c *coordinator) goneSince(ctx context.Context, volume *v1.PersistentVolume
 			backend.VolumeNode(volume), since.Add(grace).Format(time.RFC3339))
 	}
 	klog.FromContext(ctx).Info("Node of a volume removed", "volume", klog.KObj(volume), "node", backend.VolumeNode(volume))
-	c.tell(volume, v1.EventTypeWarning, EventNodeRemoved, message)
+	c.tell(volume, corev1.EventTypeWarning, EventNodeRemoved, message)
 	return since, nil
 }
 
 // nodeBack forgets the removal of volume's node, which came back.
-func (c *coordinator) nodeBack(ctx context.Context, volume *v1.PersistentVolume) {
+func (c *coordinator) nodeBack(ctx context.Context, volume *corev1.PersistentVolume) {
 	if _, ok := volume.Annotations[AnnNodeGoneSince]; !ok {
 		return
 	}
@@ -166,7 +166,7 @@ func (c *coordinator) nodeBack(ctx context.Context, volume *v1.PersistentVolume)
 
 // annotateVolume sets AnnNodeGoneSince on volume to since, or drops it when
 // since is nil, unless the volume changed since this leader saw it.
-func (c *coordinator) annotateVolume(ctx context.Context, volume *v1.PersistentVolume, since *string) error {
+func (c *coordinator) annotateVolume(ctx context.Context, volume *corev1.PersistentVolume, since *string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": volume.ResourceVersion,
 		"annotations":     map[string]*string{AnnNodeGoneSince: since},
@@ -188,7 +188,7 @@ func (c *coordinator) annotateVolume(ctx context.Context, volume *v1.PersistentV
 // volume deleted. A bound volume goes once its claim is deleted (the volume
 // protection keeps it until then); its claim is lost, to be deleted and made
 // again.
-func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, volumes []*v1.PersistentVolume) error {
+func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, volumes []*corev1.PersistentVolume) error {
 	configured := backend.OnDeletePolicy(c.spec.OnDelete)
 	removed := make([]removedVolume, 0, len(volumes))
 	for _, volume := range volumes {
@@ -208,7 +208,7 @@ func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, vol
 // deleteRemovedVolume removes the volume finalizer of volume and deletes
 // it, both unless the volume changed since this leader saw it: a volume is
 // deleted, and its deletion told, once.
-func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *v1.PersistentVolume) error {
+func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *corev1.PersistentVolume) error {
 	version := volume.ResourceVersion
 	if i := slices.Index(volume.Finalizers, provisioning.VolumeFinalizer); i >= 0 {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -230,14 +230,14 @@ func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *v1.Persis
 		return fmt.Errorf("cannot delete volume %s: %w", volume.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted the volume of a removed node", "volume", klog.KObj(volume), "node", backend.VolumeNode(volume))
-	c.tell(volume, v1.EventTypeWarning, EventNodeRemovedVolumeDelete, fmt.Sprintf(
+	c.tell(volume, corev1.EventTypeWarning, EventNodeRemovedVolumeDelete, fmt.Sprintf(
 		"Node %s stayed removed for the grace period: volume %s is deleted (nodeRemoval policy Delete). Its data cannot be reached: its claim is lost; delete the claim, which lets the volume go, and make it again to get a volume on a live node",
 		backend.VolumeNode(volume), volume.Name))
 	return nil
 }
 
 // tell records an Event on volume and on its claim.
-func (c *coordinator) tell(volume *v1.PersistentVolume, eventType, reason, message string) {
+func (c *coordinator) tell(volume *corev1.PersistentVolume, eventType, reason, message string) {
 	c.recorder.Event(volume, eventType, reason, message)
 	if ref := volume.Spec.ClaimRef; ref != nil && ref.Name != "" {
 		claim := ref.DeepCopy()

@@ -24,7 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,7 +37,7 @@ import (
 
 // boundVolume makes a claim and a volume of node bound to each other and
 // returns the volume.
-func (e *coordEnv) boundVolume(name, node, class string) *v1.PersistentVolume {
+func (e *coordEnv) boundVolume(name, node, class string) *corev1.PersistentVolume {
 	e.t.Helper()
 	claim := e.claim(name, class, "1Gi", nil)
 	volume := e.volume(e.id+"-"+name, node, "1Gi", class, claim)
@@ -47,7 +47,7 @@ func (e *coordEnv) boundVolume(name, node, class string) *v1.PersistentVolume {
 	return volume
 }
 
-func (e *coordEnv) getVolume(name string) (*v1.PersistentVolume, error) {
+func (e *coordEnv) getVolume(name string) (*corev1.PersistentVolume, error) {
 	return e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
 }
 
@@ -56,6 +56,7 @@ func (e *coordEnv) removedGauge() float64 {
 }
 
 func testRemovalReport(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "report")
 	class := e.class("Immediate")
 	// Node report-gone never had a Node object: as if deleted already.
@@ -70,7 +71,7 @@ func testRemovalReport(t *testing.T, client kubernetes.Interface) {
 		t.Errorf("Event on the claim (-want +got):\n%s", diff)
 	}
 	e.eventually("the gauge", func() (bool, error) { return e.removedGauge() == 1, nil })
-	for _, pv := range []*v1.PersistentVolume{kept, lost} {
+	for _, pv := range []*corev1.PersistentVolume{kept, lost} {
 		got, err := e.getVolume(pv.Name)
 		if err != nil {
 			t.Fatalf("volume %s: %v", pv.Name, err)
@@ -85,6 +86,7 @@ func testRemovalReport(t *testing.T, client kubernetes.Interface) {
 }
 
 func testRemovalDelete(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "delete")
 	class := e.class("Immediate")
 	e.node("delete-gone", nil)
@@ -183,6 +185,7 @@ func testRemovalDelete(t *testing.T, client kubernetes.Interface) {
 }
 
 func testNodeBack(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
 	e := newCoordEnv(t, client, "back")
 	class := e.class("Immediate")
 	e.node("back-a", nil)

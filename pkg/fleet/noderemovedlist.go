@@ -24,7 +24,7 @@ import (
 	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -83,7 +83,7 @@ type removedList map[string][]removedVolume
 type releasedVolumes map[string][]volumeID
 
 // readRemovedList returns what the removal list cm holds; nil holds nothing.
-func readRemovedList(cm *v1.ConfigMap) (removedList, error) {
+func readRemovedList(cm *corev1.ConfigMap) (removedList, error) {
 	list := removedList{}
 	if cm == nil {
 		return list, nil
@@ -165,8 +165,8 @@ func (list removedList) pending(released releasedVolumes) bool {
 
 // newRemovedList returns the empty ConfigMap of the removal list of node in
 // namespace.
-func newRemovedList(namespace, node string) *v1.ConfigMap {
-	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+func newRemovedList(namespace, node string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace:   namespace,
 		Name:        RemovedListName(node),
 		Labels:      map[string]string{LabelRemovedList: "true"},

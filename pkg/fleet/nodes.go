@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -29,7 +29,7 @@ import (
 
 // selectsNode reports whether a hostPath backend serves node: nodeName names
 // it, or else nodeSelector (every node when unset) selects it.
-func selectsNode(spec *v1alpha1.HostPathBackend, node *v1.Node) (bool, error) {
+func selectsNode(spec *v1alpha1.HostPathBackend, node *corev1.Node) (bool, error) {
 	if spec.NodeName != "" {
 		return spec.NodeName == node.Name, nil
 	}
@@ -39,13 +39,13 @@ func selectsNode(spec *v1alpha1.HostPathBackend, node *v1.Node) (bool, error) {
 // nodePaths are the base directories of a hostPath backend on node, the
 // one new volumes go in by default first: those of the first nodePaths entry
 // that names or selects it, else path and additionalPaths.
-func nodePaths(spec *v1alpha1.HostPathBackend, node *v1.Node) ([]string, error) {
+func nodePaths(spec *v1alpha1.HostPathBackend, node *corev1.Node) ([]string, error) {
 	return pathsOn(node, spec.Path, spec.AdditionalPaths, spec.NodePaths)
 }
 
 // allPaths are the distinct base directories of a hostPath backend on
 // node: nodePaths and then those classPaths adds.
-func allPaths(spec *v1alpha1.HostPathBackend, node *v1.Node) ([]string, error) {
+func allPaths(spec *v1alpha1.HostPathBackend, node *corev1.Node) ([]string, error) {
 	paths, err := nodePaths(spec, node)
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func allPaths(spec *v1alpha1.HostPathBackend, node *v1.Node) ([]string, error) {
 
 // classPaths are the base directories of each StorageClass of a hostPath
 // backend's storageClasses on node, read as nodePaths reads the backend's.
-func classPaths(spec *v1alpha1.HostPathBackend, node *v1.Node) (map[string][]string, error) {
+func classPaths(spec *v1alpha1.HostPathBackend, node *corev1.Node) (map[string][]string, error) {
 	classes := map[string][]string{}
 	for _, class := range spec.StorageClasses {
 		paths, err := pathsOn(node, class.Path, class.AdditionalPaths, class.NodePaths)
@@ -80,7 +80,7 @@ func classPaths(spec *v1alpha1.HostPathBackend, node *v1.Node) (map[string][]str
 
 // pathsOn are the base directories on node of path and additional unless an
 // entry of nodePaths, the first that names or selects node, overrides them.
-func pathsOn(node *v1.Node, path v1alpha1.AbsolutePath, additional []v1alpha1.AbsolutePath, nodePaths []v1alpha1.NodePath) ([]string, error) {
+func pathsOn(node *corev1.Node, path v1alpha1.AbsolutePath, additional []v1alpha1.AbsolutePath, nodePaths []v1alpha1.NodePath) ([]string, error) {
 	for _, entry := range nodePaths {
 		matches := slices.Contains(entry.Nodes, node.Name)
 		if entry.NodeSelector != nil {
@@ -97,7 +97,7 @@ func pathsOn(node *v1.Node, path v1alpha1.AbsolutePath, additional []v1alpha1.Ab
 }
 
 // matchesNode reports whether selector, nil meaning every node, selects node.
-func matchesNode(selector *v1alpha1.NodeLabelSelector, node *v1.Node) (bool, error) {
+func matchesNode(selector *v1alpha1.NodeLabelSelector, node *corev1.Node) (bool, error) {
 	if selector == nil {
 		return true, nil
 	}

@@ -20,16 +20,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 )
 
 func TestNodeSelectionAndPaths(t *testing.T) {
-	ssd := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"disk": "ssd", "zone": "z1"}}}
-	nvme := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"disk": "nvme", "zone": "z2"}}}
-	bare := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	ssd := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"disk": "ssd", "zone": "z1"}}}
+	nvme := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"disk": "nvme", "zone": "z2"}}}
+	bare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
 	type result struct {
 		Selected bool
 		Paths    []string
@@ -71,7 +71,7 @@ func TestNodeSelectionAndPaths(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := map[string]result{}
-			for _, node := range []*v1.Node{ssd, nvme, bare} {
+			for _, node := range []*corev1.Node{ssd, nvme, bare} {
 				selected, err := selectsNode(&tc.spec, node)
 				if err != nil {
 					t.Fatal(err)
@@ -107,7 +107,7 @@ func TestStorageClassPaths(t *testing.T) {
 		"b": {Classes: map[string][]string{"fast": {"/fast", "/data"}, "slow": {"/slow"}}, All: []string{"/data", "/fast", "/slow"}},
 	}
 	got := map[string]result{}
-	for _, node := range []*v1.Node{
+	for _, node := range []*corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"disk": "nvme"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
 	} {

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -100,13 +100,13 @@ func describeUnserved(nodes *v1alpha1.NodesStatus) string {
 func (m *Manager) observeNodes(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.NodesStatus, *provisioning.Space, error) {
 	now := time.Now()
 	all := m.shared.Nodes.GetStore().List()
-	nodes := make([]*v1.Node, 0, len(all))
+	nodes := make([]*corev1.Node, 0, len(all))
 	for _, obj := range all {
-		if node, ok := obj.(*v1.Node); ok {
+		if node, ok := obj.(*corev1.Node); ok {
 			nodes = append(nodes, node)
 		}
 	}
-	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	st := &v1alpha1.NodesStatus{}
 	var space *provisioning.Space
 	for _, node := range nodes {

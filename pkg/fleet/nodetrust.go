@@ -25,7 +25,7 @@ import (
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
@@ -185,7 +185,7 @@ func (t *nodeTrust) listChanged(obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	if cm, ok := obj.(*v1.ConfigMap); ok && cm.Annotations[AnnRemovedListNode] != "" {
+	if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Annotations[AnnRemovedListNode] != "" {
 		t.queue.Add(cm.Annotations[AnnRemovedListNode])
 	}
 }
@@ -254,7 +254,7 @@ func (t *nodeTrust) warnUnrestricted() {
 			continue
 		}
 		if _, told := t.warned.LoadOrStore(pc.UID, true); !told {
-			t.m.recorder.Eventf(pc, v1.EventTypeWarning, EventNodeAgentsUnrestricted,
+			t.m.recorder.Eventf(pc, corev1.EventTypeWarning, EventNodeAgentsUnrestricted,
 				"The node agents are not held to their own nodes (%s): any node can change or delete the volumes of every node", t.unrestricted)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -52,16 +52,16 @@ func TestNodeVolumesData(t *testing.T) {
 		hostPath("selected", v1alpha1.HostPathBackend{Path: "/var/lib/nvme", NodeSelector: &v1alpha1.NodeLabelSelector{MatchLabels: map[string]string{"disk": "nvme"}}}),
 		hostPath("broken", v1alpha1.HostPathBackend{Path: "/var/lib/x\ny", NodeName: "a"}),
 		hostPath("racked", v1alpha1.HostPathBackend{Path: "/var/lib/racked", AdditionalPaths: []v1alpha1.AbsolutePath{"/mnt/racked/"}, NodeAffinityKey: "topology.example.com/rack"}),
-		hostPath("by-host", v1alpha1.HostPathBackend{Path: "/var/lib/by-host", NodeName: "b", NodeAffinityKey: v1.LabelHostname,
+		hostPath("by-host", v1alpha1.HostPathBackend{Path: "/var/lib/by-host", NodeName: "b", NodeAffinityKey: corev1.LabelHostname,
 			NodePaths: []v1alpha1.NodePath{{Nodes: []string{"b"}, Path: "/disks/by-host", AdditionalPaths: []v1alpha1.AbsolutePath{"/disks/by-host-2"}}}}),
 		hostPath("spaced", v1alpha1.HostPathBackend{Path: "/var/lib/spaced", NodeName: "a", NodeAffinityKey: "example.com/spaced"}),
 		hostPath("classes", v1alpha1.HostPathBackend{Path: "/var/lib/classes", NodeName: "b", StorageClasses: []v1alpha1.HostPathStorageClass{
 			{StorageClassName: "fast", Path: "/mnt/fast", AdditionalPaths: []v1alpha1.AbsolutePath{"/var/lib/classes"}}}}),
 		{ObjectMeta: metav1.ObjectMeta{Name: "nfs"}, Spec: v1alpha1.ProvisionerConfigSpec{ProvisionerName: "example.com/nfs", Backend: v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{}}}},
 	}
-	nodes := []*v1.Node{
+	nodes := []*corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
-			v1.LabelHostname: "host-a", "disk": "nvme", "topology.example.com/rack": "rack-1", "example.com/spaced": "x y",
+			corev1.LabelHostname: "host-a", "disk": "nvme", "topology.example.com/rack": "rack-1", "example.com/spaced": "x y",
 		}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
 	}
@@ -77,7 +77,7 @@ func TestNodeVolumesData(t *testing.T) {
 	if diff := cmp.Diff(want, nodeVolumesData(t.Context(), configs, nodes)); diff != "" {
 		t.Errorf("params (-want +got):\n%s", diff)
 	}
-	if got := nodeVolumesData(t.Context(), configs[1:4], []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}); len(got) != 0 {
+	if got := nodeVolumesData(t.Context(), configs[1:4], []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}); len(got) != 0 {
 		t.Errorf("a node none selects is listed: %v", got)
 	}
 }
@@ -111,7 +111,7 @@ func TestRemovedList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoded, err := readRemovedList(&v1.ConfigMap{Data: data})
+	decoded, err := readRemovedList(&corev1.ConfigMap{Data: data})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -103,7 +103,7 @@ func (w *nodeWatch) nodeUpdated(oldObj, newObj any) {
 
 // enqueueSelecting queues the hostPath ProvisionerConfigs named in names and
 // those that select one of nodes, or cannot tell.
-func (w *nodeWatch) enqueueSelecting(names []string, nodes ...*v1.Node) {
+func (w *nodeWatch) enqueueSelecting(names []string, nodes ...*corev1.Node) {
 	for _, name := range names {
 		// Named by a node Lease; one deleted since was queued by its deletion.
 		if _, err := w.m.lister.Get(name); err == nil {
@@ -120,7 +120,7 @@ func (w *nodeWatch) enqueueSelecting(names []string, nodes ...*v1.Node) {
 	}
 	for _, pc := range all {
 		spec := pc.Spec.Backend.NodeHostPath()
-		if spec != nil && slices.ContainsFunc(nodes, func(node *v1.Node) bool {
+		if spec != nil && slices.ContainsFunc(nodes, func(node *corev1.Node) bool {
 			selected, err := selectsNode(spec, node)
 			return selected || err != nil
 		}) {
@@ -172,7 +172,7 @@ func (w *nodeWatch) enqueueNodeOf(lease *coordinationv1.Lease, names []string) {
 }
 
 // nodeOf returns the Node whose Lease is named leaseName, nil when none.
-func (w *nodeWatch) nodeOf(leaseName string) *v1.Node {
+func (w *nodeWatch) nodeOf(leaseName string) *corev1.Node {
 	store := w.m.shared.Nodes.GetStore()
 	// NodeLeaseName keeps a node's name unless it is too long for a Lease.
 	if name := strings.TrimPrefix(leaseName, "provfleet-node-"); NodeLeaseName(name) == leaseName {
@@ -258,11 +258,11 @@ func (w *nodeWatch) leaseDue(key string) {
 
 // asNode returns the Node obj holds, a tombstone's too; nil for anything
 // else.
-func asNode(obj any) *v1.Node {
+func asNode(obj any) *corev1.Node {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	node, _ := obj.(*v1.Node)
+	node, _ := obj.(*corev1.Node)
 	return node
 }
 

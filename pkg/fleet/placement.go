@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,33 +54,33 @@ type fleetView struct {
 	// retry is how soon a claim that waits for a node is tried again.
 	retry time.Duration
 	// nodes are all Node objects, by name.
-	nodes map[string]*v1.Node
+	nodes map[string]*corev1.Node
 	// volumes are those of this provisioner's names; claims those of its
 	// names that have no volume yet, oldest first: only they wait for a
 	// node or count on one, and bound claims are most of a large cluster's.
-	volumes []*v1.PersistentVolume
-	claims  []*v1.PersistentVolumeClaim
+	volumes []*corev1.PersistentVolume
+	claims  []*corev1.PersistentVolumeClaim
 }
 
 func (c *coordinator) view(cfg provisioning.Config) *fleetView {
-	v := &fleetView{now: time.Now(), retry: cfg.Retry.InitialDelay, nodes: map[string]*v1.Node{}}
+	v := &fleetView{now: time.Now(), retry: cfg.Retry.InitialDelay, nodes: map[string]*corev1.Node{}}
 	for _, obj := range c.informers.Nodes.GetStore().List() {
-		if node, ok := obj.(*v1.Node); ok {
+		if node, ok := obj.(*corev1.Node); ok {
 			v.nodes[node.Name] = node
 		}
 	}
 	for _, obj := range c.informers.Volumes.GetStore().List() {
-		if volume, ok := obj.(*v1.PersistentVolume); ok && namedBy(cfg, volumeProvisioner(volume)) {
+		if volume, ok := obj.(*corev1.PersistentVolume); ok && namedBy(cfg, volumeProvisioner(volume)) {
 			v.volumes = append(v.volumes, volume)
 		}
 	}
 	for _, obj := range c.informers.Claims.GetStore().List() {
-		if claim, ok := obj.(*v1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && namedBy(cfg, claimProvisioner(claim)) {
+		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && namedBy(cfg, claimProvisioner(claim)) {
 			v.claims = append(v.claims, claim)
 		}
 	}
 	// Oldest first: a claim that waits longer is placed first.
-	slices.SortFunc(v.claims, func(a, b *v1.PersistentVolumeClaim) int {
+	slices.SortFunc(v.claims, func(a, b *corev1.PersistentVolumeClaim) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return v
@@ -248,8 +248,8 @@ func (n *nodeCandidate) count(request int64) {
 	n.Pending += request
 }
 
-func storageOf(resources v1.ResourceList) int64 {
-	q := resources[v1.ResourceStorage]
+func storageOf(resources corev1.ResourceList) int64 {
+	q := resources[corev1.ResourceStorage]
 	return q.Value()
 }
 
@@ -353,7 +353,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 
 // immediateClass returns claim's class when it binds at once
 // (volumeBindingMode Immediate, or none); nil otherwise.
-func (c *coordinator) immediateClass(claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
+func (c *coordinator) immediateClass(claim *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
 	name := claim.Annotations[provisioning.AnnBetaStorageClass]
 	if claim.Spec.StorageClassName != nil {
 		name = *claim.Spec.StorageClassName
@@ -371,13 +371,13 @@ func (c *coordinator) immediateClass(claim *v1.PersistentVolumeClaim) *storagev1
 
 // allowedBy returns the served nodes that the allowedTopologies of class
 // admit, sharing their counts with served.
-func allowedBy(class *storagev1.StorageClass, served map[string]*nodeCandidate, nodes map[string]*v1.Node) map[string]*nodeCandidate {
+func allowedBy(class *storagev1.StorageClass, served map[string]*nodeCandidate, nodes map[string]*corev1.Node) map[string]*nodeCandidate {
 	if len(class.AllowedTopologies) == 0 {
 		return served
 	}
 	allowed := map[string]*nodeCandidate{}
 	for name, n := range served {
-		if node := nodes[name]; node != nil && slices.ContainsFunc(class.AllowedTopologies, func(term v1.TopologySelectorTerm) bool {
+		if node := nodes[name]; node != nil && slices.ContainsFunc(class.AllowedTopologies, func(term corev1.TopologySelectorTerm) bool {
 			return termMatches(term, node.Labels)
 		}) {
 			allowed[name] = n
@@ -387,7 +387,7 @@ func allowedBy(class *storagev1.StorageClass, served map[string]*nodeCandidate, 
 }
 
 // termMatches reports whether labels meet every expression of term.
-func termMatches(term v1.TopologySelectorTerm, labels map[string]string) bool {
+func termMatches(term corev1.TopologySelectorTerm, labels map[string]string) bool {
 	for _, req := range term.MatchLabelExpressions {
 		if value, ok := labels[req.Key]; !ok || !slices.Contains(req.Values, value) {
 			return false
@@ -397,7 +397,7 @@ func termMatches(term v1.TopologySelectorTerm, labels map[string]string) bool {
 }
 
 // placeClaim selects a node for claim and reports whether it did.
-func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *v1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
+func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
 	logger := klog.FromContext(ctx)
 	if c.handOver(claim, served) {
 		return true
@@ -426,7 +426,7 @@ func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *v1.Pe
 	delete(t.warned, claim.UID)
 	t.placed[claim.UID] = node.Name
 	logger.Info("Placed claim", "claim", klog.KObj(claim), "node", node.Name)
-	c.recorder.Eventf(claim, v1.EventTypeNormal, EventNodeSelected,
+	c.recorder.Eventf(claim, corev1.EventTypeNormal, EventNodeSelected,
 		"Node %s chosen for this Immediate claim among %d served nodes with room: it has the most room (%s), then the fewest volumes (%d); its node agent provisions the volume",
 		node.Name, countFitting(list, budget, request), c.roomText(budget, node), node.Volumes)
 	return true
@@ -467,7 +467,7 @@ func (c *coordinator) noRoomMessage(served int, request int64) string {
 
 // selectNode writes node into claim's selected-node annotation, unless the
 // claim changed since this leader saw it.
-func (c *coordinator) selectNode(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) error {
+func (c *coordinator) selectNode(ctx context.Context, claim *corev1.PersistentVolumeClaim, node string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": claim.ResourceVersion,
 		"annotations":     map[string]string{provisioning.AnnSelectedNode: node},
@@ -486,7 +486,7 @@ func (c *coordinator) selectNode(ctx context.Context, claim *v1.PersistentVolume
 // selected to a node this provisioner does not select, where no agent makes
 // its volume, and reports whether to try again later. Past
 // provisioning.MaxReschedules the claim stays and its user is told.
-func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, claim *v1.PersistentVolumeClaim, node *v1.Node) (retry bool) {
+func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, claim *corev1.PersistentVolumeClaim, node *corev1.Node) (retry bool) {
 	if node == nil {
 		return false
 	}
@@ -512,7 +512,7 @@ func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, clai
 		return true
 	}
 	klog.FromContext(ctx).Info("Sent claim selected to an unserved node back to the scheduler", "claim", klog.KObj(claim), "node", node.Name)
-	c.recorder.Eventf(claim, v1.EventTypeWarning, EventNodeNotServed,
+	c.recorder.Eventf(claim, corev1.EventTypeWarning, EventNodeNotServed,
 		"%s; its selected node is removed so that the scheduler chooses again (%d of at most %d times); %s",
 		unserved, provisioning.Reschedules(updated), provisioning.MaxReschedules, advice)
 	return false
@@ -522,7 +522,7 @@ func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, clai
 func (c *coordinator) selectedNodes() []string {
 	var names []string
 	for _, obj := range c.informers.Nodes.GetStore().List() {
-		if n, ok := obj.(*v1.Node); ok {
+		if n, ok := obj.(*corev1.Node); ok {
 			if selected, err := selectsNode(c.spec, n); err == nil && selected {
 				names = append(names, n.Name)
 			}
@@ -546,10 +546,10 @@ func nodeList(names []string) string {
 
 // warnOnce records a Warning Event on claim unless its last one said the
 // same.
-func (c *coordinator) warnOnce(t *coordTerm, claim *v1.PersistentVolumeClaim, reason, message string) {
+func (c *coordinator) warnOnce(t *coordTerm, claim *corev1.PersistentVolumeClaim, reason, message string) {
 	if t.warned[claim.UID] == reason+message {
 		return
 	}
 	t.warned[claim.UID] = reason + message
-	c.recorder.Event(claim, v1.EventTypeWarning, reason, message)
+	c.recorder.Event(claim, corev1.EventTypeWarning, reason, message)
 }

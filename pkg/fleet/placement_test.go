@@ -26,7 +26,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -224,25 +224,25 @@ func TestNodeList(t *testing.T) {
 }
 
 func TestAllowedBy(t *testing.T) {
-	nodes := map[string]*v1.Node{
-		"a": {ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1.LabelHostname: "a", "zone": "1"}}},
-		"b": {ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1.LabelHostname: "b", "zone": "2"}}},
-		"c": {ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1.LabelHostname: "c"}}},
+	nodes := map[string]*corev1.Node{
+		"a": {ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{corev1.LabelHostname: "a", "zone": "1"}}},
+		"b": {ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{corev1.LabelHostname: "b", "zone": "2"}}},
+		"c": {ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{corev1.LabelHostname: "c"}}},
 	}
 	served := map[string]*nodeCandidate{"a": {Name: "a"}, "b": {Name: "b"}, "c": {Name: "c"}}
-	term := func(key string, values ...string) v1.TopologySelectorTerm {
-		return v1.TopologySelectorTerm{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: key, Values: values}}}
+	term := func(key string, values ...string) corev1.TopologySelectorTerm {
+		return corev1.TopologySelectorTerm{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: key, Values: values}}}
 	}
 	tests := map[string]struct {
-		topologies []v1.TopologySelectorTerm
+		topologies []corev1.TopologySelectorTerm
 		want       []string
 	}{
 		"none: every served node":  {want: []string{"a", "b", "c"}},
-		"by host name":             {topologies: []v1.TopologySelectorTerm{term(v1.LabelHostname, "b", "x")}, want: []string{"b"}},
-		"any of several terms":     {topologies: []v1.TopologySelectorTerm{term("zone", "1"), term(v1.LabelHostname, "c")}, want: []string{"a", "c"}},
-		"a node without the label": {topologies: []v1.TopologySelectorTerm{term("zone", "1", "2")}, want: []string{"a", "b"}},
-		"every expression of a term": {topologies: []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
-			{Key: "zone", Values: []string{"1", "2"}}, {Key: v1.LabelHostname, Values: []string{"b", "c"}},
+		"by host name":             {topologies: []corev1.TopologySelectorTerm{term(corev1.LabelHostname, "b", "x")}, want: []string{"b"}},
+		"any of several terms":     {topologies: []corev1.TopologySelectorTerm{term("zone", "1"), term(corev1.LabelHostname, "c")}, want: []string{"a", "c"}},
+		"a node without the label": {topologies: []corev1.TopologySelectorTerm{term("zone", "1", "2")}, want: []string{"a", "b"}},
+		"every expression of a term": {topologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
+			{Key: "zone", Values: []string{"1", "2"}}, {Key: corev1.LabelHostname, Values: []string{"b", "c"}},
 		}}}, want: []string{"b"}},
 	}
 	for name, tt := range tests {
@@ -262,8 +262,8 @@ func TestAllowedBy(t *testing.T) {
 func TestCandidatesCountEachVolumeOnce(t *testing.T) {
 	now := time.Now()
 	got := candidatesOfNodeA(t, provisionerReport{Reason: v1alpha1.ReasonRunning}, now,
-		[]*v1.PersistentVolume{volumeOnNodeA("pv-bound", "bound", "1Gi", now), volumeOnNodeA("pv-unbound", "made", "1Gi", now)},
-		[]*v1.PersistentVolumeClaim{claimOnNodeA("bound", "pv-bound"), claimOnNodeA("made", ""), claimOnNodeA("placed", "")})
+		[]*corev1.PersistentVolume{volumeOnNodeA("pv-bound", "bound", "1Gi", now), volumeOnNodeA("pv-unbound", "made", "1Gi", now)},
+		[]*corev1.PersistentVolumeClaim{claimOnNodeA("bound", "pv-bound"), claimOnNodeA("made", ""), claimOnNodeA("placed", "")})
 	// The report does not say when it probed: every volume counts against
 	// its space, as the placed claim does.
 	want := map[string]*nodeCandidate{"a": {Name: "a", Volumes: 3, Used: 3 * gi, Pending: 3 * gi}}
@@ -279,13 +279,13 @@ func TestCandidatesPendingSinceTheProbe(t *testing.T) {
 	probed := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	report := provisionerReport{Reason: v1alpha1.ReasonRunning, Available: ptr.To(50 * gi), Total: ptr.To(100 * gi),
 		ProbedAt: &metav1.Time{Time: probed.Add(700 * time.Millisecond)}}
-	got := candidatesOfNodeA(t, report, probed.Add(time.Minute), []*v1.PersistentVolume{
+	got := candidatesOfNodeA(t, report, probed.Add(time.Minute), []*corev1.PersistentVolume{
 		volumeOnNodeA("pv-before", "before", "4Gi", probed.Add(-time.Minute)),
 		// Made in the probe's second, perhaps after it: the report and the
 		// API keep whole seconds.
 		volumeOnNodeA("pv-same-second", "same-second", "2Gi", probed),
 		volumeOnNodeA("pv-after", "after", "1Gi", probed.Add(time.Second)),
-	}, []*v1.PersistentVolumeClaim{claimOnNodeA("placed", "")})
+	}, []*corev1.PersistentVolumeClaim{claimOnNodeA("placed", "")})
 	want := map[string]*nodeCandidate{"a": {Name: "a", Volumes: 4, Used: 8 * gi, Pending: 4 * gi,
 		Available: ptr.To(50 * gi), Total: ptr.To(100 * gi)}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -295,7 +295,7 @@ func TestCandidatesPendingSinceTheProbe(t *testing.T) {
 
 // candidatesOfNodeA returns the candidates of a fake coordinator at now
 // whose node a has a live agent that reports report.
-func candidatesOfNodeA(t *testing.T, report provisionerReport, now time.Time, volumes []*v1.PersistentVolume, claims []*v1.PersistentVolumeClaim) map[string]*nodeCandidate {
+func candidatesOfNodeA(t *testing.T, report provisionerReport, now time.Time, volumes []*corev1.PersistentVolume, claims []*corev1.PersistentVolumeClaim) map[string]*nodeCandidate {
 	t.Helper()
 	data, err := json.Marshal(nodeReport{"fake": report})
 	if err != nil {
@@ -309,26 +309,26 @@ func candidatesOfNodeA(t *testing.T, report provisionerReport, now time.Time, vo
 	if err := c.nodeLeases.GetStore().Add(lease); err != nil {
 		t.Fatal(err)
 	}
-	v := &fleetView{now: now, nodes: map[string]*v1.Node{"a": {ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, volumes: volumes, claims: claims}
+	v := &fleetView{now: now, nodes: map[string]*corev1.Node{"a": {ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, volumes: volumes, claims: claims}
 	return c.candidates(v)
 }
 
 // claimOnNodeA is a claim of 1Gi placed on node a, bound to volumeName when
 // set.
-func claimOnNodeA(uid types.UID, volumeName string) *v1.PersistentVolumeClaim {
-	return &v1.PersistentVolumeClaim{
+func claimOnNodeA(uid types.UID, volumeName string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: string(uid), UID: uid, Annotations: map[string]string{provisioning.AnnSelectedNode: "a"}},
-		Spec: v1.PersistentVolumeClaimSpec{VolumeName: volumeName,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volumeName,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}
 }
 
 // volumeOnNodeA is a volume of size on node a, made at created for the
 // claim uid.
-func volumeOnNodeA(name string, uid types.UID, size string, created time.Time) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func volumeOnNodeA(name string, uid types.UID, size string, created time.Time) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Annotations: map[string]string{backend.AnnNode: "a"}},
-		Spec: v1.PersistentVolumeSpec{Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
-			ClaimRef: &v1.ObjectReference{Namespace: "ns", Name: string(uid), UID: uid}},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
+			ClaimRef: &corev1.ObjectReference{Namespace: "ns", Name: string(uid), UID: uid}},
 	}
 }

@@ -26,7 +26,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -319,7 +319,7 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		entry.setLeader(holder)
 		m.queue.Add(key)
 	}
-	recorder := m.events.NewRecorder(m.scheme, v1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
+	recorder := m.events.NewRecorder(m.scheme, corev1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
 	if u.backend.NodeHostPath() != nil && u.scope == nil {
 		entry.instance, err = newCoordinator(pc.Name, cfg, u.backend.HostPath, coordinatorDeps{
 			Client: client, Informers: m.shared, NodeLeases: m.nodeLeaseInf, NodeLeaseNamespace: m.settings.NodeLeaseNamespace, LeaseClock: m.leaseClock,

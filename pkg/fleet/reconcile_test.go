@@ -47,12 +47,12 @@ func TestManagerParallelRetunes(t *testing.T) {
 		}
 		return true
 	})
-	const edits = 20
+	const edits int32 = 20
 	var wg sync.WaitGroup
 	for _, name := range names {
 		wg.Go(func() {
 			for i := range edits {
-				f.edit(name, func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Workers = int32(i + 2) })
+				f.edit(name, func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Workers = i + 2 })
 			}
 		})
 	}

@@ -21,7 +21,7 @@ import (
 	"fmt"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -163,10 +163,10 @@ func (m *Manager) recordTransition(pc *v1alpha1.ProvisionerConfig, obs observati
 	switch {
 	case isRefusal(obs.reason):
 		if current == nil || current.Reason != obs.reason || current.Message != obs.message || pc.Status.ObservedGeneration != pc.Generation {
-			m.recorder.Event(pc, v1.EventTypeWarning, obs.reason, obs.message)
+			m.recorder.Event(pc, corev1.EventTypeWarning, obs.reason, obs.message)
 		}
 	case obs.reason == v1alpha1.ReasonRunning && current != nil && current.Reason == v1alpha1.ReasonBackendUnavailable:
-		m.recorder.Event(pc, v1.EventTypeNormal, eventBackendAvailable, "the backend is available again: "+obs.message)
+		m.recorder.Event(pc, corev1.EventTypeNormal, eventBackendAvailable, "the backend is available again: "+obs.message)
 	}
 }
 
@@ -184,7 +184,7 @@ func (m *Manager) recordUnservedNodes(pc *v1alpha1.ProvisionerConfig, obs observ
 	}
 	for _, u := range obs.nodes.Unserved {
 		if !before[u.Node] && u.Reason != v1alpha1.ReasonNodeAgentPending {
-			m.recorder.Eventf(pc, v1.EventTypeWarning, eventNodeNotServed, "node %s is not served: %s: %s", u.Node, u.Reason, u.Message)
+			m.recorder.Eventf(pc, corev1.EventTypeWarning, eventNodeNotServed, "node %s is not served: %s: %s", u.Node, u.Reason, u.Message)
 		}
 	}
 }

@@ -26,7 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,7 +96,7 @@ type hangingBackend struct {
 	released chan struct{}
 }
 
-func (b *hangingBackend) Provision(context.Context, provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+func (b *hangingBackend) Provision(context.Context, provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
 	select {
 	case b.entered <- struct{}{}:
 	default:
@@ -136,10 +136,10 @@ func TestManagerReportsAHungBackendCallAndStops(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	_, ctx := ktesting.NewTestContext(t)
 	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hang"}, Provisioner: provisioner}
-	claim := &v1.PersistentVolumeClaim{
+	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", UID: "uid-c",
 			Annotations: map[string]string{"volume.kubernetes.io/storage-provisioner": provisioner}},
-		Spec: v1.PersistentVolumeClaimSpec{StorageClassName: &class.Name},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class.Name},
 	}
 	kube := kubefake.NewClientset(class, claim)
 	servesAdmissionPolicies(kube)

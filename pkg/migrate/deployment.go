@@ -23,7 +23,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -33,7 +33,7 @@ import (
 // cluster, with the container that runs image (a repository's last
 // component). Several such Deployments are an error that names them: which
 // one is meant is the administrator's to say.
-func findDeployment(ctx context.Context, client kubernetes.Interface, named types.NamespacedName, image string) (*appsv1.Deployment, *v1.Container, error) {
+func findDeployment(ctx context.Context, client kubernetes.Interface, named types.NamespacedName, image string) (*appsv1.Deployment, *corev1.Container, error) {
 	if named.Name != "" {
 		d, err := client.AppsV1().Deployments(named.Namespace).Get(ctx, named.Name, metav1.GetOptions{})
 		if err != nil {
@@ -70,7 +70,7 @@ func findDeployment(ctx context.Context, client kubernetes.Interface, named type
 
 // provisionerContainer returns the container of d that runs image, or its
 // only container.
-func provisionerContainer(d *appsv1.Deployment, image string) (*v1.Container, error) {
+func provisionerContainer(d *appsv1.Deployment, image string) (*corev1.Container, error) {
 	if c := imageContainer(d, image); c != nil {
 		return c, nil
 	}
@@ -82,7 +82,7 @@ func provisionerContainer(d *appsv1.Deployment, image string) (*v1.Container, er
 
 // imageContainer returns the first container of d whose image's repository
 // ends in the component name, or nil.
-func imageContainer(d *appsv1.Deployment, name string) *v1.Container {
+func imageContainer(d *appsv1.Deployment, name string) *corev1.Container {
 	for i, c := range d.Spec.Template.Spec.Containers {
 		if imageName(c.Image) == name {
 			return &d.Spec.Template.Spec.Containers[i]
@@ -135,14 +135,14 @@ func stillRunning(ctx context.Context, client kubernetes.Interface, d *appsv1.De
 		return nil, fmt.Errorf("cannot list the pods of Deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	for _, pod := range pods.Items {
-		if pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
+		if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 			running = append(running, fmt.Sprintf("pod %s is %s", pod.Name, podState(&pod)))
 		}
 	}
 	return running, nil
 }
 
-func podState(pod *v1.Pod) string {
+func podState(pod *corev1.Pod) string {
 	if pod.DeletionTimestamp != nil {
 		return "terminating"
 	}
@@ -158,7 +158,7 @@ var errValueFrom = errors.New("it is set with valueFrom; write its value into th
 
 // envValue returns the value of the environment variable name of c, ""
 // where c does not set it.
-func envValue(c *v1.Container, name string) (string, error) {
+func envValue(c *corev1.Container, name string) (string, error) {
 	for _, env := range c.Env {
 		if env.Name != name {
 			continue
@@ -174,7 +174,7 @@ func envValue(c *v1.Container, name string) (string, error) {
 // argValue returns the value of the command-line flag name (without
 // dashes) in c's command and args, as urfave/cli and Go's flag package read
 // it: -name or --name, followed by =value or by the next argument.
-func argValue(c *v1.Container, name string) (string, bool) {
+func argValue(c *corev1.Container, name string) (string, bool) {
 	args := append(append([]string(nil), c.Command...), c.Args...)
 	for i, arg := range args {
 		flag, ok := strings.CutPrefix(arg, "-")

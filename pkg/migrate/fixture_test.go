@@ -18,7 +18,7 @@ package migrate
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,10 +32,10 @@ import (
 // which a test changes before it plans.
 type cluster struct {
 	deployment *appsv1.Deployment
-	configMap  *v1.ConfigMap
-	pods       []*v1.Pod
+	configMap  *corev1.ConfigMap
+	pods       []*corev1.Pod
 	classes    map[string]*storagev1.StorageClass
-	volumes    map[string]*v1.PersistentVolume
+	volumes    map[string]*corev1.PersistentVolume
 }
 
 func (c *cluster) objects() []runtime.Object {
@@ -55,18 +55,18 @@ func (c *cluster) objects() []runtime.Object {
 	return objects
 }
 
-func deployment(namespace, name, image string, container func(*v1.Container)) *appsv1.Deployment {
+func deployment(namespace, name, image string, container func(*corev1.Container)) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
-	c := v1.Container{Name: name, Image: image}
+	c := corev1.Container{Name: name, Image: image}
 	container(&c)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{
+			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       v1.PodSpec{Containers: []v1.Container{c}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
 			},
 		},
 	}
@@ -77,19 +77,19 @@ func class(name, provisioner string, params, annotations map[string]string) *sto
 		ObjectMeta:    metav1.ObjectMeta{Name: name, Annotations: annotations},
 		Provisioner:   provisioner,
 		Parameters:    params,
-		ReclaimPolicy: ptr.To(v1.PersistentVolumeReclaimDelete),
+		ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete),
 	}
 }
 
 // oldVolume is a PersistentVolume as an old provisioner saves it: bound to
 // claim, of class, with source.
-func oldVolume(name, provisioner, class string, source v1.PersistentVolumeSource) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func oldVolume(name, provisioner, class string, source corev1.PersistentVolumeSource) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: provisioner}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			StorageClassName:              class,
 			PersistentVolumeSource:        source,
 		},
@@ -111,8 +111,8 @@ const (
 // of another provisioner.
 func nfsSubdirCluster() *cluster {
 	c := &cluster{
-		deployment: deployment("storage", "nfs-client-provisioner", "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.3", func(c *v1.Container) {
-			c.Env = []v1.EnvVar{
+		deployment: deployment("storage", "nfs-client-provisioner", "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.3", func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{
 				{Name: envProvisionerName, Value: subdirName},
 				{Name: envNFSServer, Value: subdirServer},
 				{Name: envNFSPath, Value: subdirExport},
@@ -120,7 +120,7 @@ func nfsSubdirCluster() *cluster {
 			}
 		}),
 		classes: map[string]*storagev1.StorageClass{},
-		volumes: map[string]*v1.PersistentVolume{},
+		volumes: map[string]*corev1.PersistentVolume{},
 	}
 	for _, cl := range []*storagev1.StorageClass{
 		class("nfs-client", subdirName, nil, nil),
@@ -134,8 +134,8 @@ func nfsSubdirCluster() *cluster {
 	} {
 		c.classes[cl.Name] = cl
 	}
-	add := func(name, class, dir string) *v1.PersistentVolume {
-		pv := oldVolume(name, subdirName, class, v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: subdirServer, Path: subdirExport + "/" + dir}})
+	add := func(name, class, dir string) *corev1.PersistentVolume {
+		pv := oldVolume(name, subdirName, class, corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: subdirServer, Path: subdirExport + "/" + dir}})
 		c.volumes[name] = pv
 		return pv
 	}
@@ -143,15 +143,15 @@ func nfsSubdirCluster() *cluster {
 	add("pvc-2", "nfs-delete", "team-logs-pvc-2")
 	add("pvc-3", "nfs-capitalised", "team-cache-pvc-3")
 	add("pvc-4", "nfs-noarchive", "team-tmp-pvc-4")
-	add("pvc-5", "nfs-retain", "team-keep-pvc-5").Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	add("pvc-5", "nfs-retain", "team-keep-pvc-5").Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 	add("pvc-6", "nfs-pattern", "team/web")
 	add("pvc-7", "nfs-client", "team-hand-pvc-7").Annotations["provfleet.io/on-delete"] = "Retain"
 	// Retained, and named again for the same claim: adoptable.
-	add("pvc-8", "nfs-fixed", "team/db").Spec.ClaimRef = &v1.ObjectReference{Namespace: "team", Name: "db"}
+	add("pvc-8", "nfs-fixed", "team/db").Spec.ClaimRef = &corev1.ObjectReference{Namespace: "team", Name: "db"}
 	kept := add("pvc-9", "nfs-fixed", "team/queue")
-	kept.Spec.ClaimRef = &v1.ObjectReference{Namespace: "team", Name: "queue"}
-	kept.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	c.volumes["pvc-other"] = oldVolume("pvc-other", "example.com/other", "other", v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "other.example.com", Path: "/x/y"}})
+	kept.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "team", Name: "queue"}
+	kept.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	c.volumes["pvc-other"] = oldVolume("pvc-other", "example.com/other", "other", corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "other.example.com", Path: "/x/y"}})
 	return c
 }
 
@@ -169,12 +169,12 @@ const localPathName = "cluster.local/local-path-provisioner"
 // Retain, and one from before v0.0.25 that records no node.
 func localPathCluster() *cluster {
 	c := &cluster{
-		deployment: deployment("local-path-storage", "local-path-provisioner", "docker.io/rancher/local-path-provisioner:v0.0.37", func(c *v1.Container) {
+		deployment: deployment("local-path-storage", "local-path-provisioner", "docker.io/rancher/local-path-provisioner:v0.0.37", func(c *corev1.Container) {
 			c.Command = []string{"local-path-provisioner", "--debug", "start", "--config", "/etc/config/config.json",
 				"--service-account-name", "local-path-provisioner", "--provisioner-name", localPathName,
 				"--helper-image", "busybox:latest", "--configmap-name", "local-path-config"}
 		}),
-		configMap: &v1.ConfigMap{
+		configMap: &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "local-path-storage", Name: "local-path-config"},
 			Data: map[string]string{
 				"config.json": `{"nodePathMap": [
@@ -189,36 +189,36 @@ func localPathCluster() *cluster {
 		classes: map[string]*storagev1.StorageClass{
 			"local-path": class("local-path", localPathName, map[string]string{"userPattern": "{{.PVC.Annotations.uid}}", "permPattern": "0750"}, nil),
 		},
-		volumes: map[string]*v1.PersistentVolume{},
+		volumes: map[string]*corev1.PersistentVolume{},
 	}
-	add := func(name, node, key, value string, source v1.PersistentVolumeSource) *v1.PersistentVolume {
+	add := func(name, node, key, value string, source corev1.PersistentVolumeSource) *corev1.PersistentVolume {
 		pv := oldVolume(name, localPathName, "local-path", source)
 		if node != "" {
 			pv.Annotations[localPathAnnSelectedNode] = node
 		}
-		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-			MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}},
 		}}}}
 		c.volumes[name] = pv
 		return pv
 	}
-	hostPath := func(p string) v1.PersistentVolumeSource {
-		return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: ptr.To(v1.HostPathDirectoryOrCreate)}}
+	hostPath := func(p string) corev1.PersistentVolumeSource {
+		return corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}
 	}
-	add("pvc-a", "node-1", v1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-a_default_data"))
-	add("pvc-b", "big-1", v1.LabelHostname, "big-1.example.com", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/data/local-path/pvc-b_team_db"}})
+	add("pvc-a", "node-1", corev1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-a_default_data"))
+	add("pvc-b", "big-1", corev1.LabelHostname, "big-1.example.com", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/data/local-path/pvc-b_team_db"}})
 	add("pvc-c", "big-2", "topology.example.com/rack", "rack-7", hostPath("/data/local-path/pvc-c_team_cache"))
 	add("pvc-f", "big-2", "topology.example.com/rack", "rack-7", hostPath("/data/more/pvc-f_team_more"))
-	add("pvc-d", "node-1", v1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-d_team_keep")).Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	add("pvc-e", "", v1.LabelHostname, "node-2", hostPath("/opt/local-path-provisioner/pvc-e_team_old"))
+	add("pvc-d", "node-1", corev1.LabelHostname, "node-1", hostPath("/opt/local-path-provisioner/pvc-d_team_keep")).Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	add("pvc-e", "", corev1.LabelHostname, "node-2", hostPath("/opt/local-path-provisioner/pvc-e_team_old"))
 	return c
 }
 
 // sharedVolume is a volume of local-path's sharedFileSystemPath at
 // volumePath: a hostPath volume pinned to no node.
-func sharedVolume(name, volumePath string) *v1.PersistentVolume {
-	pv := oldVolume(name, localPathName, "local-path", v1.PersistentVolumeSource{
-		HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: ptr.To(v1.HostPathDirectoryOrCreate)},
+func sharedVolume(name, volumePath string) *corev1.PersistentVolume {
+	pv := oldVolume(name, localPathName, "local-path", corev1.PersistentVolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: volumePath, Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
 	})
 	pv.Annotations[localPathAnnSelectedNode] = ""
 	return pv

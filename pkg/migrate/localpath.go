@@ -25,7 +25,7 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -248,7 +248,7 @@ func (p *Plan) planSharedFileSystem(object, name string, shared sharedPaths, in 
 // sharedFileSystemPath: its teardown script, rm -rf, on whichever node its
 // helper pod runs. A volume pinned to a node is refused: local-path would
 // delete its path there as if it were on the shared file system.
-func (p *Plan) planSharedVolume(paths []string, pv *v1.PersistentVolume, class *storagev1.StorageClass) {
+func (p *Plan) planSharedVolume(paths []string, pv *corev1.PersistentVolume, class *storagev1.StorageClass) {
 	object := "PersistentVolume " + pv.Name
 	if pv.Spec.NodeAffinity != nil {
 		p.refuse(object, "it is pinned to a node, while local-path-provisioner with sharedFileSystemPath deletes a volume's path from whichever node its helper pod runs on; "+
@@ -298,7 +298,7 @@ func localPathProvisionerName(in *install) string {
 
 // readLocalPathConfigMap reads the ConfigMap local-path reads: its
 // --configmap-name in its --namespace (else POD_NAMESPACE, its own).
-func readLocalPathConfigMap(ctx context.Context, client kubernetes.Interface, in *install) (*v1.ConfigMap, error) {
+func readLocalPathConfigMap(ctx context.Context, client kubernetes.Interface, in *install) (*corev1.ConfigMap, error) {
 	name, ok := argValue(in.container, "configmap-name")
 	if !ok {
 		name = localPathDefaultConfigMap
@@ -526,7 +526,7 @@ func (b *nodeBases) hostPath(volumeType v1alpha1.HostPathVolumeType) *v1alpha1.H
 	if fallback == nil {
 		fallback = b.paths[b.nodes[0]]
 		hp.NodeSelector = &v1alpha1.NodeLabelSelector{MatchExpressions: []v1alpha1.NodeLabelRequirement{
-			{Key: v1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: b.nodes},
+			{Key: corev1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: b.nodes},
 		}}
 	}
 	hp.Path, hp.AdditionalPaths = v1alpha1.SplitPaths(fallback)
@@ -565,7 +565,7 @@ func (p *Plan) nodeAffinityKey(classes []*storagev1.StorageClass) string {
 	byKey := map[string][]string{}
 	var none []string
 	for _, class := range classes {
-		if key := class.Parameters["nodeAffinityKey"]; key != "" && key != v1.LabelHostname {
+		if key := class.Parameters["nodeAffinityKey"]; key != "" && key != corev1.LabelHostname {
 			byKey[key] = append(byKey[key], class.Name)
 		} else {
 			none = append(none, class.Name)
@@ -583,7 +583,7 @@ func (p *Plan) nodeAffinityKey(classes []*storagev1.StorageClass) string {
 		each = append(each, fmt.Sprintf("%s by StorageClasses %s", key, strings.Join(byKey[key], ", ")))
 	}
 	if len(none) > 0 {
-		each = append(each, fmt.Sprintf("%s by StorageClasses %s, which set none", v1.LabelHostname, strings.Join(none, ", ")))
+		each = append(each, fmt.Sprintf("%s by StorageClasses %s, which set none", corev1.LabelHostname, strings.Join(none, ", ")))
 	}
 	p.refuse("StorageClasses of "+p.OldName, "%s pins new volumes by several node labels (%s); a ProvisionerConfig pins by one, its hostPath.nodeAffinityKey, "+
 		"and pinned by another label a volume could be used on another node than its directory's", localPathNodeAffinityKey, strings.Join(each, "; "))
@@ -617,7 +617,7 @@ func (p *Plan) volumeType(classes []*storagev1.StorageClass) v1alpha1.HostPathVo
 // the one local-path recorded, else the one its node affinity pins it to;
 // it is recorded for the node agent, which finds a volume's node by
 // hostpath.provfleet.io/node or kubernetes.io/hostname only.
-func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume, class *storagev1.StorageClass) {
+func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *corev1.PersistentVolume, class *storagev1.StorageClass) {
 	object := "PersistentVolume " + pv.Name
 	if pv.Spec.NodeAffinity == nil {
 		p.refuse(object, "it has no node affinity, a volume of sharedFileSystemPath, while the ConfigMap names nodePathMap: "+
@@ -626,7 +626,7 @@ func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume, cl
 	}
 	node := localPathNode(pv)
 	if node == "" {
-		p.refuse(object, "it records no node (%s, from local-path-provisioner v0.0.25) and its node affinity pins it to no one node by %s", localPathAnnSelectedNode, v1.LabelHostname)
+		p.refuse(object, "it records no node (%s, from local-path-provisioner v0.0.25) and its node affinity pins it to no one node by %s", localPathAnnSelectedNode, corev1.LabelHostname)
 		return
 	}
 	paths, ok := bases.of(node)
@@ -653,7 +653,7 @@ func (p *Plan) planLocalPathVolume(bases *nodeBases, pv *v1.PersistentVolume, cl
 
 // volumeBase returns which of paths holds the directory of pv, and that
 // directory below it; the error is that of the first path.
-func volumeBase(paths []string, pv *v1.PersistentVolume) (string, string, error) {
+func volumeBase(paths []string, pv *corev1.PersistentVolume) (string, string, error) {
 	var first error
 	for _, base := range paths {
 		dir, err := hostpath.VolumeDir(base, pv)
@@ -670,7 +670,7 @@ func volumeBase(paths []string, pv *v1.PersistentVolume) (string, string, error)
 // localPathNode returns the node of pv: hostpath.provfleet.io/node where
 // set, else the node local-path recorded, else the one its affinity pins
 // it to by kubernetes.io/hostname.
-func localPathNode(pv *v1.PersistentVolume) string {
+func localPathNode(pv *corev1.PersistentVolume) string {
 	if node, ok := pv.Annotations[backend.AnnNode]; ok {
 		return node
 	}

@@ -22,7 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -145,10 +145,10 @@ func TestLocalPathSharedFileSystem(t *testing.T) {
 			c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared/"}`
 			kept := sharedVolume("pvc-t", "/mnt/shared/pvc-t_team_kept")
 			kept.Annotations["provfleet.io/on-delete"] = "Retain"
-			kept.Spec.ClaimRef = &v1.ObjectReference{Namespace: "team", Name: "kept"}
+			kept.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "team", Name: "kept"}
 			// A fixed directory per claim: one made again names it.
 			c.classes["local-path"].Parameters["pathPattern"] = "{{.PVC.Namespace}}_{{.PVC.Name}}"
-			c.volumes = map[string]*v1.PersistentVolume{"pvc-s": sharedVolume("pvc-s", "/mnt/shared/pvc-s_team_data"), "pvc-t": kept}
+			c.volumes = map[string]*corev1.PersistentVolume{"pvc-s": sharedVolume("pvc-s", "/mnt/shared/pvc-s_team_data"), "pvc-t": kept}
 			plan, err := Make(t.Context(), kubefake.NewClientset(c.objects()...), Options{From: FromLocalPath})
 			if err != nil {
 				t.Fatalf("Make() error = %v", err)
@@ -305,7 +305,7 @@ func TestLocalPathSetup(t *testing.T) {
 func TestLocalPathStorageClassConfigs(t *testing.T) {
 	tests := map[string]struct {
 		config      string
-		volumes     map[string]*v1.PersistentVolume
+		volumes     map[string]*corev1.PersistentVolume
 		wantBackend *v1alpha1.HostPathBackend
 		wantFates   map[string]string
 		wantRecords map[string]map[string]string
@@ -316,7 +316,7 @@ func TestLocalPathStorageClassConfigs(t *testing.T) {
 				"local-path": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/local-path-provisioner"]},
 					{"node": "big-1", "paths": ["/data/local-path", "/nvme"]}]},
 				"fast": {"nodePathMap": [{"node": "big-1", "paths": ["/nvme"]}, {"node": "big-2", "paths": ["/nvme"]}]}}}`,
-			volumes: map[string]*v1.PersistentVolume{
+			volumes: map[string]*corev1.PersistentVolume{
 				"pvc-a": localPathVolume("pvc-a", "local-path", "node-1", "/opt/local-path-provisioner/pvc-a_team_a"),
 				"pvc-b": localPathVolume("pvc-b", "local-path", "big-1", "/nvme/pvc-b_team_b"),
 				"pvc-n": localPathVolume("pvc-n", "fast", "big-2", "/nvme/pvc-n_team_n"),
@@ -350,9 +350,9 @@ func TestLocalPathStorageClassConfigs(t *testing.T) {
 		},
 		"shared file systems": {
 			config: `{"storageClassConfigs": {"local-path": {"sharedFileSystemPath": "/mnt/shared/"}, "fast": {"sharedFileSystemPath": "/mnt/fast"}}}`,
-			volumes: map[string]*v1.PersistentVolume{
+			volumes: map[string]*corev1.PersistentVolume{
 				"pvc-s": sharedVolume("pvc-s", "/mnt/shared/pvc-s_team_data"),
-				"pvc-u": func() *v1.PersistentVolume {
+				"pvc-u": func() *corev1.PersistentVolume {
 					pv := sharedVolume("pvc-u", "/mnt/shared/pvc-u_team_slow")
 					pv.Spec.StorageClassName = "slow"
 					return pv
@@ -417,13 +417,13 @@ func TestLocalPathStorageClassConfigs(t *testing.T) {
 
 // localPathVolume is a hostPath volume local-path made at volumePath on
 // node, of class.
-func localPathVolume(name, class, node, volumePath string) *v1.PersistentVolume {
-	pv := oldVolume(name, localPathName, class, v1.PersistentVolumeSource{
-		HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: ptr.To(v1.HostPathDirectoryOrCreate)},
+func localPathVolume(name, class, node, volumePath string) *corev1.PersistentVolume {
+	pv := oldVolume(name, localPathName, class, corev1.PersistentVolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: volumePath, Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
 	})
 	pv.Annotations[localPathAnnSelectedNode] = node
-	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-		MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+	pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 	}}}}
 	return pv
 }

@@ -23,7 +23,7 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -153,7 +153,7 @@ func (p *Plan) noteUnlisted(in *install, listed []string) {
 // planUnlistedVolume retains a volume of a StorageClass storageClassConfigs
 // does not list: local-path's delete of it fails, and its directory stays.
 // bases are the node paths served, nil on a shared file system.
-func (p *Plan) planUnlistedVolume(bases *nodeBases, pv *v1.PersistentVolume) {
+func (p *Plan) planUnlistedVolume(bases *nodeBases, pv *corev1.PersistentVolume) {
 	want := map[string]string{backend.AnnOnDelete: string(backend.OnDeleteRetain)}
 	where := "on the shared file system"
 	if bases != nil {
@@ -218,7 +218,7 @@ func (b *nodeBases) selector() *v1alpha1.NodeLabelSelector {
 		return nil
 	}
 	return &v1alpha1.NodeLabelSelector{MatchExpressions: []v1alpha1.NodeLabelRequirement{
-		{Key: v1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: b.nodes},
+		{Key: corev1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: b.nodes},
 	}}
 }
 

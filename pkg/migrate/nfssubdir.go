@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -89,7 +89,7 @@ func (p *Plan) noteAdoptable() {
 
 // planSubdirVolume decides the fate of pv, a volume of class (nil when it
 // does not exist).
-func (p *Plan) planSubdirVolume(s subdirSettings, pv *v1.PersistentVolume, class *storagev1.StorageClass) {
+func (p *Plan) planSubdirVolume(s subdirSettings, pv *corev1.PersistentVolume, class *storagev1.StorageClass) {
 	object := "PersistentVolume " + pv.Name
 	dir, err := nfs.VolumeDir(s.server, 0, s.path, pv)
 	if err != nil {
@@ -114,14 +114,14 @@ func (p *Plan) planSubdirVolume(s subdirSettings, pv *v1.PersistentVolume, class
 // directory for a claim made again, what gives that claim the directory
 // back: the backend's adoptRetainedDirectories and the old
 // PersistentVolume kept as its proof.
-func adoptable(pv *v1.PersistentVolume, policy backend.OnDeletePolicy, class *storagev1.StorageClass) string {
+func adoptable(pv *corev1.PersistentVolume, policy backend.OnDeletePolicy, class *storagev1.StorageClass) string {
 	ref := pv.Spec.ClaimRef
-	retained := policy == backend.OnDeleteRetain || pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimRetain
+	retained := policy == backend.OnDeleteRetain || pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain
 	if !retained || class == nil || class.Parameters["pathPattern"] == "" || ref == nil {
 		return ""
 	}
 	what := fmt.Sprintf("; adoptable by claim %s/%s made again", ref.Namespace, ref.Name)
-	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
 		what += " once its reclaim policy is Retain"
 	}
 	return what
@@ -129,7 +129,7 @@ func adoptable(pv *v1.PersistentVolume, policy backend.OnDeletePolicy, class *st
 
 // readSubdirSettings reads the environment of nfs-subdir's container, and
 // the release it runs: version, else its image's tag.
-func readSubdirSettings(c *v1.Container, version string) (subdirSettings, error) {
+func readSubdirSettings(c *corev1.Container, version string) (subdirSettings, error) {
 	var s subdirSettings
 	var err error
 	if s.subdir.Version, err = backend.ParseNFSSubdirVersion(version); err != nil {
@@ -158,7 +158,7 @@ func readSubdirSettings(c *v1.Container, version string) (subdirSettings, error)
 // them (getModeFromString, getIdFromString): a mode in octal up to 0777, an
 // id in decimal up to 65535; any other value stops it at its start, so no
 // volume of it was ever made with one.
-func readSubdirDirectory(c *v1.Container) (v1alpha1.VolumeDirectory, error) {
+func readSubdirDirectory(c *corev1.Container) (v1alpha1.VolumeDirectory, error) {
 	var d v1alpha1.VolumeDirectory
 	mode, err := envValue(c, envNFSDefaultMode)
 	if err != nil {
@@ -189,7 +189,7 @@ func readSubdirDirectory(c *v1.Container) (v1alpha1.VolumeDirectory, error) {
 }
 
 // fate says what policy does to dir, the directory of pv below base.
-func fate(pv *v1.PersistentVolume, policy backend.OnDeletePolicy, base, dir string) string {
+func fate(pv *corev1.PersistentVolume, policy backend.OnDeletePolicy, base, dir string) string {
 	var what string
 	switch policy {
 	case backend.OnDeleteDelete:
@@ -203,7 +203,7 @@ func fate(pv *v1.PersistentVolume, policy backend.OnDeletePolicy, base, dir stri
 	default:
 		what = fmt.Sprintf("keep %s: %q names no policy, and the release fails", path.Join(base, dir), policy)
 	}
-	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 		return fmt.Sprintf("retain: reclaimPolicy %s, never released (were it Delete: %s)", pv.Spec.PersistentVolumeReclaimPolicy, what)
 	}
 	return what

@@ -23,7 +23,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,7 +97,7 @@ type Plan struct {
 
 // Volume is an old PersistentVolume and its fate.
 type Volume struct {
-	PV *v1.PersistentVolume
+	PV *corev1.PersistentVolume
 	// Fate is what happens to its directory when it is released.
 	Fate string
 	// Record holds the annotations Apply adds to it; none when all is
@@ -138,9 +138,9 @@ func (p *Plan) Applicable() error {
 // install is the old provisioner as the cluster holds it.
 type install struct {
 	deployment *appsv1.Deployment
-	container  *v1.Container
+	container  *corev1.Container
 	classes    map[string]*storagev1.StorageClass
-	volumes    []*v1.PersistentVolume
+	volumes    []*corev1.PersistentVolume
 }
 
 // classesOf returns the StorageClasses of provisioner name, by name.
@@ -156,14 +156,14 @@ func (in *install) classesOf(name string) []*storagev1.StorageClass {
 }
 
 // volumesOf returns the PersistentVolumes provisioner name made, by name.
-func (in *install) volumesOf(name string) []*v1.PersistentVolume {
-	var volumes []*v1.PersistentVolume
+func (in *install) volumesOf(name string) []*corev1.PersistentVolume {
+	var volumes []*corev1.PersistentVolume
 	for _, pv := range in.volumes {
 		if pv.Annotations[provisioning.AnnDynamicallyProvisioned] == name {
 			volumes = append(volumes, pv)
 		}
 	}
-	slices.SortFunc(volumes, func(a, b *v1.PersistentVolume) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(volumes, func(a, b *corev1.PersistentVolume) int { return strings.Compare(a.Name, b.Name) })
 	return volumes
 }
 
@@ -257,7 +257,7 @@ func (p *Plan) newConfig(name, oldName string, backend v1alpha1.BackendSpec) {
 
 // record returns the annotations of want that pv lacks; a value pv has
 // already, by hand or from an earlier run, is never overwritten.
-func record(pv *v1.PersistentVolume, want map[string]string) map[string]string {
+func record(pv *corev1.PersistentVolume, want map[string]string) map[string]string {
 	missing := map[string]string{}
 	for key, value := range want {
 		if _, ok := pv.Annotations[key]; !ok {

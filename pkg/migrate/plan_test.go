@@ -25,7 +25,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -119,7 +119,7 @@ func TestLocalPathRefusals(t *testing.T) {
 		"the fixture": {change: func(*cluster) {}},
 		"a volume pinned by another label that records no node": {
 			change: func(c *cluster) { delete(c.volumes["pvc-c"].Annotations, localPathAnnSelectedNode) },
-			want:   map[string][]string{"PersistentVolume pvc-c": {"records no node", "v0.0.25", v1.LabelHostname}},
+			want:   map[string][]string{"PersistentVolume pvc-c": {"records no node", "v0.0.25", corev1.LabelHostname}},
 		},
 		"classes of two nodeAffinityKeys": {
 			change: func(c *cluster) {
@@ -219,7 +219,7 @@ func TestLocalPathRefusals(t *testing.T) {
 		"a volume outside the shared file system": {
 			change: func(c *cluster) {
 				c.configMap.Data["config.json"] = `{"sharedFileSystemPath": "/mnt/shared"}`
-				c.volumes = map[string]*v1.PersistentVolume{"pvc-s": sharedVolume("pvc-s", "/mnt/other/pvc-s_team_data")}
+				c.volumes = map[string]*corev1.PersistentVolume{"pvc-s": sharedVolume("pvc-s", "/mnt/other/pvc-s_team_data")}
 			},
 			want: map[string][]string{"PersistentVolume pvc-s": {"/mnt/shared", "not below"}},
 		},
@@ -260,7 +260,7 @@ func TestLocalPathRefusals(t *testing.T) {
 		"a volume of storageClassConfigs outside its node's paths": {
 			change: func(c *cluster) {
 				c.configMap.Data["config.json"] = `{"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/a"]}]}}}`
-				c.volumes = map[string]*v1.PersistentVolume{"pvc-a": localPathVolume("pvc-a", "local-path", "node-1", "/opt/local-path-provisioner/pvc-a_team_a")}
+				c.volumes = map[string]*corev1.PersistentVolume{"pvc-a": localPathVolume("pvc-a", "local-path", "node-1", "/opt/local-path-provisioner/pvc-a_team_a")}
 			},
 			want: map[string][]string{"PersistentVolume pvc-a": {"would not release it", "not below"}},
 		},
@@ -363,7 +363,7 @@ func TestNFSSubdirRefusals(t *testing.T) {
 		},
 		"a server from elsewhere": {
 			change: func(c *cluster) {
-				c.deployment.Spec.Template.Spec.Containers[0].Env[1] = v1.EnvVar{Name: envNFSServer, ValueFrom: &v1.EnvVarSource{}}
+				c.deployment.Spec.Template.Spec.Containers[0].Env[1] = corev1.EnvVar{Name: envNFSServer, ValueFrom: &corev1.EnvVarSource{}}
 			},
 			want: map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSServer, "valueFrom"}},
 		},
@@ -374,7 +374,7 @@ func TestNFSSubdirRefusals(t *testing.T) {
 		"an owner nfs-subdir does not start with": {
 			change: func(c *cluster) {
 				container := &c.deployment.Spec.Template.Spec.Containers[0]
-				container.Env = append(container.Env, v1.EnvVar{Name: envNFSDefaultUID, Value: "70000"})
+				container.Env = append(container.Env, corev1.EnvVar{Name: envNFSDefaultUID, Value: "70000"})
 			},
 			want: map[string][]string{"Deployment storage/nfs-client-provisioner": {envNFSDefaultUID, "70000", "65535"}},
 		},
@@ -400,10 +400,10 @@ func TestNFSSubdirRefusals(t *testing.T) {
 // that has not ended, terminating ones included, keeps the plan from being
 // applied; ended pods do not.
 func TestOldProvisionerStillRuns(t *testing.T) {
-	pod := func(name string, phase v1.PodPhase, deleting bool) *v1.Pod {
-		p := &v1.Pod{
+	pod := func(name string, phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: name, Labels: map[string]string{"app": "nfs-client-provisioner"}},
-			Status:     v1.PodStatus{Phase: phase},
+			Status:     corev1.PodStatus{Phase: phase},
 		}
 		if deleting {
 			p.DeletionTimestamp = &metav1.Time{}
@@ -412,20 +412,20 @@ func TestOldProvisionerStillRuns(t *testing.T) {
 	}
 	tests := map[string]struct {
 		replicas *int32
-		pods     []*v1.Pod
+		pods     []*corev1.Pod
 		want     []string
 	}{
 		"scaled to zero, no pod":     {replicas: ptr.To[int32](0)},
-		"scaled to zero, pods ended": {replicas: ptr.To[int32](0), pods: []*v1.Pod{pod("done", v1.PodSucceeded, false), pod("crashed", v1.PodFailed, false)}},
+		"scaled to zero, pods ended": {replicas: ptr.To[int32](0), pods: []*corev1.Pod{pod("done", corev1.PodSucceeded, false), pod("crashed", corev1.PodFailed, false)}},
 		"replicas unset":             {want: []string{"spec.replicas is 1"}},
 		"scaled to zero, a pod terminating": {
 			replicas: ptr.To[int32](0),
-			pods:     []*v1.Pod{pod("old", v1.PodRunning, true)},
+			pods:     []*corev1.Pod{pod("old", corev1.PodRunning, true)},
 			want:     []string{"pod old is terminating"},
 		},
 		"two replicas": {
 			replicas: ptr.To[int32](2),
-			pods:     []*v1.Pod{pod("a", v1.PodRunning, false), pod("b", "", false)},
+			pods:     []*corev1.Pod{pod("a", corev1.PodRunning, false), pod("b", "", false)},
 			want:     []string{"spec.replicas is 2", "pod a is running", "pod b is pending"},
 		},
 	}
@@ -452,7 +452,7 @@ func TestOldProvisionerStillRuns(t *testing.T) {
 // image, or named; none or several found is an error that says what to
 // do.
 func TestFindDeployment(t *testing.T) {
-	other := deployment("elsewhere", "second", "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2", func(*v1.Container) {})
+	other := deployment("elsewhere", "second", "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2", func(*corev1.Container) {})
 	tests := map[string]struct {
 		extra   bool
 		named   types.NamespacedName

@@ -27,7 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -60,7 +60,7 @@ func (b *deadlineBackend) record(ctx context.Context, operation string) {
 	b.deadlines[operation] = deadline
 }
 
-func (b *deadlineBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
+func (b *deadlineBackend) Delete(ctx context.Context, volume *corev1.PersistentVolume) error {
 	b.record(ctx, "delete")
 	return b.fakeBackend.Delete(ctx, volume)
 }
@@ -84,7 +84,7 @@ func TestBackendCallsHaveADeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv.Status.Phase = v1.VolumeReleased
+	pv.Status.Phase = corev1.VolumeReleased
 	pv.ResourceVersion = "2"
 	if _, err := f.client.CoreV1().PersistentVolumes().UpdateStatus(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -291,7 +291,7 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 // callDeadlines is a deadlineBackend of every optional interface.
 type callDeadlines struct{ *deadlineBackend }
 
-func (b *callDeadlines) ShouldProvision(ctx context.Context, _ *v1.PersistentVolumeClaim) bool {
+func (b *callDeadlines) ShouldProvision(ctx context.Context, _ *corev1.PersistentVolumeClaim) bool {
 	b.record(ctx, "qualify")
 	return true
 }
@@ -306,7 +306,7 @@ func (b *callDeadlines) SupportsDataSource(ctx context.Context, _ schema.GroupKi
 	return true
 }
 
-func (b *callDeadlines) ShouldDelete(ctx context.Context, _ *v1.PersistentVolume) bool {
+func (b *callDeadlines) ShouldDelete(ctx context.Context, _ *corev1.PersistentVolume) bool {
 	b.record(ctx, "shouldDelete")
 	return true
 }
@@ -316,7 +316,7 @@ func (b *callDeadlines) Unsaved(ctx context.Context) ([]UnsavedVolume, error) {
 	return nil, nil
 }
 
-func (b *callDeadlines) Saved(ctx context.Context, _, _ *v1.PersistentVolume) error {
+func (b *callDeadlines) Saved(ctx context.Context, _, _ *corev1.PersistentVolume) error {
 	b.record(ctx, "saved")
 	return nil
 }
@@ -345,9 +345,9 @@ func TestCallDeadlines(t *testing.T) {
 	ctx := context.Background()
 
 	claim := newClaim("c", "fast", testProvisioner)
-	block := v1.PersistentVolumeBlock
+	block := corev1.PersistentVolumeBlock
 	claim.Spec.VolumeMode = &block
-	volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	volume := newVolume("pvc-uid-c", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 	calls := map[string]func() error{
 		"qualify":            func() error { _, err := c.shouldProvision(ctx, claim); return err },
 		"supportsBlock":      func() error { return c.checkBlock(ctx, claim) },
@@ -376,9 +376,9 @@ func TestCallDeadlines(t *testing.T) {
 }
 
 // withSnapshotSource is claim filled from a VolumeSnapshot.
-func withSnapshotSource(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+func withSnapshotSource(claim *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 	claim = claim.DeepCopy()
 	group := "snapshot.storage.k8s.io"
-	claim.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: "snap"}
+	claim.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: "snap"}
 	return claim
 }

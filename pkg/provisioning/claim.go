@@ -20,7 +20,7 @@ import (
 	"context"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -28,15 +28,15 @@ import (
 
 // lookupClaim finds the claim of key in the informer, or else among the
 // claims in progress; live tells which.
-func (c *Controller) lookupClaim(key claimKey) (claim *v1.PersistentVolumeClaim, live bool) {
+func (c *Controller) lookupClaim(key claimKey) (claim *corev1.PersistentVolumeClaim, live bool) {
 	obj, exists, err := c.informers.Claims.GetStore().GetByKey(key.Namespace + "/" + key.Name)
 	if err == nil && exists {
-		if claim, ok := obj.(*v1.PersistentVolumeClaim); ok && claim.UID == key.UID {
+		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.UID == key.UID {
 			return claim, true
 		}
 	}
 	if obj, ok := c.inProgress.Load(key.UID); ok {
-		return obj.(*v1.PersistentVolumeClaim), false
+		return obj.(*corev1.PersistentVolumeClaim), false
 	}
 	return nil, false
 }
@@ -73,7 +73,7 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 	if err != nil || !should {
 		return claim.ResourceVersion, err
 	}
-	return c.provisionClaim(ctx, claim, func(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+	return c.provisionClaim(ctx, claim, func(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 		return c.provisionOperation(ctx, t, claim)
 	})
 }
@@ -81,14 +81,14 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 // abandoned reports whether a claim the informer shows no longer wants the
 // volume made for it: it is being deleted, or bound to another
 // PersistentVolume. A claim that is gone abandoned its volume too.
-func abandoned(claim *v1.PersistentVolumeClaim) bool {
+func abandoned(claim *corev1.PersistentVolumeClaim) bool {
 	return claim.DeletionTimestamp != nil ||
 		(claim.Spec.VolumeName != "" && claim.Spec.VolumeName != volumeNameFor(claim))
 }
 
 // shouldProvision reports whether a volume is wanted for claim from this
 // provisioner.
-func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) (bool, error) {
+func (c *Controller) shouldProvision(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
 	if claim.Spec.VolumeName != "" || !c.knownName(storageProvisioner(claim)) {
 		return false, nil
 	}
@@ -114,7 +114,7 @@ func (c *Controller) shouldProvision(ctx context.Context, claim *v1.PersistentVo
 // abandonClaim deletes the backend volume of a claim that the informer still
 // shows but that no longer wants it (deleteAbandonedVolume), and then removes
 // the claim's intent finalizer.
-func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) error {
+func (c *Controller) abandonClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, volume *corev1.PersistentVolume) error {
 	if err := c.deleteAbandonedVolume(ctx, claim, volume); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (c *Controller) abandonClaim(ctx context.Context, claim *v1.PersistentVolum
 // wants it may have, unless a PersistentVolume took it over. Without the
 // volume Provision returned, a Reclaimer's record or else the claim tells
 // what to delete.
-func (c *Controller) deleteAbandonedVolume(ctx context.Context, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) error {
+func (c *Controller) deleteAbandonedVolume(ctx context.Context, claim *corev1.PersistentVolumeClaim, volume *corev1.PersistentVolume) error {
 	saved, err := c.savedVolume(ctx, volumeNameFor(claim))
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (c *Controller) deleteAbandonedVolume(ctx context.Context, claim *v1.Persis
 		err := c.deleteBackend(ctx, volume)
 		if err != nil && !IsIgnoredError(err) {
 			err = fmt.Errorf("cannot delete the backend volume %q of an abandoned claim: %w", volume.Name, err)
-			c.recorder.Event(claim, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
+			c.recorder.Event(claim, corev1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
 			return err
 		}
 		klog.FromContext(ctx).Info("Deleted the backend volume of an abandoned claim", "volume", volume.Name)
@@ -153,22 +153,22 @@ func (c *Controller) deleteAbandonedVolume(ctx context.Context, claim *v1.Persis
 
 // recoveredVolume rebuilds, from the claim alone, the PersistentVolume a
 // backend may have provisioned for it, to hand to Provisioner.Delete.
-func (c *Controller) recoveredVolume(claim *v1.PersistentVolumeClaim) *v1.PersistentVolume {
-	volume := &v1.PersistentVolume{
+func (c *Controller) recoveredVolume(claim *corev1.PersistentVolumeClaim) *corev1.PersistentVolume {
+	volume := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        volumeNameFor(claim),
 			Annotations: map[string]string{AnnDynamicallyProvisioned: c.name},
 		},
-		Spec: v1.PersistentVolumeSpec{
+		Spec: corev1.PersistentVolumeSpec{
 			ClaimRef:                      claimRef(claim),
 			StorageClassName:              claimClassName(claim),
 			AccessModes:                   claim.Spec.AccessModes,
 			VolumeMode:                    claim.Spec.VolumeMode,
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 		},
 	}
-	if size, ok := claim.Spec.Resources.Requests[v1.ResourceStorage]; ok {
-		volume.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: size}
+	if size, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		volume.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
 	}
 	if class, err := c.classOf(claim); err == nil {
 		volume.Spec.MountOptions = class.MountOptions

@@ -24,7 +24,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,7 +32,7 @@ import (
 
 type panickingQualifier struct{ *fakeBackend }
 
-func (panickingQualifier) ShouldProvision(context.Context, *v1.PersistentVolumeClaim) bool {
+func (panickingQualifier) ShouldProvision(context.Context, *corev1.PersistentVolumeClaim) bool {
 	panic("qualifier bug")
 }
 
@@ -46,7 +46,7 @@ func TestShouldProvision(t *testing.T) {
 	unchosen := newClaim("c", "wffc", testProvisioner)
 	unchosen.Annotations[AnnSelectedNode] = ""
 	tests := map[string]struct {
-		claim   *v1.PersistentVolumeClaim
+		claim   *corev1.PersistentVolumeClaim
 		backend func(*fakeBackend) Provisioner
 		want    bool
 		wantErr bool
@@ -112,7 +112,7 @@ func newWaitingClass(name, provisioner string) *storagev1.StorageClass {
 func TestRescheduledClaimWaitsForNode(t *testing.T) {
 	claim := newClaim("c", "wffc", testProvisioner)
 	claim.Annotations[AnnSelectedNode] = "node-1"
-	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
+	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
 	f := newFixture(t, objects...)
 	f.fill(objects...)
 	backend := newFakeBackend()
@@ -158,7 +158,7 @@ func TestRescheduleLimit(t *testing.T) {
 	claim := newClaim("c", "wffc", testProvisioner)
 	claim.Annotations[AnnSelectedNode] = "node-1"
 	claim.Annotations[AnnReschedules] = strconv.Itoa(MaxReschedules)
-	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
+	objects := []runtime.Object{claim, newWaitingClass("wffc", testProvisioner), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
 	f := newFixture(t, objects...)
 	f.fill(objects...)
 	backend := newFakeBackend()

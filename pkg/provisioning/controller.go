@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -95,9 +95,9 @@ type Scope interface {
 	// Claim reports whether the controller provisions claim and, once it is
 	// bound, takes its intent finalizer off. A claim the controller is
 	// provisioning in the background stays its own whatever Claim says.
-	Claim(claim *v1.PersistentVolumeClaim) bool
+	Claim(claim *corev1.PersistentVolumeClaim) bool
 	// Volume reports whether the controller deletes volume once released.
-	Volume(volume *v1.PersistentVolume) bool
+	Volume(volume *corev1.PersistentVolume) bool
 }
 
 // elector decides when a Controller works: a leaderelection.LeaderElector on
@@ -340,7 +340,7 @@ func (c *Controller) Stuck() error {
 // Requeue has the controller look at claim again, as a change of it would:
 // a Scope whose answer for the claim changed without the claim changing
 // calls it. It does nothing while the controller does not lead.
-func (c *Controller) Requeue(claim *v1.PersistentVolumeClaim) {
+func (c *Controller) Requeue(claim *corev1.PersistentVolumeClaim) {
 	c.mu.Lock()
 	t := c.term
 	c.mu.Unlock()

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -34,7 +34,7 @@ import (
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
-func (f *fixture) createClaim(claim *v1.PersistentVolumeClaim) {
+func (f *fixture) createClaim(claim *corev1.PersistentVolumeClaim) {
 	f.t.Helper()
 	if _, err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
@@ -69,7 +69,7 @@ func TestRunProvisionsAndDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv.Status.Phase = v1.VolumeReleased
+	pv.Status.Phase = corev1.VolumeReleased
 	pv.ResourceVersion = "2"
 	if _, err := f.client.CoreV1().PersistentVolumes().UpdateStatus(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestRestartBetweenProvisionAndVolumeCreation(t *testing.T) {
 	// one started after it would.
 	polltest.Eventually(t, "the informer sees the deletion", func() bool {
 		obj, exists, _ := f.informers.Claims.GetStore().GetByKey("default/c")
-		return exists && obj.(*v1.PersistentVolumeClaim).DeletionTimestamp != nil
+		return exists && obj.(*corev1.PersistentVolumeClaim).DeletionTimestamp != nil
 	})
 
 	second := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
@@ -405,7 +405,7 @@ type failingDeletes struct {
 	calls atomic.Int32
 }
 
-func (b *failingDeletes) Delete(context.Context, *v1.PersistentVolume) error {
+func (b *failingDeletes) Delete(context.Context, *corev1.PersistentVolume) error {
 	b.calls.Add(1)
 	return errBackend
 }
@@ -445,7 +445,7 @@ func TestFailureThresholdCountsRetries(t *testing.T) {
 			}
 			if tc.deletion {
 				calls, gaveUp = &backend.calls, func() bool { return c.volumeRetries.GaveUp("pvc-uid-c") }
-				volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+				volume := newVolume("pvc-uid-c", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 				if _, err := f.client.CoreV1().PersistentVolumes().Create(context.Background(), volume, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}

@@ -20,21 +20,21 @@ import (
 	"context"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // dataSourceOf returns what a claim's volume is to be filled from, with its
 // namespace set, or nil. The apiserver copies spec.dataSource into
 // spec.dataSourceRef, which alone can name another namespace.
-func dataSourceOf(claim *v1.PersistentVolumeClaim) *v1.TypedObjectReference {
-	var source *v1.TypedObjectReference
+func dataSourceOf(claim *corev1.PersistentVolumeClaim) *corev1.TypedObjectReference {
+	var source *corev1.TypedObjectReference
 	switch {
 	case claim.Spec.DataSourceRef != nil:
 		source = claim.Spec.DataSourceRef.DeepCopy()
 	case claim.Spec.DataSource != nil:
 		ref := claim.Spec.DataSource.DeepCopy()
-		source = &v1.TypedObjectReference{APIGroup: ref.APIGroup, Kind: ref.Kind, Name: ref.Name}
+		source = &corev1.TypedObjectReference{APIGroup: ref.APIGroup, Kind: ref.Kind, Name: ref.Name}
 	default:
 		return nil
 	}
@@ -45,7 +45,7 @@ func dataSourceOf(claim *v1.PersistentVolumeClaim) *v1.TypedObjectReference {
 	return source
 }
 
-func sourceKind(source *v1.TypedObjectReference) schema.GroupKind {
+func sourceKind(source *corev1.TypedObjectReference) schema.GroupKind {
 	kind := schema.GroupKind{Kind: source.Kind}
 	if source.APIGroup != nil {
 		kind.Group = *source.APIGroup
@@ -53,7 +53,7 @@ func sourceKind(source *v1.TypedObjectReference) schema.GroupKind {
 	return kind
 }
 
-func describeSource(source *v1.TypedObjectReference) string {
+func describeSource(source *corev1.TypedObjectReference) string {
 	return fmt.Sprintf("%s %s/%s", sourceKind(source), *source.Namespace, source.Name)
 }
 
@@ -61,7 +61,7 @@ func describeSource(source *v1.TypedObjectReference) string {
 // from. A kind that is neither a claim nor a VolumeSnapshot is a volume
 // populator's, which provisions through a claim of its own: populated says
 // so, and the claim is left to it, as external-provisioner does.
-func (c *Controller) checkDataSource(ctx context.Context, source *v1.TypedObjectReference) (populated bool, err error) {
+func (c *Controller) checkDataSource(ctx context.Context, source *corev1.TypedObjectReference) (populated bool, err error) {
 	if source == nil {
 		return false, nil
 	}

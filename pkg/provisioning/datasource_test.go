@@ -22,7 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -45,14 +45,14 @@ func TestProvisionDataSource(t *testing.T) {
 	snapshots := "snapshot.storage.k8s.io"
 	other := "other"
 	populators := "populators.example.com"
-	withSource := func(kind string, group *string) *v1.PersistentVolumeClaim {
+	withSource := func(kind string, group *string) *corev1.PersistentVolumeClaim {
 		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "origin"}
+		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "origin"}
 		return c
 	}
-	withSourceRef := func(kind string, group, namespace *string) *v1.PersistentVolumeClaim {
+	withSourceRef := func(kind string, group, namespace *string) *corev1.PersistentVolumeClaim {
 		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "origin", Namespace: namespace}
+		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "origin", Namespace: namespace}
 		return c
 	}
 	clones := []schema.GroupKind{{Kind: "PersistentVolumeClaim"}}
@@ -73,7 +73,7 @@ func TestProvisionDataSource(t *testing.T) {
 	}
 	refused := want{Events: []string{EventProvisioningFailed}}
 	tests := map[string]struct {
-		claim *v1.PersistentVolumeClaim
+		claim *corev1.PersistentVolumeClaim
 		kinds []schema.GroupKind
 		want  want
 	}{

@@ -21,7 +21,7 @@ import (
 	"fmt"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -36,7 +36,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 		c.deleted.Delete(name)
 		return "", err
 	}
-	volume, ok := obj.(*v1.PersistentVolume)
+	volume, ok := obj.(*corev1.PersistentVolume)
 	if !ok || !c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return "", nil
 	}
@@ -70,11 +70,11 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 // not, so that they can go away. With the finalizer turned off it takes it off
 // every volume, as the upstream library does on rollback, so none hangs in
 // Terminating once this provisioner is gone.
-func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	if !hasFinalizer(volume, VolumeFinalizer) {
 		return c.ensureVolumeFinalizer(ctx, volume)
 	}
-	if volume.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || !c.config().Finalizer {
+	if volume.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || !c.config().Finalizer {
 		return removeFinalizer(ctx, c.client.CoreV1().PersistentVolumes(), volume, VolumeFinalizer)
 	}
 	return volume, nil
@@ -85,9 +85,9 @@ func (c *Controller) reconcileVolumeFinalizer(ctx context.Context, volume *v1.Pe
 // way out already. It never takes it off: for a volume whose backend volume is
 // to be deleted now, deleteVolume takes it off after that, so the backend
 // volume is not leaked even with the finalizer just turned off.
-func (c *Controller) ensureVolumeFinalizer(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+func (c *Controller) ensureVolumeFinalizer(ctx context.Context, volume *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	if hasFinalizer(volume, VolumeFinalizer) || volume.DeletionTimestamp != nil ||
-		volume.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || !c.config().Finalizer {
+		volume.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || !c.config().Finalizer {
 		return volume, nil
 	}
 	return addFinalizer(ctx, c.client.CoreV1().PersistentVolumes(), volume, VolumeFinalizer)
@@ -95,14 +95,14 @@ func (c *Controller) ensureVolumeFinalizer(ctx context.Context, volume *v1.Persi
 
 // shouldDelete reports whether the backend volume of a PersistentVolume is to
 // be deleted by this provisioner.
-func (c *Controller) shouldDelete(ctx context.Context, volume *v1.PersistentVolume) (bool, error) {
+func (c *Controller) shouldDelete(ctx context.Context, volume *corev1.PersistentVolume) (bool, error) {
 	// A PersistentVolume on its way out without our finalizer is not ours to
 	// handle any more.
 	if volume.DeletionTimestamp != nil && !hasFinalizer(volume, VolumeFinalizer) {
 		return false, nil
 	}
-	if volume.Status.Phase != v1.VolumeReleased ||
-		volume.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete ||
+	if volume.Status.Phase != corev1.VolumeReleased ||
+		volume.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
 		!c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) {
 		return false, nil
 	}
@@ -119,7 +119,7 @@ func (c *Controller) shouldDelete(ctx context.Context, volume *v1.PersistentVolu
 }
 
 // deleteVolume deletes the backend volume and the PersistentVolume.
-func (c *Controller) deleteVolume(ctx context.Context, volume *v1.PersistentVolume) error {
+func (c *Controller) deleteVolume(ctx context.Context, volume *corev1.PersistentVolume) error {
 	if hasFinalizer(volume, VolumeFinalizer) {
 		return c.deleteFinalizedVolume(ctx, volume)
 	}
@@ -141,7 +141,7 @@ func (c *Controller) deleteVolume(ctx context.Context, volume *v1.PersistentVolu
 
 // deleteFreshVolume deletes the backend volume of a PersistentVolume without
 // the volume finalizer, as just read from the API, then the PersistentVolume.
-func (c *Controller) deleteFreshVolume(ctx context.Context, fresh *v1.PersistentVolume) error {
+func (c *Controller) deleteFreshVolume(ctx context.Context, fresh *corev1.PersistentVolume) error {
 	if done, err := c.deleteBackendVolume(ctx, fresh); !done || err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (c *Controller) deleteFreshVolume(ctx context.Context, fresh *v1.Persistent
 // can go first; its deletion is conditional on the version the decision was
 // made on, so a volume costs two writes and no read, and only an informer
 // that lagged behind costs a read, to decide again.
-func (c *Controller) deleteFinalizedVolume(ctx context.Context, volume *v1.PersistentVolume) error {
+func (c *Controller) deleteFinalizedVolume(ctx context.Context, volume *corev1.PersistentVolume) error {
 	api := c.client.CoreV1().PersistentVolumes()
 	for refreshed := false; volume.DeletionTimestamp == nil; refreshed = true {
 		err := api.Delete(ctx, volume.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
@@ -201,7 +201,7 @@ func (c *Controller) deleteFinalizedVolume(ctx context.Context, volume *v1.Persi
 }
 
 // getVolume reads a PersistentVolume from the API; nil when it is gone.
-func (c *Controller) getVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+func (c *Controller) getVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
 	volume, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -214,7 +214,7 @@ func (c *Controller) getVolume(ctx context.Context, name string) (*v1.Persistent
 
 // deleteBackendVolume asks the backend to delete the volume of a
 // PersistentVolume; done is false when the backend ignored it.
-func (c *Controller) deleteBackendVolume(ctx context.Context, volume *v1.PersistentVolume) (done bool, err error) {
+func (c *Controller) deleteBackendVolume(ctx context.Context, volume *corev1.PersistentVolume) (done bool, err error) {
 	err = c.deleteBackend(ctx, volume)
 	if IsIgnoredError(err) {
 		klog.FromContext(ctx).V(2).Info("Backend ignored the volume", "reason", err)
@@ -223,7 +223,7 @@ func (c *Controller) deleteBackendVolume(ctx context.Context, volume *v1.Persist
 	if err != nil {
 		c.probeSoon()
 		err = fmt.Errorf("cannot delete the backend volume: %w", err)
-		c.recorder.Event(volume, v1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
+		c.recorder.Event(volume, corev1.EventTypeWarning, EventVolumeFailedDelete, err.Error())
 		return false, err
 	}
 	klog.FromContext(ctx).Info("Deleted the backend volume")

@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/internal/polltest"
@@ -34,18 +34,18 @@ type guardedBackend struct {
 	allow bool
 }
 
-func (b guardedBackend) ShouldDelete(context.Context, *v1.PersistentVolume) bool { return b.allow }
+func (b guardedBackend) ShouldDelete(context.Context, *corev1.PersistentVolume) bool { return b.allow }
 
 func TestDelete(t *testing.T) {
-	released := func() *v1.PersistentVolume {
-		return newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	released := func() *corev1.PersistentVolume {
+		return newVolume("pv", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 	}
-	with := func(pv *v1.PersistentVolume, change func(*v1.PersistentVolume)) *v1.PersistentVolume {
+	with := func(pv *corev1.PersistentVolume, change func(*corev1.PersistentVolume)) *corev1.PersistentVolume {
 		change(pv)
 		return pv
 	}
-	deleting := func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
-	finalized := func(pv *v1.PersistentVolume) { pv.Finalizers = []string{VolumeFinalizer} }
+	deleting := func(pv *corev1.PersistentVolume) { pv.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
+	finalized := func(pv *corev1.PersistentVolume) { pv.Finalizers = []string{VolumeFinalizer} }
 
 	type want struct {
 		Err        bool
@@ -55,7 +55,7 @@ func TestDelete(t *testing.T) {
 		Events     []string
 	}
 	tests := map[string]struct {
-		volume    *v1.PersistentVolume
+		volume    *corev1.PersistentVolume
 		finalizer bool
 		backend   func(*fakeBackend) Provisioner
 		deleteErr error
@@ -66,39 +66,39 @@ func TestDelete(t *testing.T) {
 			want:   want{Deleted: []string{"pv"}},
 		},
 		"released, additional name": {
-			volume: newVolume("pv", "provfleet.io/alias", v1.VolumeReleased, v1.PersistentVolumeReclaimDelete),
+			volume: newVolume("pv", "provfleet.io/alias", corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete),
 			want:   want{Deleted: []string{"pv"}},
 		},
 		"bound": {
-			volume: newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete),
+			volume: newVolume("pv", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete),
 			want:   want{Exists: true},
 		},
 		"bound gets the finalizer": {
-			volume:    newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete),
+			volume:    newVolume("pv", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete),
 			finalizer: true,
 			want:      want{Exists: true, Finalizers: []string{VolumeFinalizer}},
 		},
 		"retained": {
-			volume: newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimRetain),
+			volume: newVolume("pv", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimRetain),
 			want:   want{Exists: true},
 		},
 		"retained loses the finalizer": {
-			volume:    with(newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimRetain), finalized),
+			volume:    with(newVolume("pv", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimRetain), finalized),
 			finalizer: true,
 			want:      want{Exists: true},
 		},
 		"another provisioner's volume keeps its finalizer": {
-			volume:    with(newVolume("pv", "other.io/x", v1.VolumeReleased, v1.PersistentVolumeReclaimRetain), finalized),
+			volume:    with(newVolume("pv", "other.io/x", corev1.VolumeReleased, corev1.PersistentVolumeReclaimRetain), finalized),
 			finalizer: true,
 			want:      want{Exists: true, Finalizers: []string{VolumeFinalizer}},
 		},
 		"another provisioner's volume gets no finalizer": {
-			volume:    newVolume("pv", "other.io/x", v1.VolumeBound, v1.PersistentVolumeReclaimDelete),
+			volume:    newVolume("pv", "other.io/x", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete),
 			finalizer: true,
 			want:      want{Exists: true},
 		},
 		"finalizer off: bound loses the finalizer": {
-			volume: with(newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete), finalized),
+			volume: with(newVolume("pv", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete), finalized),
 			want:   want{Exists: true},
 		},
 		"finalizer off: released is deleted": {
@@ -117,7 +117,7 @@ func TestDelete(t *testing.T) {
 			want:    want{},
 		},
 		"finalizer off: another provisioner's volume keeps its finalizer": {
-			volume: with(newVolume("pv", "other.io/x", v1.VolumeBound, v1.PersistentVolumeReclaimDelete), finalized),
+			volume: with(newVolume("pv", "other.io/x", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete), finalized),
 			want:   want{Exists: true, Finalizers: []string{VolumeFinalizer}},
 		},
 		"guard vetoes": {
@@ -184,7 +184,7 @@ func TestDelete(t *testing.T) {
 // Turning the finalizer off takes it off the volumes that carry it at once,
 // so none is left hanging once the provisioner is gone.
 func TestFinalizerTurnedOff(t *testing.T) {
-	bound := newVolume("pv", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	bound := newVolume("pv", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete)
 	f := newFixture(t, bound)
 	f.start()
 	cfg := testConfig(testProvisioner)
@@ -208,13 +208,13 @@ func TestFinalizerTurnedOff(t *testing.T) {
 // lagged behind; and a sync of the same volume that the informer still shows
 // afterwards sends nothing and deletes nothing again.
 func TestDeleteRequests(t *testing.T) {
-	finalized := func() *v1.PersistentVolume {
-		pv := newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	finalized := func() *corev1.PersistentVolume {
+		pv := newVolume("pv", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 		pv.Finalizers = []string{VolumeFinalizer}
 		return pv
 	}
 	tests := map[string]struct {
-		volume *v1.PersistentVolume
+		volume *corev1.PersistentVolume
 		// stale makes the informer's copy older than the API's.
 		stale         bool
 		finalizerOff  bool
@@ -233,7 +233,7 @@ func TestDeleteRequests(t *testing.T) {
 			wantDeletions: 1,
 		},
 		"without the finalizer": {
-			volume:        newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete),
+			volume:        newVolume("pv", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete),
 			finalizerOff:  true,
 			wantRequests:  []string{"get", "delete"},
 			wantDeletions: 1,

@@ -19,13 +19,13 @@ package provisioning
 import (
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
 // keyOfClaim is the claim queue's key of claim: its UID tells a claim from
 // a new one of the same name.
-func keyOfClaim(claim *v1.PersistentVolumeClaim) claimKey {
+func keyOfClaim(claim *corev1.PersistentVolumeClaim) claimKey {
 	return claimKey{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
 }
 
@@ -34,8 +34,8 @@ func (c *Controller) claimHandler(t *term) cache.ResourceEventHandler {
 		AddFunc: func(obj any) { c.enqueueClaim(t, obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			// Our own finalizer writes are no reason to look again.
-			o, ok1 := oldObj.(*v1.PersistentVolumeClaim)
-			n, ok2 := newObj.(*v1.PersistentVolumeClaim)
+			o, ok1 := oldObj.(*corev1.PersistentVolumeClaim)
+			n, ok2 := newObj.(*corev1.PersistentVolumeClaim)
 			if !ok1 || !ok2 || !claimFinalizersOnlyChanged(o, n) {
 				c.enqueueClaim(t, newObj)
 			}
@@ -44,7 +44,7 @@ func (c *Controller) claimHandler(t *term) cache.ResourceEventHandler {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}
-			claim, ok := obj.(*v1.PersistentVolumeClaim)
+			claim, ok := obj.(*corev1.PersistentVolumeClaim)
 			if !ok {
 				return
 			}
@@ -60,7 +60,7 @@ func (c *Controller) claimHandler(t *term) cache.ResourceEventHandler {
 }
 
 func (c *Controller) enqueueClaim(t *term, obj any) {
-	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	claim, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok || !c.claimInteresting(claim) {
 		return
 	}
@@ -72,7 +72,7 @@ func (c *Controller) enqueueClaim(t *term, obj any) {
 
 // claimInteresting is a cheap filter that keeps claims of other provisioners
 // out of this controller's queue.
-func (c *Controller) claimInteresting(claim *v1.PersistentVolumeClaim) bool {
+func (c *Controller) claimInteresting(claim *corev1.PersistentVolumeClaim) bool {
 	if _, ok := c.inProgress.Load(claim.UID); ok {
 		return true
 	}
@@ -84,13 +84,13 @@ func (c *Controller) claimInteresting(claim *v1.PersistentVolumeClaim) bool {
 
 // claimInScope reports whether claim is in this controller's part of its
 // provisioner's claims.
-func (c *Controller) claimInScope(claim *v1.PersistentVolumeClaim) bool {
+func (c *Controller) claimInScope(claim *corev1.PersistentVolumeClaim) bool {
 	return c.scope == nil || c.scope.Claim(claim)
 }
 
 // volumeInScope reports whether volume is in this controller's part of its
 // provisioner's volumes.
-func (c *Controller) volumeInScope(volume *v1.PersistentVolume) bool {
+func (c *Controller) volumeInScope(volume *corev1.PersistentVolume) bool {
 	return c.scope == nil || c.scope.Volume(volume)
 }
 
@@ -98,8 +98,8 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueVolume(t, obj) },
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1.PersistentVolume)
-			n, ok2 := newObj.(*v1.PersistentVolume)
+			o, ok1 := oldObj.(*corev1.PersistentVolume)
+			n, ok2 := newObj.(*corev1.PersistentVolume)
 			// A change of finalizers alone is most often our own write; it
 			// is a reason to look again only when it left the volume
 			// finalizer other than the configuration wants, as when the
@@ -112,7 +112,7 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}
-			if volume, ok := obj.(*v1.PersistentVolume); ok {
+			if volume, ok := obj.(*corev1.PersistentVolume); ok {
 				c.volumeRetries.Forget(volume.Name)
 				c.deleted.Delete(volume.Name)
 				// A backend may count the PersistentVolumes it lists
@@ -126,7 +126,7 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 }
 
 func (c *Controller) enqueueVolume(t *term, obj any) {
-	volume, ok := obj.(*v1.PersistentVolume)
+	volume, ok := obj.(*corev1.PersistentVolume)
 	if !ok || !c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return
 	}

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,14 +34,14 @@ import (
 // finalizers only gets a deletion timestamp, and such a volume goes once
 // its last finalizer is removed.
 func honourVolumeDeletion(client *fake.Clientset) {
-	resource := v1.SchemeGroupVersion.WithResource("persistentvolumes")
+	resource := corev1.SchemeGroupVersion.WithResource("persistentvolumes")
 	client.PrependReactor("delete", "persistentvolumes", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		del := action.(k8stesting.DeleteAction)
 		obj, err := client.Tracker().Get(resource, "", del.GetName())
 		if err != nil {
 			return false, nil, nil // the tracker reports it
 		}
-		volume := obj.(*v1.PersistentVolume).DeepCopy()
+		volume := obj.(*corev1.PersistentVolume).DeepCopy()
 		if want := del.GetDeleteOptions().Preconditions; want != nil &&
 			(want.UID != nil && *want.UID != volume.UID || want.ResourceVersion != nil && *want.ResourceVersion != volume.ResourceVersion) {
 			return true, nil, apierrors.NewConflict(resource.GroupResource(), volume.Name, errors.New("the precondition failed"))
@@ -57,7 +57,7 @@ func honourVolumeDeletion(client *fake.Clientset) {
 	})
 	removeFinalized := func(action k8stesting.Action) (bool, runtime.Object, error) {
 		handled, obj, err := k8stesting.ObjectReaction(client.Tracker())(action)
-		if volume, ok := obj.(*v1.PersistentVolume); ok && err == nil && volume.DeletionTimestamp != nil && len(volume.Finalizers) == 0 {
+		if volume, ok := obj.(*corev1.PersistentVolume); ok && err == nil && volume.DeletionTimestamp != nil && len(volume.Finalizers) == 0 {
 			err = client.Tracker().Delete(resource, "", volume.Name)
 		}
 		return handled, obj, err
@@ -71,7 +71,7 @@ func TestHonourVolumeDeletion(t *testing.T) {
 	honourVolumeDeletion(client)
 	ctx := t.Context()
 	volumes := client.CoreV1().PersistentVolumes()
-	volume := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: "uid", ResourceVersion: "1", Finalizers: []string{VolumeFinalizer}}}
+	volume := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: "uid", ResourceVersion: "1", Finalizers: []string{VolumeFinalizer}}}
 	if _, err := volumes.Create(ctx, volume, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,13 +30,13 @@ import (
 )
 
 // addClaimFinalizer puts this provisioner's intent finalizer on a claim.
-func (c *Controller) addClaimFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+func (c *Controller) addClaimFinalizer(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	return addFinalizer(ctx, c.client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, c.finalizer)
 }
 
 // removeClaimFinalizer takes this provisioner's intent finalizer off a
 // claim. A claim that is gone needs no removal.
-func (c *Controller) removeClaimFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+func (c *Controller) removeClaimFinalizer(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	updated, err := removeFinalizer(ctx, c.client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, c.finalizer)
 	if apierrors.IsNotFound(err) {
 		return updated, nil
@@ -85,13 +85,13 @@ func patchFinalizers[T metav1.Object](ctx context.Context, api patcher[T], obj T
 
 // claimFinalizersOnlyChanged reports whether an update of a claim changed
 // nothing but its finalizers (and so the resource version).
-func claimFinalizersOnlyChanged(o, n *v1.PersistentVolumeClaim) bool {
+func claimFinalizersOnlyChanged(o, n *corev1.PersistentVolumeClaim) bool {
 	return metaFinalizersOnlyChanged(&o.ObjectMeta, &n.ObjectMeta) &&
 		equality.Semantic.DeepEqual(&o.Spec, &n.Spec) && equality.Semantic.DeepEqual(&o.Status, &n.Status)
 }
 
 // volumeFinalizersOnlyChanged is claimFinalizersOnlyChanged for volumes.
-func volumeFinalizersOnlyChanged(o, n *v1.PersistentVolume) bool {
+func volumeFinalizersOnlyChanged(o, n *corev1.PersistentVolume) bool {
 	return metaFinalizersOnlyChanged(&o.ObjectMeta, &n.ObjectMeta) &&
 		equality.Semantic.DeepEqual(&o.Spec, &n.Spec) && equality.Semantic.DeepEqual(&o.Status, &n.Status)
 }

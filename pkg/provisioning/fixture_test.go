@@ -26,7 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,7 +73,7 @@ func newFakeBackend() *fakeBackend {
 	return &fakeBackend{volumes: map[string]bool{}, provisioned: map[string]int{}}
 }
 
-func (b *fakeBackend) Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error) {
+func (b *fakeBackend) Provision(ctx context.Context, options ProvisionOptions) (*corev1.PersistentVolume, ProvisioningState, error) {
 	b.mu.Lock()
 	b.calls++
 	call := b.calls
@@ -90,20 +90,20 @@ func (b *fakeBackend) Provision(ctx context.Context, options ProvisionOptions) (
 	defer b.mu.Unlock()
 	b.volumes[options.PVName] = true
 	b.provisioned[options.PVName]++
-	return &v1.PersistentVolume{
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: options.PVName},
-		Spec: v1.PersistentVolumeSpec{
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+		Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			AccessModes:                   options.PVC.Spec.AccessModes,
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			PersistentVolumeSource: v1.PersistentVolumeSource{
-				HostPath: &v1.HostPathVolumeSource{Path: "/tmp/" + options.PVName},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + options.PVName},
 			},
 		},
 	}, state, nil
 }
 
-func (b *fakeBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
+func (b *fakeBackend) Delete(ctx context.Context, volume *corev1.PersistentVolume) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.deleteErr != nil {
@@ -224,13 +224,13 @@ func (f *fixture) fill(objects ...runtime.Object) {
 	for _, obj := range objects {
 		var err error
 		switch obj.(type) {
-		case *v1.PersistentVolumeClaim:
+		case *corev1.PersistentVolumeClaim:
 			err = f.informers.Claims.GetStore().Add(obj)
-		case *v1.PersistentVolume:
+		case *corev1.PersistentVolume:
 			err = f.informers.Volumes.GetStore().Add(obj)
 		case *storagev1.StorageClass:
 			err = f.informers.Classes.GetStore().Add(obj)
-		case *v1.Node:
+		case *corev1.Node:
 			err = f.informers.Nodes.GetStore().Add(obj)
 		}
 		if err != nil {
@@ -257,6 +257,7 @@ func (f *fixture) newController(cfg Config, backend Provisioner, recorder *testR
 // run runs c until the returned stop is called or the test ends; stop
 // returns once Run returned.
 func run(t *testing.T, c *Controller) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -277,17 +278,17 @@ func newClass(name, provisioner string) *storagev1.StorageClass {
 	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner}
 }
 
-func newClaim(name, class, provisioner string) *v1.PersistentVolumeClaim {
-	claim := &v1.PersistentVolumeClaim{
+func newClaim(name, class, provisioner string) *corev1.PersistentVolumeClaim {
+	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "default", UID: types.UID("uid-" + name), ResourceVersion: "1",
 			Annotations: map[string]string{},
 		},
-		Spec: v1.PersistentVolumeClaimSpec{
+		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: &class,
-			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources: v1.VolumeResourceRequirements{
-				Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			},
 		},
 	}
@@ -297,18 +298,18 @@ func newClaim(name, class, provisioner string) *v1.PersistentVolumeClaim {
 	return claim
 }
 
-func newVolume(name, provisioner string, phase v1.PersistentVolumePhase, policy v1.PersistentVolumeReclaimPolicy) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func newVolume(name, provisioner string, phase corev1.PersistentVolumePhase, policy corev1.PersistentVolumeReclaimPolicy) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, ResourceVersion: "1",
 			Annotations: map[string]string{AnnDynamicallyProvisioned: provisioner},
 		},
-		Spec:   v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: policy, StorageClassName: "fast"},
-		Status: v1.PersistentVolumeStatus{Phase: phase},
+		Spec:   corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: policy, StorageClassName: "fast"},
+		Status: corev1.PersistentVolumeStatus{Phase: phase},
 	}
 }
 
-func (f *fixture) getClaim(name string) *v1.PersistentVolumeClaim {
+func (f *fixture) getClaim(name string) *corev1.PersistentVolumeClaim {
 	f.t.Helper()
 	claim, err := f.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/internal/polltest"
@@ -120,7 +120,7 @@ func TestBackendOutage(t *testing.T) {
 		},
 		"delete": {
 			start: func(f *fixture) {
-				pv := newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+				pv := newVolume("pv", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 				if _, err := f.client.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 					f.t.Fatal(err)
 				}

@@ -26,7 +26,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/provfleet/provfleet/internal/polltest"
@@ -39,7 +39,7 @@ type deletesFailFor struct {
 	name string
 }
 
-func (b deletesFailFor) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
+func (b deletesFailFor) Delete(ctx context.Context, volume *corev1.PersistentVolume) error {
 	if volume.Name == b.name {
 		return errBackend
 	}
@@ -51,8 +51,8 @@ func (b deletesFailFor) Delete(ctx context.Context, volume *v1.PersistentVolume)
 // dashboards and alerts match, plus the provisioner label.
 func TestMetricNamesMatchUpstream(t *testing.T) {
 	good, bad := newClaim("good", "fast", testProvisioner), newClaim("bad", "fast", testProvisioner)
-	released := func(name string) *v1.PersistentVolume {
-		return newVolume(name, testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	released := func(name string) *corev1.PersistentVolume {
+		return newVolume(name, testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 	}
 	objects := []runtime.Object{good, bad, newClass("fast", testProvisioner), released("pv-good"), released("pv-bad")}
 	f := newFixture(t, objects...)
@@ -66,7 +66,7 @@ func TestMetricNamesMatchUpstream(t *testing.T) {
 	}
 	c := f.newController(testConfig(testProvisioner), deletesFailFor{backend, "pv-bad"}, &testRecorder{})
 	tm := newTestTerm(t, c)
-	for _, claim := range []*v1.PersistentVolumeClaim{good, bad} {
+	for _, claim := range []*corev1.PersistentVolumeClaim{good, bad} {
 		_, _ = c.syncClaim(context.Background(), tm, keyOfClaim(claim))
 	}
 	for _, name := range []string{"pv-good", "pv-bad"} {

@@ -21,7 +21,7 @@ import (
 	"encoding/hex"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -80,26 +80,26 @@ func IntentFinalizer(provisionerName string) string {
 }
 
 // volumeNameFor is the deterministic name of a claim's PersistentVolume.
-func volumeNameFor(claim *v1.PersistentVolumeClaim) string {
+func volumeNameFor(claim *corev1.PersistentVolumeClaim) string {
 	return "pvc-" + string(claim.UID)
 }
 
-func storageProvisioner(claim *v1.PersistentVolumeClaim) string {
+func storageProvisioner(claim *corev1.PersistentVolumeClaim) string {
 	if name, ok := claim.Annotations[AnnStorageProvisioner]; ok {
 		return name
 	}
 	return claim.Annotations[AnnBetaStorageProvisioner]
 }
 
-func claimClassName(claim *v1.PersistentVolumeClaim) string {
+func claimClassName(claim *corev1.PersistentVolumeClaim) string {
 	if claim.Spec.StorageClassName != nil {
 		return *claim.Spec.StorageClassName
 	}
 	return claim.Annotations[AnnBetaStorageClass]
 }
 
-func claimRef(claim *v1.PersistentVolumeClaim) *v1.ObjectReference {
-	return &v1.ObjectReference{
+func claimRef(claim *corev1.PersistentVolumeClaim) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
 		Kind:            "PersistentVolumeClaim",
 		APIVersion:      "v1",
 		Namespace:       claim.Namespace,

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -30,11 +30,11 @@ import (
 
 // provisionFunc is one provision operation on a claim. It returns the claim
 // as last written and how far the backend got.
-type provisionFunc func(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error)
+type provisionFunc func(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error)
 
 // provisionClaim runs one provision operation, records its metrics and keeps
 // the claims-in-progress set, and returns the claim's last resource version.
-func (c *Controller) provisionClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, provision provisionFunc) (string, error) {
+func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, provision provisionFunc) (string, error) {
 	start := time.Now()
 	latest, state, err := provision(ctx, claim)
 	var source string
@@ -53,7 +53,7 @@ func (c *Controller) provisionClaim(ctx context.Context, claim *v1.PersistentVol
 
 // provisionOperation provisions a volume for a claim that wants one and
 // saves its PersistentVolume.
-func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	claim, done, err := c.skipProvisioning(ctx, t, claim)
 	if done {
 		return claim, ProvisioningFinished, err
@@ -80,7 +80,7 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *v1.
 // that wants a volume (done): its PersistentVolume exists or is being saved,
 // the backend cannot make it, or a volume populator will. It returns the
 // claim as last written.
-func (c *Controller) skipProvisioning(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim) (_ *v1.PersistentVolumeClaim, done bool, _ error) {
+func (c *Controller) skipProvisioning(ctx context.Context, t *term, claim *corev1.PersistentVolumeClaim) (_ *corev1.PersistentVolumeClaim, done bool, _ error) {
 	logger := klog.FromContext(ctx)
 	pvName := volumeNameFor(claim)
 	// Only the informer is asked: a PersistentVolume it has not seen yet
@@ -94,19 +94,19 @@ func (c *Controller) skipProvisioning(ctx context.Context, t *term, claim *v1.Pe
 		return claim, true, nil
 	}
 	if err := c.checkBlock(ctx, claim); err != nil {
-		c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+		c.recorder.Event(claim, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 		logger.Info("Cannot provision", "reason", err)
 		return claim, true, nil
 	}
 	source := dataSourceOf(claim)
 	populated, err := c.checkDataSource(ctx, source)
 	if err != nil {
-		c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+		c.recorder.Event(claim, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 		logger.Info("Cannot provision", "reason", err)
 		return claim, true, nil
 	}
 	if populated {
-		c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "Leaving the volume to the populator of %s", describeSource(source))
+		c.recorder.Eventf(claim, corev1.EventTypeNormal, EventProvisioning, "Leaving the volume to the populator of %s", describeSource(source))
 		logger.V(2).Info("Leaving the claim to a volume populator", "dataSource", describeSource(source))
 		return claim, true, nil
 	}
@@ -116,7 +116,7 @@ func (c *Controller) skipProvisioning(ctx context.Context, t *term, claim *v1.Pe
 // provisionOptions gathers what Provision is told about a claim. Without
 // options, the claim is not this provisioner's or cannot be provisioned yet,
 // as state and err say.
-func (c *Controller) provisionOptions(ctx context.Context, claim *v1.PersistentVolumeClaim) (*ProvisionOptions, ProvisioningState, error) {
+func (c *Controller) provisionOptions(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*ProvisionOptions, ProvisioningState, error) {
 	class, err := c.classOf(claim)
 	if err != nil {
 		return nil, ProvisioningFinished, err
@@ -130,7 +130,7 @@ func (c *Controller) provisionOptions(ctx context.Context, claim *v1.PersistentV
 		Eventf: func(eventType, reason, messageFmt string, args ...any) {
 			c.recorder.Eventf(claim, eventType, reason, messageFmt, args...)
 		},
-		Annotate: func(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) error {
+		Annotate: func(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) error {
 			_, err := c.patchAnnotations(ctx, volume, annotations)
 			return err
 		},
@@ -139,10 +139,10 @@ func (c *Controller) provisionOptions(ctx context.Context, claim *v1.PersistentV
 		obj, exists, err := c.informers.Nodes.GetStore().GetByKey(nodeName)
 		if err != nil || !exists {
 			err = fmt.Errorf("cannot find selected node %q: %w", nodeName, errors.Join(err, errNotFound))
-			c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+			c.recorder.Event(claim, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 			return nil, ProvisioningNoChange, err
 		}
-		options.SelectedNode = obj.(*v1.Node)
+		options.SelectedNode = obj.(*corev1.Node)
 	}
 	return options, ProvisioningFinished, nil
 }
@@ -151,7 +151,7 @@ func (c *Controller) provisionOptions(ctx context.Context, claim *v1.PersistentV
 // may come for the claim: without a backend record, the intent finalizer is
 // on the claim before any backend volume can exist. The first try, not a
 // retry, announces the provisioning with an Event.
-func (c *Controller) recordIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+func (c *Controller) recordIntent(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	var retry bool
 	if c.reclaimer != nil {
 		retry = c.claimRetries.Failing(keyOfClaim(claim))
@@ -163,7 +163,7 @@ func (c *Controller) recordIntent(ctx context.Context, claim *v1.PersistentVolum
 		}
 	}
 	if !retry {
-		c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioning, "External provisioner %s is provisioning a volume for claim %s/%s", c.name, claim.Namespace, claim.Name)
+		c.recorder.Eventf(claim, corev1.EventTypeNormal, EventProvisioning, "External provisioner %s is provisioning a volume for claim %s/%s", c.name, claim.Namespace, claim.Name)
 	}
 	return claim, nil
 }
@@ -177,8 +177,8 @@ func (c *Controller) markProvisioning(name string) (unmark func()) {
 }
 
 // provisionVolume asks the backend for a volume.
-func (c *Controller) provisionVolume(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error) {
-	var volume *v1.PersistentVolume
+func (c *Controller) provisionVolume(ctx context.Context, options ProvisionOptions) (*corev1.PersistentVolume, ProvisioningState, error) {
+	var volume *corev1.PersistentVolume
 	state := ProvisioningFinished
 	err := c.claimCall(ctx, "provision", func(ctx context.Context) error {
 		var err error
@@ -198,7 +198,7 @@ func (c *Controller) provisionVolume(ctx context.Context, options ProvisionOptio
 // fillVolume sets what the controller, not the backend, decides about the
 // PersistentVolume of a provisioned volume: its name, claim, class,
 // provisioner annotation and finalizer.
-func (c *Controller) fillVolume(volume *v1.PersistentVolume, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) {
+func (c *Controller) fillVolume(volume *corev1.PersistentVolume, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) {
 	volume.Name = volumeNameFor(claim)
 	volume.Spec.ClaimRef = claimRef(claim)
 	volume.Spec.StorageClassName = class.Name
@@ -211,7 +211,7 @@ func (c *Controller) fillVolume(volume *v1.PersistentVolume, claim *v1.Persisten
 var errNotFound = errors.New("not found")
 
 // provisionFailed handles a failed or rescheduled Provision call.
-func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVolumeClaim, state ProvisioningState, err error) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) provisionFailed(ctx context.Context, claim *corev1.PersistentVolumeClaim, state ProvisioningState, err error) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	if IsIgnoredError(err) {
 		klog.FromContext(ctx).V(2).Info("Backend ignored the claim", "reason", err)
 		claim, err := c.removeClaimFinalizer(ctx, claim)
@@ -226,37 +226,37 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *v1.PersistentVo
 		case errors.Is(rerr, ErrSelectionChanged):
 			// The scheduler chose again: the claim's next sync tries there.
 		case errors.Is(rerr, ErrRescheduleLimit):
-			c.recorder.Eventf(claim, v1.EventTypeWarning, EventRescheduleLimit,
+			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventRescheduleLimit,
 				"%v; the claim was sent back to the scheduler %d times already, the most it is: it waits until its selected node is removed by hand", err, MaxReschedules)
 		default:
-			c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "Rescheduling: %v", err)
+			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventProvisioningFailed, "Rescheduling: %v", err)
 		}
 		return updated, ProvisioningFinished, errors.Join(err, rerr)
 	}
 	err = fmt.Errorf("cannot provision a volume with StorageClass %q: %w", claimClassName(claim), err)
-	c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+	c.recorder.Event(claim, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 	return claim, state, err
 }
 
 // finishForAbandonedClaim continues a background provisioning of a claim that
 // the informer shows being deleted or bound elsewhere: whatever the backend
 // made is deleted, then the intent finalizer removed.
-func (c *Controller) finishForAbandonedClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) finishForAbandonedClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	return c.finishAbandoned(ctx, claim, c.abandonClaim)
 }
 
 // finishForGoneClaim continues a background provisioning of a claim that is
 // gone: whatever the backend made is deleted; a claim that is gone has no
 // finalizer to remove.
-func (c *Controller) finishForGoneClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) finishForGoneClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	return c.finishAbandoned(ctx, claim, c.deleteAbandonedVolume)
 }
 
 // finishAbandoned continues a background provisioning of a claim that no
 // longer wants its volume: once the backend is done, abandon deletes whatever
 // it made.
-func (c *Controller) finishAbandoned(ctx context.Context, claim *v1.PersistentVolumeClaim,
-	abandon func(context.Context, *v1.PersistentVolumeClaim, *v1.PersistentVolume) error) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) finishAbandoned(ctx context.Context, claim *corev1.PersistentVolumeClaim,
+	abandon func(context.Context, *corev1.PersistentVolumeClaim, *corev1.PersistentVolume) error) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	options, state, err := c.provisionOptions(ctx, claim)
 	if options == nil {
 		return claim, state, err
@@ -272,8 +272,8 @@ func (c *Controller) finishAbandoned(ctx context.Context, claim *v1.PersistentVo
 	return claim, ProvisioningFinished, abandon(ctx, claim, volume)
 }
 
-func (c *Controller) checkBlock(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
-	if claim.Spec.VolumeMode == nil || *claim.Spec.VolumeMode != v1.PersistentVolumeBlock {
+func (c *Controller) checkBlock(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	if claim.Spec.VolumeMode == nil || *claim.Spec.VolumeMode != corev1.PersistentVolumeBlock {
 		return nil
 	}
 	supports := false
@@ -291,7 +291,7 @@ func (c *Controller) checkBlock(ctx context.Context, claim *v1.PersistentVolumeC
 	return nil
 }
 
-func (c *Controller) classOf(claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
+func (c *Controller) classOf(claim *corev1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
 	name := claimClassName(claim)
 	obj, exists, err := c.informers.Classes.GetStore().GetByKey(name)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +32,7 @@ import (
 
 // newTestTerm builds a term whose queues are shut down when the test ends.
 func newTestTerm(t *testing.T, c *Controller) *term {
+	t.Helper()
 	tm := c.newTerm(context.Background())
 	t.Cleanup(func() {
 		tm.claims.queue.ShutDown()
@@ -56,33 +57,33 @@ type qualifyingBackend struct {
 	qualifies bool
 }
 
-func (b qualifyingBackend) ShouldProvision(context.Context, *v1.PersistentVolumeClaim) bool {
+func (b qualifyingBackend) ShouldProvision(context.Context, *corev1.PersistentVolumeClaim) bool {
 	return b.qualifies
 }
 
 func TestProvision(t *testing.T) {
-	block := v1.PersistentVolumeBlock
-	withMode := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+	block := corev1.PersistentVolumeBlock
+	withMode := func(c *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 		c.Spec.VolumeMode = &block
 		return c
 	}
-	withNode := func(c *v1.PersistentVolumeClaim, node string) *v1.PersistentVolumeClaim {
+	withNode := func(c *corev1.PersistentVolumeClaim, node string) *corev1.PersistentVolumeClaim {
 		c.Annotations[AnnSelectedNode] = node
 		return c
 	}
-	withIntent := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+	withIntent := func(c *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 		c.Finalizers = []string{IntentFinalizer(testProvisioner)}
 		return c
 	}
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-	existing := newVolume("pvc-uid-c", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	existing := newVolume("pvc-uid-c", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete)
 	// saved is a PersistentVolume of claim c with the given source, as an
 	// earlier attempt saves it and the API server defaults it.
-	saved := func(claimUID types.UID, path string) *v1.PersistentVolume {
-		pv := newVolume("pvc-uid-c", testProvisioner, v1.VolumeAvailable, v1.PersistentVolumeReclaimDelete)
-		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "default", Name: "c", UID: claimUID}
-		unset := v1.HostPathUnset
-		pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: path, Type: &unset}
+	saved := func(claimUID types.UID, path string) *corev1.PersistentVolume {
+		pv := newVolume("pvc-uid-c", testProvisioner, corev1.VolumeAvailable, corev1.PersistentVolumeReclaimDelete)
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "c", UID: claimUID}
+		unset := corev1.HostPathUnset
+		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: path, Type: &unset}
 		return pv
 	}
 
@@ -97,7 +98,7 @@ func TestProvision(t *testing.T) {
 		DeletedBack  []string
 	}
 	tests := map[string]struct {
-		claim   *v1.PersistentVolumeClaim
+		claim   *corev1.PersistentVolumeClaim
 		objects []runtime.Object
 		// unseen are in the API but not yet in the informers.
 		unseen    []runtime.Object
@@ -214,7 +215,7 @@ func TestProvision(t *testing.T) {
 			want:    want{},
 		},
 		"bound claim loses its intent": {
-			claim: func() *v1.PersistentVolumeClaim {
+			claim: func() *corev1.PersistentVolumeClaim {
 				c := withIntent(newClaim("c", "fast", testProvisioner))
 				c.Spec.VolumeName = "pvc-uid-c"
 				return c
@@ -222,7 +223,7 @@ func TestProvision(t *testing.T) {
 			want: want{},
 		},
 		"claim bound to another volume loses its intent and backend volume": {
-			claim: func() *v1.PersistentVolumeClaim {
+			claim: func() *corev1.PersistentVolumeClaim {
 				c := withIntent(newClaim("c", "fast", testProvisioner))
 				c.Spec.VolumeName = "pv-by-hand"
 				return c
@@ -230,7 +231,7 @@ func TestProvision(t *testing.T) {
 			want: want{DeletedBack: []string{"pvc-uid-c"}},
 		},
 		"claim bound to another volume, its own saved": {
-			claim: func() *v1.PersistentVolumeClaim {
+			claim: func() *corev1.PersistentVolumeClaim {
 				c := withIntent(newClaim("c", "fast", testProvisioner))
 				c.Spec.VolumeName = "pv-by-hand"
 				return c
@@ -239,7 +240,7 @@ func TestProvision(t *testing.T) {
 			want:    want{Volume: true},
 		},
 		"deleted claim with intent and no volume": {
-			claim: func() *v1.PersistentVolumeClaim {
+			claim: func() *corev1.PersistentVolumeClaim {
 				c := withIntent(newClaim("c", "fast", testProvisioner))
 				c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 				return c
@@ -247,7 +248,7 @@ func TestProvision(t *testing.T) {
 			want: want{DeletedBack: []string{"pvc-uid-c"}},
 		},
 		"deleted claim with intent and a volume": {
-			claim: func() *v1.PersistentVolumeClaim {
+			claim: func() *corev1.PersistentVolumeClaim {
 				c := withIntent(newClaim("c", "fast", testProvisioner))
 				c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 				return c
@@ -256,7 +257,7 @@ func TestProvision(t *testing.T) {
 			want:    want{Volume: true},
 		},
 		"deleted claim of another provisioner": {
-			claim: func() *v1.PersistentVolumeClaim {
+			claim: func() *corev1.PersistentVolumeClaim {
 				c := newClaim("c", "fast", testProvisioner)
 				c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 				c.Finalizers = []string{"other"}
@@ -317,13 +318,13 @@ func TestProvisionedVolume(t *testing.T) {
 	got := struct {
 		Provisioner, Class string
 		Finalizers         []string
-		ClaimRef           v1.ObjectReference
+		ClaimRef           corev1.ObjectReference
 	}{pv.Annotations[AnnDynamicallyProvisioned], pv.Spec.StorageClassName, pv.Finalizers, *pv.Spec.ClaimRef}
 	want := struct {
 		Provisioner, Class string
 		Finalizers         []string
-		ClaimRef           v1.ObjectReference
-	}{testProvisioner, "fast", []string{VolumeFinalizer}, v1.ObjectReference{
+		ClaimRef           corev1.ObjectReference
+	}{testProvisioner, "fast", []string{VolumeFinalizer}, corev1.ObjectReference{
 		Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "default", Name: "c", UID: "uid-c", ResourceVersion: claim.ResourceVersion,
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -390,7 +391,7 @@ func TestProvisionRequests(t *testing.T) {
 	binder.ResourceVersion = "7"
 	binder.Finalizers = []string{"kubernetes.io/pvc-protection"}
 	binder.Annotations["pv.kubernetes.io/bind-completed"] = "no"
-	if err := f.client.Tracker().Update(v1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), binder, "default"); err != nil {
+	if err := f.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), binder, "default"); err != nil {
 		t.Fatal(err)
 	}
 	f.client.ClearActions()
@@ -432,9 +433,9 @@ func TestProvisionRequests(t *testing.T) {
 func TestProvisionSkipsUnchangedFinalizer(t *testing.T) {
 	withIntent := newClaim("c", "fast", testProvisioner)
 	withIntent.Finalizers = []string{IntentFinalizer(testProvisioner)}
-	volume := newVolume("pvc-uid-c", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	volume := newVolume("pvc-uid-c", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete)
 	tests := map[string]struct {
-		claim   *v1.PersistentVolumeClaim
+		claim   *corev1.PersistentVolumeClaim
 		objects []runtime.Object
 		want    []string
 	}{

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -57,17 +57,17 @@ type ProvisionOptions struct {
 	// PVC is the claim being provisioned. The manager's informers trim what
 	// no controller reads (internal/cachetrim), so it may lack its managed
 	// fields, the last-applied annotation and its status but the phase.
-	PVC *v1.PersistentVolumeClaim
+	PVC *corev1.PersistentVolumeClaim
 	// SelectedNode is the node chosen by the scheduler for WaitForFirstConsumer
 	// classes, read from the shared node informer; nil otherwise. In the
 	// manager it has its metadata (less managed fields and the last-applied
 	// annotation) and spec, not its status.
-	SelectedNode *v1.Node
+	SelectedNode *corev1.Node
 	// DataSource is what the volume is to be filled from: the claim's
 	// spec.dataSourceRef, else its spec.dataSource, with the namespace always
 	// set; nil for an empty volume. It is set only for kinds the backend
 	// supports (DataSourceProvisioner).
-	DataSource *v1.TypedObjectReference
+	DataSource *corev1.TypedObjectReference
 	// Eventf, when set, records an Event on the claim: what a backend did
 	// that the claim's owner should hear of beyond ProvisioningSucceeded.
 	// Use ProvisionOptions.Event, which takes it unset.
@@ -76,7 +76,7 @@ type ProvisionOptions struct {
 	// the controller's client, as RecordOnVolume does: what a backend's
 	// Provision decided about a volume it took something from. Use
 	// ProvisionOptions.AnnotateVolume, which takes it unset.
-	Annotate func(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) error
+	Annotate func(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) error
 }
 
 // Event records an Event on the claim through Eventf; nothing without it.
@@ -88,7 +88,7 @@ func (o ProvisionOptions) Event(eventType, reason, messageFmt string, args ...an
 
 // AnnotateVolume adds annotations to volume through Annotate; without it,
 // it fails, so that nothing is taken for written.
-func (o ProvisionOptions) AnnotateVolume(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) error {
+func (o ProvisionOptions) AnnotateVolume(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) error {
 	if o.Annotate == nil {
 		return fmt.Errorf("cannot record %v on PersistentVolume %s: no client to write it", annotations, volume.Name)
 	}
@@ -102,7 +102,7 @@ type Provisioner interface {
 	// Provision creates a backend volume and returns the PersistentVolume that
 	// represents it. The controller creates the PV object itself. A refusal
 	// for want of room wraps ErrNoRoom, so that the claim waits for room.
-	Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error)
+	Provision(ctx context.Context, options ProvisionOptions) (*corev1.PersistentVolume, ProvisioningState, error)
 	// Delete removes the backend volume behind a PersistentVolume. It is
 	// handed either the PersistentVolume that uses the backend volume, or a
 	// volume for whose name no PersistentVolume exists: as Provision returned
@@ -113,7 +113,7 @@ type Provisioner interface {
 	// may then not exist: Delete must succeed. Never is it handed a volume
 	// whose name a PersistentVolume uses for another backend volume, so a
 	// backend may find the volume by its name as well as by its source.
-	Delete(ctx context.Context, volume *v1.PersistentVolume) error
+	Delete(ctx context.Context, volume *corev1.PersistentVolume) error
 }
 
 // Reclaimer is implemented by backends that keep a record of every volume they
@@ -142,7 +142,7 @@ type Reclaimer interface {
 	// drops its record, since Delete is never handed it. If the backend
 	// cannot tell, Saved keeps the record and returns an error: nothing is
 	// deleted in doubt. Delete drops the record of the volume it deletes.
-	Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error
+	Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error
 }
 
 // Prober is implemented by backends that can tell whether their storage
@@ -211,7 +211,7 @@ func (s Space) Step() int64 {
 
 // UnsavedVolume is a backend volume that may have no PersistentVolume yet.
 type UnsavedVolume struct {
-	Volume *v1.PersistentVolume
+	Volume *corev1.PersistentVolume
 	// Since is when the backend recorded the volume.
 	Since time.Time
 }
@@ -219,13 +219,13 @@ type UnsavedVolume struct {
 // Qualifier is implemented by backends that can tell cheaply, before any work is
 // queued, that they will not provision a claim.
 type Qualifier interface {
-	ShouldProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) bool
+	ShouldProvision(ctx context.Context, claim *corev1.PersistentVolumeClaim) bool
 }
 
 // DeletionGuard is implemented by backends that must veto the deletion of some
 // of their volumes.
 type DeletionGuard interface {
-	ShouldDelete(ctx context.Context, volume *v1.PersistentVolume) bool
+	ShouldDelete(ctx context.Context, volume *corev1.PersistentVolume) bool
 }
 
 // VolumeRecorder is implemented by backends that write down on a
@@ -241,7 +241,7 @@ type VolumeRecorder interface {
 	// nothing is to be recorded. An error says why what should be recorded
 	// cannot be; nothing is recorded then, and the volume is synced on
 	// without it.
-	Record(ctx context.Context, volume *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error)
+	Record(ctx context.Context, volume *corev1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error)
 }
 
 // BlockProvisioner is implemented by backends that can provision raw block

@@ -21,7 +21,7 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -83,7 +83,7 @@ func (c *Controller) reclaim(ctx context.Context, t *term) (kept int, err error)
 
 // reclaimVolume settles one unsaved backend volume, or reports that it keeps
 // it for a claim that may still take it.
-func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.PersistentVolume) (keep bool, err error) {
+func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *corev1.PersistentVolume) (keep bool, err error) {
 	logger := klog.FromContext(ctx).WithValues("volume", volume.Name)
 	if _, busy := c.provisioning.Load(volume.Name); busy {
 		return true, nil
@@ -114,7 +114,7 @@ func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *v1.Pers
 // PersistentVolume of its name, to settle; it keeps the volume on record when
 // saved is not this provisioner's: made by hand or by another provisioner
 // sharing the backend, it may well use that very backend volume.
-func (c *Controller) savedVolumeOf(ctx context.Context, volume, saved *v1.PersistentVolume) (keep bool, err error) {
+func (c *Controller) savedVolumeOf(ctx context.Context, volume, saved *corev1.PersistentVolume) (keep bool, err error) {
 	if by := saved.Annotations[AnnDynamicallyProvisioned]; !c.knownName(by) {
 		klog.FromContext(ctx).Info("Keeping an unsaved backend volume: the PersistentVolume of its name is not this provisioner's",
 			"volume", volume.Name, "provisionedBy", by)
@@ -130,17 +130,17 @@ func (c *Controller) savedVolumeOf(ctx context.Context, volume, saved *v1.Persis
 // still get it: the claim exists, is not being deleted, and is bound to
 // nothing else. The API is asked when the informer does not show the claim,
 // since a claim created a moment ago may not be there yet.
-func (c *Controller) claimWants(ctx context.Context, volume *v1.PersistentVolume) (bool, error) {
+func (c *Controller) claimWants(ctx context.Context, volume *corev1.PersistentVolume) (bool, error) {
 	ref := volume.Spec.ClaimRef
 	if ref == nil || ref.Namespace == "" || ref.Name == "" {
 		// Without its claim nobody can tell whether it is wanted; keep it.
 		klog.FromContext(ctx).Info("Unsaved backend volume names no claim, keeping it", "volume", volume.Name)
 		return true, nil
 	}
-	var claim *v1.PersistentVolumeClaim
+	var claim *corev1.PersistentVolumeClaim
 	obj, exists, err := c.informers.Claims.GetStore().GetByKey(ref.Namespace + "/" + ref.Name)
 	if err == nil && exists {
-		claim, _ = obj.(*v1.PersistentVolumeClaim)
+		claim, _ = obj.(*corev1.PersistentVolumeClaim)
 	}
 	if claim == nil || claim.UID != ref.UID {
 		claim, err = c.client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})

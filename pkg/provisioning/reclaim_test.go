@@ -25,7 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,16 +39,16 @@ import (
 type recordingBackend struct {
 	*fakeBackend
 	mu      sync.Mutex
-	records map[string]*v1.PersistentVolume
+	records map[string]*corev1.PersistentVolume
 }
 
 var _ Reclaimer = (*recordingBackend)(nil)
 
 func newRecordingBackend() *recordingBackend {
-	return &recordingBackend{fakeBackend: newFakeBackend(), records: map[string]*v1.PersistentVolume{}}
+	return &recordingBackend{fakeBackend: newFakeBackend(), records: map[string]*corev1.PersistentVolume{}}
 }
 
-func (b *recordingBackend) Provision(ctx context.Context, options ProvisionOptions) (*v1.PersistentVolume, ProvisioningState, error) {
+func (b *recordingBackend) Provision(ctx context.Context, options ProvisionOptions) (*corev1.PersistentVolume, ProvisioningState, error) {
 	volume, state, err := b.fakeBackend.Provision(ctx, options)
 	if volume != nil {
 		recorded := volume.DeepCopy()
@@ -58,13 +58,13 @@ func (b *recordingBackend) Provision(ctx context.Context, options ProvisionOptio
 	return volume, state, err
 }
 
-func (b *recordingBackend) record(volume *v1.PersistentVolume) {
+func (b *recordingBackend) record(volume *corev1.PersistentVolume) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.records[volume.Name] = volume
 }
 
-func (b *recordingBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
+func (b *recordingBackend) Delete(ctx context.Context, volume *corev1.PersistentVolume) error {
 	if err := b.fakeBackend.Delete(ctx, volume); err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (b *recordingBackend) Unsaved(context.Context) ([]UnsavedVolume, error) {
 
 // Saved drops the record: like Delete, the fake knows its volumes by name
 // alone, so the saved PersistentVolume of that name uses the recorded one.
-func (b *recordingBackend) Saved(_ context.Context, volume, _ *v1.PersistentVolume) error {
+func (b *recordingBackend) Saved(_ context.Context, volume, _ *corev1.PersistentVolume) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.records, volume.Name)
@@ -105,13 +105,13 @@ func (b *recordingBackend) recorded() []string {
 }
 
 // unsavedVolume is the record of a backend volume made for claim at path.
-func unsavedVolume(claim *v1.PersistentVolumeClaim, path string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func unsavedVolume(claim *corev1.PersistentVolumeClaim, path string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: volumeNameFor(claim)},
-		Spec: v1.PersistentVolumeSpec{
+		Spec: corev1.PersistentVolumeSpec{
 			ClaimRef: claimRef(claim),
-			PersistentVolumeSource: v1.PersistentVolumeSource{
-				HostPath: &v1.HostPathVolumeSource{Path: path},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: path},
 			},
 		},
 	}
@@ -181,8 +181,8 @@ func TestReclaim(t *testing.T) {
 	boundElsewhere.Spec.VolumeName = "pv-by-hand"
 	recreated := pending.DeepCopy()
 	recreated.UID = "uid-pending-2"
-	saved := newVolume(volumeNameFor(pending), testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
-	saved.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/vols/pending"}
+	saved := newVolume(volumeNameFor(pending), testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete)
+	saved.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/vols/pending"}
 	savedByOther := saved.DeepCopy()
 	savedByOther.Annotations[AnnDynamicallyProvisioned] = "other.io/x"
 	savedByHand := saved.DeepCopy()
@@ -192,7 +192,7 @@ func TestReclaim(t *testing.T) {
 	noClaimRef.Spec.ClaimRef = nil
 
 	tests := map[string]struct {
-		record *v1.PersistentVolume
+		record *corev1.PersistentVolume
 		// informed is what the informers show; api holds objects too.
 		informed, api []runtime.Object
 		busy          bool
@@ -379,9 +379,9 @@ func TestGoneClaimWithoutVolumeIsReclaimed(t *testing.T) {
 // controller meets another source under its name.
 func TestDeleteByNameSparesTheLiveVolume(t *testing.T) {
 	claim := newClaim("c", "fast", testProvisioner)
-	live := newVolume(volumeNameFor(claim), testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	live := newVolume(volumeNameFor(claim), testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete)
 	live.Spec.ClaimRef = claimRef(claim)
-	live.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/vols/live"}
+	live.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/vols/live"}
 	reclaim := func(c *Controller, tm *term) error {
 		_, err := c.reclaim(context.Background(), tm)
 		return err
@@ -413,7 +413,7 @@ func TestDeleteByNameSparesTheLiveVolume(t *testing.T) {
 			fake.volumes[live.Name] = true
 			var backend Provisioner = fake
 			if tc.reclaimer {
-				recording := &recordingBackend{fakeBackend: fake, records: map[string]*v1.PersistentVolume{}}
+				recording := &recordingBackend{fakeBackend: fake, records: map[string]*corev1.PersistentVolume{}}
 				recording.record(unsavedVolume(claim, "/vols/second"))
 				backend = recording
 			}

@@ -21,7 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,7 +31,7 @@ import (
 
 // recordVolume writes on volume what a VolumeRecorder backend decided about
 // it, and returns the volume after the write, or volume.
-func (c *Controller) recordVolume(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+func (c *Controller) recordVolume(ctx context.Context, volume *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	recorder, ok := c.provisioner.(VolumeRecorder)
 	if !ok {
 		return volume, nil
@@ -61,7 +61,7 @@ func (c *Controller) recordVolume(ctx context.Context, volume *v1.PersistentVolu
 
 // volumeClass returns the StorageClass volume names, nil when it names none
 // or that does not exist.
-func (c *Controller) volumeClass(volume *v1.PersistentVolume) (*storagev1.StorageClass, error) {
+func (c *Controller) volumeClass(volume *corev1.PersistentVolume) (*storagev1.StorageClass, error) {
 	if volume.Spec.StorageClassName == "" {
 		return nil, nil
 	}
@@ -77,7 +77,7 @@ func (c *Controller) volumeClass(volume *v1.PersistentVolume) (*storagev1.Storag
 }
 
 // patchAnnotations adds annotations to volume.
-func (c *Controller) patchAnnotations(ctx context.Context, volume *v1.PersistentVolume, annotations map[string]string) (*v1.PersistentVolume, error) {
+func (c *Controller) patchAnnotations(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) (*corev1.PersistentVolume, error) {
 	updated, err := RecordOnVolume(ctx, c.client.CoreV1().PersistentVolumes(), volume, annotations)
 	if err != nil {
 		return volume, err
@@ -89,7 +89,7 @@ func (c *Controller) patchAnnotations(ctx context.Context, volume *v1.Persistent
 // the write. The patch names the UID and resource version they were decided
 // on, so a volume changed meanwhile (an administrator's annotation) is
 // refused with a conflict and decided again rather than overwritten.
-func RecordOnVolume(ctx context.Context, volumes corev1client.PersistentVolumeInterface, volume *v1.PersistentVolume, annotations map[string]string) (*v1.PersistentVolume, error) {
+func RecordOnVolume(ctx context.Context, volumes corev1client.PersistentVolumeInterface, volume *corev1.PersistentVolume, annotations map[string]string) (*corev1.PersistentVolume, error) {
 	meta := map[string]any{"uid": volume.UID, "resourceVersion": volume.ResourceVersion, "annotations": annotations}
 	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {

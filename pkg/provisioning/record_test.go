@@ -21,7 +21,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -35,14 +35,14 @@ type fateBackend struct {
 	deletedWith map[string]string
 }
 
-func (b *fateBackend) Record(_ context.Context, _ *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
+func (b *fateBackend) Record(_ context.Context, _ *corev1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
 	if class == nil {
 		return nil, b.recordErr
 	}
 	return map[string]string{"example.com/fate": class.Parameters["fate"]}, b.recordErr
 }
 
-func (b *fateBackend) Delete(ctx context.Context, volume *v1.PersistentVolume) error {
+func (b *fateBackend) Delete(ctx context.Context, volume *corev1.PersistentVolume) error {
 	b.deletedWith = volume.Annotations
 	return b.fakeBackend.Delete(ctx, volume)
 }
@@ -71,7 +71,7 @@ func TestRecordBeforeDelete(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			volume := newVolume("pv", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+			volume := newVolume("pv", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 			f := newFixture(t, volume)
 			f.fill(volume)
 			if tc.class != nil {

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"strconv"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // AnnReschedules counts, on a claim, how many times a provisioner removed
@@ -51,7 +51,7 @@ var ErrSelectionChanged = errors.New("its selected node changed meanwhile")
 
 // Reschedules is how many times claim was sent back to the scheduler, as
 // its AnnReschedules says; a value that is no count reads as none.
-func Reschedules(claim *v1.PersistentVolumeClaim) int {
+func Reschedules(claim *corev1.PersistentVolumeClaim) int {
 	count, err := strconv.Atoi(claim.Annotations[AnnReschedules])
 	if err != nil || count < 0 {
 		return 0
@@ -68,13 +68,13 @@ func Reschedules(claim *v1.PersistentVolumeClaim) int {
 // wrapping ErrSelectionChanged. A claim sent
 // back MaxReschedules times already is left as it is, with an error wrapping
 // ErrRescheduleLimit. It returns the claim as last known.
-func Reschedule(ctx context.Context, client Client, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+func Reschedule(ctx context.Context, client Client, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	rejected, ok := claim.Annotations[AnnSelectedNode]
 	if !ok {
 		return claim, nil
 	}
 	limited, changed := 0, false
-	updated, err := updateObject(ctx, client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, func(current *v1.PersistentVolumeClaim) bool {
+	updated, err := updateObject(ctx, client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, func(current *corev1.PersistentVolumeClaim) bool {
 		if node, ok := current.Annotations[AnnSelectedNode]; !ok || node != rejected {
 			changed = true
 			return false

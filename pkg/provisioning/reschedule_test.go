@@ -22,7 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -34,7 +34,7 @@ import (
 func TestReschedule(t *testing.T) {
 	for name, tc := range map[string]struct {
 		// stored changes the claim as the API has it, after the caller read it.
-		stored    func(*v1.PersistentVolumeClaim)
+		stored    func(*corev1.PersistentVolumeClaim)
 		wantErr   error
 		wantAnns  map[string]string
 		wantLabel string
@@ -43,17 +43,17 @@ func TestReschedule(t *testing.T) {
 			wantAnns: map[string]string{AnnReschedules: "1"},
 		},
 		"claim labelled meanwhile": {
-			stored:    func(c *v1.PersistentVolumeClaim) { c.Labels = map[string]string{"touched": "yes"} },
+			stored:    func(c *corev1.PersistentVolumeClaim) { c.Labels = map[string]string{"touched": "yes"} },
 			wantAnns:  map[string]string{AnnReschedules: "1"},
 			wantLabel: "yes",
 		},
 		"scheduler chose another node meanwhile": {
-			stored:   func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnSelectedNode] = "node-2" },
+			stored:   func(c *corev1.PersistentVolumeClaim) { c.Annotations[AnnSelectedNode] = "node-2" },
 			wantErr:  ErrSelectionChanged,
 			wantAnns: map[string]string{AnnSelectedNode: "node-2"},
 		},
 		"sent back meanwhile": {
-			stored: func(c *v1.PersistentVolumeClaim) {
+			stored: func(c *corev1.PersistentVolumeClaim) {
 				delete(c.Annotations, AnnSelectedNode)
 				c.Annotations[AnnReschedules] = "1"
 			},
@@ -61,7 +61,7 @@ func TestReschedule(t *testing.T) {
 			wantAnns: map[string]string{AnnReschedules: "1"},
 		},
 		"sent back as often as it may be": {
-			stored:   func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnReschedules] = "3" },
+			stored:   func(c *corev1.PersistentVolumeClaim) { c.Annotations[AnnReschedules] = "3" },
 			wantErr:  ErrRescheduleLimit,
 			wantAnns: map[string]string{AnnSelectedNode: "node-1", AnnReschedules: "3"},
 		},
@@ -80,7 +80,7 @@ func TestReschedule(t *testing.T) {
 				f.client.PrependReactor("patch", "persistentvolumeclaims", func(k8stesting.Action) (bool, runtime.Object, error) {
 					if conflicts > 0 {
 						conflicts--
-						return true, nil, apierrors.NewConflict(v1.Resource("persistentvolumeclaims"), "c", errors.New("stale"))
+						return true, nil, apierrors.NewConflict(corev1.Resource("persistentvolumeclaims"), "c", errors.New("stale"))
 					}
 					return false, nil, nil
 				})

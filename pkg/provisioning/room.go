@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
@@ -126,7 +126,7 @@ func (c *Controller) claimSync(t *term) func(context.Context, claimKey) (string,
 // deleteBackend asks the backend to delete the backend volume of volume,
 // under the delete deadline. Once it did, the claims waiting for room are
 // tried at once: the backend may count that volume against its room.
-func (c *Controller) deleteBackend(ctx context.Context, volume *v1.PersistentVolume) error {
+func (c *Controller) deleteBackend(ctx context.Context, volume *corev1.PersistentVolume) error {
 	err := c.volumeCall(ctx, "delete", func(ctx context.Context) error { return c.provisioner.Delete(ctx, volume) })
 	if err == nil {
 		c.roomFreed()

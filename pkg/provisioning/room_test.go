@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/internal/polltest"
@@ -137,7 +137,7 @@ func TestRoomFreedRetriesAtOnce(t *testing.T) {
 					return b.volumes["pv-old"]
 				})
 				return func() {
-					pv := newVolume("pv-old", testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+					pv := newVolume("pv-old", testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 					if _, err := f.client.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 						f.t.Fatal(err)
 					}
@@ -146,7 +146,7 @@ func TestRoomFreedRetriesAtOnce(t *testing.T) {
 		},
 		"a PersistentVolume gone": {
 			setup: func(f *fixture, b *fakeBackend, _ func() *Controller) func() {
-				pv := newVolume("pv-old", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimRetain)
+				pv := newVolume("pv-old", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimRetain)
 				if _, err := f.client.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 					f.t.Fatal(err)
 				}

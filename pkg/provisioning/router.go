@@ -17,7 +17,7 @@ limitations under the License.
 package provisioning
 
 import (
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -71,7 +71,7 @@ func finalizerKey(name string) routeKey   { return routeKey{finalizer: true, nam
 // which is the intent finalizer of any provisioner that may be creating a
 // volume for it.
 func claimKeys(obj any, yield func(routeKey)) {
-	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	claim, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return
 	}
@@ -85,7 +85,7 @@ func claimKeys(obj any, yield func(routeKey)) {
 
 // volumeKeys names the provisioner that provisioned a volume.
 func volumeKeys(obj any, yield func(routeKey)) {
-	volume, ok := obj.(*v1.PersistentVolume)
+	volume, ok := obj.(*corev1.PersistentVolume)
 	if !ok {
 		return
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -80,12 +80,12 @@ func subscribe[K comparable](t *testing.T, r *eventrouter.Router[K], subscriber 
 // hears of an event once.
 func TestRouterRoutes(t *testing.T) {
 	const a, b, b2 = "provfleet.io/a", "provfleet.io/b", "provfleet.io/b2"
-	claim := func(name string, annotations map[string]string, finalizers ...string) *v1.PersistentVolumeClaim {
-		return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+	claim := func(name string, annotations map[string]string, finalizers ...string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "default", Annotations: annotations, Finalizers: finalizers,
 		}}
 	}
-	annotated := func(name, provisioner string, finalizers ...string) *v1.PersistentVolumeClaim {
+	annotated := func(name, provisioner string, finalizers ...string) *corev1.PersistentVolumeClaim {
 		return claim(name, map[string]string{AnnStorageProvisioner: provisioner}, finalizers...)
 	}
 	lease := func(namespace, name string) *coordinationv1.Lease {
@@ -171,20 +171,20 @@ func TestRouterRoutes(t *testing.T) {
 		"volume by provisioned-by": {
 			route: volumes,
 			send: func(h cache.ResourceEventHandler) {
-				h.OnAdd(newVolume("v", b2, v1.VolumeBound, v1.PersistentVolumeReclaimDelete), false)
+				h.OnAdd(newVolume("v", b2, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete), false)
 			},
 			want: []string{"b add v"},
 		},
 		"volume not provisioned": {
 			route: volumes,
 			send: func(h cache.ResourceEventHandler) {
-				h.OnAdd(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}}, false)
+				h.OnAdd(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}}, false)
 			},
 		},
 		"volume update": {
 			route: volumes,
 			send: func(h cache.ResourceEventHandler) {
-				v := newVolume("v", a, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+				v := newVolume("v", a, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete)
 				h.OnUpdate(v, v)
 			},
 			want: []string{"a update v"},
@@ -351,21 +351,21 @@ func TestResyncQueuesMissedClaims(t *testing.T) {
 
 // Only an update of nothing but the finalizers is no reason to look again.
 func TestFinalizersOnlyChanged(t *testing.T) {
-	claim := func(mutate func(*v1.PersistentVolumeClaim)) *v1.PersistentVolumeClaim {
+	claim := func(mutate func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
 		c := newClaim("c", "fast", testProvisioner)
 		mutate(c)
 		return c
 	}
-	withFinalizer := func(c *v1.PersistentVolumeClaim) {
+	withFinalizer := func(c *corev1.PersistentVolumeClaim) {
 		c.Finalizers = append(c.Finalizers, IntentFinalizer(testProvisioner))
 		c.ResourceVersion = "2"
 	}
-	volume := func(mutate func(*v1.PersistentVolume)) *v1.PersistentVolume {
-		v := newVolume("v", testProvisioner, v1.VolumeBound, v1.PersistentVolumeReclaimDelete)
+	volume := func(mutate func(*corev1.PersistentVolume)) *corev1.PersistentVolume {
+		v := newVolume("v", testProvisioner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete)
 		mutate(v)
 		return v
 	}
-	unchanged := func(*v1.PersistentVolumeClaim) {}
+	unchanged := func(*corev1.PersistentVolumeClaim) {}
 	tests := map[string]struct {
 		got, want bool
 	}{
@@ -374,46 +374,46 @@ func TestFinalizersOnlyChanged(t *testing.T) {
 			want: true,
 		},
 		"claim finalizer removed, managed fields changed": {
-			got: claimFinalizersOnlyChanged(claim(withFinalizer), claim(func(c *v1.PersistentVolumeClaim) {
+			got: claimFinalizersOnlyChanged(claim(withFinalizer), claim(func(c *corev1.PersistentVolumeClaim) {
 				c.ResourceVersion = "3"
 				c.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
 			})),
 			want: true,
 		},
 		"claim finalizer and annotation": {
-			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *v1.PersistentVolumeClaim) {
+			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *corev1.PersistentVolumeClaim) {
 				withFinalizer(c)
 				c.Annotations[AnnSelectedNode] = "node"
 			})),
 		},
 		"claim finalizer and spec": {
-			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *v1.PersistentVolumeClaim) {
+			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *corev1.PersistentVolumeClaim) {
 				withFinalizer(c)
 				c.Spec.VolumeName = "pv"
 			})),
 		},
 		"claim finalizer and deletion": {
-			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *v1.PersistentVolumeClaim) {
+			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *corev1.PersistentVolumeClaim) {
 				withFinalizer(c)
 				c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 			})),
 		},
 		"claim status only": {
-			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *v1.PersistentVolumeClaim) {
+			got: claimFinalizersOnlyChanged(claim(unchanged), claim(func(c *corev1.PersistentVolumeClaim) {
 				c.ResourceVersion = "2"
-				c.Status.Phase = v1.ClaimBound
+				c.Status.Phase = corev1.ClaimBound
 			})),
 		},
 		"volume finalizer added": {
-			got: volumeFinalizersOnlyChanged(volume(func(*v1.PersistentVolume) {}), volume(func(v *v1.PersistentVolume) {
+			got: volumeFinalizersOnlyChanged(volume(func(*corev1.PersistentVolume) {}), volume(func(v *corev1.PersistentVolume) {
 				v.Finalizers = []string{VolumeFinalizer}
 			})),
 			want: true,
 		},
 		"volume finalizer and phase": {
-			got: volumeFinalizersOnlyChanged(volume(func(*v1.PersistentVolume) {}), volume(func(v *v1.PersistentVolume) {
+			got: volumeFinalizersOnlyChanged(volume(func(*corev1.PersistentVolume) {}), volume(func(v *corev1.PersistentVolume) {
 				v.Finalizers = []string{VolumeFinalizer}
-				v.Status.Phase = v1.VolumeReleased
+				v.Status.Phase = corev1.VolumeReleased
 			})),
 		},
 	}

@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"reflect"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,9 +33,9 @@ import (
 // savedVolume returns the PersistentVolume name, or nil if there is none. It
 // looks in the informer first and asks the API only when the informer has not
 // seen the volume, since it may lag behind.
-func (c *Controller) savedVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+func (c *Controller) savedVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
 	if obj, exists, err := c.informers.Volumes.GetStore().GetByKey(name); err == nil && exists {
-		if volume, ok := obj.(*v1.PersistentVolume); ok {
+		if volume, ok := obj.(*corev1.PersistentVolume); ok {
 			return volume, nil
 		}
 	}
@@ -52,14 +52,14 @@ func (c *Controller) savedVolume(ctx context.Context, name string) (*v1.Persiste
 
 // saveVolume creates the PersistentVolume of a provisioned backend volume with
 // the configured store.
-func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.PersistentVolumeClaim, volume *v1.PersistentVolume) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) saveVolume(ctx context.Context, t *term, claim *corev1.PersistentVolumeClaim, volume *corev1.PersistentVolume) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	cfg := c.config().VolumeSave
 	if cfg.Mode == VolumeSaveRetryForever {
 		t.pending.Store(volume.Name, pendingSave{claim: claim, volume: volume})
 		t.saves.Add(volume.Name)
 		return claim, ProvisioningFinished, nil
 	}
-	var saved *v1.PersistentVolume
+	var saved *corev1.PersistentVolume
 	var lastErr error
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: cfg.Interval, Factor: 1, Steps: cfg.Retries},
 		func(ctx context.Context) (bool, error) {
@@ -76,15 +76,15 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *v1.Persiste
 	if errors.Is(err, errVolumeTaken) {
 		// The backend volume may well be the one the other PersistentVolume
 		// uses: it is left alone, and so is the claim's intent finalizer.
-		c.recorder.Event(claim, v1.EventTypeWarning, EventProvisioningFailed, err.Error())
+		c.recorder.Event(claim, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 		return claim, ProvisioningFinished, err
 	}
 	if err != nil {
 		err = fmt.Errorf("cannot save PersistentVolume %q after %d tries: %w", volume.Name, cfg.Retries, lastErr)
-		c.recorder.Eventf(claim, v1.EventTypeWarning, EventProvisioningFailed, "%v; deleting the backend volume", err)
+		c.recorder.Eventf(claim, corev1.EventTypeWarning, EventProvisioningFailed, "%v; deleting the backend volume", err)
 		if derr := c.deleteBackend(ctx, volume); derr != nil && !IsIgnoredError(derr) {
 			derr = fmt.Errorf("cannot delete backend volume %q: %w", volume.Name, derr)
-			c.recorder.Event(claim, v1.EventTypeWarning, EventCleanupFailed, derr.Error())
+			c.recorder.Event(claim, corev1.EventTypeWarning, EventCleanupFailed, derr.Error())
 			err = errors.Join(err, derr)
 		}
 		return claim, ProvisioningFinished, err
@@ -103,7 +103,7 @@ var errVolumeTaken = errors.New("the name is taken by a PersistentVolume of anot
 // claim or the same one described otherwise: only a Reclaimer can tell
 // (volumeSaved), and Delete is never handed a volume whose name a
 // PersistentVolume uses, so other backends keep it.
-func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+func (c *Controller) createVolume(ctx context.Context, volume *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	api := c.client.CoreV1().PersistentVolumes()
 	created, err := api.Create(ctx, volume, metav1.CreateOptions{})
 	if err == nil {
@@ -136,9 +136,9 @@ func (c *Controller) createVolume(ctx context.Context, volume *v1.PersistentVolu
 
 // volumeSaved finishes a claim whose PersistentVolume, saved, exists for the
 // backend volume that Provision returned as volume.
-func (c *Controller) volumeSaved(ctx context.Context, claim *v1.PersistentVolumeClaim, volume, saved *v1.PersistentVolume) (*v1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) volumeSaved(ctx context.Context, claim *corev1.PersistentVolumeClaim, volume, saved *corev1.PersistentVolume) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	klog.FromContext(ctx).Info("Provisioned", "volume", volume.Name)
-	c.recorder.Eventf(claim, v1.EventTypeNormal, EventProvisioningSucceeded, "Successfully provisioned volume %s", volume.Name)
+	c.recorder.Eventf(claim, corev1.EventTypeNormal, EventProvisioningSucceeded, "Successfully provisioned volume %s", volume.Name)
 	if c.reclaimer != nil {
 		if _, err := c.savedVolumeOf(ctx, volume, saved); err != nil {
 			// The next reclaim finds the PersistentVolume and tries again.
@@ -151,8 +151,8 @@ func (c *Controller) volumeSaved(ctx context.Context, claim *v1.PersistentVolume
 
 // pendingSave is a PersistentVolume of the RetryForever store.
 type pendingSave struct {
-	claim  *v1.PersistentVolumeClaim
-	volume *v1.PersistentVolume
+	claim  *corev1.PersistentVolumeClaim
+	volume *corev1.PersistentVolume
 }
 
 // saveVolumeAgain tries to save one PersistentVolume of the RetryForever
@@ -180,10 +180,10 @@ func (c *Controller) saveVolumeAgain(ctx context.Context, t *term, name string) 
 // sameSource reports whether made, a volume source as a backend returns it,
 // is the source saved, as the API server stored it with its defaults: every
 // field that made sets has the same value in saved.
-func sameSource(saved, made v1.PersistentVolumeSource) (bool, error) {
+func sameSource(saved, made corev1.PersistentVolumeSource) (bool, error) {
 	var s, m any
 	for _, c := range []struct {
-		from v1.PersistentVolumeSource
+		from corev1.PersistentVolumeSource
 		to   *any
 	}{{saved, &s}, {made, &m}} {
 		data, err := json.Marshal(c.from)

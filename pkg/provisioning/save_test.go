@@ -19,40 +19,40 @@ package provisioning
 import (
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestSameSource(t *testing.T) {
-	unset, dir := v1.HostPathUnset, v1.HostPathDirectory
+	unset, dir := corev1.HostPathUnset, corev1.HostPathDirectory
 	tests := map[string]struct {
-		saved, made v1.PersistentVolumeSource
+		saved, made corev1.PersistentVolumeSource
 		want        bool
 	}{
 		"equal": {
-			saved: v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/a"}},
-			made:  v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/a"}},
+			saved: corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/a"}},
+			made:  corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/a"}},
 			want:  true,
 		},
 		"saved with a default": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
-			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a"}},
+			saved: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a", Type: &unset}},
+			made:  corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a"}},
 			want:  true,
 		},
 		"other path": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
-			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/b"}},
+			saved: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a", Type: &unset}},
+			made:  corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/b"}},
 		},
 		"other type": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &unset}},
-			made:  v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a", Type: &dir}},
+			saved: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a", Type: &unset}},
+			made:  corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a", Type: &dir}},
 		},
 		"other kind": {
-			saved: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/a"}},
-			made:  v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/a"}},
+			saved: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a"}},
+			made:  corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/a"}},
 		},
 		"other list": {
-			saved: v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"m1", "m2"}}},
-			made:  v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"m1"}}},
+			saved: corev1.PersistentVolumeSource{CephFS: &corev1.CephFSPersistentVolumeSource{Monitors: []string{"m1", "m2"}}},
+			made:  corev1.PersistentVolumeSource{CephFS: &corev1.CephFSPersistentVolumeSource{Monitors: []string{"m1"}}},
 		},
 	}
 	for name, tc := range tests {

@@ -22,7 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -31,11 +31,11 @@ import (
 // with it, as a node agent's scope does.
 type nodeOnly string
 
-func (n nodeOnly) Claim(claim *v1.PersistentVolumeClaim) bool {
+func (n nodeOnly) Claim(claim *corev1.PersistentVolumeClaim) bool {
 	return claim.Annotations[AnnSelectedNode] == string(n)
 }
 
-func (n nodeOnly) Volume(volume *v1.PersistentVolume) bool {
+func (n nodeOnly) Volume(volume *corev1.PersistentVolume) bool {
 	return volume.Labels["node"] == string(n)
 }
 
@@ -43,22 +43,22 @@ func (n nodeOnly) Volume(volume *v1.PersistentVolume) bool {
 // the work: each provisions only the claims selected to its node and deletes
 // only its node's released volumes; a claim selected to no node is nobody's.
 func TestScopeSplitsOneProvisionerBetweenNodes(t *testing.T) {
-	selected := func(name, node string) *v1.PersistentVolumeClaim {
+	selected := func(name, node string) *corev1.PersistentVolumeClaim {
 		c := newClaim(name, "fast", testProvisioner)
 		if node != "" {
 			c.Annotations[AnnSelectedNode] = node
 		}
 		return c
 	}
-	released := func(name, node string) *v1.PersistentVolume {
-		pv := newVolume(name, testProvisioner, v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)
+	released := func(name, node string) *corev1.PersistentVolume {
+		pv := newVolume(name, testProvisioner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete)
 		pv.Labels = map[string]string{"node": node}
 		return pv
 	}
-	claims := []*v1.PersistentVolumeClaim{selected("on-a", "a"), selected("on-b", "b"), selected("nowhere", "")}
-	volumes := []*v1.PersistentVolume{released("old-a", "a"), released("old-b", "b")}
+	claims := []*corev1.PersistentVolumeClaim{selected("on-a", "a"), selected("on-b", "b"), selected("nowhere", "")}
+	volumes := []*corev1.PersistentVolume{released("old-a", "a"), released("old-b", "b")}
 	objects := []runtime.Object{newClass("fast", testProvisioner),
-		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
 	for _, c := range claims {
 		objects = append(objects, c)
 	}
@@ -108,9 +108,9 @@ func TestScopeSplitsOneProvisionerBetweenNodes(t *testing.T) {
 // switchScope serves the claims its set names, whatever their annotations.
 type switchScope map[string]bool
 
-func (s switchScope) Claim(claim *v1.PersistentVolumeClaim) bool { return s[claim.Name] }
+func (s switchScope) Claim(claim *corev1.PersistentVolumeClaim) bool { return s[claim.Name] }
 
-func (s switchScope) Volume(*v1.PersistentVolume) bool { return false }
+func (s switchScope) Volume(*corev1.PersistentVolume) bool { return false }
 
 // A claim its Scope turned to serve without the claim changing is queued by
 // Requeue, and only then; a controller that does not lead queues nothing.

@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -272,7 +272,7 @@ func (c *Controller) enqueuePending(t *term) {
 	c.claimRetries.Requeue(t.claims.queue)
 	c.volumeRetries.Requeue(t.volumes.queue)
 	c.inProgress.Range(func(_, obj any) bool {
-		claim := obj.(*v1.PersistentVolumeClaim)
+		claim := obj.(*corev1.PersistentVolumeClaim)
 		t.claims.queue.Add(keyOfClaim(claim))
 		return true
 	})

@@ -22,7 +22,7 @@ import (
 	"fmt"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,7 +30,7 @@ import (
 )
 
 // updateClaim writes the change mutate makes to the claim.
-func (c *Controller) updateClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, mutate func(*v1.PersistentVolumeClaim) bool) (*v1.PersistentVolumeClaim, error) {
+func (c *Controller) updateClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, mutate func(*corev1.PersistentVolumeClaim) bool) (*corev1.PersistentVolumeClaim, error) {
 	return updateObject(ctx, c.client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, mutate)
 }
 

@@ -22,7 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -37,11 +37,11 @@ func TestUpdateClaimRetriesConflict(t *testing.T) {
 	f.client.PrependReactor("patch", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if conflicts > 0 {
 			conflicts--
-			return true, nil, apierrors.NewConflict(v1.Resource("persistentvolumeclaims"), "c", errors.New("stale"))
+			return true, nil, apierrors.NewConflict(corev1.Resource("persistentvolumeclaims"), "c", errors.New("stale"))
 		}
 		return false, nil, nil
 	})
-	_, err := c.updateClaim(context.Background(), claim, func(claim *v1.PersistentVolumeClaim) bool {
+	_, err := c.updateClaim(context.Background(), claim, func(claim *corev1.PersistentVolumeClaim) bool {
 		delete(claim.Annotations, AnnSelectedNode)
 		return true
 	})
@@ -62,14 +62,14 @@ func TestUpdateClaimKeepsWhatTheCacheDropped(t *testing.T) {
 	stored := newClaim("c", "fast", testProvisioner)
 	stored.Annotations[AnnSelectedNode] = "node-1"
 	stored.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = `{"kind":"PersistentVolumeClaim"}`
-	stored.Status.Phase = v1.ClaimPending
-	stored.Status.Conditions = []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimResizing, Status: v1.ConditionTrue}}
+	stored.Status.Phase = corev1.ClaimPending
+	stored.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue}}
 	f := newFixture(t, stored)
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
 	cached := stored.DeepCopy()
 	delete(cached.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	cached.Status = v1.PersistentVolumeClaimStatus{}
-	_, err := c.updateClaim(context.Background(), cached, func(claim *v1.PersistentVolumeClaim) bool {
+	cached.Status = corev1.PersistentVolumeClaimStatus{}
+	_, err := c.updateClaim(context.Background(), cached, func(claim *corev1.PersistentVolumeClaim) bool {
 		delete(claim.Annotations, AnnSelectedNode)
 		return true
 	})
@@ -88,19 +88,19 @@ func TestChangePatch(t *testing.T) {
 	claim.ResourceVersion = "7"
 	claim.Annotations[AnnSelectedNode] = "node-1"
 	tests := map[string]struct {
-		mutate func(*v1.PersistentVolumeClaim)
+		mutate func(*corev1.PersistentVolumeClaim)
 		want   string
 	}{
 		"a removed annotation is null": {
-			mutate: func(claim *v1.PersistentVolumeClaim) { delete(claim.Annotations, AnnSelectedNode) },
+			mutate: func(claim *corev1.PersistentVolumeClaim) { delete(claim.Annotations, AnnSelectedNode) },
 			want:   `{"metadata":{"annotations":{"volume.kubernetes.io/selected-node":null},"resourceVersion":"7"}}`,
 		},
 		"a label is set alone": {
-			mutate: func(claim *v1.PersistentVolumeClaim) { claim.Labels = map[string]string{"k": "v"} },
+			mutate: func(claim *corev1.PersistentVolumeClaim) { claim.Labels = map[string]string{"k": "v"} },
 			want:   `{"metadata":{"labels":{"k":"v"},"resourceVersion":"7"}}`,
 		},
 		"no change is the resource version alone": {
-			mutate: func(*v1.PersistentVolumeClaim) {},
+			mutate: func(*corev1.PersistentVolumeClaim) {},
 			want:   `{"metadata":{"resourceVersion":"7"}}`,
 		},
 	}

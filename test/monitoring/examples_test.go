@@ -151,6 +151,7 @@ func TestDashboard(t *testing.T) {
 
 // checkDashboard checks one copy of the dashboard.
 func checkDashboard(t *testing.T, dashboardFile string) {
+	t.Helper()
 	queries, titles := dashboardQueries(t, dashboardFile)
 	var queried []string
 	for _, q := range queries {
@@ -208,6 +209,7 @@ func TestPrometheusRule(t *testing.T) {
 
 // checkPrometheusRule checks one copy of the PrometheusRule.
 func checkPrometheusRule(t *testing.T, ruleFile string) {
+	t.Helper()
 	data, err := os.ReadFile(ruleFile)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
@@ -37,7 +37,7 @@ type adapter struct {
 
 var _ controller.Provisioner = adapter{}
 
-func (a adapter) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
+func (a adapter) Provision(ctx context.Context, opts controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
 	options := provisioning.ProvisionOptions{
 		StorageClass: opts.StorageClass,
 		PVName:       opts.PVName,
@@ -46,13 +46,13 @@ func (a adapter) Provision(ctx context.Context, opts controller.ProvisionOptions
 	// The library hands over only the node's name, which is all a directory
 	// backend reads of it.
 	if opts.SelectedNodeName != "" {
-		options.SelectedNode = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: opts.SelectedNodeName}}
+		options.SelectedNode = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: opts.SelectedNodeName}}
 	}
 	pv, state, err := a.backend.Provision(ctx, options)
 	return pv, upstreamState(state), upstreamError(err)
 }
 
-func (a adapter) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+func (a adapter) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	return upstreamError(a.backend.Delete(ctx, pv))
 }
 
@@ -68,13 +68,13 @@ var _ controller.Qualifier = nodeAdapter{}
 // annSelectedNode is where the scheduler writes a claim's node.
 const annSelectedNode = "volume.kubernetes.io/selected-node"
 
-func (a nodeAdapter) ShouldProvision(_ context.Context, claim *v1.PersistentVolumeClaim) bool {
+func (a nodeAdapter) ShouldProvision(_ context.Context, claim *corev1.PersistentVolumeClaim) bool {
 	return claim.Annotations[annSelectedNode] == a.node
 }
 
 // Delete leaves the volumes of other nodes to their own processes, which
 // the library, watching every volume of the provisioner, hands to each.
-func (a nodeAdapter) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+func (a nodeAdapter) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	if node := backend.VolumeNode(pv); node != a.node {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("the volume lives on node %q, this process serves node %q", node, a.node)}
 	}

@@ -24,7 +24,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,12 +43,12 @@ type fakeBackend struct {
 	err   error
 }
 
-func (f *fakeBackend) Provision(_ context.Context, o provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+func (f *fakeBackend) Provision(_ context.Context, o provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
 	f.got = o
-	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: o.PVName}}, f.state, f.err
+	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: o.PVName}}, f.state, f.err
 }
 
-func (f *fakeBackend) Delete(context.Context, *v1.PersistentVolume) error { return f.err }
+func (f *fakeBackend) Delete(context.Context, *corev1.PersistentVolume) error { return f.err }
 
 func TestAdapterTranslates(t *testing.T) {
 	ignored := &provisioning.IgnoredError{Reason: "not mine"}
@@ -108,14 +108,14 @@ func TestAdapterDrivesTheHostPathBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim := &v1.PersistentVolumeClaim{
+	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u1"},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Mi")}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
 		},
 	}
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "peer"}, ReclaimPolicy: ptr.To(v1.PersistentVolumeReclaimDelete)}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "peer"}, ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)}
 	a := adapter{dirs}
 	pv, state, err := a.Provision(context.Background(), controller.ProvisionOptions{StorageClass: class, PVName: "pvc-u1", PVC: claim})
 	if err != nil || state != controller.ProvisioningFinished {
@@ -150,11 +150,11 @@ func TestNodeAdapterKeepsToItsNode(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
 			if tc.selected != "" {
 				claim.Annotations[annSelectedNode] = tc.selected
 			}
-			pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{backend.AnnNode: tc.volumeNode}}}
+			pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{backend.AnnNode: tc.volumeNode}}}
 			var ignored *controller.IgnoredError
 			got := struct{ Provision, Ignored bool }{
 				a.ShouldProvision(context.Background(), claim),

@@ -82,7 +82,7 @@ func newNFSSystem(b *bench, server *nfsserver.Server, dir string) (*nfsSystem, e
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the NFS server's address: %w", err)
 	}
-	port := int32(server.Port())
+	port := int32(server.Port()) //nolint:gosec // a TCP port
 	nfs := v1alpha1.NFSBackend{Server: host, Port: port, Path: nfsExportPath}
 	return &nfsSystem{
 		provfleetSystem: &provfleetSystem{b: b, backend: func(tenant) v1alpha1.BackendSpec {

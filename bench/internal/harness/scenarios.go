@@ -1092,7 +1092,7 @@ func (b *bench) retuneProvfleet(ctx context.Context) error {
 		start := time.Now()
 		updated, err := b.editConfig(ctx, tenants[0].name, func(pc *v1alpha1.ProvisionerConfig) {
 			// New thresholds and backoff each time; workers alternate.
-			pc.Spec.Retry.ProvisionFailureThreshold = ptr.To(int32(10 + i))
+			pc.Spec.Retry.ProvisionFailureThreshold = ptr.To(int32(10 + i)) //nolint:gosec // a few edits
 			pc.Spec.Retry.InitialDelay = &metav1.Duration{Duration: time.Duration(1+i) * time.Second}
 			pc.Spec.Workers = int32(2 + i%2)
 		})

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -101,7 +101,7 @@ func (t *tracker) stop() {
 }
 
 func (t *tracker) observeClaim(obj any) {
-	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	claim, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return
 	}
@@ -122,7 +122,7 @@ func (t *tracker) observeClaim(obj any) {
 			c.annotated = v.created
 		}
 	}
-	if c.bound.IsZero() && claim.Status.Phase == v1.ClaimBound {
+	if c.bound.IsZero() && claim.Status.Phase == corev1.ClaimBound {
 		c.bound = now
 	}
 }
@@ -156,7 +156,7 @@ func (t *tracker) withVolume(obj any, observe func(name string, now time.Time)) 
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	pv, ok := obj.(*v1.PersistentVolume)
+	pv, ok := obj.(*corev1.PersistentVolume)
 	if !ok {
 		return
 	}

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -29,8 +29,8 @@ import (
 	"github.com/provfleet/provfleet/bench/internal/measure"
 )
 
-func claim(uid, annotation string, phase v1.PersistentVolumeClaimPhase) *v1.PersistentVolumeClaim {
-	c := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID(uid)}}
+func claim(uid, annotation string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID(uid)}}
 	if annotation != "" {
 		c.Annotations = map[string]string{annotation: "bench.provfleet.io/x"}
 	}
@@ -39,8 +39,8 @@ func claim(uid, annotation string, phase v1.PersistentVolumeClaimPhase) *v1.Pers
 }
 
 // volumeU1 is the PV of claim u1, named as both provisioners name it.
-func volumeU1() *v1.PersistentVolume {
-	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-u1"}}
+func volumeU1() *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-u1"}}
 }
 
 func TestTrackerTimestampsFirstSightings(t *testing.T) {
@@ -58,39 +58,39 @@ func TestTrackerTimestampsFirstSightings(t *testing.T) {
 	}{
 		"annotated, provisioned, bound": {
 			events: []event{
-				{at: 1, obj: claim("u1", "", v1.ClaimPending)},
-				{at: 2, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
-				{at: 3, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
+				{at: 1, obj: claim("u1", "", corev1.ClaimPending)},
+				{at: 2, obj: claim("u1", annStorageProvisioner, corev1.ClaimPending)},
+				{at: 3, obj: claim("u1", annStorageProvisioner, corev1.ClaimPending)},
 				{at: 4, obj: volumeU1()},
-				{at: 5, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
-				{at: 6, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
+				{at: 5, obj: claim("u1", annStorageProvisioner, corev1.ClaimBound)},
+				{at: 6, obj: claim("u1", annStorageProvisioner, corev1.ClaimBound)},
 			},
 			wantClaim:  claimTimes{uid: "u1", annotated: at(2), bound: at(5)},
 			wantVolume: volumeTimes{created: at(4)},
 		},
 		"the volume's watch delivers before the claim's": {
 			events: []event{
-				{at: 1, obj: claim("u1", "", v1.ClaimPending)},
+				{at: 1, obj: claim("u1", "", corev1.ClaimPending)},
 				{at: 3, obj: volumeU1()},
-				{at: 4, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
+				{at: 4, obj: claim("u1", annStorageProvisioner, corev1.ClaimPending)},
 			},
 			wantClaim:  claimTimes{uid: "u1", annotated: at(3)},
 			wantVolume: volumeTimes{created: at(3)},
 		},
 		"the beta annotation counts": {
-			events:    []event{{at: 7, obj: claim("u1", annBetaStorageProvisioner, v1.ClaimPending)}},
+			events:    []event{{at: 7, obj: claim("u1", annBetaStorageProvisioner, corev1.ClaimPending)}},
 			wantClaim: claimTimes{uid: "u1", annotated: at(7)},
 		},
 		"a claim recreated under the same name starts over": {
 			events: []event{
-				{at: 1, obj: claim("old", annStorageProvisioner, v1.ClaimBound)},
-				{at: 9, obj: claim("u1", annStorageProvisioner, v1.ClaimPending)},
+				{at: 1, obj: claim("old", annStorageProvisioner, corev1.ClaimBound)},
+				{at: 9, obj: claim("u1", annStorageProvisioner, corev1.ClaimPending)},
 			},
 			wantClaim: claimTimes{uid: "u1", annotated: at(9)},
 		},
 		"a deleted volume, also through a tombstone": {
 			events: []event{
-				{at: 1, obj: claim("u1", annStorageProvisioner, v1.ClaimBound)},
+				{at: 1, obj: claim("u1", annStorageProvisioner, corev1.ClaimBound)},
 				{at: 2, obj: volumeU1()},
 				{at: 8, obj: cache.DeletedFinalStateUnknown{Key: "pvc-u1", Obj: volumeU1()}, deleted: true},
 			},
@@ -106,7 +106,7 @@ func TestTrackerTimestampsFirstSightings(t *testing.T) {
 			for _, e := range tc.events {
 				now = at(e.at)
 				switch e.obj.(type) {
-				case *v1.PersistentVolumeClaim:
+				case *corev1.PersistentVolumeClaim:
 					tr.observeClaim(e.obj)
 				default:
 					if e.deleted {

@@ -112,7 +112,7 @@ func parseStat(data []byte) (time.Duration, error) {
 		}
 		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return time.Duration(ticks) * time.Second / clockTicks, nil //nolint:gosec // a process lives far less than 2^63 ns
 }
 
 // memoryFields are the fields of /proc/<pid>/status parseStatus reads; the

@@ -143,7 +143,7 @@ const firstPort, lastPort = 20000, 32000
 var ports = struct {
 	sync.Mutex
 	next int
-}{next: firstPort + rand.IntN((lastPort-firstPort)/2)}
+}{next: firstPort + rand.IntN((lastPort-firstPort)/2)} //nolint:gosec // spreads test runs over ports, no secret
 
 // FreeAddr returns a loopback address whose port is free now and was not
 // returned before by this process.

@@ -19,7 +19,7 @@ package hostpath
 import (
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
@@ -31,6 +31,6 @@ func FuzzHostPath(f *testing.F) {
 			return New(Config{Path: base, HostPathRoot: root, NodeName: "node-a", OnDelete: onDelete},
 				Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
 		},
-		LocalPath: func(pv *v1.PersistentVolume, base string) string { return pv.Spec.Local.Path },
+		LocalPath: func(pv *corev1.PersistentVolume, base string) string { return pv.Spec.Local.Path },
 	})
 }

@@ -28,7 +28,7 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -50,7 +50,7 @@ const (
 // configuration names none: the host name.
 func AffinityKey(key string) string {
 	if key == "" {
-		return v1.LabelHostname
+		return corev1.LabelHostname
 	}
 	return key
 }
@@ -290,8 +290,8 @@ func (p *Provisioner) newStore(cfg Config, opts Options, basePath string, shareW
 		Counts:    p.onNode,
 		Adopt:     cfg.AdoptRetainedDirectories,
 		Holds:     p.onNode,
-		VolumeDir: func(pv *v1.PersistentVolume) (string, error) { return VolumeDir(basePath, pv) },
-		OwnDir:    func(pv *v1.PersistentVolume) (string, error) { return p.ownDir(basePath, pv) },
+		VolumeDir: func(pv *corev1.PersistentVolume) (string, error) { return VolumeDir(basePath, pv) },
+		OwnDir:    func(pv *corev1.PersistentVolume) (string, error) { return p.ownDir(basePath, pv) },
 		Locate:    func(dir string) (string, string) { return backend.HostNode(p.node), path.Join(basePath, dir) },
 	})
 	if err != nil {
@@ -355,7 +355,7 @@ func createInside(root, path string) error {
 }
 
 // Provision creates the claim's directory and returns its PersistentVolume.
-func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
 	// Without a selected node the claim was handed over by a manager that
 	// found the node's value of the key to be its name.
 	pinned := p.node
@@ -388,10 +388,10 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	maps.Copy(pv.Annotations, p.annotations())
 	pv.Spec.MountOptions = mountOptions
 	if !p.shared {
-		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
-			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
 				Key:      p.affinityKey,
-				Operator: v1.NodeSelectorOpIn,
+				Operator: corev1.NodeSelectorOpIn,
 				Values:   []string{pinned},
 			}}}},
 		}}
@@ -438,7 +438,7 @@ func (p *Provisioner) paths(indexes []int) []string {
 // baseOf returns the base whose store holds the directory a
 // PersistentVolume names; a volume below none goes to the first, whose store
 // refuses it and says why.
-func (p *Provisioner) baseOf(pv *v1.PersistentVolume) base {
+func (p *Provisioner) baseOf(pv *corev1.PersistentVolume) base {
 	for _, b := range p.bases {
 		if _, err := VolumeDir(b.path, pv); err == nil {
 			return b
@@ -448,15 +448,15 @@ func (p *Provisioner) baseOf(pv *v1.PersistentVolume) base {
 }
 
 // source is the volume source of the directory dir below the base path.
-func (p *Provisioner) source(path, dir string) v1.PersistentVolumeSource {
+func (p *Provisioner) source(path, dir string) corev1.PersistentVolumeSource {
 	volumePath := filepath.Join(path, dir)
 	if p.volumeType == VolumeTypeLocal {
-		return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: volumePath}}
+		return corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: volumePath}}
 	}
 	// Directory, not DirectoryOrCreate: a vanished directory must fail the
 	// mount, not come back empty.
-	directory := v1.HostPathDirectory
-	return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volumePath, Type: &directory}}
+	directory := corev1.HostPathDirectory
+	return corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: volumePath, Type: &directory}}
 }
 
 // annotations are those of every volume: the node, unless shared.
@@ -469,7 +469,7 @@ func (p *Provisioner) annotations() map[string]string {
 
 // Delete applies the onDelete policy to the directory the PersistentVolume
 // names, which must lie below Path on this provisioner's node.
-func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+func (p *Provisioner) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	return p.baseOf(pv).store.Delete(ctx, pv)
 }
 
@@ -479,10 +479,10 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 	var all []provisioning.UnsavedVolume
 	var errs []error
 	for _, b := range p.bases {
-		unsaved, err := b.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
-			return &v1.PersistentVolume{
+		unsaved, err := b.store.Unsaved(ctx, func(dir string) *corev1.PersistentVolume {
+			return &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Annotations: p.annotations()},
-				Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(b.path, dir)},
+				Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: p.source(b.path, dir)},
 			}
 		})
 		all = append(all, unsaved...)
@@ -496,7 +496,7 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 // hostPath source of one path are one volume. A saved volume this provisioner
 // cannot place (another node, outside Path, another kind of source) keeps the
 // record: nothing is deleted in doubt.
-func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
+func (p *Provisioner) Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error {
 	return p.baseOf(volume).store.Saved(ctx, volume, saved)
 }
 
@@ -550,7 +550,7 @@ func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
 // ownDir returns the directory of a PersistentVolume of this provisioner's
 // node, or of none: one pinned to another node, by its annotation or by the
 // affinity another provisioner gave it, names a directory of that node.
-func (p *Provisioner) ownDir(base string, pv *v1.PersistentVolume) (string, error) {
+func (p *Provisioner) ownDir(base string, pv *corev1.PersistentVolume) (string, error) {
 	switch node := backend.VolumeNode(pv); {
 	case node != "" && p.shared:
 		return "", fmt.Errorf("it lives on node %q, this provisioner on a shared file system of no node", node)
@@ -563,14 +563,14 @@ func (p *Provisioner) ownDir(base string, pv *v1.PersistentVolume) (string, erro
 // onNode reports whether a PersistentVolume lives on this provisioner's
 // node, or on no node for a shared file system, so that capacity counts per
 // node.
-func (p *Provisioner) onNode(pv *v1.PersistentVolume) bool {
+func (p *Provisioner) onNode(pv *corev1.PersistentVolume) bool {
 	return backend.VolumeNode(pv) == p.node
 }
 
 // VolumeDir returns the directory below base that pv, a local or hostPath
 // PersistentVolume, names, as a backend of base reads it: an error says
 // why pv is not one of its volumes.
-func VolumeDir(base string, pv *v1.PersistentVolume) (string, error) {
+func VolumeDir(base string, pv *corev1.PersistentVolume) (string, error) {
 	volumePath, ok := backend.HostVolumePath(pv)
 	if !ok {
 		return "", errors.New("it is neither a local nor a hostPath volume")

@@ -28,7 +28,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -57,101 +57,120 @@ func TestNew(t *testing.T) {
 	}{
 		"defaults": {},
 		"missing path is created": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(c.HostPathRoot, "a", "b") },
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
+				c.Path = filepath.Join(c.HostPathRoot, "a", "b")
+			},
 		},
 		"path through a symlink inside the root": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				backendtest.Symlink(t, "other", filepath.Join(c.HostPathRoot, "alias"))
 				c.Path = filepath.Join(c.HostPathRoot, "alias")
 			},
 		},
 		"HostPath without a node": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType, c.NodeName = VolumeTypeHostPath, "" },
-			want:   backend.ErrInvalidSpec, wantErr: "names no node",
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
+				c.VolumeType, c.NodeName = VolumeTypeHostPath, ""
+			},
+			want: backend.ErrInvalidSpec, wantErr: "names no node",
 		},
 		"unknown volume type": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.VolumeType = "Block" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.VolumeType = "Block" },
 			want:   backend.ErrInvalidSpec, wantErr: `volumeType "Block"`,
 		},
 		"Local without a node": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.NodeName = "" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.NodeName = "" },
 			want:   backend.ErrInvalidSpec, wantErr: "names no node",
 		},
 		"a node name with a slash": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.NodeName = "node/a" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.NodeName = "node/a" },
 			want:   backend.ErrInvalidSpec, wantErr: "names no node",
 		},
 		"no host path root": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.HostPathRoot = "" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.HostPathRoot = "" },
 			want:   backend.ErrInvalidSpec, wantErr: "host path root",
 		},
 		"relative path": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = "vols" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.Path = "vols" },
 			want:   backend.ErrInvalidSpec, wantErr: "not absolute",
 		},
 		"path outside the root": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(tmp, "outside") },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.Path = filepath.Join(tmp, "outside") },
 			want:   backend.ErrInvalidSpec, wantErr: "outside the host path root",
 		},
 		"path climbing out of the root": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = c.HostPathRoot + "/../outside" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.Path = c.HostPathRoot + "/../outside" },
 			want:   backend.ErrInvalidSpec, wantErr: "outside the host path root",
 		},
 		"path through a symlink out of the root": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				backendtest.Symlink(t, filepath.Join(tmp, "outside"), filepath.Join(c.HostPathRoot, "escape"))
 				c.Path = filepath.Join(c.HostPathRoot, "escape", "vols")
 			},
 			want: backend.ErrInvalidSpec, wantErr: "escapes",
 		},
 		"path is a file": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(c.HostPathRoot, "other", "keep") },
-			want:   backend.ErrInvalidSpec, wantErr: "not a directory",
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
+				c.Path = filepath.Join(c.HostPathRoot, "other", "keep")
+			},
+			want: backend.ErrInvalidSpec, wantErr: "not a directory",
 		},
 		"missing root": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.HostPathRoot = filepath.Join(tmp, "missing") },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.HostPathRoot = filepath.Join(tmp, "missing") },
 			want:   backend.ErrUnavailable, wantErr: "no such file",
 		},
 		"missing path outside the root": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Path = filepath.Join(tmp, "nowhere") },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.Path = filepath.Join(tmp, "nowhere") },
 			want:   backend.ErrUnavailable, wantErr: "no such file",
 		},
 		"bad pattern": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.PathPattern = "{{.PVC" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.PathPattern = "{{.PVC" },
 			want:   backend.ErrInvalidSpec, wantErr: "cannot parse",
 		},
 		"additional paths": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.AdditionalPaths = []string{filepath.Join(c.HostPathRoot, "b"), filepath.Join(c.HostPathRoot, "c")}
 			},
 		},
 		"an additional path inside path": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.AdditionalPaths = []string{filepath.Join(c.Path, "inner")}
 			},
 			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
 		},
 		"two additional paths, one the other": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.AdditionalPaths = []string{filepath.Join(c.HostPathRoot, "b"), filepath.Join(c.HostPathRoot, "b") + "/"}
 			},
 			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
 		},
 		"a shared file system": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
 			},
 		},
 		"a shared file system of local volumes": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Shared, c.NodeName = true, "" },
+			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.Shared, c.NodeName = true, "" },
 			want:   backend.ErrInvalidSpec, wantErr: "volumeType must be HostPath",
 		},
 		"a shared file system of a node": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.Shared, c.VolumeType = true, VolumeTypeHostPath },
-			want:   backend.ErrInvalidSpec, wantErr: "one path of no node",
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
+				c.Shared, c.VolumeType = true, VolumeTypeHostPath
+			},
+			want: backend.ErrInvalidSpec, wantErr: "one path of no node",
 		},
 		"a shared file system of several paths": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
 				c.AdditionalPaths = []string{filepath.Join(c.HostPathRoot, "b")}
 			},
@@ -159,6 +178,7 @@ func TestNew(t *testing.T) {
 		},
 		"StorageClasses sharing a path with the defaults and each other": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.StorageClasses = map[string][]string{
 					"fast": {filepath.Join(c.HostPathRoot, "fast"), c.Path},
 					"slow": {filepath.Join(c.HostPathRoot, "fast")},
@@ -166,29 +186,36 @@ func TestNew(t *testing.T) {
 			},
 		},
 		"a StorageClass of no path": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.StorageClasses = map[string][]string{"fast": nil} },
-			want:   backend.ErrInvalidSpec, wantErr: `StorageClass "fast" has no path`,
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
+				c.StorageClasses = map[string][]string{"fast": nil}
+			},
+			want: backend.ErrInvalidSpec, wantErr: `StorageClass "fast" has no path`,
 		},
 		"a StorageClass path inside path": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.StorageClasses = map[string][]string{"fast": {filepath.Join(c.Path, "fast")}}
 			},
 			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
 		},
 		"a StorageClass listing a path twice": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.StorageClasses = map[string][]string{"fast": {c.Path, c.Path}}
 			},
 			want: backend.ErrInvalidSpec, wantErr: "of one node overlap",
 		},
 		"a StorageClass path outside the root": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.StorageClasses = map[string][]string{"fast": {filepath.Join(tmp, "outside")}}
 			},
 			want: backend.ErrInvalidSpec, wantErr: "outside the host path root",
 		},
 		"more than 17 distinct paths": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.StorageClasses = map[string][]string{}
 				for i := range 17 {
 					c.StorageClasses[fmt.Sprint("class-", i)] = []string{filepath.Join(c.HostPathRoot, fmt.Sprint("base-", i))}
@@ -198,20 +225,25 @@ func TestNew(t *testing.T) {
 		},
 		"a StorageClass on a shared file system": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
 				c.StorageClasses = map[string][]string{"fast": {filepath.Join(c.HostPathRoot, "fast")}}
 			},
 		},
 		"a StorageClass of two paths on a shared file system": {
 			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
 				c.Shared, c.NodeName, c.VolumeType = true, "", VolumeTypeHostPath
 				c.StorageClasses = map[string][]string{"fast": {filepath.Join(c.HostPathRoot, "fast"), filepath.Join(c.HostPathRoot, "fast2")}}
 			},
 			want: backend.ErrInvalidSpec, wantErr: `one path per StorageClass, "fast" has 2`,
 		},
 		"an additional path outside the root": {
-			mutate: func(t *testing.T, tmp string, c *Config) { c.AdditionalPaths = []string{filepath.Join(tmp, "outside")} },
-			want:   backend.ErrInvalidSpec, wantErr: "outside the host path root",
+			mutate: func(t *testing.T, tmp string, c *Config) {
+				t.Helper()
+				c.AdditionalPaths = []string{filepath.Join(tmp, "outside")}
+			},
+			want: backend.ErrInvalidSpec, wantErr: "outside the host path root",
 		},
 	}
 	for name, tc := range tests {
@@ -232,23 +264,23 @@ func TestNew(t *testing.T) {
 }
 
 func TestProvision(t *testing.T) {
-	directory := v1.HostPathDirectory
-	filesystem := v1.PersistentVolumeFilesystem
-	affinity := func(host string) *v1.VolumeNodeAffinity {
-		return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{host}}},
+	directory := corev1.HostPathDirectory
+	filesystem := corev1.PersistentVolumeFilesystem
+	affinity := func(host string) *corev1.VolumeNodeAffinity {
+		return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}},
 		}}}}
 	}
-	pinned := func(key, value string) *v1.VolumeNodeAffinity {
-		return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-			MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: []string{value}}},
+	pinned := func(key, value string) *corev1.VolumeNodeAffinity {
+		return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}},
 		}}}}
 	}
-	node := func(name, hostname string) *v1.Node {
-		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: hostname}}}
+	node := func(name, hostname string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: hostname}}}
 	}
-	local := func(p string) v1.PersistentVolumeSource {
-		return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
+	local := func(p string) corev1.PersistentVolumeSource {
+		return corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: p}}
 	}
 	const rackKey = "topology.example.com/rack"
 	racked := node("node-a", "host-a")
@@ -265,9 +297,9 @@ func TestProvision(t *testing.T) {
 		// the path.
 		wantAdditional bool
 		mountOptions   []string
-		selected       *v1.Node
-		wantSource     func(path string) v1.PersistentVolumeSource
-		wantAffinity   *v1.VolumeNodeAffinity
+		selected       *corev1.Node
+		wantSource     func(path string) corev1.PersistentVolumeSource
+		wantAffinity   *corev1.VolumeNodeAffinity
 		wantAnn        map[string]string
 		wantDir        string
 		wantState      provisioning.ProvisioningState
@@ -275,22 +307,22 @@ func TestProvision(t *testing.T) {
 	}{
 		"local": {
 			mountOptions: []string{"noatime"}, wantDir: "pvc-team-data",
-			wantSource: func(p string) v1.PersistentVolumeSource {
-				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
+			wantSource: func(p string) corev1.PersistentVolumeSource {
+				return corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: p}}
 			},
 			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"local on the selected node uses its hostname label": {
 			selected: node("node-a", "host-a"), pattern: "{{.PVC.Namespace}}/{{.PVC.Name}}", wantDir: "team/data",
-			wantSource: func(p string) v1.PersistentVolumeSource {
-				return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: p}}
+			wantSource: func(p string) corev1.PersistentVolumeSource {
+				return corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: p}}
 			},
 			wantAffinity: affinity("host-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"hostPath": {
 			volumeType: VolumeTypeHostPath, wantDir: "pvc-team-data",
-			wantSource: func(p string) v1.PersistentVolumeSource {
-				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
+			wantSource: func(p string) corev1.PersistentVolumeSource {
+				return corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &directory}}
 			},
 			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
@@ -307,8 +339,8 @@ func TestProvision(t *testing.T) {
 		},
 		"local-path class of this path, its onDelete recorded": {
 			volumeType: VolumeTypeHostPath, params: map[string]string{"nodePath": ".", "onDelete": "Retain"}, wantDir: "pvc-team-data",
-			wantSource: func(p string) v1.PersistentVolumeSource {
-				return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: p, Type: &directory}}
+			wantSource: func(p string) corev1.PersistentVolumeSource {
+				return corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &directory}}
 			},
 			wantAffinity: affinity("node-a"), wantAnn: map[string]string{backend.AnnNode: "node-a", backend.AnnOnDelete: "Retain"},
 		},
@@ -336,7 +368,7 @@ func TestProvision(t *testing.T) {
 			wantSource: local, wantAffinity: affinity("host-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"local-path class of the host name as nodeAffinityKey": {
-			params: map[string]string{"nodeAffinityKey": v1.LabelHostname}, selected: racked, wantDir: "pvc-team-data",
+			params: map[string]string{"nodeAffinityKey": corev1.LabelHostname}, selected: racked, wantDir: "pvc-team-data",
 			wantSource: local, wantAffinity: affinity("host-a"), wantAnn: map[string]string{backend.AnnNode: "node-a"},
 		},
 		"local-path class of another nodeAffinityKey": {
@@ -396,12 +428,12 @@ func TestProvision(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Provision: %v", err)
 			}
-			want := &v1.PersistentVolume{
+			want := &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data", Annotations: tc.wantAnn},
-				Spec: v1.PersistentVolumeSpec{
-					Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("3Gi")},
-					AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-					PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+				Spec: corev1.PersistentVolumeSpec{
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("3Gi")},
+					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 					StorageClassName:              "standard",
 					VolumeMode:                    &filesystem,
 					MountOptions:                  tc.mountOptions,
@@ -422,7 +454,7 @@ func TestProvision(t *testing.T) {
 func TestDelete(t *testing.T) {
 	tests := map[string]struct {
 		onDelete backend.OnDeletePolicy
-		mutate   func(pv *v1.PersistentVolume, path string)
+		mutate   func(pv *corev1.PersistentVolume, path string)
 		wantErr  string
 		wantLeft []string
 	}{
@@ -430,36 +462,38 @@ func TestDelete(t *testing.T) {
 		"retain":  {onDelete: backend.OnDeleteRetain, wantLeft: []string{"team"}},
 		"archive": {onDelete: backend.OnDeleteArchive, wantLeft: []string{"team"}},
 		"hostPath volume": {
-			mutate: func(pv *v1.PersistentVolume, path string) {
-				pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: pv.Spec.Local.Path}
+			mutate: func(pv *corev1.PersistentVolume, path string) {
+				pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: pv.Spec.Local.Path}
 				pv.Spec.Local = nil
 			},
 		},
 		"path outside the base": {
-			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Spec.Local.Path = filepath.Join(path, "..", "other") },
+			mutate: func(pv *corev1.PersistentVolume, path string) {
+				pv.Spec.Local.Path = filepath.Join(path, "..", "other")
+			},
 			wantErr: "not below", wantLeft: []string{"team"},
 		},
 		"the base itself": {
-			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Spec.Local.Path = path },
+			mutate:  func(pv *corev1.PersistentVolume, path string) { pv.Spec.Local.Path = path },
 			wantErr: "not below", wantLeft: []string{"team"},
 		},
 		"not a directory volume": {
-			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Spec.Local = nil },
+			mutate:  func(pv *corev1.PersistentVolume, path string) { pv.Spec.Local = nil },
 			wantErr: "neither a local nor a hostPath volume", wantLeft: []string{"team"},
 		},
 		"on another node": {
-			mutate:  func(pv *v1.PersistentVolume, path string) { pv.Annotations[backend.AnnNode] = "node-b" },
+			mutate:  func(pv *corev1.PersistentVolume, path string) { pv.Annotations[backend.AnnNode] = "node-b" },
 			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
 		},
 		"pinned to another node by affinity alone": {
-			mutate: func(pv *v1.PersistentVolume, path string) {
+			mutate: func(pv *corev1.PersistentVolume, path string) {
 				delete(pv.Annotations, backend.AnnNode)
 				pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"node-b"}
 			},
 			wantErr: `lives on node "node-b"`, wantLeft: []string{"team"},
 		},
 		"pinned to this node by affinity alone": {
-			mutate: func(pv *v1.PersistentVolume, path string) { delete(pv.Annotations, backend.AnnNode) },
+			mutate: func(pv *corev1.PersistentVolume, path string) { delete(pv.Annotations, backend.AnnNode) },
 		},
 	}
 	for name, tc := range tests {
@@ -542,11 +576,12 @@ func TestReclaim(t *testing.T) {
 
 func TestSavedRefusesOthersVolumes(t *testing.T) {
 	backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
-		"another node":    {Mutate: func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
-		"another base":    {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, WantErr: "not below"},
-		"not a directory": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local = nil }, WantErr: "neither a local nor a hostPath volume"},
-		"the base itself": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, WantErr: "not below"},
+		"another node":    {Mutate: func(pv *corev1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
+		"another base":    {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, WantErr: "not below"},
+		"not a directory": {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Local = nil }, WantErr: "neither a local nor a hostPath volume"},
+		"the base itself": {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, WantErr: "not below"},
 	}, func(t *testing.T) (backendtest.Fixture, error) {
+		t.Helper()
 		_, root := layout(t)
 		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a"}, Options{})
 		return backendtest.Fixture{Backend: p, LocalPath: localPath}, err
@@ -559,37 +594,38 @@ func TestSavedRefusesOthersVolumes(t *testing.T) {
 // told apart keeps both.
 func TestSavedComparesDirectories(t *testing.T) {
 	backendtest.CheckSaved(t, map[string]backendtest.SavedCase{
-		"the same source": {Mutate: func(*v1.PersistentVolume) {}},
-		"a hostPath source of the same path": {Mutate: func(pv *v1.PersistentVolume) {
-			pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: pv.Spec.Local.Path}
+		"the same source": {Mutate: func(*corev1.PersistentVolume) {}},
+		"a hostPath source of the same path": {Mutate: func(pv *corev1.PersistentVolume) {
+			pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: pv.Spec.Local.Path}
 			pv.Spec.Local = nil
 		}},
-		"the same path, written otherwise": {Mutate: func(pv *v1.PersistentVolume) {
+		"the same path, written otherwise": {Mutate: func(pv *corev1.PersistentVolume) {
 			pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) + "/./data/"
 		}},
 		"another directory": {
-			Mutate: func(pv *v1.PersistentVolume) {
+			Mutate: func(pv *corev1.PersistentVolume) {
 				pv.Spec.Local.Path = filepath.Join(filepath.Dir(pv.Spec.Local.Path), "other")
 			},
 			Removed: true,
 		},
 		"a directory inside it": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Join(pv.Spec.Local.Path, "sub") },
+			Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = filepath.Join(pv.Spec.Local.Path, "sub") },
 			WantErr: "one lies inside the other",
 		},
 		"a directory around it": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) },
+			Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) },
 			WantErr: "one lies inside the other",
 		},
 		"another node": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" },
+			Mutate:  func(pv *corev1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" },
 			WantErr: `lives on node "node-b"`,
 		},
 		"outside the base": {
-			Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/team/data" },
+			Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/team/data" },
 			WantErr: "not below",
 		},
 	}, func(t *testing.T) (backendtest.Fixture, error) {
+		t.Helper()
 		_, root := layout(t)
 		p, err := New(Config{
 			Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a",
@@ -599,7 +635,7 @@ func TestSavedComparesDirectories(t *testing.T) {
 	})
 }
 
-func localPath(pv *v1.PersistentVolume) string {
+func localPath(pv *corev1.PersistentVolume) string {
 	if pv.Spec.Local != nil {
 		return pv.Spec.Local.Path
 	}
@@ -608,16 +644,18 @@ func localPath(pv *v1.PersistentVolume) string {
 
 func TestDeleteUnmarked(t *testing.T) {
 	backendtest.CheckDeleteUnmarked(t, map[string]string{backend.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
+		t.Helper()
 		_, root := layout(t)
 		path := filepath.Join(root, "vols")
 		p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a"}, Options{})
 		dir := filepath.Join(path, "made-by-hand")
-		return backendtest.UnmarkedVolume{Backend: p, Dir: dir, Source: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dir}}}, err
+		return backendtest.UnmarkedVolume{Backend: p, Dir: dir, Source: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}}}, err
 	})
 }
 
 func TestProvisionDirectory(t *testing.T) {
 	backendtest.CheckDirectory(t, func(t *testing.T, dir backend.Directory, parameters map[string]string) (string, error) {
+		t.Helper()
 		_, root := layout(t)
 		p, err := New(Config{Path: filepath.Join(root, "vols"), HostPathRoot: root, NodeName: "node-a", Directory: dir}, Options{})
 		if err != nil {
@@ -647,8 +685,8 @@ func TestProbe(t *testing.T) {
 		wantErr error
 	}{
 		{name: "started", change: func(*testing.T) {}},
-		{name: "path gone", change: func(t *testing.T) { rename(t, path, path+".away") }, wantErr: backend.ErrUnavailable},
-		{name: "path back", change: func(t *testing.T) { rename(t, path+".away", path) }},
+		{name: "path gone", change: func(t *testing.T) { t.Helper(); rename(t, path, path+".away") }, wantErr: backend.ErrUnavailable},
+		{name: "path back", change: func(t *testing.T) { t.Helper(); rename(t, path+".away", path) }},
 	}
 	for _, step := range steps {
 		step.change(t)
@@ -698,22 +736,22 @@ func TestNodesShareAPath(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, root := layout(t)
 			path := filepath.Join(root, "vols")
-			other := &v1.PersistentVolume{
+			other := &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: "pvc-other", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "fleet"}},
-				Spec: v1.PersistentVolumeSpec{
-					Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-					PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: filepath.Join(path, tc.dir)}},
+				Spec: corev1.PersistentVolumeSpec{
+					Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+					PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: filepath.Join(path, tc.dir)}},
 				},
 			}
 			if tc.node != "" {
 				other.Annotations[backend.AnnNode] = tc.node
 			}
 			if tc.affinity != "" {
-				other.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-					MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{tc.affinity}}},
+				other.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{tc.affinity}}},
 				}}}}
 			}
-			volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return []*v1.PersistentVolume{other}, nil })
+			volumes := backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return []*corev1.PersistentVolume{other}, nil })
 			p, err := New(Config{Path: path, HostPathRoot: root, NodeName: "node-a", Capacity: backend.Capacity{MaxVolumes: 1}},
 				Options{ProvisionerNames: []string{"fleet"}, Volumes: volumes})
 			if err != nil {
@@ -767,8 +805,8 @@ func TestReleaseRemoved(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, root := layout(t)
 			path := filepath.Join(root, "vols")
-			var pvs []*v1.PersistentVolume
-			volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil })
+			var pvs []*corev1.PersistentVolume
+			volumes := backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return pvs, nil })
 			configured := backend.OnDeleteArchive
 			if tc.onDelete == backend.OnDeleteArchive {
 				configured = backend.OnDeleteDelete
@@ -789,7 +827,7 @@ func TestReleaseRemoved(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			pvs = slices.DeleteFunc(pvs, func(pv *v1.PersistentVolume) bool {
+			pvs = slices.DeleteFunc(pvs, func(pv *corev1.PersistentVolume) bool {
 				return slices.Contains(tc.deleted, strings.TrimPrefix(pv.Name, "pvc-team-"))
 			})
 			var removed []backend.RemovedVolume
@@ -835,7 +873,7 @@ func TestSeveralBases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	provision := func(name, nodePath string) (*v1.PersistentVolume, error) {
+	provision := func(name, nodePath string) (*corev1.PersistentVolume, error) {
 		class := backendtest.Class(map[string]string{"nodePath": nodePath})
 		pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", name, "1Gi"), class))
 		return pv, err
@@ -890,7 +928,7 @@ func TestStorageClassBases(t *testing.T) {
 		{claim: "e", class: "standard", nodePath: fast, wantErr: "is none of this provisioner's paths on the node (" + vols + ")"},
 		{claim: "f", class: "shares", want: filepath.Join(vols, "pvc-team-f")},
 	}
-	var made []*v1.PersistentVolume
+	var made []*corev1.PersistentVolume
 	for _, tc := range tests {
 		class := backendtest.Class(map[string]string{})
 		class.Name = tc.class
@@ -930,8 +968,8 @@ func TestStorageClassBases(t *testing.T) {
 func TestReleaseRemovedInEveryBase(t *testing.T) {
 	_, root := layout(t)
 	first, second := filepath.Join(root, "vols"), filepath.Join(root, "more")
-	var pvs []*v1.PersistentVolume
-	volumes := backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return pvs, nil })
+	var pvs []*corev1.PersistentVolume
+	volumes := backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return pvs, nil })
 	p, err := New(Config{Path: first, AdditionalPaths: []string{second}, HostPathRoot: root, NodeName: "node-a"}, Options{Volumes: volumes})
 	if err != nil {
 		t.Fatal(err)
@@ -980,16 +1018,16 @@ func TestSharedFileSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	claim := backendtest.Claim("team", "data", "1Gi")
-	claim.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+	claim.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	class := backendtest.Class(map[string]string{"nodePath": "/elsewhere", "nodeAffinityKey": "topology.example.com/rack"})
 	opts := backendtest.Options(claim, class)
-	opts.SelectedNode = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
+	opts.SelectedNode = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
 	pv, state, err := p.Provision(t.Context(), opts)
 	if err != nil || state != provisioning.ProvisioningFinished {
 		t.Fatalf("Provision() = %v, %v, want a volume", state, err)
 	}
-	directory := v1.HostPathDirectory
-	want := v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(base, "pvc-team-data"), Type: &directory}}
+	directory := corev1.HostPathDirectory
+	want := corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(base, "pvc-team-data"), Type: &directory}}
 	if diff := cmp.Diff(want, pv.Spec.PersistentVolumeSource); diff != "" {
 		t.Errorf("source (-want +got):\n%s", diff)
 	}
@@ -999,7 +1037,7 @@ func TestSharedFileSystem(t *testing.T) {
 	if node, ok := pv.Annotations[backend.AnnNode]; ok {
 		t.Errorf("annotation %s = %q, want none", backend.AnnNode, node)
 	}
-	if diff := cmp.Diff([]v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, pv.Spec.AccessModes); diff != "" {
+	if diff := cmp.Diff([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pv.Spec.AccessModes); diff != "" {
 		t.Errorf("access modes (-want +got):\n%s", diff)
 	}
 

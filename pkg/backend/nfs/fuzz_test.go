@@ -20,7 +20,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -34,6 +34,7 @@ import (
 func FuzzNFS(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
 		New: func(t *testing.T, _, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
+			t.Helper()
 			cfg := Config{Path: "/export", OnDelete: onDelete}
 			server, err := nfsserver.Start(t.Context(), nfsserver.Options{Dir: base, Path: cfg.Path})
 			if err != nil {
@@ -52,7 +53,7 @@ func FuzzNFS(f *testing.F) {
 			t.Cleanup(p.Close)
 			return p, nil
 		},
-		LocalPath: func(pv *v1.PersistentVolume, base string) string {
+		LocalPath: func(pv *corev1.PersistentVolume, base string) string {
 			return base + strings.TrimPrefix(pv.Spec.NFS.Path, "/export")
 		},
 	})

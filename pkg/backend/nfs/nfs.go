@@ -27,7 +27,7 @@ import (
 	"strings"
 	"unicode"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -199,7 +199,7 @@ func (p *Provisioner) Close() {
 }
 
 // Provision creates the claim's subdirectory and returns its PersistentVolume.
-func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
 	req, err := p.parseRequest(opts)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
@@ -259,7 +259,7 @@ var errFateNotRecorded = fmt.Errorf("the fate of its directory is not recorded (
 // names, which must be on this server below this export. A volume of the
 // nfs-subdir-external-provisioner this backend took over goes by the fate
 // Record wrote on it, and is kept while there is none.
-func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+func (p *Provisioner) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	if p.subdir != nil && p.subdir.Owns(pv) {
 		if _, recorded := pv.Annotations[backend.AnnOnDelete]; !recorded {
 			return p.store.RemoveUndecided(ctx, pv, errFateNotRecorded)
@@ -274,7 +274,7 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 // (backend.NFSSubdir.VolumeOnDelete), and leave to release the directory,
 // which carries no owner marker. Where that provisioner could not decide
 // either, it records nothing and says why.
-func (p *Provisioner) Record(_ context.Context, pv *v1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
+func (p *Provisioner) Record(_ context.Context, pv *corev1.PersistentVolume, class *storagev1.StorageClass) (map[string]string, error) {
 	if p.subdir == nil || !p.subdir.Owns(pv) {
 		return nil, nil
 	}
@@ -295,8 +295,8 @@ func (p *Provisioner) Record(_ context.Context, pv *v1.PersistentVolume, class *
 // Unsaved lists the subdirectories made for PersistentVolumes this
 // provisioner was not told exist, each with the source Provision gave it.
 func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
-	return p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
-		return &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir), MountOptions: slices.Clone(p.mountOptions)}}
+	return p.store.Unsaved(ctx, func(dir string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir), MountOptions: slices.Clone(p.mountOptions)}}
 	})
 }
 
@@ -304,13 +304,13 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 // exists, by the subdirectory each names. A saved volume on another server
 // string keeps the record: a host name and an address of one server cannot be
 // told apart from two servers, and nothing is deleted in doubt.
-func (p *Provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
+func (p *Provisioner) Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error {
 	return p.store.Saved(ctx, volume, saved)
 }
 
 // source is the volume source of the subdirectory dir of the export.
-func (p *Provisioner) source(dir string) v1.PersistentVolumeSource {
-	return v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: p.server, Path: path.Join(p.path, dir)}}
+func (p *Provisioner) source(dir string) corev1.PersistentVolumeSource {
+	return corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: p.server, Path: path.Join(p.path, dir)}}
 }
 
 // locate returns where the subdirectory dir of the export is on the server.
@@ -320,19 +320,19 @@ func (p *Provisioner) locate(dir string) (string, string) {
 
 // volumeDir returns the subdirectory of the export that a PersistentVolume
 // names.
-func (p *Provisioner) volumeDir(pv *v1.PersistentVolume) (string, error) {
+func (p *Provisioner) volumeDir(pv *corev1.PersistentVolume) (string, error) {
 	return exportDir(p.serverName, p.path, pv)
 }
 
 // VolumeDir returns the subdirectory of the export path of server (at port,
 // 0 for none named) that pv names, as a backend of that export reads it: an
 // error says why pv is not one of its volumes.
-func VolumeDir(server string, port int, path string, pv *v1.PersistentVolume) (string, error) {
+func VolumeDir(server string, port int, path string, pv *corev1.PersistentVolume) (string, error) {
 	return exportDir(backend.NFSServer(server, port), path, pv)
 }
 
 // exportDir is VolumeDir for the server as backend.NFSServer names it.
-func exportDir(serverName, exportPath string, pv *v1.PersistentVolume) (string, error) {
+func exportDir(serverName, exportPath string, pv *corev1.PersistentVolume) (string, error) {
 	source := pv.Spec.NFS
 	if source == nil {
 		return "", errors.New("it is not an nfs volume")

@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,11 +46,13 @@ type reach func(t *testing.T, cfg *Config) (dir string)
 // to a server on loopback.
 var reaches = map[string]reach{
 	"mounted": func(t *testing.T, cfg *Config) string {
+		t.Helper()
 		cfg.Server = "nfs.example.com"
 		cfg.MountPath = t.TempDir()
 		return cfg.MountPath
 	},
 	"over NFS": func(t *testing.T, cfg *Config) string {
+		t.Helper()
 		dir := t.TempDir()
 		server, err := nfsserver.Start(t.Context(), nfsserver.Options{Dir: dir, Path: path.Clean(cfg.Path)})
 		if err != nil {
@@ -206,7 +208,7 @@ func TestProvisionRefusesAClassOfAnotherPort(t *testing.T) {
 }
 
 func TestProvision(t *testing.T) {
-	filesystem := v1.PersistentVolumeFilesystem
+	filesystem := corev1.PersistentVolumeFilesystem
 	tests := map[string]struct {
 		configOptions []string
 		classOptions  []string
@@ -277,17 +279,17 @@ func TestProvision(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Provision: %v", err)
 				}
-				want := &v1.PersistentVolume{
+				want := &corev1.PersistentVolume{
 					ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data", Annotations: tc.wantAnn},
-					Spec: v1.PersistentVolumeSpec{
-						Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("5Gi")},
-						AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-						PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+					Spec: corev1.PersistentVolumeSpec{
+						Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
+						AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 						StorageClassName:              "standard",
 						VolumeMode:                    &filesystem,
 						MountOptions:                  append(slices.Clone(tc.wantOptions), portOptions(cfg)...),
-						PersistentVolumeSource: v1.PersistentVolumeSource{
-							NFS: &v1.NFSVolumeSource{Server: cfg.Server, Path: tc.wantPath},
+						PersistentVolumeSource: corev1.PersistentVolumeSource{
+							NFS: &corev1.NFSVolumeSource{Server: cfg.Server, Path: tc.wantPath},
 						},
 					},
 				}
@@ -305,7 +307,7 @@ func TestProvision(t *testing.T) {
 func TestDelete(t *testing.T) {
 	tests := map[string]struct {
 		onDelete backend.OnDeletePolicy
-		mutate   func(pv *v1.PersistentVolume)
+		mutate   func(pv *corev1.PersistentVolume)
 		wantErr  string
 		wantLeft []string
 	}{
@@ -313,19 +315,19 @@ func TestDelete(t *testing.T) {
 		"archive with subfolders":   {onDelete: backend.OnDeleteArchive, wantLeft: []string{"team/", "team/x/", "team/x/archived-data-20010909T014640Z/"}},
 		"retain":                    {onDelete: backend.OnDeleteRetain, wantLeft: []string{"team/", "team/x/", "team/x/data/"}},
 		"another server": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" },
+			mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" },
 			wantErr: `on server "other.example.com`, wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
 		},
 		"another port": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.MountOptions = []string{"nfsvers=3,port=1"} },
+			mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"nfsvers=3,port=1"} },
 			wantErr: `,port=1", not`, wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
 		},
 		"another export": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/team/x/data" },
+			mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.NFS.Path = "/other/team/x/data" },
 			wantErr: "not below", wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
 		},
 		"not nfs": {
-			mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil },
+			mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.NFS = nil },
 			wantErr: "not an nfs volume", wantLeft: []string{"team/", "team/x/", "team/x/.data.provfleet-volume", "team/x/data/"},
 		},
 	}
@@ -380,7 +382,7 @@ func TestReclaim(t *testing.T) {
 			t.Run(name+"/"+reachName, func(t *testing.T) {
 				p, dir := newProvisioner(t, r, Config{Path: "/export", PathPattern: tc.pattern}, Options{})
 				opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
-				localPath := func(pv *v1.PersistentVolume) string {
+				localPath := func(pv *corev1.PersistentVolume) string {
 					return filepath.Join(dir, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
 				}
 				backendtest.CheckReclaim(t, p, opts, localPath, tc.end)
@@ -393,11 +395,12 @@ func TestSavedRefusesOthersVolumes(t *testing.T) {
 	for reachName, r := range reaches {
 		t.Run(reachName, func(t *testing.T) {
 			backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
-				"another server": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" }, WantErr: `on server "other.example.com`},
-				"another port":   {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.MountOptions = []string{"port=1"} }, WantErr: `,port=1", not`},
-				"another export": {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/other/pvc-team-data" }, WantErr: "not below"},
-				"not nfs":        {Mutate: func(pv *v1.PersistentVolume) { pv.Spec.NFS = nil }, WantErr: "not an nfs volume"},
+				"another server": {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.NFS.Server = "other.example.com" }, WantErr: `on server "other.example.com`},
+				"another port":   {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"port=1"} }, WantErr: `,port=1", not`},
+				"another export": {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.NFS.Path = "/other/pvc-team-data" }, WantErr: "not below"},
+				"not nfs":        {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.NFS = nil }, WantErr: "not an nfs volume"},
 			}, func(t *testing.T) (backendtest.Fixture, error) {
+				t.Helper()
 				p, _ := newProvisioner(t, r, Config{Path: "/export"}, Options{})
 				return backendtest.Fixture{Backend: p}, nil
 			})
@@ -412,25 +415,26 @@ func TestSavedComparesDirectories(t *testing.T) {
 	for reachName, r := range reaches {
 		t.Run(reachName, func(t *testing.T) {
 			backendtest.CheckSaved(t, map[string]backendtest.SavedCase{
-				"the same source": {Mutate: func(*v1.PersistentVolume) {}},
-				"the same path, written otherwise": {Mutate: func(pv *v1.PersistentVolume) {
+				"the same source": {Mutate: func(*corev1.PersistentVolume) {}},
+				"the same path, written otherwise": {Mutate: func(pv *corev1.PersistentVolume) {
 					pv.Spec.NFS.Path = "/export//team/x/./data/"
 				}},
 				"another directory": {
-					Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x/other" },
+					Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x/other" },
 					Removed: true,
 				},
 				"a directory around it": {
-					Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x" },
+					Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.NFS.Path = "/export/team/x" },
 					WantErr: "one lies inside the other",
 				},
 				"the server by another name": {
-					Mutate:  func(pv *v1.PersistentVolume) { pv.Spec.NFS.Server = "192.0.2.10" },
+					Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.NFS.Server = "192.0.2.10" },
 					WantErr: `on server "192.0.2.10`,
 				},
 			}, func(t *testing.T) (backendtest.Fixture, error) {
+				t.Helper()
 				p, dir := newProvisioner(t, r, Config{Path: "/export", PathPattern: "{{.PVC.Namespace}}/x/{{.PVC.Name}}"}, Options{})
-				localPath := func(pv *v1.PersistentVolume) string {
+				localPath := func(pv *corev1.PersistentVolume) string {
 					return filepath.Join(dir, strings.TrimPrefix(pv.Spec.NFS.Path, "/export/"))
 				}
 				return backendtest.Fixture{Backend: p, LocalPath: localPath}, nil
@@ -445,12 +449,13 @@ func TestDeleteUnmarked(t *testing.T) {
 	for reachName, r := range reaches {
 		t.Run(reachName, func(t *testing.T) {
 			backendtest.CheckDeleteUnmarked(t, map[string]string{backend.AnnDeleteUnmarked: "true"}, func(t *testing.T) (backendtest.UnmarkedVolume, error) {
+				t.Helper()
 				cfg := Config{Path: "/export"}
 				p, dir := newProvisioner(t, r, cfg, Options{})
 				return backendtest.UnmarkedVolume{
 					Backend:      p,
 					Dir:          filepath.Join(dir, "made-by-hand"),
-					Source:       v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: p.server, Path: "/export/made-by-hand"}},
+					Source:       corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: p.server, Path: "/export/made-by-hand"}},
 					MountOptions: portOptions(Config{Port: p.port}),
 				}, nil
 			})
@@ -462,6 +467,7 @@ func TestProvisionDirectory(t *testing.T) {
 	for reachName, r := range reaches {
 		t.Run(reachName, func(t *testing.T) {
 			backendtest.CheckDirectory(t, func(t *testing.T, dir backend.Directory, parameters map[string]string) (string, error) {
+				t.Helper()
 				p, export := newProvisioner(t, r, Config{Path: "/export", Directory: dir}, Options{})
 				pv, _, err := p.Provision(t.Context(), backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(parameters)))
 				if err != nil {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -86,11 +86,11 @@ func TestNFSSubdirOldVolume(t *testing.T) {
 			t.Run(name+"/"+reachName, func(t *testing.T) {
 				p, export := newProvisioner(t, r, Config{Path: "/export", NFSSubdir: subdirV403}, Options{})
 				backendtest.WriteFile(t, filepath.Join(export, tc.dir, "data"), "the old provisioner's data")
-				pv := &v1.PersistentVolume{
+				pv := &corev1.PersistentVolume{
 					ObjectMeta: metav1.ObjectMeta{Name: "pvc-old", Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: subdirName}},
-					Spec: v1.PersistentVolumeSpec{
+					Spec: corev1.PersistentVolumeSpec{
 						StorageClassName:       "old",
-						PersistentVolumeSource: v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: p.server, Path: path.Join("/export", tc.dir)}},
+						PersistentVolumeSource: corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: p.server, Path: path.Join("/export", tc.dir)}},
 						MountOptions:           portOptions(Config{Port: p.port}),
 					},
 				}

@@ -79,7 +79,7 @@ func (f *fixture) faultyKubeconfig(rates faultproxy.Rates, seed uint64) (string,
 // releases every volume, and keeps running. A failing run logs its seed.
 func TestProvisioningThroughAPIFaults(t *testing.T) {
 	f := newFixture(t)
-	seed := uint64(time.Now().UnixNano()) //nolint:gosec // a seed, logged to replay
+	seed := uint64(time.Now().UnixNano())
 	t.Logf("fault seed %d", seed)
 	kubeconfig, proxy := f.faultyKubeconfig(faultproxy.Uniform(0.1), seed)
 	const identity = "apifaults"

@@ -151,6 +151,7 @@ func (k *kubeconfig) file(t *testing.T) string {
 
 // managerKubeconfig is the kubeconfig of the manager's ServiceAccount.
 func managerKubeconfig(t *testing.T) string {
+	t.Helper()
 	return managerAccount.file(t)
 }
 

@@ -89,6 +89,7 @@ func TestNFSSecureExportRefusesAnUnprivilegedManager(t *testing.T) {
 // sub is f for the subtest t, so a failure ends t rather than the test that
 // made f; namespace, clients and manager are shared.
 func (f *fixture) sub(t *testing.T) *fixture {
+	t.Helper()
 	c := *f
 	c.t = t
 	return &c
@@ -419,7 +420,7 @@ func unprivilegedManager(t *testing.T) string {
 	}
 	script := filepath.Join(t.TempDir(), "manager")
 	text := fmt.Sprintf("#!/bin/sh\nexec %s --bounding-set=-net_bind_service %s \"$@\"\n", shellQuote(setpriv), shellQuote(managerBinary))
-	if err := os.WriteFile(script, []byte(text), 0o755); err != nil { //nolint:gosec // a script to run
+	if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return script

@@ -53,6 +53,7 @@ type nodeCluster struct {
 }
 
 func newNodeCluster(t *testing.T) *nodeCluster {
+	t.Helper()
 	f := newFixture(t)
 	c := &nodeCluster{fixture: f, disks: map[string]string{}, agents: map[string]*managerproc.Process{}}
 	for i, suffix := range []string{"a", "b", "c"} {

@@ -197,6 +197,7 @@ func (f *fixture) start(cfg provisioning.Config, backend provisioning.Provisione
 
 // stop cancels the controller and waits until Run returned.
 func (in *instance) stop(t *testing.T) {
+	t.Helper()
 	in.stopOnce.Do(func() {
 		in.cancel()
 		select {

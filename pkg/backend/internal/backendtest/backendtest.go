@@ -25,7 +25,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,13 +35,13 @@ import (
 )
 
 // Claim returns a filesystem claim requesting size.
-func Claim(namespace, name, size string) *v1.PersistentVolumeClaim {
-	return &v1.PersistentVolumeClaim{
+func Claim(namespace, name, size string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{
-				v1.ResourceStorage: resource.MustParse(size),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse(size),
 			}},
 		},
 	}
@@ -49,7 +49,7 @@ func Claim(namespace, name, size string) *v1.PersistentVolumeClaim {
 
 // Options returns the provision options of a claim of class, with the PV
 // name the controller derives from the claim's UID.
-func Options(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) provisioning.ProvisionOptions {
+func Options(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) provisioning.ProvisionOptions {
 	return provisioning.ProvisionOptions{StorageClass: class, PVName: "pvc-" + string(claim.UID), PVC: claim}
 }
 

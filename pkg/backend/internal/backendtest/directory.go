@@ -67,6 +67,7 @@ const SpecialModeBits Capability = "setuid, setgid and sticky bits"
 // 0777 by default, and that bad parameters are refused; the cases that need
 // a capability among lacking are skipped.
 func CheckDirectory(t *testing.T, provision ProvisionDir, lacking ...Capability) {
+	t.Helper()
 	uid, gid := int64(os.Geteuid()), int64(os.Getegid())
 	otherGID := gid
 	if uid == 0 {

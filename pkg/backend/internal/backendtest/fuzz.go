@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 )
@@ -36,7 +36,7 @@ type FuzzBackend struct {
 	// FuzzOptions. What it starts (a file server) ends with t.
 	New func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts FuzzOptions) (Reclaiming, error)
 	// LocalPath returns where the directory of a PersistentVolume is on disk.
-	LocalPath func(pv *v1.PersistentVolume, base string) string
+	LocalPath func(pv *corev1.PersistentVolume, base string) string
 }
 
 // FuzzOptions are the runtime options FuzzConfinement gives a backend.
@@ -84,10 +84,10 @@ func FuzzConfinement(f *testing.F, b FuzzBackend) {
 	}
 	f.Fuzz(func(t *testing.T, pattern, namespace, name, label, annotation string, policy uint8) {
 		tmp, root, base := plantConfinementTree(t)
-		var listed []*v1.PersistentVolume
+		var listed []*corev1.PersistentVolume
 		opts := FuzzOptions{
 			ProvisionerNames: []string{"provfleet.io/fuzz"},
-			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return listed, nil }),
+			Volumes:          backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return listed, nil }),
 			Now:              func() time.Time { return time.Unix(1e9, 0) },
 		}
 		p, err := b.New(t, root, base, policies[int(policy)%len(policies)], opts)

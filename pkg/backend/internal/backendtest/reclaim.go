@@ -22,7 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -62,7 +62,7 @@ const (
 // one; then, as end says, that Saved drops the record and keeps the
 // directory, or that Delete of the unsaved volume removes both. localPath
 // returns where a volume's directory is on disk.
-func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions, localPath func(*v1.PersistentVolume) string, end ReclaimEnd) {
+func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions, localPath func(*corev1.PersistentVolume) string, end ReclaimEnd) {
 	t.Helper()
 	ctx := t.Context()
 	pv, _, err := p.Provision(ctx, opts)
@@ -115,7 +115,7 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 // containing WantErr, or none when WantErr is empty; Removed says it removes
 // the provisioned directory as a second one made for the PV.
 type SavedCase struct {
-	Mutate  func(*v1.PersistentVolume)
+	Mutate  func(*corev1.PersistentVolume)
 	WantErr string
 	Removed bool
 }
@@ -124,13 +124,14 @@ type SavedCase struct {
 // directories are on disk.
 type Fixture struct {
 	Backend   Reclaiming
-	LocalPath func(*v1.PersistentVolume) string
+	LocalPath func(*corev1.PersistentVolume) string
 }
 
 // CheckSavedRefuses checks, in a subtest per case on a backend setup makes,
 // that Saved refuses each case's saved volume with its WantErr and keeps the
 // record.
 func CheckSavedRefuses(t *testing.T, cases map[string]SavedCase, setup func(t *testing.T) (Fixture, error)) {
+	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f, err := setup(t)
@@ -145,6 +146,7 @@ func CheckSavedRefuses(t *testing.T, cases map[string]SavedCase, setup func(t *t
 // CheckSaved checks, in a subtest per case on a backend setup makes, what
 // Saved does with the record and the directory of a provisioned volume.
 func CheckSaved(t *testing.T, cases map[string]SavedCase, setup func(t *testing.T) (Fixture, error)) {
+	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f, err := setup(t)
@@ -159,7 +161,7 @@ func CheckSaved(t *testing.T, cases map[string]SavedCase, setup func(t *testing.
 // checkSavedRefuses provisions a claim with p, changes a copy of its
 // PersistentVolume with mutate into the saved one, and checks that Saved
 // refuses it with an error containing wantErr and keeps the record.
-func checkSavedRefuses(t *testing.T, p Reclaiming, mutate func(*v1.PersistentVolume), wantErr string) {
+func checkSavedRefuses(t *testing.T, p Reclaiming, mutate func(*corev1.PersistentVolume), wantErr string) {
 	t.Helper()
 	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -35,7 +35,7 @@ import (
 type UnmarkedVolume struct {
 	Backend      provisioning.Provisioner
 	Dir          string
-	Source       v1.PersistentVolumeSource
+	Source       corev1.PersistentVolumeSource
 	MountOptions []string
 }
 
@@ -44,6 +44,7 @@ type UnmarkedVolume struct {
 // goes only when the PersistentVolume asks for it with the annotations optIn.
 // setup makes a fresh backend for each case.
 func CheckDeleteUnmarked(t *testing.T, optIn map[string]string, setup func(t *testing.T) (UnmarkedVolume, error)) {
+	t.Helper()
 	tests := map[string]struct {
 		annotations map[string]string
 		wantErr     string
@@ -59,9 +60,9 @@ func CheckDeleteUnmarked(t *testing.T, optIn map[string]string, setup func(t *te
 				t.Fatal(err)
 			}
 			WriteFile(t, filepath.Join(u.Dir, "data"), "x")
-			pv := &v1.PersistentVolume{
+			pv := &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: "pv-by-hand", Annotations: tc.annotations},
-				Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: u.Source, MountOptions: u.MountOptions},
+				Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: u.Source, MountOptions: u.MountOptions},
 			}
 			err = u.Backend.Delete(t.Context(), pv)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {

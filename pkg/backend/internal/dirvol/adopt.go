@@ -25,7 +25,7 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -36,12 +36,12 @@ import (
 // the directory an earlier claim of the same namespace and name used: that
 // volume is returned. Without proof it refuses, saying why when Adopt is
 // on.
-func (s *Store) checkOverlapOrAdopt(ctx context.Context, req Request, dir string) (*v1.PersistentVolume, error) {
+func (s *Store) checkOverlapOrAdopt(ctx context.Context, req Request, dir string) (*corev1.PersistentVolume, error) {
 	others, err := s.overlapping(ctx, req.PVName, dir)
 	if err != nil {
 		return nil, err
 	}
-	var adopted *v1.PersistentVolume
+	var adopted *corev1.PersistentVolume
 	if len(others) > 0 {
 		if !s.cfg.Adopt {
 			return nil, errOverlap(dir)
@@ -62,7 +62,7 @@ func (s *Store) checkOverlapOrAdopt(ctx context.Context, req Request, dir string
 // Nothing weaker counts: directories of other provisioners carry no marker.
 // Its error says why none proves it, without naming a volume, since the
 // claim's owner reads it.
-func (s *Store) adoptable(claim *v1.PersistentVolumeClaim, dir string, others []*v1.PersistentVolume) (*v1.PersistentVolume, error) {
+func (s *Store) adoptable(claim *corev1.PersistentVolumeClaim, dir string, others []*corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	if len(others) != 1 {
 		return nil, fmt.Errorf("%d PersistentVolumes name it or a directory around or inside it, not one", len(others))
 	}
@@ -83,10 +83,10 @@ func (s *Store) adoptable(claim *v1.PersistentVolumeClaim, dir string, others []
 	if ref.UID == "" || ref.UID == claim.UID {
 		return nil, errors.New("the PersistentVolume that names it was not bound to an earlier claim of this name")
 	}
-	if pv.Status.Phase != v1.VolumeReleased {
+	if pv.Status.Phase != corev1.VolumeReleased {
 		return nil, fmt.Errorf("the PersistentVolume %s that names it is %s, not Released", pv.Name, pv.Status.Phase)
 	}
-	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain && pv.Annotations[backend.AnnOnDelete] != string(backend.OnDeleteRetain) {
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain && pv.Annotations[backend.AnnOnDelete] != string(backend.OnDeleteRetain) {
 		return nil, fmt.Errorf("the PersistentVolume %s that names it is not retained: its reclaim policy is not Retain and its %s is not Retain", pv.Name, backend.AnnOnDelete)
 	}
 	return pv, nil
@@ -94,7 +94,7 @@ func (s *Store) adoptable(claim *v1.PersistentVolumeClaim, dir string, others []
 
 // notAdopted adds to err, a refusal of a directory, why it was not adopted
 // when Config.Adopt is on and no volume was found to adopt it from.
-func (s *Store) notAdopted(err error, adopted *v1.PersistentVolume) error {
+func (s *Store) notAdopted(err error, adopted *corev1.PersistentVolume) error {
 	switch {
 	case !s.cfg.Adopt || adopted != nil:
 		return err
@@ -151,7 +151,7 @@ func checkIsDir(ctx context.Context, parent Dir, leaf string) error {
 // claim's owner with a Normal Event. A failed mark fails the Provision,
 // which a retry finishes: the directory's owner marker is the new volume's
 // already, so nothing else can take it meanwhile.
-func RecordAdoption(ctx context.Context, opts provisioning.ProvisionOptions, pv *v1.PersistentVolume, vol Volume) error {
+func RecordAdoption(ctx context.Context, opts provisioning.ProvisionOptions, pv *corev1.PersistentVolume, vol Volume) error {
 	old := vol.AdoptedFrom
 	if old == nil {
 		return nil
@@ -162,14 +162,14 @@ func RecordAdoption(ctx context.Context, opts provisioning.ProvisionOptions, pv 
 			return fmt.Errorf("cannot mark the released PersistentVolume %s whose directory %q was adopted: %w", old.Name, vol.Dir, err)
 		}
 	}
-	opts.Event(v1.EventTypeNormal, backend.EventDirectoryAdopted,
+	opts.Event(corev1.EventTypeNormal, backend.EventDirectoryAdopted,
 		"Adopted directory %q of the released PersistentVolume %s, made for an earlier claim of this namespace and name: its contents are as that volume left them", vol.Dir, old.Name)
 	return nil
 }
 
 // setAdopted records on pv, a volume whose directory was adopted, the
 // volume it came from and the fate Retain.
-func setAdopted(pv *v1.PersistentVolume, from string) {
+func setAdopted(pv *corev1.PersistentVolume, from string) {
 	if pv.Annotations == nil {
 		pv.Annotations = map[string]string{}
 	}

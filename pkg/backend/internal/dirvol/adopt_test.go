@@ -23,7 +23,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -35,18 +35,19 @@ const otherNode = "node-b"
 
 // retained is a Released PersistentVolume of testProvisioner with reclaim
 // policy Retain that was bound to the claim team/data of UID uid.
-func retained(name, dir, uid string) *v1.PersistentVolume {
+func retained(name, dir, uid string) *corev1.PersistentVolume {
 	pv := volume(name, dir, "1Gi", testProvisioner)
-	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "team", Name: "data", UID: types.UID(uid)}
-	pv.Status.Phase = v1.VolumeReleased
+	pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "team", Name: "data", UID: types.UID(uid)}
+	pv.Status.Phase = corev1.VolumeReleased
 	return pv
 }
 
 func adoptingFixture(t *testing.T) *fixture {
+	t.Helper()
 	return newFixture(t, func(c *Config) {
 		c.Adopt = true
-		c.Holds = func(pv *v1.PersistentVolume) bool { return backend.VolumeNode(pv) != otherNode }
+		c.Holds = func(pv *corev1.PersistentVolume) bool { return backend.VolumeNode(pv) != otherNode }
 	})
 }
 
@@ -54,84 +55,86 @@ func adoptingFixture(t *testing.T) *fixture {
 // provisioner and node, naming exactly the directory, proves it.
 func TestAdoptable(t *testing.T) {
 	const dir = "team/data"
-	mutated := func(mutate func(pv *v1.PersistentVolume)) []*v1.PersistentVolume {
+	mutated := func(mutate func(pv *corev1.PersistentVolume)) []*corev1.PersistentVolume {
 		pv := retained("old", dir, "earlier")
 		mutate(pv)
-		return []*v1.PersistentVolume{pv}
+		return []*corev1.PersistentVolume{pv}
 	}
 	tests := map[string]struct {
-		others  []*v1.PersistentVolume
+		others  []*corev1.PersistentVolume
 		want    string
 		wantErr string
 	}{
 		"retained by reclaim policy": {
-			others: mutated(func(*v1.PersistentVolume) {}),
+			others: mutated(func(*corev1.PersistentVolume) {}),
 			want:   "old",
 		},
 		"retained by recorded fate": {
-			others: mutated(func(pv *v1.PersistentVolume) {
-				pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimDelete
+			others: mutated(func(pv *corev1.PersistentVolume) {
+				pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
 				pv.Annotations[backend.AnnOnDelete] = string(backend.OnDeleteRetain)
 			}),
 			want: "old",
 		},
 		"adopted before by a volume since gone": {
-			others: mutated(func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnAdoptedBy] = "pvc-gone" }),
+			others: mutated(func(pv *corev1.PersistentVolume) { pv.Annotations[backend.AnnAdoptedBy] = "pvc-gone" }),
 			want:   "old",
 		},
 		"not retained": {
-			others: mutated(func(pv *v1.PersistentVolume) {
-				pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimDelete
+			others: mutated(func(pv *corev1.PersistentVolume) {
+				pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
 				pv.Annotations[backend.AnnOnDelete] = string(backend.OnDeleteArchive)
 			}),
 			wantErr: "not retained",
 		},
 		"another claim": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.Name = "cache" }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { pv.Spec.ClaimRef.Name = "cache" }),
 			wantErr: "not made for a claim of this namespace and name",
 		},
 		"another namespace": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.Namespace = "other" }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { pv.Spec.ClaimRef.Namespace = "other" }),
 			wantErr: "not made for a claim of this namespace and name",
 		},
 		"no claim": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { pv.Spec.ClaimRef = nil }),
 			wantErr: "not made for a claim of this namespace and name",
 		},
 		"claimRef without UID": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "" }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { pv.Spec.ClaimRef.UID = "" }),
 			wantErr: "not bound to an earlier claim",
 		},
 		"claimRef of the claim itself": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "team-data" }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { pv.Spec.ClaimRef.UID = "team-data" }),
 			wantErr: "not bound to an earlier claim",
 		},
 		"still Bound": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Status.Phase = v1.VolumeBound }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { pv.Status.Phase = corev1.VolumeBound }),
 			wantErr: "is Bound, not Released",
 		},
 		"another provisioner": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Annotations["pv.kubernetes.io/provisioned-by"] = "example.com/other" }),
+			others: mutated(func(pv *corev1.PersistentVolume) {
+				pv.Annotations["pv.kubernetes.io/provisioned-by"] = "example.com/other"
+			}),
 			wantErr: "not provisioned under this provisioner's names",
 		},
 		"made by hand": {
-			others:  mutated(func(pv *v1.PersistentVolume) { delete(pv.Annotations, "pv.kubernetes.io/provisioned-by") }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { delete(pv.Annotations, "pv.kubernetes.io/provisioned-by") }),
 			wantErr: "not provisioned under this provisioner's names",
 		},
 		"another node": {
-			others:  mutated(func(pv *v1.PersistentVolume) { pv.Annotations[backend.AnnNode] = otherNode }),
+			others:  mutated(func(pv *corev1.PersistentVolume) { pv.Annotations[backend.AnnNode] = otherNode }),
 			wantErr: "not pinned to this node",
 		},
 		"the folder around it": {
-			others:  []*v1.PersistentVolume{retained("old", "team", "earlier")},
+			others:  []*corev1.PersistentVolume{retained("old", "team", "earlier")},
 			wantErr: "around or inside it, not it",
 		},
 		"a directory inside it": {
-			others:  []*v1.PersistentVolume{retained("old", dir+"/sub", "earlier")},
+			others:  []*corev1.PersistentVolume{retained("old", dir+"/sub", "earlier")},
 			wantErr: "around or inside it, not it",
 		},
 		"two volumes": {
-			others: []*v1.PersistentVolume{
+			others: []*corev1.PersistentVolume{
 				retained("old", dir, "earlier"),
 				retained("older", dir, "earliest"),
 			},
@@ -161,7 +164,7 @@ func TestAdoptable(t *testing.T) {
 
 // plantRetained makes the directory team/data a retained volume left, with
 // a file and mode 0700, and returns its PersistentVolume, listed.
-func (f *fixture) plantRetained(t *testing.T) *v1.PersistentVolume {
+func (f *fixture) plantRetained(t *testing.T) *corev1.PersistentVolume {
 	t.Helper()
 	backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "kept")
 	if err := os.Chmod(filepath.Join(f.base, "team/data"), 0o700); err != nil {
@@ -188,7 +191,7 @@ func TestAdopt(t *testing.T) {
 	}
 	f.checkAdopted(t, req.PVName)
 
-	unsaved, err := f.store.Unsaved(t.Context(), func(string) *v1.PersistentVolume { return &v1.PersistentVolume{} })
+	unsaved, err := f.store.Unsaved(t.Context(), func(string) *corev1.PersistentVolume { return &corev1.PersistentVolume{} })
 	if err != nil || len(unsaved) != 1 {
 		t.Fatalf("Unsaved() = %v, %v; want one volume", unsaved, err)
 	}
@@ -243,12 +246,13 @@ func TestAdoptRefusals(t *testing.T) {
 		wantErr string
 	}{
 		"adoption off": {
-			setup:   func(t *testing.T, f *fixture) { f.plantRetained(t) },
+			setup:   func(t *testing.T, f *fixture) { t.Helper(); f.plantRetained(t) },
 			wantErr: "lies inside the directory of another volume",
 		},
 		"no volume names it": {
 			adopt: true,
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "kept")
 			},
 			wantErr: "it already exists; not adopted: no PersistentVolume names it",
@@ -256,6 +260,7 @@ func TestAdoptRefusals(t *testing.T) {
 		"proof for another claim": {
 			adopt: true,
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.plantRetained(t).Spec.ClaimRef.Name = "cache"
 			},
 			wantErr: "not adopted: the PersistentVolume that names it was not made for a claim of this namespace and name",
@@ -263,6 +268,7 @@ func TestAdoptRefusals(t *testing.T) {
 		"marker of another volume": {
 			adopt: true,
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.plantRetained(t)
 				backendtest.WriteFile(t, filepath.Join(f.base, "team", markerName("data")), "pvc-other")
 			},
@@ -271,6 +277,7 @@ func TestAdoptRefusals(t *testing.T) {
 		"directory gone": {
 			adopt: true,
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.pvs = append(f.pvs, retained("old", "team/data", "earlier"))
 				if err := os.MkdirAll(filepath.Join(f.base, "team"), 0o755); err != nil {
 					t.Fatal(err)

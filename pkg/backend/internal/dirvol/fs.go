@@ -109,6 +109,6 @@ type File interface {
 // NewSpace is the space of a file system that reports available and total
 // bytes unsigned; figures beyond an int64 are cut to its maximum.
 func NewSpace(available, total uint64) provisioning.Space {
-	clamp := func(n uint64) int64 { return int64(min(n, math.MaxInt64)) } //nolint:gosec // min bounds it
+	clamp := func(n uint64) int64 { return int64(min(n, math.MaxInt64)) }
 	return provisioning.Space{AvailableBytes: clamp(available), TotalBytes: clamp(total)}
 }

@@ -30,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -170,7 +170,7 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 // Unsaved returns the records as the volumes the controller reclaims: volume
 // gives the PersistentVolume of a directory, with its source; the record
 // gives its name, claim and time.
-func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *v1.PersistentVolume) ([]provisioning.UnsavedVolume, error) {
+func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *corev1.PersistentVolume) ([]provisioning.UnsavedVolume, error) {
 	records, err := s.Records(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
@@ -179,7 +179,7 @@ func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *v1.Persist
 	for _, r := range records {
 		pv := volume(r.Dir)
 		pv.Name = r.PVName
-		pv.Spec.ClaimRef = &v1.ObjectReference{
+		pv.Spec.ClaimRef = &corev1.ObjectReference{
 			Kind: "PersistentVolumeClaim", APIVersion: "v1",
 			Namespace: r.Claim.Namespace, Name: r.Claim.Name, UID: r.ClaimUID,
 		}
@@ -243,7 +243,7 @@ func removeRecord(ctx context.Context, journal Dir, name string) error {
 // directory always has a complete record, and an incomplete record no
 // directory. It costs about a millisecond, less than the API write of the
 // PersistentVolume it waits for.
-func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir string, adopted *v1.PersistentVolume) (bool, error) {
+func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir string, adopted *corev1.PersistentVolume) (bool, error) {
 	journal, err := s.openJournal(ctx, base)
 	if err != nil {
 		return false, err

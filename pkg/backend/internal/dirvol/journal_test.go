@@ -26,7 +26,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -72,14 +72,15 @@ func TestRecords(t *testing.T) {
 		want  []Record
 	}{
 		"nothing made": {
-			steps: func(t *testing.T, f *fixture) {},
+			steps: func(t *testing.T, f *fixture) { t.Helper() },
 		},
 		"create records the directory": {
-			steps: func(t *testing.T, f *fixture) { f.create(t, request(t, "team", "data", "1Gi", nsPattern)) },
+			steps: func(t *testing.T, f *fixture) { t.Helper(); f.create(t, request(t, "team", "data", "1Gi", nsPattern)) },
 			want:  []Record{record("team", "data", "team/data")},
 		},
 		"create again keeps one record": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				f.restart(t)
@@ -89,6 +90,7 @@ func TestRecords(t *testing.T) {
 		},
 		"a record a crash left empty is written again": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				if err := os.WriteFile(filepath.Join(f.journal(), recordName("pvc-team-data", "team/data")), nil, 0o600); err != nil {
 					t.Fatal(err)
@@ -100,6 +102,7 @@ func TestRecords(t *testing.T) {
 		},
 		"a claim rendered to another directory after a restart has two records": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				f.restart(t)
 				f.create(t, request(t, "team", "data", "1Gi", "elsewhere/{{.PVC.Name}}"))
@@ -108,6 +111,7 @@ func TestRecords(t *testing.T) {
 		},
 		"forget drops only that directory of that PV": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				f.restart(t)
 				f.create(t, request(t, "team", "data", "1Gi", "elsewhere/{{.PVC.Name}}"))
@@ -120,6 +124,7 @@ func TestRecords(t *testing.T) {
 		},
 		"forget of what was never recorded": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				for _, pair := range [][2]string{{"pvc-team-data", "other"}, {"pvc-other", "team/data"}} {
 					if err := f.store.Forget(t.Context(), pair[0], pair[1]); err != nil {
@@ -131,6 +136,7 @@ func TestRecords(t *testing.T) {
 		},
 		"remove drops the record": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				if err := f.store.Remove(t.Context(), "pvc-team-data", dir); err != nil {
 					t.Fatal(err)
@@ -139,6 +145,7 @@ func TestRecords(t *testing.T) {
 		},
 		"remove of a vanished directory drops the record": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				if err := os.RemoveAll(filepath.Join(f.base, "team")); err != nil {
 					t.Fatal(err)
@@ -150,14 +157,16 @@ func TestRecords(t *testing.T) {
 		},
 		"a refused remove keeps the record": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
-				f.pvs = []*v1.PersistentVolume{volume("pvc-static", "team/data/inner", "1Gi", "")}
+				f.pvs = []*corev1.PersistentVolume{volume("pvc-static", "team/data/inner", "1Gi", "")}
 				checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", dir), "another volume")
 			},
 			want: []Record{record("team", "data", "team/data")},
 		},
 		"a directory made by hand is not recorded": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/secret"), "x")
 				_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", nsPattern))
 				checkErr(t, err, "already exists")
@@ -165,6 +174,7 @@ func TestRecords(t *testing.T) {
 		},
 		"a record left by a crash goes when the directory turns out to be someone else's": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				req := request(t, "team", "data", "1Gi", nsPattern)
 				base, err := f.store.openBase(t.Context())
 				if err != nil {
@@ -181,6 +191,7 @@ func TestRecords(t *testing.T) {
 		},
 		"an earlier record survives a failure that proves nothing": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				req := request(t, "team", "data", "1Gi", nsPattern)
 				f.create(t, req)
 				f.restart(t)
@@ -199,6 +210,7 @@ func TestRecords(t *testing.T) {
 		},
 		"a directory of another volume is not recorded": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "x", "team", "1Gi", "{{.PVC.Name}}"))
 				f.restart(t)
 				_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", nsPattern))
@@ -208,6 +220,7 @@ func TestRecords(t *testing.T) {
 		},
 		"damaged records are skipped": {
 			steps: func(t *testing.T, f *fixture) {
+				t.Helper()
 				f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				valid := `{"pv":"pvc-x","dir":"x","claimNamespace":"team","claimName":"x","claimUID":"u"}`
 				for name, content := range map[string]string{
@@ -280,14 +293,14 @@ func TestUnsaved(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(f.journal(), recordName("pvc-team-data", "team/data")), written, written); err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.store.Unsaved(t.Context(), func(dir string) *v1.PersistentVolume {
+	got, err := f.store.Unsaved(t.Context(), func(dir string) *corev1.PersistentVolume {
 		return volume("ignored", dir, "1Gi", testProvisioner)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := volume("pvc-team-data", "team/data", "1Gi", testProvisioner)
-	want.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "team", Name: "data", UID: "team-data"}
+	want.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "team", Name: "data", UID: "team-data"}
 	if diff := cmp.Diff([]provisioning.UnsavedVolume{{Volume: want, Since: written}}, got); diff != "" {
 		t.Errorf("Unsaved() mismatch (-want +got):\n%s", diff)
 	}
@@ -322,6 +335,7 @@ func TestJournalSymlinked(t *testing.T) {
 	}{
 		"first probe": {
 			op: func(t *testing.T, f *fixture) error {
+				t.Helper()
 				s, err := New(f.store.cfg)
 				if err != nil {
 					return err
@@ -332,26 +346,33 @@ func TestJournalSymlinked(t *testing.T) {
 			want: backend.ErrUnavailable, wantErr: "not a directory",
 		},
 		"probe": {
-			op:   func(t *testing.T, f *fixture) error { _, err := f.store.Probe(t.Context()); return err },
+			op:   func(t *testing.T, f *fixture) error { t.Helper(); _, err := f.store.Probe(t.Context()); return err },
 			want: backend.ErrUnavailable, wantErr: "not a directory",
 		},
 		"create": {
 			op: func(t *testing.T, f *fixture) error {
+				t.Helper()
 				_, err := f.store.Create(t.Context(), request(t, "team", "logs", "1Gi", nsPattern))
 				return err
 			},
 			want: backend.ErrUnavailable, wantErr: "not a directory",
 		},
 		"records": {
-			op:      func(t *testing.T, f *fixture) error { _, err := f.store.Records(t.Context()); return err },
+			op:      func(t *testing.T, f *fixture) error { t.Helper(); _, err := f.store.Records(t.Context()); return err },
 			wantErr: "not a directory",
 		},
 		"forget": {
-			op:      func(t *testing.T, f *fixture) error { return f.store.Forget(t.Context(), "pvc-team-data", "team/data") },
+			op: func(t *testing.T, f *fixture) error {
+				t.Helper()
+				return f.store.Forget(t.Context(), "pvc-team-data", "team/data")
+			},
 			wantErr: "not a directory",
 		},
 		"remove": {
-			op:       func(t *testing.T, f *fixture) error { return f.store.Remove(t.Context(), "pvc-team-data", "team/data") },
+			op: func(t *testing.T, f *fixture) error {
+				t.Helper()
+				return f.store.Remove(t.Context(), "pvc-team-data", "team/data")
+			},
 			releases: true, wantErr: "not a directory",
 		},
 	}
@@ -390,24 +411,30 @@ func TestJournalIsNoVolume(t *testing.T) {
 	}{
 		"a pattern naming it": {
 			op: func(t *testing.T, f *fixture) error {
+				t.Helper()
 				_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", JournalDir+"/{{.PVC.Name}}"))
 				return err
 			},
 			wantErr: "begins with a dot",
 		},
 		"removing it": {
-			op:      func(t *testing.T, f *fixture) error { return f.store.Remove(t.Context(), "pvc-team-data", JournalDir) },
+			op: func(t *testing.T, f *fixture) error {
+				t.Helper()
+				return f.store.Remove(t.Context(), "pvc-team-data", JournalDir)
+			},
 			wantErr: "begins with a dot",
 		},
 		"a listed volume naming it is no overlap": {
 			op: func(t *testing.T, f *fixture) error {
-				f.pvs = []*v1.PersistentVolume{volume("pvc-odd", JournalDir, "1Gi", testProvisioner)}
+				t.Helper()
+				f.pvs = []*corev1.PersistentVolume{volume("pvc-odd", JournalDir, "1Gi", testProvisioner)}
 				dir := f.create(t, request(t, "team", "data", "1Gi", ""))
 				return f.store.Remove(t.Context(), "pvc-team-data", dir)
 			},
 		},
 		"removing the last volume below the base": {
 			op: func(t *testing.T, f *fixture) error {
+				t.Helper()
 				dir := f.create(t, request(t, "team", "data", "1Gi", ""))
 				return f.store.Remove(t.Context(), "pvc-team-data", dir)
 			},
@@ -434,14 +461,17 @@ func TestJournalIsNoVolume(t *testing.T) {
 func TestLostRecordFolder(t *testing.T) {
 	tests := map[string]func(t *testing.T, f *fixture) error{
 		"list": func(t *testing.T, f *fixture) error {
+			t.Helper()
 			_, err := f.store.Records(t.Context())
 			return err
 		},
 		"create": func(t *testing.T, f *fixture) error {
+			t.Helper()
 			_, err := f.store.Create(t.Context(), request(t, "team", "other", "1Gi", nsPattern))
 			return err
 		},
 		"remove a missing directory": func(t *testing.T, f *fixture) error {
+			t.Helper()
 			return f.store.Remove(t.Context(), "pvc-team-gone", "team/gone")
 		},
 	}
@@ -481,7 +511,7 @@ func TestUnsavedOfOneProvisioner(t *testing.T) {
 	backendtest.WriteFile(t, filepath.Join(f.journal(), recordName("pvc-team-old", "team/old")),
 		`{"pv":"pvc-team-old","dir":"team/old","claimNamespace":"team","claimName":"old","claimUID":"team-old"}`)
 	names := func(s *Store) []string {
-		unsaved, err := s.Unsaved(t.Context(), func(dir string) *v1.PersistentVolume {
+		unsaved, err := s.Unsaved(t.Context(), func(dir string) *corev1.PersistentVolume {
 			return volume("ignored", dir, "1Gi", "")
 		})
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 const (
@@ -247,7 +247,7 @@ func checkBranch(n *parse.BranchNode) error {
 }
 
 // Render renders the pattern for a claim and checks the result with CheckDir.
-func (p *Pattern) Render(pvName string, claim *v1.PersistentVolumeClaim) (string, error) {
+func (p *Pattern) Render(pvName string, claim *corev1.PersistentVolumeClaim) (string, error) {
 	dir, err := p.execute(pvName, claim, maxDirLen)
 	if err != nil {
 		return "", fmt.Errorf("cannot render path pattern: %w", err)
@@ -268,7 +268,7 @@ func (p *Pattern) Render(pvName string, claim *v1.PersistentVolumeClaim) (string
 }
 
 // execute renders the pattern for a claim into at most limit bytes.
-func (p *Pattern) execute(pvName string, claim *v1.PersistentVolumeClaim, limit int) (string, error) {
+func (p *Pattern) execute(pvName string, claim *corev1.PersistentVolumeClaim, limit int) (string, error) {
 	data := patternData{
 		PVName: pvName,
 		PVC: claimData{

@@ -42,18 +42,20 @@ func TestProbe(t *testing.T) {
 	}{
 		"unchanged": {change: func(*testing.T, *fixture) {}},
 		"base gone": {
-			change:  func(t *testing.T, f *fixture) { rename(t, f.base, f.base+".moved") },
+			change:  func(t *testing.T, f *fixture) { t.Helper(); rename(t, f.base, f.base+".moved") },
 			want:    backend.ErrUnavailable,
 			wantErr: "no such file",
 		},
 		"base back": {
 			change: func(t *testing.T, f *fixture) {
+				t.Helper()
 				rename(t, f.base, f.base+".moved")
 				rename(t, f.base+".moved", f.base)
 			},
 		},
 		"base back without its records, as an empty mount point": {
 			change: func(t *testing.T, f *fixture) {
+				t.Helper()
 				rename(t, f.base, f.base+".moved")
 				if err := os.Mkdir(f.base, 0o755); err != nil {
 					t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"context"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -28,7 +28,7 @@ import (
 
 // Delete applies the onDelete policy to the directory a PersistentVolume
 // names, which OwnDir must place below the base.
-func (s *Store) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+func (s *Store) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	dir, err := s.cfg.OwnDir(pv)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
@@ -44,7 +44,7 @@ func (s *Store) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
 // cannot go without touching the saved volume's data, so the record is kept
 // and an error returned. A volume OwnDir refuses keeps the record too:
 // nothing is deleted in doubt.
-func (s *Store) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
+func (s *Store) Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error {
 	dir, err := s.cfg.OwnDir(volume)
 	if err != nil {
 		return fmt.Errorf("cannot drop the record of volume %s: %w", volume.Name, err)

@@ -76,8 +76,9 @@ func makeFiles(t testing.TB, dir string, count int) {
 // the open descriptors and the heap bounded meanwhile.
 func TestRemoveAllBounded(t *testing.T) {
 	tests := map[string]func(t testing.TB, dir string){
-		"a directory of many files": func(t testing.TB, dir string) { makeFiles(t, dir, dirvoltest.ManyFiles) },
+		"a directory of many files": func(t testing.TB, dir string) { t.Helper(); makeFiles(t, dir, dirvoltest.ManyFiles) },
 		"a deep chain of directories": func(t testing.TB, dir string) {
+			t.Helper()
 			makeChain(t, dir, "level-of-a-deep-chain", dirvoltest.ChainDepth)
 		},
 	}

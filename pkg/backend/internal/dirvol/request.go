@@ -25,7 +25,7 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -68,7 +68,7 @@ var knownParams = []string{ParamPathPattern, ParamOnDelete, ParamArchiveOnDelete
 // Request is one claim's directory request.
 type Request struct {
 	PVName string
-	Claim  *v1.PersistentVolumeClaim
+	Claim  *corev1.PersistentVolumeClaim
 	// Size is the claim's storage request.
 	Size resource.Quantity
 	// Pattern is the class's path pattern; nil means the configured one.
@@ -94,10 +94,10 @@ func ParseRequest(opts provisioning.ProvisionOptions) (Request, error) {
 	if claim == nil {
 		return Request{}, errors.New("no claim to provision")
 	}
-	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == v1.PersistentVolumeBlock {
+	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == corev1.PersistentVolumeBlock {
 		return Request{}, errors.New("block volumes are not supported: this backend provisions directories, use volumeMode Filesystem")
 	}
-	size, ok := claim.Spec.Resources.Requests[v1.ResourceStorage]
+	size, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	if !ok || size.Sign() <= 0 {
 		return Request{}, errors.New("the claim has no positive storage request")
 	}
@@ -169,8 +169,8 @@ func parseID(value string) (*int64, error) {
 // capacity and access modes come from the claim, reclaim policy from the class,
 // and the class's onDelete policy, if any, is recorded in backend.AnnOnDelete.
 // Nothing is shared with the informer-cached claim.
-func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.PersistentVolumeSource) *v1.PersistentVolume {
-	reclaim := v1.PersistentVolumeReclaimDelete
+func NewPV(opts provisioning.ProvisionOptions, req Request, source corev1.PersistentVolumeSource) *corev1.PersistentVolume {
+	reclaim := corev1.PersistentVolumeReclaimDelete
 	className := ""
 	if class := opts.StorageClass; class != nil {
 		className = class.Name
@@ -182,11 +182,11 @@ func NewPV(opts provisioning.ProvisionOptions, req Request, source v1.Persistent
 	if req.OnDelete != "" {
 		annotations = map[string]string{backend.AnnOnDelete: string(req.OnDelete)}
 	}
-	filesystem := v1.PersistentVolumeFilesystem
-	return &v1.PersistentVolume{
+	filesystem := corev1.PersistentVolumeFilesystem
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: req.PVName, Annotations: annotations},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: req.Size},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: req.Size},
 			AccessModes:                   slices.Clone(req.Claim.Spec.AccessModes),
 			PersistentVolumeReclaimPolicy: reclaim,
 			StorageClassName:              className,

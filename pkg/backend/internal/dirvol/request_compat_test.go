@@ -24,7 +24,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
@@ -234,7 +234,7 @@ func TestNewPVRecordsOnDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := NewPV(opts, req, v1.PersistentVolumeSource{})
+	pv := NewPV(opts, req, corev1.PersistentVolumeSource{})
 	if diff := cmp.Diff(map[string]string{backend.AnnOnDelete: "Archive"}, pv.Annotations); diff != "" {
 		t.Errorf("annotations mismatch (-want +got):\n%s", diff)
 	}

@@ -21,7 +21,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -31,7 +31,7 @@ import (
 )
 
 func TestParseRequest(t *testing.T) {
-	block := v1.PersistentVolumeBlock
+	block := corev1.PersistentVolumeBlock
 	tests := map[string]struct {
 		mutate        func(*provisioning.ProvisionOptions)
 		wantDir       string
@@ -142,32 +142,32 @@ func TestParseRequest(t *testing.T) {
 }
 
 func TestNewPV(t *testing.T) {
-	retain := v1.PersistentVolumeReclaimRetain
-	filesystem := v1.PersistentVolumeFilesystem
-	source := v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/vols/x"}}
+	retain := corev1.PersistentVolumeReclaimRetain
+	filesystem := corev1.PersistentVolumeFilesystem
+	source := corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/vols/x"}}
 	tests := map[string]struct {
 		class       bool
-		wantReclaim v1.PersistentVolumeReclaimPolicy
+		wantReclaim corev1.PersistentVolumeReclaimPolicy
 		wantClass   string
 	}{
 		"class reclaim policy": {class: true, wantReclaim: retain, wantClass: "standard"},
-		"no class":             {wantReclaim: v1.PersistentVolumeReclaimDelete},
+		"no class":             {wantReclaim: corev1.PersistentVolumeReclaimDelete},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			claim := backendtest.Claim("team", "data", "2Gi")
-			claim.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+			claim.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 			opts := backendtest.Options(claim, nil)
 			if tc.class {
 				opts.StorageClass = backendtest.Class(nil)
 				opts.StorageClass.ReclaimPolicy = &retain
 			}
 			req := Request{PVName: opts.PVName, Claim: claim, Size: resource.MustParse("2Gi")}
-			want := &v1.PersistentVolume{
+			want := &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: "pvc-team-data"},
-				Spec: v1.PersistentVolumeSpec{
-					Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("2Gi")},
-					AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
+				Spec: corev1.PersistentVolumeSpec{
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
+					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 					PersistentVolumeReclaimPolicy: tc.wantReclaim,
 					StorageClassName:              tc.wantClass,
 					VolumeMode:                    &filesystem,

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
@@ -73,10 +73,10 @@ type Config struct {
 	// Counts reports whether a listed volume of Options.ProvisionerNames
 	// counts towards Capacity (hostpath: those of its own node); nil means
 	// every one.
-	Counts func(*v1.PersistentVolume) bool
+	Counts func(*corev1.PersistentVolume) bool
 	// VolumeDir returns the directory below Base that a PersistentVolume
 	// points to, and an error for a volume elsewhere.
-	VolumeDir func(*v1.PersistentVolume) (string, error)
+	VolumeDir func(*corev1.PersistentVolume) (string, error)
 	// ShareWith is a Store of the same volumes on another base (hostpath: a
 	// node's further base directories), whose lock and records of volumes
 	// being provisioned this one shares, so that Capacity counts the
@@ -84,7 +84,7 @@ type Config struct {
 	ShareWith *Store
 	// OwnDir is VolumeDir for the volumes Delete and Saved act on, which
 	// may be fewer (hostpath: those of its own node); nil means VolumeDir.
-	OwnDir func(*v1.PersistentVolume) (string, error)
+	OwnDir func(*corev1.PersistentVolume) (string, error)
 	// Adopt gives a claim the existing directory, without owner marker, that
 	// its pattern renders when a released, retained PersistentVolume made
 	// for an earlier claim of the same namespace and name names exactly it
@@ -93,7 +93,7 @@ type Config struct {
 	// Holds reports whether the directory of a volume VolumeDir accepts is
 	// certainly on FS (hostpath: pinned to its own node), as adoption's
 	// proof requires; nil means every one.
-	Holds func(*v1.PersistentVolume) bool
+	Holds func(*corev1.PersistentVolume) bool
 	// Locate returns where the directory dir below Base is, as
 	// PersistentVolumes say it: the NFS server as backend.NFSServer names
 	// it ("" for the host's file system) and the absolute path in slash
@@ -117,13 +117,13 @@ type Options struct {
 // capacity, refuse colliding directories and prune its reservations.
 type Volumes interface {
 	// List returns every PersistentVolume.
-	List() ([]*v1.PersistentVolume, error)
+	List() ([]*corev1.PersistentVolume, error)
 	// Exists reports whether the PersistentVolume name exists.
 	Exists(name string) (bool, error)
 	// Overlapping returns the PersistentVolumes whose path is volumePath,
 	// lies inside it or contains it, on NFS server server (as
 	// backend.NFSServer names it; "" for the host's file system).
-	Overlapping(server, volumePath string) ([]*v1.PersistentVolume, error)
+	Overlapping(server, volumePath string) ([]*corev1.PersistentVolume, error)
 }
 
 // Store creates and removes volume directories below one base directory. It is
@@ -266,7 +266,7 @@ type Volume struct {
 	// AdoptedFrom is the released PersistentVolume whose directory the
 	// claim was given (Config.Adopt), as the Store read it; nil for a
 	// directory made.
-	AdoptedFrom *v1.PersistentVolume
+	AdoptedFrom *corev1.PersistentVolume
 }
 
 // Create renders the claim's directory, checks it against capacity and every
@@ -391,7 +391,7 @@ func errOverlap(dir string) error {
 
 // overlapping returns the known volumes but pvName whose directory is,
 // contains or lies inside dir.
-func (s *Store) overlapping(ctx context.Context, pvName, dir string) ([]*v1.PersistentVolume, error) {
+func (s *Store) overlapping(ctx context.Context, pvName, dir string) ([]*corev1.PersistentVolume, error) {
 	volumes := s.cfg.Options.Volumes
 	if volumes == nil {
 		return nil, nil
@@ -401,7 +401,7 @@ func (s *Store) overlapping(ctx context.Context, pvName, dir string) ([]*v1.Pers
 	if err != nil {
 		return nil, fmt.Errorf("cannot check directory %q against other volumes: %w", dir, err)
 	}
-	var others []*v1.PersistentVolume
+	var others []*corev1.PersistentVolume
 	for _, pv := range pvs {
 		if pv.Name == pvName {
 			continue
@@ -462,7 +462,7 @@ func (s *Store) checkRoom(pvName string, size resource.Quantity) error {
 // provisioner's listed volumes and the reservations not yet listed. Callers
 // hold s.mu.
 func (s *Store) use(pvName string) (resource.Quantity, int, error) {
-	var pvs []*v1.PersistentVolume
+	var pvs []*corev1.PersistentVolume
 	if s.cfg.Options.Volumes != nil {
 		var err error
 		if pvs, err = s.cfg.Options.Volumes.List(); err != nil {
@@ -477,7 +477,7 @@ func (s *Store) use(pvName string) (resource.Quantity, int, error) {
 		if pv.Name == pvName || !s.counts(pv) {
 			continue
 		}
-		used.Add(pv.Spec.Capacity[v1.ResourceStorage])
+		used.Add(pv.Spec.Capacity[corev1.ResourceStorage])
 		count++
 	}
 	for name, res := range s.reservations {
@@ -511,7 +511,7 @@ func (s *Store) Budget() (provisioning.Budget, error) {
 }
 
 // counts reports whether a listed volume counts towards Capacity.
-func (s *Store) counts(pv *v1.PersistentVolume) bool {
+func (s *Store) counts(pv *corev1.PersistentVolume) bool {
 	if !slices.Contains(s.cfg.Options.ProvisionerNames, pv.Annotations[provisioning.AnnDynamicallyProvisioned]) {
 		return false
 	}
@@ -546,7 +546,7 @@ var errNotOurs = errors.New("the directory is not this volume's")
 // not the volume's would let Delete remove someone else's, so it is dropped
 // when the marker was not taken, and so is the record of a directory that
 // was removed again.
-func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, adopted *v1.PersistentVolume) error {
+func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, adopted *corev1.PersistentVolume) error {
 	written, err := s.writeRecord(ctx, base, req, dir, adopted)
 	if errors.Is(err, backend.ErrUnavailable) {
 		return err
@@ -816,7 +816,7 @@ type removal struct {
 // RemoveVolume is Remove for the directory dir of a PersistentVolume, by
 // the policy recorded on it (see backend.VolumeOnDelete), which may opt in to the
 // release of an unmarked directory with backend.AnnDeleteUnmarked.
-func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir string) error {
+func (s *Store) RemoveVolume(ctx context.Context, pv *corev1.PersistentVolume, dir string) error {
 	onDelete, err := backend.VolumeOnDelete(pv, s.cfg.OnDelete)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
@@ -830,7 +830,7 @@ func (s *Store) RemoveVolume(ctx context.Context, pv *v1.PersistentVolume, dir s
 // RemoveUndecided is RemoveVolume for a PersistentVolume whose fate is not
 // known: a missing directory is removed already, an existing one is kept and
 // cause returned.
-func (s *Store) RemoveUndecided(ctx context.Context, pv *v1.PersistentVolume, cause error) error {
+func (s *Store) RemoveUndecided(ctx context.Context, pv *corev1.PersistentVolume, cause error) error {
 	dir, err := s.cfg.OwnDir(pv)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)

@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -58,7 +58,7 @@ type fixture struct {
 	store *Store
 	tmp   string
 	base  string
-	pvs   []*v1.PersistentVolume
+	pvs   []*corev1.PersistentVolume
 }
 
 func newFixture(t *testing.T, mutate func(*Config)) *fixture {
@@ -78,7 +78,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 		Locate:    hostPathLocation,
 		Options: Options{
 			ProvisionerNames: []string{testProvisioner},
-			Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return f.pvs, nil }),
+			Volumes:          backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return f.pvs, nil }),
 			Now:              func() time.Time { return archiveTime },
 		},
 	}
@@ -96,7 +96,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	return f
 }
 
-func hostPathDir(pv *v1.PersistentVolume) (string, error) {
+func hostPathDir(pv *corev1.PersistentVolume) (string, error) {
 	if pv.Spec.HostPath == nil {
 		return "", errors.New("not a hostPath volume")
 	}
@@ -107,12 +107,12 @@ func hostPathLocation(dir string) (string, string) {
 	return "", path.Join(volumesPath, dir)
 }
 
-func volume(name, dir, size, provisioner string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{
+func volume(name, dir, size, provisioner string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: provisioner}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
-			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volumesPath + "/" + dir}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: volumesPath + "/" + dir}},
 		},
 	}
 }
@@ -131,6 +131,7 @@ func request(t *testing.T, namespace, name, size, pattern string) Request {
 }
 
 func (f *fixture) outside(t *testing.T) map[string]backendtest.Entry {
+	t.Helper()
 	return backendtest.Snapshot(t, f.tmp, f.base)
 }
 
@@ -250,40 +251,46 @@ func TestIdempotent(t *testing.T) {
 
 func TestCreateRefusesCollisions(t *testing.T) {
 	tests := map[string]struct {
-		pvs     []*v1.PersistentVolume
+		pvs     []*corev1.PersistentVolume
 		setup   func(t *testing.T, f *fixture)
 		wantErr string
 	}{
 		"same directory as a listed volume": {
-			pvs:     []*v1.PersistentVolume{volume("pvc-old", "team/data", "1Gi", testProvisioner)},
+			pvs:     []*corev1.PersistentVolume{volume("pvc-old", "team/data", "1Gi", testProvisioner)},
 			wantErr: "another volume",
 		},
 		"inside a listed volume": {
-			pvs:     []*v1.PersistentVolume{volume("pvc-old", "team", "1Gi", "someone/else")},
+			pvs:     []*corev1.PersistentVolume{volume("pvc-old", "team", "1Gi", "someone/else")},
 			wantErr: "another volume",
 		},
 		"around a listed volume": {
-			pvs:     []*v1.PersistentVolume{volume("pvc-old", "team/data/deeper", "1Gi", testProvisioner)},
+			pvs:     []*corev1.PersistentVolume{volume("pvc-old", "team/data/deeper", "1Gi", testProvisioner)},
 			wantErr: "another volume",
 		},
 		"a directory made by hand": {
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/secret"), "x")
 			},
 			wantErr: "already exists",
 		},
 		"a file made by hand": {
-			setup:   func(t *testing.T, f *fixture) { backendtest.WriteFile(t, filepath.Join(f.base, "team/data"), "x") },
+			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data"), "x")
+			},
 			wantErr: "already exists",
 		},
 		"a directory owned by another volume": {
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/.data.provfleet-volume"), "pvc-other")
 			},
 			wantErr: "belongs to another volume",
 		},
 		"inside an unlisted volume's directory": {
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				if _, err := f.store.Create(t.Context(), request(t, "x", "team", "1Gi", "{{.PVC.Name}}")); err != nil {
 					t.Fatal(err)
 				}
@@ -293,6 +300,7 @@ func TestCreateRefusesCollisions(t *testing.T) {
 		},
 		"a directory being provisioned": {
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				if _, err := f.store.Create(t.Context(), request(t, "other", "data", "1Gi", "team/data")); err != nil {
 					t.Fatal(err)
 				}
@@ -320,31 +328,36 @@ func TestCreateRefusesCollisions(t *testing.T) {
 func TestRemoveRefusals(t *testing.T) {
 	tests := map[string]struct {
 		dir     string
-		pvs     []*v1.PersistentVolume
+		pvs     []*corev1.PersistentVolume
 		setup   func(t *testing.T, f *fixture)
 		wantErr string
 	}{
 		"invalid directory": {dir: "../other", wantErr: `".."`},
 		"used by another listed volume": {
 			dir:     "team/data",
-			pvs:     []*v1.PersistentVolume{volume("pvc-static", "team/data/inner", "1Gi", "")},
+			pvs:     []*corev1.PersistentVolume{volume("pvc-static", "team/data/inner", "1Gi", "")},
 			wantErr: "another volume",
 		},
 		"owned by another volume": {
 			dir: "team/data",
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/.data.provfleet-volume"), "pvc-other")
 			},
 			wantErr: "belongs to another volume",
 		},
 		"a file": {
-			dir:     "team/data",
-			setup:   func(t *testing.T, f *fixture) { backendtest.WriteFile(t, filepath.Join(f.base, "team/data"), "x") },
+			dir: "team/data",
+			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
+				backendtest.WriteFile(t, filepath.Join(f.base, "team/data"), "x")
+			},
 			wantErr: "not a directory",
 		},
 		"a symlink leaf": {
 			dir: "team/data",
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/keep"), "x")
 				backendtest.Symlink(t, filepath.Join(f.tmp, "outside"), filepath.Join(f.base, "team/data"))
 			},
@@ -353,6 +366,7 @@ func TestRemoveRefusals(t *testing.T) {
 		"a symlink parent": {
 			dir: "link/data",
 			setup: func(t *testing.T, f *fixture) {
+				t.Helper()
 				backendtest.Symlink(t, filepath.Join(f.tmp, "outside"), filepath.Join(f.base, "link"))
 			},
 			wantErr: "not a directory",
@@ -394,7 +408,7 @@ func TestRemoveArchiveNeverReplaces(t *testing.T) {
 func TestCapacity(t *testing.T) {
 	tests := map[string]struct {
 		capacity backend.Capacity
-		pvs      []*v1.PersistentVolume
+		pvs      []*corev1.PersistentVolume
 		earlier  []string
 		size     string
 		wantErr  string
@@ -402,20 +416,20 @@ func TestCapacity(t *testing.T) {
 		noRoom bool
 	}{
 		"no budget": {
-			pvs: []*v1.PersistentVolume{volume("pvc-a", "a", "1Ei", testProvisioner)}, size: "1Mi",
+			pvs: []*corev1.PersistentVolume{volume("pvc-a", "a", "1Ei", testProvisioner)}, size: "1Mi",
 		},
 		"fits exactly": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
-			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "6Gi", testProvisioner)}, size: "4Gi",
+			pvs:      []*corev1.PersistentVolume{volume("pvc-a", "a", "6Gi", testProvisioner)}, size: "4Gi",
 		},
 		"bytes exhausted by listed volumes": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
-			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "6Gi", testProvisioner)}, size: "5Gi",
+			pvs:      []*corev1.PersistentVolume{volume("pvc-a", "a", "6Gi", testProvisioner)}, size: "5Gi",
 			wantErr: "capacity exhausted: 6Gi of 10Gi in use, the claim requests 5Gi", noRoom: true,
 		},
 		"other provisioners' volumes do not count": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi"), MaxVolumes: 1},
-			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "6Gi", "someone/else")}, size: "10Gi",
+			pvs:      []*corev1.PersistentVolume{volume("pvc-a", "a", "6Gi", "someone/else")}, size: "10Gi",
 		},
 		"bytes exhausted by reservations": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi")},
@@ -428,13 +442,13 @@ func TestCapacity(t *testing.T) {
 		},
 		"volumes exhausted": {
 			capacity: backend.Capacity{MaxVolumes: 2},
-			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
+			pvs:      []*corev1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
 			earlier:  []string{"1Gi"}, size: "1Gi",
 			wantErr: "capacity exhausted: 2 of 2 volumes in use", noRoom: true,
 		},
 		"volumes left": {
 			capacity: backend.Capacity{MaxVolumes: 3},
-			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
+			pvs:      []*corev1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
 			earlier:  []string{"1Gi"}, size: "1Gi",
 		},
 	}
@@ -517,16 +531,16 @@ func TestCreateOnAFullFileSystem(t *testing.T) {
 func TestBudget(t *testing.T) {
 	tests := map[string]struct {
 		capacity backend.Capacity
-		pvs      []*v1.PersistentVolume
+		pvs      []*corev1.PersistentVolume
 		earlier  []string
 		want     provisioning.Budget
 	}{
 		"no budget, nothing counted": {
-			pvs: []*v1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
+			pvs: []*corev1.PersistentVolume{volume("pvc-a", "a", "1Gi", testProvisioner)},
 		},
 		"listed volumes and reservations": {
 			capacity: backend.Capacity{Storage: resource.MustParse("10Gi"), MaxVolumes: 5},
-			pvs: []*v1.PersistentVolume{
+			pvs: []*corev1.PersistentVolume{
 				volume("pvc-a", "a", "2Gi", testProvisioner),
 				volume("pvc-b", "b", "6Gi", "someone/else"),
 			},
@@ -535,7 +549,7 @@ func TestBudget(t *testing.T) {
 		},
 		"a volume limit only": {
 			capacity: backend.Capacity{MaxVolumes: 2},
-			pvs:      []*v1.PersistentVolume{volume("pvc-a", "a", "2Gi", testProvisioner)},
+			pvs:      []*corev1.PersistentVolume{volume("pvc-a", "a", "2Gi", testProvisioner)},
 			want:     provisioning.Budget{UsedBytes: 2 << 30, UsedVolumes: 1, LimitVolumes: 2},
 		},
 	}
@@ -569,7 +583,7 @@ func TestCapacityCountsEachVolumeOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.pvs = []*v1.PersistentVolume{volume(first.PVName, dir, "1Gi", testProvisioner)}
+	f.pvs = []*corev1.PersistentVolume{volume(first.PVName, dir, "1Gi", testProvisioner)}
 	if _, err := f.store.Create(ctx, request(t, "team", "b", "1Gi", "")); err != nil {
 		t.Fatalf("second volume refused: %v", err)
 	}
@@ -687,31 +701,32 @@ func TestNewRefusals(t *testing.T) {
 		wantErr string
 	}{
 		"unknown onDelete": {
-			mutate: func(t *testing.T, c *Config) { c.OnDelete = "Shred" }, want: backend.ErrInvalidSpec, wantErr: "Shred",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.OnDelete = "Shred" }, want: backend.ErrInvalidSpec, wantErr: "Shred",
 		},
 		"negative capacity": {
-			mutate: func(t *testing.T, c *Config) { c.Capacity.MaxVolumes = -1 }, want: backend.ErrInvalidSpec, wantErr: "negative",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.Capacity.MaxVolumes = -1 }, want: backend.ErrInvalidSpec, wantErr: "negative",
 		},
 		"bad pattern": {
-			mutate: func(t *testing.T, c *Config) { c.Pattern = "{{range .PVC.Labels}}{{end}}" }, want: backend.ErrInvalidSpec, wantErr: "not allowed",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.Pattern = "{{range .PVC.Labels}}{{end}}" }, want: backend.ErrInvalidSpec, wantErr: "not allowed",
 		},
 		"no volume mapping": {
-			mutate: func(t *testing.T, c *Config) { c.VolumeDir = nil }, want: backend.ErrInvalidSpec, wantErr: "mapping",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.VolumeDir = nil }, want: backend.ErrInvalidSpec, wantErr: "mapping",
 		},
 		"no location mapping": {
-			mutate: func(t *testing.T, c *Config) { c.Locate = nil }, want: backend.ErrInvalidSpec, wantErr: "mapping",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.Locate = nil }, want: backend.ErrInvalidSpec, wantErr: "mapping",
 		},
 		"relative root": {
-			mutate: func(t *testing.T, c *Config) { c.Root = "root" }, want: backend.ErrInvalidSpec, wantErr: "not absolute",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.Root = "root" }, want: backend.ErrInvalidSpec, wantErr: "not absolute",
 		},
 		"missing root": {
-			mutate: func(t *testing.T, c *Config) { c.Root = filepath.Join(c.Root, "missing") }, want: backend.ErrUnavailable, wantErr: "no such file",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.Root = filepath.Join(c.Root, "missing") }, want: backend.ErrUnavailable, wantErr: "no such file",
 		},
 		"missing base": {
-			mutate: func(t *testing.T, c *Config) { c.Base = "missing" }, want: backend.ErrUnavailable, wantErr: "no such file",
+			mutate: func(t *testing.T, c *Config) { t.Helper(); c.Base = "missing" }, want: backend.ErrUnavailable, wantErr: "no such file",
 		},
 		"base escaping the root": {
 			mutate: func(t *testing.T, c *Config) {
+				t.Helper()
 				backendtest.Symlink(t, "/", filepath.Join(c.Root, "escape"))
 				c.Base = "escape"
 			},
@@ -740,7 +755,7 @@ func TestNewRefusals(t *testing.T) {
 
 func TestVolumesError(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
-		c.Options.Volumes = backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return nil, errors.New("cache gone") })
+		c.Options.Volumes = backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return nil, errors.New("cache gone") })
 	})
 	_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", ""))
 	checkErr(t, err, "cache gone")
@@ -762,7 +777,7 @@ func TestOverlapThroughIndexer(t *testing.T) {
 	base := volume("pvc-base", "team", "1Gi", testProvisioner)
 	base.Spec.HostPath.Path = volumesPath
 	tests := map[string]struct {
-		pv      *v1.PersistentVolume
+		pv      *corev1.PersistentVolume
 		remove  bool
 		wantErr string
 	}{
@@ -830,7 +845,7 @@ func TestReservationDroppedOnceSaved(t *testing.T) {
 
 // removeVolume releases a PersistentVolume's directory as a backend's Delete
 // does.
-func removeVolume(t *testing.T, f *fixture, pv *v1.PersistentVolume, dir string) error {
+func removeVolume(t *testing.T, f *fixture, pv *corev1.PersistentVolume, dir string) error {
 	t.Helper()
 	return f.store.RemoveVolume(t.Context(), pv, dir)
 }
@@ -849,6 +864,7 @@ func TestRemoveUnmarked(t *testing.T) {
 	}{
 		"marked by its volume": {
 			setup: func(t *testing.T, f *fixture) string {
+				t.Helper()
 				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "x")
 				return dir
@@ -856,6 +872,7 @@ func TestRemoveUnmarked(t *testing.T) {
 		},
 		"unmarked": {
 			setup: func(t *testing.T, f *fixture) string {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
 				return "team/data"
 			},
@@ -864,6 +881,7 @@ func TestRemoveUnmarked(t *testing.T) {
 		},
 		"unmarked, holding archived volumes": {
 			setup: func(t *testing.T, f *fixture) string {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, archived), "x")
 				return "team/data"
 			},
@@ -872,6 +890,7 @@ func TestRemoveUnmarked(t *testing.T) {
 		},
 		"retained by an earlier release": {
 			setup: func(t *testing.T, f *fixture) string {
+				t.Helper()
 				req := request(t, "team", "data", "1Gi", nsPattern)
 				dir := f.create(t, req)
 				backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "x")
@@ -891,6 +910,7 @@ func TestRemoveUnmarked(t *testing.T) {
 		},
 		"unmarked, opted in": {
 			setup: func(t *testing.T, f *fixture) string {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
 				return "team/data"
 			},
@@ -898,6 +918,7 @@ func TestRemoveUnmarked(t *testing.T) {
 		},
 		"unmarked, opted in with another value": {
 			setup: func(t *testing.T, f *fixture) string {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
 				return "team/data"
 			},
@@ -907,6 +928,7 @@ func TestRemoveUnmarked(t *testing.T) {
 		},
 		"opted in, marked by another volume": {
 			setup: func(t *testing.T, f *fixture) string {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.base, "team/data/file"), "x")
 				backendtest.WriteFile(t, filepath.Join(f.base, "team", markerName("data")), "pvc-other")
 				return "team/data"
@@ -916,7 +938,7 @@ func TestRemoveUnmarked(t *testing.T) {
 			wantTree:    []string{"team/", "team/.data.provfleet-volume", "team/data/", "team/data/file"},
 		},
 		"unmarked and missing": {
-			setup: func(t *testing.T, f *fixture) string { return "team/data" },
+			setup: func(t *testing.T, f *fixture) string { t.Helper(); return "team/data" },
 		},
 	}
 	for name, tc := range tests {

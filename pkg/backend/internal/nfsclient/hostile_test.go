@@ -113,8 +113,8 @@ func measureHeap(f func()) heap {
 func dirEntries(first uint64, count int, nameLen int) []byte {
 	var out []byte
 	for i := range count {
-		cookie := first + uint64(i)                            //nolint:gosec // small
-		out = append(out, nfsserver.Words(1, 0, uint32(i))...) //nolint:gosec // small
+		cookie := first + uint64(i)
+		out = append(out, nfsserver.Words(1, 0, uint32(i))...)
 		name := strings.Repeat("n", nameLen)
 		out = append(out, nfsserver.Words(uint32(len(name)))...) //nolint:gosec // small
 		out = append(out, name...)

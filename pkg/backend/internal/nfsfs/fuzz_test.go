@@ -22,7 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
@@ -34,6 +34,7 @@ import (
 func FuzzNFSStore(f *testing.F) {
 	backendtest.FuzzConfinement(f, backendtest.FuzzBackend{
 		New: func(t *testing.T, root, base string, onDelete backend.OnDeletePolicy, opts backendtest.FuzzOptions) (backendtest.Reclaiming, error) {
+			t.Helper()
 			rel, err := filepath.Rel(root, base)
 			if err != nil {
 				return nil, err
@@ -41,7 +42,7 @@ func FuzzNFSStore(f *testing.F) {
 			return newProvisioner(t, root, filepath.ToSlash(rel), onDelete,
 				dirvol.Options{ProvisionerNames: opts.ProvisionerNames, Volumes: opts.Volumes, Now: opts.Now})
 		},
-		LocalPath: func(pv *v1.PersistentVolume, base string) string {
+		LocalPath: func(pv *corev1.PersistentVolume, base string) string {
 			// The fuzzed tree's base is a folder of the served root.
 			return base + strings.TrimPrefix(pv.Spec.NFS.Path, path.Join(exportPath, filepath.Base(base)))
 		},

@@ -86,12 +86,14 @@ func dial(t testing.TB, server *nfsserver.Server) *nfsclient.Client {
 // the others, backend.UnixMode, is tested in pkg/backend.
 func TestFilesystem(t *testing.T) {
 	dirvoltest.TestFilesystem(t, func(t *testing.T, dir string) (dirvol.Filesystem, string, string) {
+		t.Helper()
 		return New(serve(t, dir), exportPath), exportPath, "."
 	}, backendtest.SpecialModeBits)
 }
 
 func TestRelease(t *testing.T) {
 	dirvoltest.TestRelease(t, func(t *testing.T, dir string) (dirvol.Filesystem, string, string) {
+		t.Helper()
 		return New(serve(t, dir), exportPath), exportPath, "."
 	})
 }

@@ -29,7 +29,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -51,6 +51,7 @@ type provisioner struct {
 // newProvisioner serves root and keeps volumes below its folder base, a
 // slash-separated path relative to root.
 func newProvisioner(t testing.TB, root, base string, onDelete backend.OnDeletePolicy, opts dirvol.Options) (*provisioner, error) {
+	t.Helper()
 	p := &provisioner{base: path.Join(exportPath, base)}
 	var err error
 	p.store, err = dirvol.New(dirvol.Config{
@@ -59,7 +60,7 @@ func newProvisioner(t testing.TB, root, base string, onDelete backend.OnDeletePo
 		Base:     base,
 		OnDelete: onDelete,
 		Options:  opts,
-		VolumeDir: func(pv *v1.PersistentVolume) (string, error) {
+		VolumeDir: func(pv *corev1.PersistentVolume) (string, error) {
 			if pv.Spec.NFS == nil || pv.Spec.NFS.Server != testServer {
 				return "", errors.New("not a volume of the test server")
 			}
@@ -78,12 +79,12 @@ func (p *provisioner) locate(dir string) (string, string) {
 	return testServer, path.Join(p.base, dir)
 }
 
-func (p *provisioner) source(dir string) v1.PersistentVolumeSource {
+func (p *provisioner) source(dir string) corev1.PersistentVolumeSource {
 	server, volumePath := p.locate(dir)
-	return v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: server, Path: volumePath}}
+	return corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: server, Path: volumePath}}
 }
 
-func (p *provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*v1.PersistentVolume, provisioning.ProvisioningState, error) {
+func (p *provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
 	req, err := dirvol.ParseRequest(opts)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err
@@ -95,23 +96,23 @@ func (p *provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	return dirvol.NewPV(opts, req, p.source(vol.Dir)), provisioning.ProvisioningFinished, nil
 }
 
-func (p *provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+func (p *provisioner) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	return p.store.Delete(ctx, pv)
 }
 
 func (p *provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume, error) {
-	return p.store.Unsaved(ctx, func(dir string) *v1.PersistentVolume {
-		return &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)}}
+	return p.store.Unsaved(ctx, func(dir string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: p.source(dir)}}
 	})
 }
 
-func (p *provisioner) Saved(ctx context.Context, volume, saved *v1.PersistentVolume) error {
+func (p *provisioner) Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error {
 	return p.store.Saved(ctx, volume, saved)
 }
 
 // hostPath returns where the directory of pv is on the host, below the
 // served folder root.
-func hostPath(root string, pv *v1.PersistentVolume) string {
+func hostPath(root string, pv *corev1.PersistentVolume) string {
 	return filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(pv.Spec.NFS.Path, exportPath)))
 }
 
@@ -122,6 +123,7 @@ type storeFixture struct {
 }
 
 func newStoreFixture(t *testing.T) storeFixture {
+	t.Helper()
 	tmp := t.TempDir()
 	f := storeFixture{tmp: tmp, root: filepath.Join(tmp, "export"), base: filepath.Join(tmp, "export", "vols")}
 	if err := os.MkdirAll(f.base, 0o755); err != nil {
@@ -138,7 +140,7 @@ func (f storeFixture) provisioner(t *testing.T, onDelete backend.OnDeletePolicy)
 	t.Helper()
 	p, err := newProvisioner(t, f.root, "vols", onDelete, dirvol.Options{
 		ProvisionerNames: []string{"provfleet.io/test"},
-		Volumes:          backend.NewListedVolumes(func() ([]*v1.PersistentVolume, error) { return nil, nil }),
+		Volumes:          backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return nil, nil }),
 		Now:              func() time.Time { return archiveTime },
 	})
 	if err != nil {
@@ -150,6 +152,7 @@ func (f storeFixture) provisioner(t *testing.T, onDelete backend.OnDeletePolicy)
 // volumes lists the base's tree but for the folder of unsaved volumes'
 // records.
 func (f storeFixture) volumes(t *testing.T) []string {
+	t.Helper()
 	return slices.DeleteFunc(backendtest.Tree(t, f.base), func(name string) bool {
 		return strings.HasPrefix(name, dirvol.JournalDir+"/")
 	})
@@ -216,7 +219,7 @@ func TestStoreReclaim(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newStoreFixture(t)
 			opts := backendtest.Options(backendtest.Claim("team", "data", "1Gi"), backendtest.Class(nil))
-			backendtest.CheckReclaim(t, f.provisioner(t, backend.OnDeleteDelete), opts, func(pv *v1.PersistentVolume) string { return hostPath(f.root, pv) }, end)
+			backendtest.CheckReclaim(t, f.provisioner(t, backend.OnDeleteDelete), opts, func(pv *corev1.PersistentVolume) string { return hostPath(f.root, pv) }, end)
 		})
 	}
 }

@@ -158,6 +158,7 @@ func checkCase(t *testing.T, tc contractCase, tmp, host string, open func(contex
 
 // checkOpenBase checks what OpenBase refuses, and how.
 func checkOpenBase(t *testing.T, fsys dirvol.Filesystem, root, base, export string) {
+	t.Helper()
 	backendtest.WriteFile(t, filepath.Join(export, "base-file"), "not a directory")
 	backendtest.Symlink(t, filepath.Join(filepath.Dir(export), "outside"), filepath.Join(export, "base-link"))
 	tests := map[string]struct {
@@ -184,6 +185,7 @@ func checkOpenBase(t *testing.T, fsys dirvol.Filesystem, root, base, export stri
 // checkSpace checks that Space reports the figures of the served
 // directory's file system, as statfs(2) reads them on the host.
 func checkSpace(t *testing.T, fsys dirvol.Filesystem, root, base, export string) {
+	t.Helper()
 	d, err := fsys.OpenBase(t.Context(), root, base)
 	if err != nil {
 		t.Fatalf("OpenBase: %v", err)

@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
@@ -118,6 +118,7 @@ func releaseCases() map[string]releaseCase {
 		"a link planted as a pattern folder is not followed": {
 			onDelete: backend.OnDeleteDelete, names: allNames,
 			plant: func(t *testing.T, tmp, host string) {
+				t.Helper()
 				outside := filepath.Join(tmp, "outside", "volumes")
 				backendtest.WriteFile(t, filepath.Join(outside, ".old.provfleet-volume"), "pvc-team-gone")
 				backendtest.WriteFile(t, filepath.Join(outside, "old", "file"), "data")
@@ -190,7 +191,7 @@ func newReleaseStore(t *testing.T, fsys dirvol.Filesystem, root, base, host stri
 	store, err := dirvol.New(dirvol.Config{
 		FS: fsys, Root: root, Base: base, OnDelete: backend.OnDeleteArchive,
 		Options: dirvol.Options{Volumes: volumes, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }},
-		VolumeDir: func(pv *v1.PersistentVolume) (string, error) {
+		VolumeDir: func(pv *corev1.PersistentVolume) (string, error) {
 			if pv.Spec.HostPath == nil {
 				return "", errors.New("not a hostPath volume")
 			}
@@ -245,8 +246,8 @@ type existing struct {
 	existsErr error
 }
 
-func (e *existing) List() ([]*v1.PersistentVolume, error) { return nil, nil }
+func (e *existing) List() ([]*corev1.PersistentVolume, error) { return nil, nil }
 
 func (e *existing) Exists(name string) (bool, error) { return e.names[name], e.existsErr }
 
-func (e *existing) Overlapping(string, string) ([]*v1.PersistentVolume, error) { return nil, nil }
+func (e *existing) Overlapping(string, string) ([]*corev1.PersistentVolume, error) { return nil, nil }

@@ -99,6 +99,7 @@ func CheckRemoval(t testing.TB, remove func(context.Context) error) Usage {
 
 // sample counts the process's open descriptors and reads its live heap.
 func sample(t testing.TB) Usage {
+	t.Helper()
 	fds, err := os.Open("/proc/self/fd")
 	if err != nil {
 		t.Error(err)
