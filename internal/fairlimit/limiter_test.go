@@ -28,8 +28,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
-	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // newTestLimiter returns a budget on a fake clock with an empty bucket, so
@@ -75,18 +76,9 @@ func enqueue(t *testing.T, l *Limiter, tenants []string) <-chan string {
 			}
 			granted <- tenant
 		}()
-		waitFor(t, func() bool { return l.waiting()+int(returned.Load()) == before+1 })
+		polltest.Eventually(t, "the waiter queued or returned", func() bool { return l.waiting()+int(returned.Load()) == before+1 })
 	}
 	return granted
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("condition never held: %v", err)
-	}
 }
 
 // step moves the fake clock once the dispatcher waits for a refill (or has
@@ -94,10 +86,10 @@ func waitFor(t *testing.T, cond func() bool) {
 func step(t *testing.T, l *Limiter, clk *testingclock.FakeClock, d time.Duration) int {
 	t.Helper()
 	quiet := func() bool { return clk.HasWaiters() || !l.isDispatching() }
-	waitFor(t, quiet)
+	polltest.Eventually(t, "the dispatcher waiting for a refill or ended", quiet)
 	before := l.waiting()
 	clk.Step(d)
-	waitFor(t, quiet)
+	polltest.Eventually(t, "the dispatcher waiting for a refill or ended", quiet)
 	return before - l.waiting()
 }
 
@@ -224,7 +216,7 @@ func TestLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() { gaveUp <- l.Tenant("impatient").Wait(ctx) }()
-	waitFor(t, func() bool { return l.waiting() == 1 })
+	polltest.Eventually(t, "one waiter", func() bool { return l.waiting() == 1 })
 	granted := enqueue(t, l, []string{"patient"})
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
@@ -238,13 +230,13 @@ func TestLimiterCancelledWaiterLeavesTheQueue(t *testing.T) {
 	gaveUp2 := make(chan error, 1)
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { gaveUp2 <- l.Tenant("impatient").Wait(ctx) }()
-	waitFor(t, func() bool { return l.waiting() == 1 })
+	polltest.Eventually(t, "one waiter", func() bool { return l.waiting() == 1 })
 	cancel()
 	if err := <-gaveUp2; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Wait returned %v, want context.Canceled", err)
 	}
 	// Nobody waits any more: the dispatcher ends without a refill.
-	waitFor(t, func() bool { return !l.isDispatching() })
+	polltest.Eventually(t, "the dispatcher ended", func() bool { return !l.isDispatching() })
 }
 
 func TestLimiterStopFailsWaiters(t *testing.T) {
@@ -361,7 +353,7 @@ func TestLimiterObservesWaits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() { gaveUp <- l.Tenant("impatient").Wait(ctx) }()
-	waitFor(t, func() bool { return l.waiting() == 1 })
+	polltest.Eventually(t, "one waiter", func() bool { return l.waiting() == 1 })
 	clk.Step(250 * time.Millisecond)
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {

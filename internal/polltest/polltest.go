@@ -28,9 +28,26 @@ import (
 // naming what it waited for when it does not within 20s.
 func Eventually(t testing.TB, what string, condition func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 20*time.Second, true,
+	Until(context.Background(), t, what, 5*time.Millisecond, 20*time.Second,
 		func(context.Context) (bool, error) { return condition(), nil })
+}
+
+// Until polls condition every interval until it holds, and fails the test
+// naming what it waited for, with the condition's last error, when it does
+// not within timeout or ctx ends. An error of the condition fails no poll:
+// it is what was last seen.
+func Until(ctx context.Context, t testing.TB, what string, interval, timeout time.Duration, condition func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		done, err := condition(ctx)
+		last = err
+		return done && err == nil, nil
+	})
+	if err != nil && last != nil {
+		err = last
+	}
 	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
+		t.Fatalf("timed out waiting for %s: %v", what, err)
 	}
 }

@@ -38,6 +38,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/provfleet/provfleet/internal/testenv"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 func TestMain(m *testing.M) {
@@ -204,13 +206,10 @@ func TestNamespaceDeletionCompletes(t *testing.T) {
 	if err := client.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	polltest.Until(ctx, t, "namespace "+namespace+" gone", 200*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	if err != nil {
-		t.Fatalf("namespace %s still exists: %v", namespace, err)
-	}
 }
 
 // kubectl, built with the servers, talks to them through the admin kubeconfig

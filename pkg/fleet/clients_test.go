@@ -32,11 +32,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // fakeAPIServer answers every list with nothing, holds every watch open,
@@ -114,14 +115,7 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	poll := func(what string, cond func() bool) {
-		t.Helper()
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
-		if err != nil {
-			t.Fatalf("never: %s", what)
-		}
-	}
-	poll("the manager's caches sync", func() bool { return m.Ready() == nil })
+	polltest.Eventually(t, "the manager's caches sync", func() bool { return m.Ready() == nil })
 
 	// Each new provisioner may take a token while the bucket holds one: spend
 	// them all.
@@ -166,7 +160,7 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 		m.recorder.Eventf(pc, corev1.EventTypeWarning, v1alpha1.ReasonInvalidSpec, "refusal %d", i)
 	}
 	path := "/api/v1/namespaces/" + metav1.NamespaceDefault + "/events"
-	poll(fmt.Sprintf("the %d Events written", events), func() bool { return api.writesTo(path) == events })
+	polltest.Eventually(t, fmt.Sprintf("the %d Events written", events), func() bool { return api.writesTo(path) == events })
 }
 
 // Each client of the fleet names itself in its User-Agent, though all share

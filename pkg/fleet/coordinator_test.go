@@ -36,7 +36,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -47,6 +46,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -305,11 +305,7 @@ func (e *coordEnv) forgetVolume(name string) {
 // not within coordWait.
 func (e *coordEnv) eventually(what string, condition func() (bool, error)) {
 	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, coordWait, true,
-		func(context.Context) (bool, error) { return condition() })
-	if err != nil {
-		e.t.Fatalf("waiting for %s: %v", what, err)
-	}
+	polltest.Until(e.ctx, e.t, what, 100*time.Millisecond, coordWait, func(context.Context) (bool, error) { return condition() })
 }
 
 func (e *coordEnv) getClaim(name string) *corev1.PersistentVolumeClaim {
@@ -633,13 +629,10 @@ func TestCoordinatorRun(t *testing.T) {
 	factory.Start(runCtx.Done())
 	done := make(chan error)
 	go func() { done <- c.Run(runCtx) }()
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, coordWait, true, func(ctx context.Context) (bool, error) {
+	polltest.Until(ctx, t, "the claim placed", 10*time.Millisecond, coordWait, func(ctx context.Context) (bool, error) {
 		claim, err := client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "claim", metav1.GetOptions{})
 		return err == nil && claim.Annotations[provisioning.AnnSelectedNode] == "node-1", err
 	})
-	if err != nil {
-		t.Errorf("claim not placed: %v", err)
-	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)

@@ -33,11 +33,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned/fake"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -149,23 +149,17 @@ func (f *fixture) gone(name string) bool {
 // edit changes the spec, again at the latest version after a conflict.
 func (f *fixture) edit(name string, change func(*v1alpha1.ProvisionerConfig)) {
 	f.t.Helper()
-	err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	polltest.Until(f.ctx, f.t, "an edit of "+name, 10*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
 		pc := f.get(name)
 		change(pc)
 		_, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Update(ctx, pc, metav1.UpdateOptions{})
-		return err == nil, nil
+		return err == nil, err
 	})
-	if err != nil {
-		f.t.Fatalf("cannot edit %s: %v", name, err)
-	}
 }
 
 func (f *fixture) eventually(what string, cond func() bool) {
 	f.t.Helper()
-	err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		f.t.Fatalf("never: %s", what)
-	}
+	polltest.Until(f.ctx, f.t, what, 10*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) { return cond(), nil })
 }
 
 // readyReason returns the Ready reason once the status reports generation.

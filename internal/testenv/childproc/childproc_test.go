@@ -18,6 +18,7 @@ package childproc
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // A clean exit is reported as one, so that a caller's message about a
@@ -124,12 +127,8 @@ func TestFreeAddrNeverRepeats(t *testing.T) {
 
 func waitForLog(t *testing.T, p *Process, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if data, _ := os.ReadFile(p.LogPath()); strings.Contains(string(data), want) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the log never said %q", want)
+	polltest.Eventually(t, fmt.Sprintf("the log saying %q", want), func() bool {
+		data, _ := os.ReadFile(p.LogPath())
+		return strings.Contains(string(data), want)
+	})
 }

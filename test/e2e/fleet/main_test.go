@@ -42,6 +42,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
@@ -397,9 +398,7 @@ func (f *fixture) claimOn(name, class, node string) {
 // eventually polls cond until it holds, failing the test after waitTimeout.
 func (f *fixture) eventually(what string, cond func(ctx context.Context) (bool, error)) {
 	f.t.Helper()
-	if err := wait.PollUntilContextTimeout(f.ctx, 200*time.Millisecond, waitTimeout, true, cond); err != nil {
-		f.t.Fatalf("%s: %v", what, err)
-	}
+	polltest.Until(f.ctx, f.t, what, 200*time.Millisecond, waitTimeout, cond)
 }
 
 // waitBound waits until every named claim is Bound.

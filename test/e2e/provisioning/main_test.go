@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -42,6 +41,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -265,10 +265,7 @@ func (f *fixture) deleteClaim(name string) {
 // when it never does.
 func (f *fixture) eventually(what string, cond func(ctx context.Context) (bool, error)) {
 	f.t.Helper()
-	err := wait.PollUntilContextTimeout(f.t.Context(), 100*time.Millisecond, waitTimeout, true, cond)
-	if err != nil {
-		f.t.Fatalf("waiting for %s: %v", what, err)
-	}
+	polltest.Until(f.t.Context(), f.t, what, 100*time.Millisecond, waitTimeout, cond)
 }
 
 // waitBound waits until the claim is Bound and returns it.
