@@ -262,7 +262,7 @@ var errFateNotRecorded = fmt.Errorf("the fate of its directory is not recorded (
 func (p *Provisioner) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	if p.subdir != nil && p.subdir.Owns(pv) {
 		if _, recorded := pv.Annotations[backend.AnnOnDelete]; !recorded {
-			return p.store.RemoveUndecided(ctx, pv, errFateNotRecorded)
+			return p.store.DeleteUndecided(ctx, pv, errFateNotRecorded)
 		}
 	}
 	return p.store.Delete(ctx, pv)

@@ -206,13 +206,13 @@ func TestAdopt(t *testing.T) {
 	released.Annotations[backend.AnnDeleteUnmarked] = "true"
 	released.Annotations[backend.AnnOnDelete] = string(backend.OnDeleteDelete)
 	if err := removeVolume(t, f, released, "team/data"); err == nil {
-		t.Errorf("RemoveVolume of the old volume succeeded, want it refused")
+		t.Errorf("DeleteAt of the old volume succeeded, want it refused")
 	}
 	f.checkAdopted(t, req.PVName)
 
 	// The new volume's release (Retain) is not held up by the old one.
 	if err := removeVolume(t, f, unsaved[0].Volume, "team/data"); err != nil {
-		t.Errorf("RemoveVolume of the adopting volume: %v", err)
+		t.Errorf("DeleteAt of the adopting volume: %v", err)
 	}
 	if diff := cmp.Diff([]string{JournalDir + "/", "team/", "team/data/", "team/data/file"}, backendtest.Tree(t, f.base)); diff != "" {
 		t.Errorf("tree after the release (-want +got):\n%s", diff)

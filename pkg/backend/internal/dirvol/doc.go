@@ -32,7 +32,16 @@ limitations under the License.
 // deleted from there without holding up other claims, by RemoveTree: a walk
 // that holds three directories open and a batch of names whatever the
 // tree's depth or width, and that a later delete continues where one that
-// ran out of time stopped. New reaches nothing;
+// ran out of time stopped.
+//
+// Three verbs name what happens to a directory that a volume leaves:
+// delete is what a caller asks for a PersistentVolume (Delete, DeleteAt,
+// DeleteByName, DeleteUndecided); release is applying its onDelete policy
+// under the lock (Release for the volumes of a removed node, releaseLocked,
+// releaseMarked, applyPolicy), which retains, archives or moves it into
+// the trash; purge deletes the files of what is in the trash.
+//
+// New reaches nothing;
 // Probe reaches the base, makes the record folder the first time and requires
 // it afterwards, and reports the space of the base's file system (Dir.Space),
 // and Create refuses a claim larger than the space left, as it refuses one
@@ -51,7 +60,7 @@ limitations under the License.
 // policy on the PersistentVolume (backend.AnnOnDelete), and Delete goes by that
 // record, or by the configured policy where there is none; ArchiveAsNFSSubdir
 // moves a directory to archived-<name> at the top of the base, and
-// RemoveUndecided keeps a directory whose fate is not known.
+// DeleteUndecided keeps a directory whose fate is not known.
 // With Config.Adopt, Create adopts an existing unmarked directory instead of
 // refusing it when one released, retained PersistentVolume of the same
 // claim namespace and name names exactly it (adopt.go): it writes the owner

@@ -138,7 +138,7 @@ func TestRecords(t *testing.T) {
 			steps: func(t *testing.T, f *fixture) {
 				t.Helper()
 				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
-				if err := f.store.Remove(t.Context(), "pvc-team-data", dir); err != nil {
+				if err := f.store.DeleteByName(t.Context(), "pvc-team-data", dir); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -150,7 +150,7 @@ func TestRecords(t *testing.T) {
 				if err := os.RemoveAll(filepath.Join(f.base, "team")); err != nil {
 					t.Fatal(err)
 				}
-				if err := f.store.Remove(t.Context(), "pvc-team-data", "team/data"); err != nil {
+				if err := f.store.DeleteByName(t.Context(), "pvc-team-data", "team/data"); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -160,7 +160,7 @@ func TestRecords(t *testing.T) {
 				t.Helper()
 				dir := f.create(t, request(t, "team", "data", "1Gi", nsPattern))
 				f.pvs = []*corev1.PersistentVolume{volume("pvc-static", "team/data/inner", "1Gi", "")}
-				checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", dir), "another volume")
+				checkErr(t, f.store.DeleteByName(t.Context(), "pvc-team-data", dir), "another volume")
 			},
 			want: []Record{record("team", "data", "team/data")},
 		},
@@ -371,7 +371,7 @@ func TestJournalSymlinked(t *testing.T) {
 		"remove": {
 			op: func(t *testing.T, f *fixture) error {
 				t.Helper()
-				return f.store.Remove(t.Context(), "pvc-team-data", "team/data")
+				return f.store.DeleteByName(t.Context(), "pvc-team-data", "team/data")
 			},
 			releases: true, wantErr: "not a directory",
 		},
@@ -420,7 +420,7 @@ func TestJournalIsNoVolume(t *testing.T) {
 		"removing it": {
 			op: func(t *testing.T, f *fixture) error {
 				t.Helper()
-				return f.store.Remove(t.Context(), "pvc-team-data", JournalDir)
+				return f.store.DeleteByName(t.Context(), "pvc-team-data", JournalDir)
 			},
 			wantErr: "begins with a dot",
 		},
@@ -429,14 +429,14 @@ func TestJournalIsNoVolume(t *testing.T) {
 				t.Helper()
 				f.pvs = []*corev1.PersistentVolume{volume("pvc-odd", JournalDir, "1Gi", testProvisioner)}
 				dir := f.create(t, request(t, "team", "data", "1Gi", ""))
-				return f.store.Remove(t.Context(), "pvc-team-data", dir)
+				return f.store.DeleteByName(t.Context(), "pvc-team-data", dir)
 			},
 		},
 		"removing the last volume below the base": {
 			op: func(t *testing.T, f *fixture) error {
 				t.Helper()
 				dir := f.create(t, request(t, "team", "data", "1Gi", ""))
-				return f.store.Remove(t.Context(), "pvc-team-data", dir)
+				return f.store.DeleteByName(t.Context(), "pvc-team-data", dir)
 			},
 		},
 	}
@@ -472,7 +472,7 @@ func TestLostRecordFolder(t *testing.T) {
 		},
 		"remove a missing directory": func(t *testing.T, f *fixture) error {
 			t.Helper()
-			return f.store.Remove(t.Context(), "pvc-team-gone", "team/gone")
+			return f.store.DeleteByName(t.Context(), "pvc-team-gone", "team/gone")
 		},
 	}
 	for name, op := range tests {

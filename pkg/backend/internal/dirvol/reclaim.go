@@ -33,7 +33,7 @@ func (s *Store) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
-	return s.RemoveVolume(ctx, pv, dir)
+	return s.DeleteAt(ctx, pv, dir)
 }
 
 // Saved settles the record of an unsaved volume whose PersistentVolume,
@@ -60,5 +60,5 @@ func (s *Store) Saved(ctx context.Context, volume, saved *corev1.PersistentVolum
 		return fmt.Errorf("cannot tell directory %q of PV %s apart from its saved directory %q: one lies inside the other", dir, volume.Name, savedDir)
 	}
 	klog.FromContext(ctx).Info("Removing a second directory made for a saved volume", "pv", volume.Name, "dir", dir, "savedDir", savedDir)
-	return s.Remove(ctx, volume.Name, dir)
+	return s.DeleteByName(ctx, volume.Name, dir)
 }

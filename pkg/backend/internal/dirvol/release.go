@@ -27,7 +27,7 @@ import (
 	"github.com/provfleet/provfleet/pkg/backend"
 )
 
-// Release applies, as Remove does, the onDelete policy given with each
+// Release applies, as DeleteByName does, the onDelete policy given with each
 // volume of removed to the directory below the base whose owner marker
 // names it: the PersistentVolumes someone else deleted while this store
 // could not, such as those of a node that was gone. It leaves alone a
@@ -76,7 +76,7 @@ func (s *Store) Release(ctx context.Context, removed []backend.RemovedVolume) ([
 			break
 		}
 		onDelete := policies[v.pvName]
-		done, err := s.releaseNamed(ctx, v, onDelete)
+		done, err := s.releaseUnclaimed(ctx, v, onDelete)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cannot release directory %q of PV %s: %w", v.dir, v.pvName, err))
 		}
@@ -125,11 +125,11 @@ func doneNames(pvNames []string, left map[string]int) []string {
 	return done
 }
 
-// releaseNamed applies onDelete to the volume directory v under
+// releaseUnclaimed applies onDelete to the volume directory v under
 // the lock, unless its PersistentVolume exists or may still come, and
 // reports whether it is released. A Create holds the lock from its record
 // to its directory, so a volume being provisioned is on record here.
-func (s *Store) releaseNamed(ctx context.Context, v found, onDelete backend.OnDeletePolicy) (bool, error) {
+func (s *Store) releaseUnclaimed(ctx context.Context, v found, onDelete backend.OnDeletePolicy) (bool, error) {
 	logger := klog.FromContext(ctx).WithValues("pv", v.pvName, "dir", v.dir)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -188,9 +188,9 @@ func FuzzSubdirPattern(f *testing.F) {
 	})
 }
 
-// TestRemoveVolumeByRecordedPolicy deletes volumes of a store configured to
+// TestDeleteAtByRecordedPolicy deletes volumes of a store configured to
 // delete, each by the policy recorded on its PersistentVolume.
-func TestRemoveVolumeByRecordedPolicy(t *testing.T) {
+func TestDeleteAtByRecordedPolicy(t *testing.T) {
 	tests := map[string]struct {
 		onDelete   string
 		wantRemain []string
@@ -215,13 +215,13 @@ func TestRemoveVolumeByRecordedPolicy(t *testing.T) {
 			if tc.onDelete != "" {
 				pv.Annotations[backend.AnnOnDelete] = tc.onDelete
 			}
-			err = f.store.RemoveVolume(t.Context(), pv, dir)
+			err = f.store.DeleteAt(t.Context(), pv, dir)
 			checkErr(t, err, tc.wantErr)
 			remain := slices.DeleteFunc(backendtest.Tree(t, f.base), func(entry string) bool {
 				return strings.HasPrefix(entry, JournalDir+"/")
 			})
 			if diff := cmp.Diff(tc.wantRemain, remain, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("tree after RemoveVolume (-want +got):\n%s", diff)
+				t.Errorf("tree after DeleteAt (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -117,11 +117,11 @@ func TestParseNFSSubdirRequest(t *testing.T) {
 	}
 }
 
-// TestRemoveVolumeArchiveAsNFSSubdir archives volume directories as
+// TestDeleteAtArchiveAsNFSSubdir archives volume directories as
 // nfs-subdir-external-provisioner v4.0.3 does (provisioner.go:186-188):
 // archived-<last component> at the top of the base, whatever folders a
 // pattern put the directory in; where that name is taken, with a suffix.
-func TestRemoveVolumeArchiveAsNFSSubdir(t *testing.T) {
+func TestDeleteAtArchiveAsNFSSubdir(t *testing.T) {
 	tests := map[string]struct {
 		dir        string
 		taken      bool
@@ -154,30 +154,30 @@ func TestRemoveVolumeArchiveAsNFSSubdir(t *testing.T) {
 			pv := volume("pvc-1", tc.dir, "1Gi", "cluster.local/nfs")
 			pv.Annotations[backend.AnnOnDelete] = string(backend.OnDeleteArchiveAsNFSSubdir)
 			pv.Annotations[backend.AnnDeleteUnmarked] = "true"
-			if err := f.store.RemoveVolume(t.Context(), pv, tc.dir); err != nil {
-				t.Fatalf("RemoveVolume: %v", err)
+			if err := f.store.DeleteAt(t.Context(), pv, tc.dir); err != nil {
+				t.Fatalf("DeleteAt: %v", err)
 			}
 			if diff := cmp.Diff(tc.wantRemain, volumesIn(t, f.base)); diff != "" {
-				t.Errorf("tree after RemoveVolume (-want +got):\n%s", diff)
+				t.Errorf("tree after DeleteAt (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestRemoveUndecided keeps a directory whose fate is not known, and
+// TestDeleteUndecided keeps a directory whose fate is not known, and
 // succeeds for one that is gone, as nfs-subdir-external-provisioner skips a
 // missing directory before it reads the class (provisioner.go:151-154 at
 // 59a3ca2).
-func TestRemoveUndecided(t *testing.T) {
+func TestDeleteUndecided(t *testing.T) {
 	f := newFixture(t, nil)
 	backendtest.WriteFile(t, filepath.Join(f.base, "kept", "file"), "data")
 	cause := backend.ErrFateUndecided
-	err := f.store.RemoveUndecided(t.Context(), volume("pvc-1", "kept", "1Gi", "cluster.local/nfs"), cause)
+	err := f.store.DeleteUndecided(t.Context(), volume("pvc-1", "kept", "1Gi", "cluster.local/nfs"), cause)
 	checkErr(t, err, cause.Error())
-	if err := f.store.RemoveUndecided(t.Context(), volume("pvc-2", "gone", "1Gi", "cluster.local/nfs"), cause); err != nil {
-		t.Errorf("RemoveUndecided of a missing directory: %v", err)
+	if err := f.store.DeleteUndecided(t.Context(), volume("pvc-2", "gone", "1Gi", "cluster.local/nfs"), cause); err != nil {
+		t.Errorf("DeleteUndecided of a missing directory: %v", err)
 	}
 	if diff := cmp.Diff([]string{"kept/", "kept/file"}, volumesIn(t, f.base)); diff != "" {
-		t.Errorf("tree after RemoveUndecided (-want +got):\n%s", diff)
+		t.Errorf("tree after DeleteUndecided (-want +got):\n%s", diff)
 	}
 }

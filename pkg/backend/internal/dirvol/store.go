@@ -134,7 +134,7 @@ type Store struct {
 	now     func() time.Time
 
 	*shared
-	// purging are the directories in trashDir whose files a Remove is
+	// purging are the directories in trashDir whose files a delete is
 	// deleting, so no other deletes them too.
 	purging map[string]bool
 	// journalMade is set once the first probe or operation made the record
@@ -272,7 +272,7 @@ type Volume struct {
 // Create renders the claim's directory, checks it against capacity and every
 // other volume, records it and creates it, or adopts it (Config.Adopt).
 // Calling it again for the same PV returns the same directory. The record is
-// kept until Forget or Remove.
+// kept until Forget or a delete.
 func (s *Store) Create(ctx context.Context, req Request) (Volume, error) {
 	logger := klog.FromContext(ctx).WithValues("pv", req.PVName, "claim", klog.KObj(req.Claim))
 	s.mu.Lock()
@@ -813,49 +813,53 @@ type removal struct {
 	adoptedFrom string
 }
 
-// RemoveVolume is Remove for the directory dir of a PersistentVolume, by
-// the policy recorded on it (see backend.VolumeOnDelete), which may opt in to the
-// release of an unmarked directory with backend.AnnDeleteUnmarked.
-func (s *Store) RemoveVolume(ctx context.Context, pv *corev1.PersistentVolume, dir string) error {
+// DeleteAt applies the policy recorded on a PersistentVolume (see
+// backend.VolumeOnDelete), which may opt in to the release of an unmarked
+// directory with backend.AnnDeleteUnmarked, to its directory dir, as
+// DeleteByName does.
+func (s *Store) DeleteAt(ctx context.Context, pv *corev1.PersistentVolume, dir string) error {
 	onDelete, err := backend.VolumeOnDelete(pv, s.cfg.OnDelete)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
-	return s.removeDir(ctx, pv.Name, dir, removal{
+	return s.deleteDir(ctx, pv.Name, dir, removal{
 		onDelete: onDelete, unmarked: pv.Annotations[backend.AnnDeleteUnmarked] == "true",
 		adoptedFrom: pv.Annotations[backend.AnnAdoptedFrom],
 	})
 }
 
-// RemoveUndecided is RemoveVolume for a PersistentVolume whose fate is not
-// known: a missing directory is removed already, an existing one is kept and
-// cause returned.
-func (s *Store) RemoveUndecided(ctx context.Context, pv *corev1.PersistentVolume, cause error) error {
+// DeleteUndecided is Delete for a PersistentVolume whose fate is not known:
+// a missing directory is deleted already, an existing one is kept and cause
+// returned.
+func (s *Store) DeleteUndecided(ctx context.Context, pv *corev1.PersistentVolume, cause error) error {
 	dir, err := s.cfg.OwnDir(pv)
 	if err != nil {
 		return fmt.Errorf("cannot delete volume %s: %w", pv.Name, err)
 	}
-	return s.removeDir(ctx, pv.Name, dir, removal{undecided: cause})
+	return s.deleteDir(ctx, pv.Name, dir, removal{undecided: cause})
 }
 
-// Remove applies the onDelete policy to the directory of PV pvName, dir below
-// the base, as read from the PersistentVolume, then drops its record. A
-// missing directory is removed already. A directory another volume still
-// uses, or whose owner marker names another PV, is refused, and so is one
-// without an owner marker unless the policy is Retain.
-func (s *Store) Remove(ctx context.Context, pvName, dir string) error {
-	return s.removeDir(ctx, pvName, dir, removal{onDelete: s.cfg.OnDelete})
+// DeleteByName applies the store's onDelete policy to the directory of PV
+// pvName, dir below the base, as read from the PersistentVolume, then drops
+// its record. A missing directory is deleted already. A directory another
+// volume still uses, or whose owner marker names another PV, is refused,
+// and so is one without an owner marker unless the policy is Retain.
+func (s *Store) DeleteByName(ctx context.Context, pvName, dir string) error {
+	return s.deleteDir(ctx, pvName, dir, removal{onDelete: s.cfg.OnDelete})
 }
 
-// removeDir is Remove as how says. A deleted directory leaves its place
-// under the lock and its files are deleted after, so a large volume does not
-// hold up other claims.
-func (s *Store) removeDir(ctx context.Context, pvName, dir string, how removal) error {
-	if err := s.releaseDir(ctx, pvName, dir, how); err != nil {
-		return err
+// deleteDir releases dir as how says, under the lock. A deleted directory
+// leaves its place under the lock and its files are purged after, so a
+// large volume does not hold up other claims.
+func (s *Store) deleteDir(ctx context.Context, pvName, dir string, how removal) error {
+	if err := CheckDir(dir); err != nil {
+		return fmt.Errorf("directory %q refused: %w", dir, err)
 	}
-	if how.onDelete != backend.OnDeleteDelete {
-		return nil
+	s.mu.Lock()
+	err := s.releaseLocked(ctx, pvName, dir, how)
+	s.mu.Unlock()
+	if err != nil || how.onDelete != backend.OnDeleteDelete {
+		return err
 	}
 	if err := s.purge(ctx); err != nil {
 		return fmt.Errorf("cannot delete the files of directory %q, moved to %s: %w", dir, trashDir, err)
@@ -863,24 +867,14 @@ func (s *Store) removeDir(ctx context.Context, pvName, dir string, how removal) 
 	return nil
 }
 
-// releaseDir applies the onDelete policy under the lock; a deleted
+// releaseLocked releases a checked dir, under the lock: a deleted
 // directory is only moved into trashDir.
-func (s *Store) releaseDir(ctx context.Context, pvName, dir string, how removal) error {
-	if err := CheckDir(dir); err != nil {
-		return fmt.Errorf("directory %q refused: %w", dir, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.releaseLocked(ctx, pvName, dir, how)
-}
-
-// releaseLocked is releaseDir for a checked dir, under the lock.
 func (s *Store) releaseLocked(ctx context.Context, pvName, dir string, how removal) error {
 	logger := klog.FromContext(ctx).WithValues("pv", pvName, "dir", dir, "onDelete", how.onDelete)
 	if err := s.checkOverlap(ctx, pvName, dir, how.adoptedFrom); err != nil {
 		return fmt.Errorf("refusing to remove: %w", err)
 	}
-	found, err := s.remove(ctx, dir, pvName, how)
+	found, err := s.releaseMarked(ctx, dir, pvName, how)
 	if errors.Is(err, errUnmarked) {
 		return fmt.Errorf("refusing to remove directory %q: %w; it may hold retained or archived data, "+
 			"or data of a volume made by hand: set the annotation %s: \"true\" on the PersistentVolume to release it anyway",
@@ -920,8 +914,9 @@ func (s *Store) checkJournal(ctx context.Context) error {
 	return journal.Close()
 }
 
-// remove applies the policy and reports whether the directory existed.
-func (s *Store) remove(ctx context.Context, dir, pvName string, how removal) (bool, error) {
+// releaseMarked applies the policy to a directory whose owner marker, if
+// any, names pvName, and reports whether the directory existed.
+func (s *Store) releaseMarked(ctx context.Context, dir, pvName string, how removal) (bool, error) {
 	base, err := s.openBase(ctx)
 	if err != nil {
 		return false, err
@@ -960,7 +955,7 @@ func (s *Store) remove(ctx context.Context, dir, pvName string, how removal) (bo
 	case !marked && !how.unmarked && how.onDelete != backend.OnDeleteRetain:
 		return false, errUnmarked
 	default:
-		if err := s.release(ctx, base, parent, leaf, how.onDelete); err != nil {
+		if err := s.applyPolicy(ctx, base, parent, leaf, how.onDelete); err != nil {
 			return false, err
 		}
 	}
@@ -971,9 +966,9 @@ func (s *Store) remove(ctx context.Context, dir, pvName string, how removal) (bo
 	return found, nil
 }
 
-// release applies the onDelete policy to the existing directory leaf in
+// applyPolicy applies the onDelete policy to the existing directory leaf in
 // parent, below base.
-func (s *Store) release(ctx context.Context, base, parent Dir, leaf string, onDelete backend.OnDeletePolicy) error {
+func (s *Store) applyPolicy(ctx context.Context, base, parent Dir, leaf string, onDelete backend.OnDeletePolicy) error {
 	switch onDelete {
 	case backend.OnDeleteRetain:
 		return nil
@@ -1035,7 +1030,7 @@ func moveAside(ctx context.Context, base, parent Dir, leaf string) error {
 	return nil
 }
 
-// purge deletes the directories in trashDir: the one Remove just moved
+// purge deletes the directories in trashDir: the one a delete just moved
 // there, and any a process that stopped before deleting them left. It runs
 // outside the lock; each directory is deleted by one purge only.
 func (s *Store) purge(ctx context.Context) error {

@@ -201,7 +201,7 @@ func TestCreateAndRemove(t *testing.T) {
 				t.Errorf("volume directory: %v, mode %v, want %v", err, info.Mode().Perm(), backend.DefaultDirectoryMode)
 			}
 			backendtest.WriteFile(t, filepath.Join(f.base, dir, "file"), "data")
-			if err := f.store.Remove(ctx, req.PVName, dir); err != nil {
+			if err := f.store.DeleteByName(ctx, req.PVName, dir); err != nil {
 				t.Fatalf("Remove: %v", err)
 			}
 			// The record is gone; the folder of records stays.
@@ -240,7 +240,7 @@ func TestIdempotent(t *testing.T) {
 		t.Fatalf("Create() after restart = %q, %v; want %q", got, err, first)
 	}
 	for i := range 2 {
-		if err := restarted.Remove(ctx, req.PVName, first); err != nil {
+		if err := restarted.DeleteByName(ctx, req.PVName, first); err != nil {
 			t.Fatalf("Remove #%d: %v", i, err)
 		}
 	}
@@ -380,7 +380,7 @@ func TestRemoveRefusals(t *testing.T) {
 				tc.setup(t, f)
 			}
 			before := backendtest.Snapshot(t, f.tmp, "")
-			err := f.store.Remove(t.Context(), "pvc-team-data", tc.dir)
+			err := f.store.DeleteByName(t.Context(), "pvc-team-data", tc.dir)
 			checkErr(t, err, tc.wantErr)
 			if diff := cmp.Diff(before, backendtest.Snapshot(t, f.tmp, "")); diff != "" {
 				t.Errorf("a refused Remove changed files (-before +after):\n%s", diff)
@@ -399,7 +399,7 @@ func TestRemoveArchiveNeverReplaces(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(f.base, "archived-pvc-team-data-20260102T020405Z"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	checkErr(t, f.store.Remove(t.Context(), req.PVName, dir), "already exists")
+	checkErr(t, f.store.DeleteByName(t.Context(), req.PVName, dir), "already exists")
 	if _, err := os.Stat(filepath.Join(f.base, dir)); err != nil {
 		t.Errorf("volume directory gone after a refused archive: %v", err)
 	}
@@ -589,7 +589,7 @@ func TestCapacityCountsEachVolumeOnce(t *testing.T) {
 	}
 	checkErr(t, func() error { _, err := f.store.Create(ctx, request(t, "team", "c", "1Gi", "")); return err }(), "2 of 2 volumes")
 	f.pvs = nil
-	if err := f.store.Remove(ctx, first.PVName, dir); err != nil {
+	if err := f.store.DeleteByName(ctx, first.PVName, dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.store.Create(ctx, request(t, "team", "c", "1Gi", "")); err != nil {
@@ -686,7 +686,7 @@ func TestBaseSwappedAfterNew(t *testing.T) {
 	}
 	backendtest.Symlink(t, outside, f.base)
 	before := backendtest.Snapshot(t, f.tmp, "")
-	checkErr(t, f.store.Remove(ctx, req.PVName, dir), "escapes")
+	checkErr(t, f.store.DeleteByName(ctx, req.PVName, dir), "escapes")
 	_, err = f.store.Create(ctx, request(t, "team", "new", "1Gi", ""))
 	checkErr(t, err, "escapes")
 	if diff := cmp.Diff(before, backendtest.Snapshot(t, f.tmp, "")); diff != "" {
@@ -759,7 +759,7 @@ func TestVolumesError(t *testing.T) {
 	})
 	_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", ""))
 	checkErr(t, err, "cache gone")
-	checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", "pvc-team-data"), "cache gone")
+	checkErr(t, f.store.DeleteByName(t.Context(), "pvc-team-data", "pvc-team-data"), "cache gone")
 }
 
 // indexedFixture is a fixture whose volumes come from a cache.Indexer with
@@ -809,7 +809,7 @@ func TestOverlapThroughIndexer(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.remove {
-				checkErr(t, f.store.Remove(t.Context(), "pvc-team-data", "team/data"), tc.wantErr)
+				checkErr(t, f.store.DeleteByName(t.Context(), "pvc-team-data", "team/data"), tc.wantErr)
 				return
 			}
 			_, err := f.store.Create(t.Context(), request(t, "team", "data", "1Gi", nsPattern))
@@ -847,7 +847,7 @@ func TestReservationDroppedOnceSaved(t *testing.T) {
 // does.
 func removeVolume(t *testing.T, f *fixture, pv *corev1.PersistentVolume, dir string) error {
 	t.Helper()
-	return f.store.RemoveVolume(t.Context(), pv, dir)
+	return f.store.DeleteAt(t.Context(), pv, dir)
 }
 
 // TestRemoveUnmarked: a directory without an owner marker, such as one a
@@ -900,7 +900,7 @@ func TestRemoveUnmarked(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := retain.Remove(t.Context(), req.PVName, dir); err != nil {
+				if err := retain.DeleteByName(t.Context(), req.PVName, dir); err != nil {
 					t.Fatal(err)
 				}
 				return dir
@@ -981,7 +981,7 @@ func TestDeleteOutsideLock(t *testing.T) {
 		}
 		return nil
 	}
-	if err := f.store.Remove(ctx, doomed.PVName, dir); err != nil {
+	if err := f.store.DeleteByName(ctx, doomed.PVName, dir); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
 	if created != "team/other" {
@@ -1011,9 +1011,9 @@ func TestDeleteLeftoversRemoved(t *testing.T) {
 		}
 		return nil
 	}
-	checkErr(t, f.store.Remove(ctx, "pvc-team-a", dirs[0]), "crashed")
+	checkErr(t, f.store.DeleteByName(ctx, "pvc-team-a", dirs[0]), "crashed")
 	f.restart(t)
-	if err := f.store.Remove(ctx, "pvc-team-b", dirs[1]); err != nil {
+	if err := f.store.DeleteByName(ctx, "pvc-team-b", dirs[1]); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
 	for _, entry := range backendtest.Tree(t, f.base) {
