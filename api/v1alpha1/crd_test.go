@@ -528,12 +528,26 @@ func TestValidation(t *testing.T) {
 		"pathPattern with dots inside names": {
 			spec: `{provisionerName: x, backend: {hostPath: {path: /data, pathPattern: "{{.PVC.Namespace}}/v..{{.PVC.Name}}..x"}}}`,
 		},
+		// The bounds' rule is not evaluated on a string that is no
+		// duration, so the refusal names the format alone.
 		"duration that does not parse": {
 			spec: `{provisionerName: x, resyncPeriod: 15 minutes, ` + hostPath + `}`,
 			want: []string{
-				`spec.resyncPeriod: Invalid value: "15 minutes": spec.resyncPeriod in body should match '^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'`,
-				`spec.resyncPeriod: Invalid value: "string": type conversion error from 'string' to 'google.protobuf.Duration' evaluating rule: resyncPeriod must be between 1s and 24h`,
+				`spec.resyncPeriod: Invalid value: "15 minutes": spec.resyncPeriod in body should match '^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'`,
 			},
+		},
+		// Numbers of at most five digits keep every duration the pattern
+		// takes far from an overflow.
+		"durations beyond a number's five digits": {
+			spec: `{provisionerName: x, resyncPeriod: 9999999999999h, leaderElection: {leaseDuration: 100000s, renewDeadline: 10s}, ` + hostPath + `}`,
+			want: []string{
+				`spec.leaderElection.leaseDuration: Invalid value: "100000s": spec.leaderElection.leaseDuration in body should match '^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'`,
+				`spec.resyncPeriod: Invalid value: "9999999999999h": spec.resyncPeriod in body should match '^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'`,
+			},
+		},
+		"the longest durations the pattern takes": {
+			spec: `{provisionerName: x, resyncPeriod: 99999h99999h99999h99999h, ` + hostPath + `}`,
+			want: []string{`spec.resyncPeriod: Invalid value: "99999h99999h99999h99999h": resyncPeriod must be between 1s and 24h`},
 		},
 		"timeouts out of bounds": {
 			spec: `{provisionerName: x, timeouts: {provision: 500ms, delete: 2h, drain: 11m}, ` + hostPath + `}`,

@@ -171,8 +171,8 @@ type ProvisionerConfigSpec struct {
 	// +kubebuilder:default="15m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="resyncPeriod must be between 1s and 24h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('24h'))",message="resyncPeriod must be between 1s and 24h"
 	// +optional
 	ResyncPeriod *metav1.Duration `json:"resyncPeriod,omitempty"`
 
@@ -228,7 +228,7 @@ type ProvisionerName string
 
 // RetrySpec tunes failure thresholds and rate limiting.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.initialDelay) || !has(self.maxDelay) || duration(self.initialDelay) <= duration(self.maxDelay)",message="initialDelay must not exceed maxDelay"
+// +kubebuilder:validation:XValidation:rule="!has(self.initialDelay) || !has(self.maxDelay) || !self.initialDelay.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || !self.maxDelay.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self.initialDelay) <= duration(self.maxDelay)",message="initialDelay must not exceed maxDelay"
 type RetrySpec struct {
 	// provisionFailureThreshold is how many times a claim whose provisioning
 	// failed is retried before the provisioner gives up on it until the claim
@@ -262,8 +262,8 @@ type RetrySpec struct {
 	// +kubebuilder:default="15s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('1h')",message="initialDelay must be between 1ms and 1h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1ms') && duration(self) <= duration('1h'))",message="initialDelay must be between 1ms and 1h"
 	// +optional
 	InitialDelay *metav1.Duration `json:"initialDelay,omitempty"`
 
@@ -271,8 +271,8 @@ type RetrySpec struct {
 	// +kubebuilder:default="1000s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('24h')",message="maxDelay must be between 1ms and 24h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1ms') && duration(self) <= duration('24h'))",message="maxDelay must be between 1ms and 24h"
 	// +optional
 	MaxDelay *metav1.Duration `json:"maxDelay,omitempty"`
 
@@ -325,8 +325,8 @@ type VolumeSaveSpec struct {
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('10m')",message="interval must be between 1ms and 10m"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1ms') && duration(self) <= duration('10m'))",message="interval must be between 1ms and 10m"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 }
@@ -344,8 +344,8 @@ type TimeoutsSpec struct {
 	// +kubebuilder:default="2m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="provision must be between 1s and 1h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('1h'))",message="provision must be between 1s and 1h"
 	// +optional
 	Provision *metav1.Duration `json:"provision,omitempty"`
 
@@ -354,8 +354,8 @@ type TimeoutsSpec struct {
 	// +kubebuilder:default="2m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="delete must be between 1s and 1h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('1h'))",message="delete must be between 1s and 1h"
 	// +optional
 	Delete *metav1.Duration `json:"delete,omitempty"`
 
@@ -369,8 +369,8 @@ type TimeoutsSpec struct {
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="drain must be between 1s and 10m"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('10m'))",message="drain must be between 1s and 10m"
 	// +optional
 	Drain *metav1.Duration `json:"drain,omitempty"`
 }
@@ -378,16 +378,16 @@ type TimeoutsSpec struct {
 // LeaderElectionSpec tunes the provisioner's Lease. client-go's elector needs
 // renewDeadline < leaseDuration and renewDeadline > 1.2 × retryPeriod.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.renewDeadline) || !has(self.leaseDuration) || duration(self.renewDeadline) < duration(self.leaseDuration)",message="renewDeadline must be less than leaseDuration"
-// +kubebuilder:validation:XValidation:rule="!has(self.retryPeriod) || !has(self.renewDeadline) || duration(self.retryPeriod).getMilliseconds() * 6 < duration(self.renewDeadline).getMilliseconds() * 5",message="retryPeriod must be less than renewDeadline / 1.2 (client-go's jitter factor)"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewDeadline) || !has(self.leaseDuration) || !self.renewDeadline.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || !self.leaseDuration.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self.renewDeadline) < duration(self.leaseDuration)",message="renewDeadline must be less than leaseDuration"
+// +kubebuilder:validation:XValidation:rule="!has(self.retryPeriod) || !has(self.renewDeadline) || !self.retryPeriod.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || !self.renewDeadline.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self.retryPeriod).getMilliseconds() * 6 < duration(self.renewDeadline).getMilliseconds() * 5",message="retryPeriod must be less than renewDeadline / 1.2 (client-go's jitter factor)"
 type LeaderElectionSpec struct {
 	// leaseDuration is how long other replicas wait before taking over a Lease
 	// that is not renewed, from 1s to 10m.
 	// +kubebuilder:default="15s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="leaseDuration must be between 1s and 10m"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('10m'))",message="leaseDuration must be between 1s and 10m"
 	// +optional
 	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
 
@@ -396,8 +396,8 @@ type LeaderElectionSpec struct {
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="renewDeadline must be between 1s and 10m"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('10m'))",message="renewDeadline must be between 1s and 10m"
 	// +optional
 	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
 
@@ -406,8 +406,8 @@ type LeaderElectionSpec struct {
 	// +kubebuilder:default="2s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('1m')",message="retryPeriod must be between 100ms and 1m"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('100ms') && duration(self) <= duration('1m'))",message="retryPeriod must be between 100ms and 1m"
 	// +optional
 	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
 }
@@ -855,8 +855,8 @@ type NodeRemoval struct {
 	// +kubebuilder:default="15m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="gracePeriod must be between 0s and 8760h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('0s') && duration(self) <= duration('8760h'))",message="gracePeriod must be between 0s and 8760h"
 	// +optional
 	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
 }

@@ -1,0 +1,141 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/testenv"
+)
+
+// internalWording is what a refusal must never say to an administrator:
+// the wording of the apiserver's or CEL's internals, not of the field.
+var internalWording = []string{"type conversion error", "no such key", "no matching overload", "runtime error", "panic"}
+
+// TestBadProvisionerConfigsRefusedAtApply applies, through the real
+// apiserver with strict field validation as kubectl does, ProvisionerConfigs
+// that break each bound, enum, pattern and CEL rule, and absurd durations
+// and sizes: each is refused with a message that names the field, in the
+// words of the field, and nothing is stored.
+func TestBadProvisionerConfigsRefusedAtApply(t *testing.T) {
+	const hostPath = `backend: {hostPath: {path: /data}}`
+	const nfs = `backend: {nfs: {server: nfs.example.com, path: /export}}`
+	tests := map[string]struct {
+		spec string
+		// want are the parts the refusal must hold, the field first.
+		want []string
+	}{
+		"no provisionerName":                  {spec: `{` + hostPath + `}`, want: []string{"spec.provisionerName", "Required"}},
+		"a provisionerName with a space":      {spec: `{provisionerName: "bad name", ` + hostPath + `}`, want: []string{"spec.provisionerName", "must be a valid StorageClass provisioner name"}},
+		"a provisionerName too long":          {spec: `{provisionerName: ` + strings.Repeat("a", 320) + `, ` + hostPath + `}`, want: []string{"spec.provisionerName", "may not be more than"}},
+		"an additional name repeating it":     {spec: `{provisionerName: a.example.com/x, additionalProvisionerNames: [a.example.com/x], ` + hostPath + `}`, want: []string{"spec", "additionalProvisionerNames must not repeat provisionerName"}},
+		"additional names repeated":           {spec: `{provisionerName: x, additionalProvisionerNames: [y, y], ` + hostPath + `}`, want: []string{"spec.additionalProvisionerNames[1]", "Duplicate value"}},
+		"seventeen additional names":          {spec: `{provisionerName: x, additionalProvisionerNames: [` + names(17) + `], ` + hostPath + `}`, want: []string{"spec.additionalProvisionerNames", "must have at most 16 items"}},
+		"no workers":                          {spec: `{provisionerName: x, workers: 0, ` + hostPath + `}`, want: []string{"spec.workers", "greater than or equal to 1"}},
+		"too many workers":                    {spec: `{provisionerName: x, workers: 257, ` + hostPath + `}`, want: []string{"spec.workers", "less than or equal to 256"}},
+		"workers as a word":                   {spec: `{provisionerName: x, workers: four, ` + hostPath + `}`, want: []string{"spec.workers", "must be of type integer"}},
+		"a resync of no time":                 {spec: `{provisionerName: x, resyncPeriod: 0s, ` + hostPath + `}`, want: []string{"spec.resyncPeriod", "resyncPeriod must be between 1s and 24h"}},
+		"a resync of a year":                  {spec: `{provisionerName: x, resyncPeriod: 8760h, ` + hostPath + `}`, want: []string{"spec.resyncPeriod", "resyncPeriod must be between 1s and 24h"}},
+		"a resync of overflowing hours":       {spec: `{provisionerName: x, resyncPeriod: 9999999999999h, ` + hostPath + `}`, want: []string{"spec.resyncPeriod", "should match"}},
+		"a resync that is no duration":        {spec: `{provisionerName: x, resyncPeriod: soon, ` + hostPath + `}`, want: []string{"spec.resyncPeriod", "should match"}},
+		"a negative failure threshold":        {spec: `{provisionerName: x, retry: {provisionFailureThreshold: -1}, ` + hostPath + `}`, want: []string{"spec.retry.provisionFailureThreshold", "greater than or equal to 0"}},
+		"a zero API budget":                   {spec: `{provisionerName: x, retry: {qps: 0}, ` + hostPath + `}`, want: []string{"spec.retry.qps", "greater than or equal to 1"}},
+		"a backoff of centuries":              {spec: `{provisionerName: x, retry: {maxDelay: 1000000h}, ` + hostPath + `}`, want: []string{"spec.retry.maxDelay"}},
+		"an unknown save mode":                {spec: `{provisionerName: x, volumeSave: {mode: Sometimes}, ` + hostPath + `}`, want: []string{"spec.volumeSave.mode", "Unsupported value", "Sometimes"}},
+		"a provision timeout of no time":      {spec: `{provisionerName: x, timeouts: {provision: 0s}, ` + hostPath + `}`, want: []string{"spec.timeouts.provision"}},
+		"a lease shorter than its renewal":    {spec: `{provisionerName: x, leaderElection: {leaseDuration: 5s, renewDeadline: 10s}, ` + hostPath + `}`, want: []string{"spec.leaderElection"}},
+		"no backend":                          {spec: `{provisionerName: x, backend: {}}`, want: []string{"spec.backend", "exactly one"}},
+		"two backends":                        {spec: `{provisionerName: x, backend: {hostPath: {path: /data}, nfs: {server: s, path: /e}}}`, want: []string{"spec.backend", "exactly one"}},
+		"a relative hostPath":                 {spec: `{provisionerName: x, backend: {hostPath: {path: data}}}`, want: []string{"spec.backend.hostPath.path", "must be an absolute path"}},
+		"a hostPath climbing out":             {spec: `{provisionerName: x, backend: {hostPath: {path: /data/../etc}}}`, want: []string{"spec.backend.hostPath.path", "must not contain a '..' segment"}},
+		"an unknown volume type":              {spec: `{provisionerName: x, backend: {hostPath: {path: /data, volumeType: Block}}}`, want: []string{"spec.backend.hostPath.volumeType", "Unsupported value", "Block"}},
+		"an unknown onDelete":                 {spec: `{provisionerName: x, backend: {hostPath: {path: /data, onDelete: Shred}}}`, want: []string{"spec.backend.hostPath.onDelete", "Unsupported value", "Shred"}},
+		"a pattern climbing out":              {spec: `{provisionerName: x, backend: {hostPath: {path: /data, pathPattern: "../{{.PVC.Name}}"}}}`, want: []string{"spec.backend.hostPath.pathPattern"}},
+		"a mode that is no octal":             {spec: `{provisionerName: x, backend: {hostPath: {path: /data, mode: "0999"}}}`, want: []string{"spec.backend.hostPath.mode"}},
+		"a negative uid":                      {spec: `{provisionerName: x, backend: {hostPath: {path: /data, uid: -1}}}`, want: []string{"spec.backend.hostPath.uid", "greater than or equal to 0"}},
+		"nodeName and nodeSelector":           {spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeName: a, nodeSelector: {matchLabels: {a: b}}}}}`, want: []string{"spec.backend.hostPath", "nodeName and nodeSelector are exclusive"}},
+		"a node name in capitals":             {spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeName: Node-A}}}`, want: []string{"spec.backend.hostPath.nodeName", "should match"}},
+		"an unknown selector operator":        {spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeSelector: {matchExpressions: [{key: a, operator: Near}]}}}}`, want: []string{"spec.backend.hostPath.nodeSelector.matchExpressions[0].operator"}},
+		"a node path of no node":              {spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodePaths: [{path: /other}]}}}`, want: []string{"spec.backend.hostPath.nodePaths[0]", "exactly one of nodes and nodeSelector must be set"}},
+		"an unknown node removal policy":      {spec: `{provisionerName: x, backend: {hostPath: {path: /data, nodeRemoval: {policy: Forget}}}}`, want: []string{"spec.backend.hostPath.nodeRemoval.policy", "Unsupported value"}},
+		"a shared file system of local":       {spec: `{provisionerName: x, backend: {hostPath: {path: /data, sharedFileSystem: true}}}`, want: []string{"spec.backend.hostPath", "set volumeType HostPath"}},
+		"a StorageClass listed twice":         {spec: `{provisionerName: x, backend: {hostPath: {path: /data, storageClasses: [{storageClassName: a, path: /a}, {storageClassName: a, path: /b}]}}}`, want: []string{"spec.backend.hostPath.storageClasses[1]", "Duplicate value"}},
+		"an unknown local-path pattern":       {spec: `{provisionerName: x, backend: {hostPath: {path: /data, localPathPatterns: [Group]}}}`, want: []string{"spec.backend.hostPath.localPathPatterns[0]", "Unsupported value"}},
+		"a capacity of minus one byte":        {spec: `{provisionerName: x, backend: {hostPath: {path: /data, capacity: {maxBytes: "-1"}}}}`, want: []string{"spec.backend.hostPath.capacity"}},
+		"a capacity that is no quantity":      {spec: `{provisionerName: x, backend: {hostPath: {path: /data, capacity: {maxBytes: lots}}}}`, want: []string{"spec.backend.hostPath.capacity.maxBytes"}},
+		"an NFS port beyond 65535":            {spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, port: 70000}}}`, want: []string{"spec.backend.nfs.port", "less than or equal to 65535"}},
+		"an NFS server with a space":          {spec: `{provisionerName: x, backend: {nfs: {server: "nfs server", path: /e}}}`, want: []string{"spec.backend.nfs.server"}},
+		"an nfs-subdir origin of no name":     {spec: `{provisionerName: x, backend: {nfs: {server: s, path: /e, nfsSubdir: {provisionerName: old, version: v4.0.2}}}}`, want: []string{"spec", "nfsSubdir.provisionerName must be one of additionalProvisionerNames"}},
+		"an nfs-subdir version of no release": {spec: `{provisionerName: x, additionalProvisionerNames: [old], backend: {nfs: {server: s, path: /e, nfsSubdir: {provisionerName: old, version: latest}}}}`, want: []string{"spec.backend.nfs.nfsSubdir.version"}},
+		"a misspelt field":                    {spec: `{provisionerName: x, ` + nfs + `, worker: 3}`, want: []string{`unknown field "spec.worker"`}},
+		"a custom backend of no driver":       {spec: `{provisionerName: x, backend: {custom: {}}}`, want: []string{"spec.backend.custom.driver", "Required"}},
+	}
+	env := testenv.Env(t)
+	client, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource := client.Resource(schema.GroupVersionResource{Group: v1alpha1.SchemeGroupVersion.Group, Version: v1alpha1.SchemeGroupVersion.Version, Resource: "provisionerconfigs"})
+	i := 0
+	for name, tc := range tests {
+		i++
+		t.Run(name, func(t *testing.T) {
+			var spec map[string]any
+			if err := yaml.Unmarshal([]byte(tc.spec), &spec); err != nil {
+				t.Fatalf("the test's spec: %v", err)
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "ProvisionerConfig",
+				"metadata": map[string]any{"name": fmt.Sprintf("bad-input-%d", i)}, "spec": spec,
+			}}
+			created, err := resource.Create(t.Context(), obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+			if err == nil {
+				_ = resource.Delete(t.Context(), created.GetName(), metav1.DeleteOptions{})
+				t.Fatalf("applied, want refused naming %q", tc.want[0])
+			}
+			for _, part := range tc.want {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("refusal %q does not say %q", err, part)
+				}
+			}
+			for _, internal := range internalWording {
+				if strings.Contains(strings.ToLower(err.Error()), internal) {
+					t.Errorf("refusal %q speaks of %q", err, internal)
+				}
+			}
+		})
+	}
+}
+
+// names lists n provisioner names.
+func names(n int) string {
+	var list []string
+	for i := range n {
+		list = append(list, fmt.Sprintf("n%d", i))
+	}
+	return strings.Join(list, ", ")
+}
