@@ -35,19 +35,25 @@ func Eventually(t testing.TB, what string, condition func() bool) {
 // Until polls condition every interval until it holds, and fails the test
 // naming what it waited for, with the condition's last error, when it does
 // not within timeout or ctx ends. An error of the condition fails no poll:
-// it is what was last seen.
+// it is what was last seen, and so is the error before it, since the last
+// may be one of the deadline alone.
 func Until(ctx context.Context, t testing.TB, what string, interval, timeout time.Duration, condition func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	var last error
+	var last, before error
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		done, err := condition(ctx)
-		last = err
+		if err != nil && (last == nil || err.Error() != last.Error()) {
+			before, last = last, err
+		}
 		return done && err == nil, nil
 	})
-	if err != nil && last != nil {
-		err = last
-	}
-	if err != nil {
+	switch {
+	case err == nil:
+	case before != nil:
+		t.Fatalf("timed out waiting for %s: %v (before that: %v)", what, last, before)
+	case last != nil:
+		t.Fatalf("timed out waiting for %s: %v", what, last)
+	default:
 		t.Fatalf("timed out waiting for %s: %v", what, err)
 	}
 }

@@ -60,6 +60,10 @@ func TestUntil(t *testing.T) {
 			condition: func(calls int) (bool, error) { return false, fmt.Errorf("seen %d", min(calls, 1)) },
 			want:      "timed out waiting for the thing: seen 1",
 		},
+		"never holds, with errors": {
+			condition: func(calls int) (bool, error) { return false, fmt.Errorf("seen %d", min(calls, 2)) },
+			want:      "timed out waiting for the thing: seen 2 (before that: seen 1)",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -315,6 +315,10 @@ func confine(root, path string) (string, string, error) {
 		return "", "", err
 	}
 	resolved, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) && !lexicallyInside(root, path) {
+		// Only a path below the root is made when missing.
+		return "", "", fmt.Errorf("%w: path %q lies outside the host path root %q", backend.ErrInvalidSpec, path, root)
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("%w: cannot resolve path: %w", backend.ErrUnavailable, err)
 	}
@@ -332,14 +336,20 @@ func confine(root, path string) (string, string, error) {
 	return resolvedRoot, base, nil
 }
 
+// lexicallyInside reports whether path, as written, lies in root.
+func lexicallyInside(root, path string) bool {
+	rel, err := filepath.Rel(filepath.Clean(root), path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 // createInside creates a missing path that lies below root, through os.Root
 // so no symlink can carry the creation out of root. A path elsewhere is left
 // to the resolution check.
 func createInside(root, path string) error {
-	rel, err := filepath.Rel(filepath.Clean(root), path)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if !lexicallyInside(root, path) {
 		return nil
 	}
+	rel, _ := filepath.Rel(filepath.Clean(root), path)
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -125,7 +125,7 @@ func TestNew(t *testing.T) {
 		},
 		"missing path outside the root": {
 			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.Path = filepath.Join(tmp, "nowhere") },
-			want:   backend.ErrUnavailable, wantErr: "no such file",
+			want:   backend.ErrInvalidSpec, wantErr: "lies outside the host path root",
 		},
 		"bad pattern": {
 			mutate: func(t *testing.T, tmp string, c *Config) { t.Helper(); c.PathPattern = "{{.PVC" },

@@ -14,12 +14,18 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet_test
+package fleet
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -138,4 +144,112 @@ func names(n int) string {
 		list = append(list, fmt.Sprintf("n%d", i))
 	}
 	return strings.Join(list, ", ")
+}
+
+// TestBadProvisionerConfigsReportedNotReady applies ProvisionerConfigs that
+// the schema takes but that cannot run: a name, Lease or base another
+// object has, a hostPath outside the node agents' root or on a file, a path
+// pattern that always climbs out, nodes that none selects, an NFS server
+// that answers nothing and a custom driver no manager knows. Each is
+// reported Ready=False with a reason and a message, and a sound
+// ProvisionerConfig beside them keeps provisioning.
+func TestBadProvisionerConfigsReportedNotReady(t *testing.T) {
+	f := newFixture(t)
+	f.startManager("bad-ready")
+	sound := f.provisioner(f.prefix + "-sound")
+	f.waitReady(sound.Name, 1, v1alpha1.ReasonRunning)
+	// creationTimestamp has a resolution of one second: the bad objects
+	// are the newer ones.
+	time.Sleep(time.Second)
+	file := filepath.Join(f.root, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		mutate func(*v1alpha1.ProvisionerConfig)
+		reason string
+		// want is a part of the Ready condition's message.
+		want string
+	}{
+		"the provisioner name of another": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.ProvisionerName = sound.Spec.ProvisionerName },
+			reason: v1alpha1.ReasonProvisionerNameConflict, want: sound.Name,
+		},
+		"an additional name of another's": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) {
+				pc.Spec.AdditionalProvisionerNames = []v1alpha1.ProvisionerName{sound.Spec.ProvisionerName}
+			},
+			reason: v1alpha1.ReasonProvisionerNameConflict, want: sound.Name,
+		},
+		"the Lease of another's name": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) {
+				pc.Spec.ProvisionerName = v1alpha1.ProvisionerName(strings.Replace(string(sound.Spec.ProvisionerName), "/", "-", 1))
+			},
+			reason: v1alpha1.ReasonLeaseNameConflict, want: sound.Name,
+		},
+		"a base inside another's": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) {
+				pc.Spec.Backend.HostPath.Path = sound.Spec.Backend.HostPath.Path + "/inner"
+			},
+			reason: v1alpha1.ReasonBackendOverlap, want: sound.Name,
+		},
+		"a StorageClass base around another's": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) {
+				pc.Spec.Backend.HostPath.StorageClasses = []v1alpha1.HostPathStorageClass{{StorageClassName: "fast", Path: v1alpha1.AbsolutePath(f.root)}}
+			},
+			reason: v1alpha1.ReasonBackendOverlap, want: "storageClasses[0].path",
+		},
+		"a hostPath outside the agents' root": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Backend.HostPath.Path = "/etc/provfleet-bad-input" },
+			reason: v1alpha1.ReasonInvalidSpec, want: "outside the host path root",
+		},
+		"a hostPath that is a file": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Backend.HostPath.Path = v1alpha1.AbsolutePath(file) },
+			reason: v1alpha1.ReasonInvalidSpec, want: "not a directory",
+		},
+		"a pattern that always climbs out": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Backend.HostPath.PathPattern = `{{".."}}/x` },
+			reason: v1alpha1.ReasonInvalidSpec, want: "pathPattern",
+		},
+		"nodes that none selects": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) {
+				pc.Spec.Backend.HostPath.NodeSelector = &v1alpha1.NodeLabelSelector{MatchLabels: map[string]string{"provfleet.io/no-such-label": "x"}}
+			},
+			reason: v1alpha1.ReasonNoNodeServed, want: "no node is selected",
+		},
+		"an NFS server that answers nothing": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) {
+				pc.Spec.Backend = v1alpha1.BackendSpec{NFS: &v1alpha1.NFSBackend{Server: "127.0.0.1", Port: 1, Path: "/export"}}
+			},
+			reason: v1alpha1.ReasonBackendUnavailable, want: "127.0.0.1",
+		},
+		"a custom driver no manager knows": {
+			mutate: func(pc *v1alpha1.ProvisionerConfig) {
+				pc.Spec.Backend = v1alpha1.BackendSpec{Custom: &v1alpha1.CustomBackend{Driver: "example.com/unknown"}}
+			},
+			// Another build of the manager may have it.
+			reason: v1alpha1.ReasonBackendUnavailable, want: `"custom/example.com/unknown": no such backend in this manager`,
+		},
+	}
+	i := 0
+	for name, tc := range tests {
+		i++
+		t.Run(name, func(t *testing.T) {
+			pc := f.provisioner(fmt.Sprintf("%s-%d", f.prefix, i), tc.mutate)
+			f.eventually(fmt.Sprintf("%s reported Ready=False %s naming %q", pc.Name, tc.reason, tc.want), func(ctx context.Context) (bool, error) {
+				got, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(ctx, pc.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+				if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != tc.reason || !strings.Contains(ready.Message, tc.want) {
+					return false, fmt.Errorf("Ready is %+v", ready)
+				}
+				return true, nil
+			})
+		})
+	}
+	f.claim("beside-the-bad", sound.Name)
+	f.waitBound("beside-the-bad")
+	f.waitReady(sound.Name, 1, v1alpha1.ReasonRunning)
 }
