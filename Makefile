@@ -40,7 +40,8 @@ big-trees: ## Run the removal tests of big trees (100,000 files, 20,000 levels) 
 # SOURCE_DATE_EPOCH (the last commit's time) so that a rebuild gives the same
 # digests. VERSION is the chart's appVersion, the tag the chart installs by
 # default, so that the chart runs the image built from the same tree
-# (hack/helm tests that the chart, examples/deploy and this default agree).
+# (hack/helm tests that the chart and this default agree, and make generate
+# renders the chart into examples/deploy).
 # The tool is a module of its own (hack/image/go.mod) that pins
 # go-containerregistry, so the manager's go.mod stays lean.
 IMAGE_ARCHS       ?= $(shell go env GOARCH)
@@ -62,7 +63,7 @@ image-test: ## Build the image for amd64, arm64 and this machine into a temporar
 # Go packages, pinned in hack/helm/go.mod, a module of its own, so the
 # manager's go.mod stays lean; no helm binary is needed.
 .PHONY: chart-test
-chart-test: controlplane ## Lint and render the Helm chart, keep it in step with examples/deploy and install it on a local control plane.
+chart-test: controlplane ## Lint and render the Helm chart, check it against examples/ and install it on a local control plane.
 	cd hack/helm && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
 
 FUZZ_TIME ?= 3000x
@@ -108,11 +109,12 @@ lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the
 	$(LOGCHECK) -check-contextual -check-value ./...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, the chart's copies of the CRD and examples/monitoring, and the kustomize base's of the CRD.
+generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, the chart's copies of the CRD and examples/monitoring, the kustomize base's of the CRD, and examples/deploy from the chart.
 	hack/update-codegen.sh
+	cd hack/helm && go run ./cmd/deployexamples -root $(CURDIR)
 
 # What make generate writes, all of it checked in.
-GENERATED := api crds charts/provfleet/crds charts/provfleet/files examples/crds pkg/generated docs/api.md
+GENERATED := api crds charts/provfleet/crds charts/provfleet/files examples/crds examples/deploy pkg/generated docs/api.md
 
 .PHONY: verify
 verify: generate lint ## Regenerate and fail on a diff; gofmt, license headers, linters, go vet, tests of generated output.

@@ -77,19 +77,6 @@ func decodeFiles(t *testing.T, paths ...string) []runtime.Object {
 	return objects
 }
 
-// The chart grants the manager and the node agents exactly what
-// examples/deploy grants them, under the same names.
-func TestRBACInStep(t *testing.T) {
-	want := grants(t, decodeFiles(t, deployManifest(t, "rbac.yaml"), deployManifest(t, "node-rbac.yaml")))
-	got := grants(t, render(t, nil))
-	if len(want) == 0 {
-		t.Fatal("examples/deploy grants nothing")
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("RBAC of the chart (-examples/deploy +chart):\n%s", diff)
-	}
-}
-
 // kustomizeBuild builds the kustomize base of examples/ with kubectl's
 // kustomize and decodes what it holds.
 func kustomizeBuild(t *testing.T) []runtime.Object {
