@@ -40,8 +40,8 @@ big-trees: ## Run the removal tests of big trees (100,000 files, 20,000 levels) 
 # SOURCE_DATE_EPOCH (the last commit's time) so that a rebuild gives the same
 # digests. VERSION is the chart's appVersion, the tag the chart installs by
 # default, so that the chart runs the image built from the same tree
-# (hack/helm tests that the chart and this default agree, and make generate
-# renders the chart into examples/deploy).
+# (the chart's tests check that the chart and this default agree, and make
+# generate renders the chart into examples/deploy).
 # The tool is a module of its own (hack/image/go.mod) that pins
 # go-containerregistry, so the manager's go.mod stays lean.
 IMAGE_ARCHS       ?= $(shell go env GOARCH)
@@ -60,11 +60,11 @@ image-test: ## Build the image for amd64, arm64 and this machine into a temporar
 	cd hack/image && go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 
 # The Helm chart (charts/provfleet): its tests lint and render it with helm's
-# Go packages, pinned in hack/helm/go.mod, a module of its own, so the
-# manager's go.mod stays lean; no helm binary is needed.
+# Go packages, pinned in charts/charttest/go.mod, a module of its own beside
+# the chart, so the manager's go.mod stays lean; no helm binary is needed.
 .PHONY: chart-test
 chart-test: controlplane ## Lint and render the Helm chart, check it against examples/ and install it on a local control plane.
-	cd hack/helm && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
+	cd charts/charttest && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
 
 FUZZ_TIME ?= 3000x
 FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs FuzzOverlapping:./pkg/backend FuzzNFSStore:./pkg/backend/internal/nfsfs FuzzReplies:./pkg/backend/internal/nfsclient
@@ -105,13 +105,13 @@ lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	cd bench && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../.golangci.yml ./...
 	cd hack/image && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
-	cd hack/helm && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
+	cd charts/charttest && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
 	$(LOGCHECK) -check-contextual -check-value ./...
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, the chart's copies of the CRD and examples/monitoring, the kustomize base's of the CRD, and examples/deploy from the chart.
 	hack/update-codegen.sh
-	cd hack/helm && go run ./cmd/deployexamples -root $(CURDIR)
+	cd charts/charttest && go run ./cmd/deployexamples -root $(CURDIR)
 
 # What make generate writes, all of it checked in.
 GENERATED := api crds charts/provfleet/crds charts/provfleet/files examples/crds examples/deploy pkg/generated docs/api.md

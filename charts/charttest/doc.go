@@ -14,13 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package helm renders the Helm chart of charts/provfleet with helm's Go
-// packages, as `helm template` does but without the helm binary, decodes
-// the rendered manifest into typed Kubernetes objects, and splits it into
-// the files of examples/deploy (cmd/deployexamples writes them, run by `make
-// generate`). Its tests lint the chart, check that split, keep the chart's
-// CRD in step with its kustomize base (which installs the CRD too) and
-// crds/, its dashboard, alerts, ServiceMonitor and PodMonitor with
+// Package charttest holds the tests of the Helm chart beside it,
+// charts/provfleet, and what they share with `make generate`: it renders the
+// chart with helm's Go packages, as `helm template` does but without the
+// helm binary, decodes the rendered manifest into typed Kubernetes objects,
+// and splits it into the files of examples/deploy (cmd/deployexamples writes
+// them). Its tests lint the chart, check that split, keep the chart's CRD
+// in step with its kustomize base (which installs the CRD too) and crds/,
+// its dashboard, alerts, ServiceMonitor and PodMonitor with
 // examples/monitoring, and its image with the default tag of `make image`,
 // check that the monitors scrape the manager and the node agents, check the
 // Pod Security levels of its Pods in-process and against a real API server,
@@ -36,4 +37,4 @@ limitations under the License.
 //
 // Nothing here starts goroutines or talks to a cluster; the tests start the
 // control plane and the manager processes.
-package helm
+package charttest

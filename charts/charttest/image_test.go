@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"os"
@@ -27,7 +27,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 // The image the chart installs by default is the one `make image` builds
@@ -35,7 +35,7 @@ import (
 // chart's appVersion raises all of them (and examples/deploy, which `make
 // generate` renders from the chart).
 func TestImageInStep(t *testing.T) {
-	chart, err := loader.Load(helm.ChartDir(repoRoot(t)))
+	chart, err := loader.Load(charttest.ChartDir(repoRoot(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 // examplesValues is the values file examples/deploy is rendered with.
@@ -32,11 +32,11 @@ const examplesValues = "cmd/deployexamples/values.yaml"
 // examples/deploy that holds it, with the Namespace and the RBAC the chart
 // leaves to the installer, and without Helm's labels.
 func TestDeployExamples(t *testing.T) {
-	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), readValues(t, examplesValues))
+	rel, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), readValues(t, examplesValues))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := helm.DeployExamples(rel.Manifest, examplesValues)
+	files, err := charttest.DeployExamples(rel.Manifest, examplesValues)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestDeployExamples(t *testing.T) {
 	}
 	got := map[string][]string{}
 	for name, text := range files {
-		objects, err := helm.Decode(text)
+		objects, err := charttest.Decode(text)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -106,7 +106,7 @@ func TestDeployExamplesRefuses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := helm.DeployExamples(tc.manifest, examplesValues)
+			_, err := charttest.DeployExamples(tc.manifest, examplesValues)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("want an error with %q, got %v", tc.want, err)
 			}

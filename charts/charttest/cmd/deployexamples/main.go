@@ -25,7 +25,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 func main() {
@@ -41,7 +41,7 @@ func main() {
 
 // valuesFile is the values file of examples/deploy, from the repository's
 // root.
-const valuesFile = "hack/helm/cmd/deployexamples/values.yaml"
+const valuesFile = "charts/charttest/cmd/deployexamples/values.yaml"
 
 func run(ctx context.Context, root, values, out string) error {
 	if values == "" {
@@ -58,11 +58,11 @@ func run(ctx context.Context, root, values, out string) error {
 	if err != nil {
 		return fmt.Errorf("cannot read the values: %w", err)
 	}
-	rel, err := helm.Render(ctx, helm.ChartDir(root), vals)
+	rel, err := charttest.Render(ctx, charttest.ChartDir(root), vals)
 	if err != nil {
 		return err
 	}
-	files, err := helm.DeployExamples(rel.Manifest, filepath.ToSlash(source))
+	files, err := charttest.DeployExamples(rel.Manifest, filepath.ToSlash(source))
 	if err != nil {
 		return err
 	}

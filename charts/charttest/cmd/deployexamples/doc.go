@@ -17,7 +17,7 @@ limitations under the License.
 // Command deployexamples writes examples/deploy, the plain manifests of a
 // provfleet install, from the Helm chart: it renders charts/provfleet with
 // the values of values.yaml beside it, as `helm template` would, splits the
-// manifest into one file per template (helm.DeployExamples) and replaces
+// manifest into one file per template (charttest.DeployExamples) and replaces
 // the YAML files of the output folder with them, so a file the chart no
 // longer renders goes too. `make generate` runs it and `make verify` fails
 // while examples/deploy differs from what it writes.
