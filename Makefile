@@ -7,6 +7,14 @@ CONTROLPLANE  ?= $(OUTPUT)/controlplane
 GO_TEST_FLAGS ?=
 export PROVFLEET_CONTROLPLANE_BIN := $(CONTROLPLANE)
 
+# A test's timeout times the test, not the compiler: on a machine loaded by
+# other work, compiling can take longer than the tests. So every target that
+# times tests first builds, untimed, what they would compile: their test
+# binaries (TEST_BUILD: `go test -exec true` builds them and runs none), and
+# the binaries the tests start, which they take ready-made or find up to date.
+TEST_BUILD  := go test -exec true -count=1
+MANAGER_BIN := $(OUTPUT)/bin/manager
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,8 +32,9 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl
 	hack/controlplane/build.sh $(CONTROLPLANE)
 
 .PHONY: test
-test: controlplane fuzz-short bench-smoke image image-test chart-test ## Run unit and end-to-end tests, the benchmark smoke run, the image's build and tests and the chart's tests (builds the control plane first).
-	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+test: controlplane fuzz-short bench-smoke image image-test chart-test build ## Run unit and end-to-end tests, the benchmark smoke run, the image's build and tests and the chart's tests (builds the control plane first).
+	$(TEST_BUILD) -race ./... >/dev/null
+	PROVFLEET_MANAGER_BIN=$(MANAGER_BIN) go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 	$(MAKE) big-trees
 
 # The removal tests build trees a tenth of their size under the race
@@ -33,6 +42,7 @@ test: controlplane fuzz-short bench-smoke image image-test chart-test ## Run uni
 # size without it.
 .PHONY: big-trees
 big-trees: ## Run the removal tests of big trees (100,000 files, 20,000 levels) at full size, without the race detector.
+	$(TEST_BUILD) ./pkg/backend/internal/dirvol/ ./pkg/backend/internal/nfsfs/ >/dev/null
 	go test -count=1 -timeout 30m -run 'RemoveAllBounded' ./pkg/backend/internal/dirvol/ ./pkg/backend/internal/nfsfs/
 
 # The image: the manager for each of IMAGE_ARCHS (GOARCHes of linux; several
@@ -40,7 +50,8 @@ big-trees: ## Run the removal tests of big trees (100,000 files, 20,000 levels) 
 # SOURCE_DATE_EPOCH (the last commit's time) so that a rebuild gives the same
 # digests. VERSION is the chart's appVersion, the tag the chart installs by
 # default, so that the chart runs the image built from the same tree
-# (hack/helm tests that the chart, examples/deploy and this default agree).
+# (the chart's tests check that the chart and this default agree, and make
+# generate renders the chart into examples/deploy).
 # The tool is a module of its own (hack/image/go.mod) that pins
 # go-containerregistry, so the manager's go.mod stays lean.
 IMAGE_ARCHS       ?= $(shell go env GOARCH)
@@ -55,15 +66,29 @@ image: ## Build the manager's OCI image without Docker into _output/image (IMAGE
 		-archs $(IMAGE_ARCHS) -repository $(IMAGE_REPOSITORY) -version $(VERSION)
 
 .PHONY: image-test
-image-test: ## Build the image for amd64, arm64 and this machine into a temporary folder and test it, and the Dockerfile against it.
+image-test: image-test-build ## Build the image for amd64, arm64 and this machine into a temporary folder and test it, and the Dockerfile against it.
 	cd hack/image && go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 
+# The image's tests build the manager for these GOARCHes, and build it again
+# to check that a rebuild is identical: compiled here first with their flags
+# (hack/image's goBuild), it is only linked within their timeout.
+IMAGE_TEST_ARCHS := $(sort amd64 arm64 $(shell go env GOARCH))
+
+.PHONY: image-test-build
+image-test-build:
+	cd hack/image && $(TEST_BUILD) -race ./... >/dev/null
+	@set -e; for arch in $(IMAGE_TEST_ARCHS); do \
+		echo "building cmd/manager for linux/$$arch"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags='-s -w' -o $(OUTPUT)/image-test/manager-linux-$$arch ./cmd/manager; \
+	done
+
 # The Helm chart (charts/provfleet): its tests lint and render it with helm's
-# Go packages, pinned in hack/helm/go.mod, a module of its own, so the
-# manager's go.mod stays lean; no helm binary is needed.
+# Go packages, pinned in charts/charttest/go.mod, a module of its own beside
+# the chart, so the manager's go.mod stays lean; no helm binary is needed.
 .PHONY: chart-test
-chart-test: controlplane ## Lint and render the Helm chart, keep it in step with examples/deploy and install it on a local control plane.
-	cd hack/helm && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
+chart-test: controlplane build ## Lint and render the Helm chart, check it against examples/ and install it on a local control plane.
+	cd charts/charttest && $(TEST_BUILD) -race ./... >/dev/null
+	cd charts/charttest && PROVFLEET_MANAGER_BIN=$(MANAGER_BIN) go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
 
 FUZZ_TIME ?= 3000x
 FUZZ_TARGETS := FuzzHostPath:./pkg/backend/hostpath FuzzNFS:./pkg/backend/nfs FuzzOverlapping:./pkg/backend FuzzNFSStore:./pkg/backend/internal/nfsfs FuzzReplies:./pkg/backend/internal/nfsclient
@@ -79,16 +104,32 @@ bench: controlplane ## Run the benchmark (a fresh control plane; tens of minutes
 	cd bench && go run ./cmd/bench $(BENCH_FLAGS)
 
 .PHONY: bench-smoke
-bench-smoke: controlplane ## Run the benchmark harness's tests and every scenario at toy size.
+bench-smoke: controlplane bench-smoke-build ## Run the benchmark harness's tests and every scenario at toy size.
 	cd bench && go test -race -count=1 -timeout 10m $(GO_TEST_FLAGS) ./...
+
+# The smoke run builds the manager (with the profiling endpoint, through an
+# overlay), the peer and the limit into BENCH_SMOKE_BIN as the harness's
+# build does; built here first with the same flags, overlay and folder, they
+# are up to date when it looks.
+BENCH_SMOKE_BIN := $(CURDIR)/_output/bench-smoke/bin
+
+.PHONY: bench-smoke-build
+bench-smoke-build:
+	cd bench && $(TEST_BUILD) -race ./... >/dev/null
+	mkdir -p $(BENCH_SMOKE_BIN)
+	cp bench/internal/harness/assets/pprof.go.txt $(BENCH_SMOKE_BIN)/pprof.go
+	printf '{"Replace":{"%s":"%s"}}' $(CURDIR)/cmd/manager/zz_bench_pprof.go $(BENCH_SMOKE_BIN)/pprof.go >$(BENCH_SMOKE_BIN)/overlay.json
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -overlay=$(BENCH_SMOKE_BIN)/overlay.json -o $(BENCH_SMOKE_BIN)/manager ./cmd/manager
+	cd bench && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(BENCH_SMOKE_BIN)/ ./cmd/upstream ./cmd/limit
 
 .PHONY: unit
 unit: ## Run the unit tests only (end-to-end tests skip themselves under -short).
 	go test -race -count=1 -short $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
-e2e: controlplane ## Run the end-to-end tests and those of the test control plane only, verbose.
-	go test -race -count=1 -timeout 40m -v $(GO_TEST_FLAGS) ./internal/testenv/... ./test/e2e/...
+e2e: controlplane build ## Run the end-to-end tests and those of the test control plane only, verbose.
+	$(TEST_BUILD) -race ./internal/testenv/... ./test/e2e/... >/dev/null
+	PROVFLEET_MANAGER_BIN=$(MANAGER_BIN) go test -race -count=1 -timeout 40m -v $(GO_TEST_FLAGS) ./internal/testenv/... ./test/e2e/...
 
 TOOLS_BIN     := $(OUTPUT)/tools
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
@@ -104,15 +145,16 @@ lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	cd bench && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../.golangci.yml ./...
 	cd hack/image && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
-	cd hack/helm && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
+	cd charts/charttest && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
 	$(LOGCHECK) -check-contextual -check-value ./...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, the chart's copies of the CRD and examples/monitoring, and the kustomize base's of the CRD.
+generate: ## Regenerate deepcopy, CRDs, typed clients and docs/api.md from api/, the chart's copies of the CRD and examples/monitoring, the kustomize base's of the CRD, and examples/deploy from the chart.
 	hack/update-codegen.sh
+	cd charts/charttest && go run ./cmd/deployexamples -root $(CURDIR)
 
 # What make generate writes, all of it checked in.
-GENERATED := api crds charts/provfleet/crds charts/provfleet/files examples/crds pkg/generated docs/api.md
+GENERATED := api crds charts/provfleet/crds charts/provfleet/files examples/crds examples/deploy pkg/generated docs/api.md
 
 .PHONY: verify
 verify: generate lint ## Regenerate and fail on a diff; gofmt, license headers, linters, go vet, tests of generated output.

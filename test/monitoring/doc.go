@@ -15,14 +15,15 @@ limitations under the License.
 */
 
 // Package monitoring holds the tests that keep what documents and watches
-// the manager's metrics in step with what it exports: the README's table of
-// metrics, and the Grafana dashboard and PrometheusRule of
+// the manager's metrics in step with what it exports: the table of
+// docs/metrics.md, and the Grafana dashboard and PrometheusRule of
 // examples/monitoring together with the copies of them that the Helm chart
 // ships in charts/provfleet/files/monitoring (make generate writes those;
-// hack/helm checks that they are equal and that the chart renders them). The
-// series come from the registry of a manager built in-process as cmd/manager
-// builds it, without a control plane; the metric names a query selects come
-// from a small PromQL tokenizer (promql.go), which serves these tests only.
+// charts/charttest checks that they are equal and that the chart renders
+// them). The series come from the registry of a manager built in-process as
+// cmd/manager builds it, without a control plane; the metric names a query
+// selects come from a small PromQL tokenizer (promql.go), which serves these
+// tests only.
 // The tests start no goroutine of their own beyond one that describes each
 // collector.
 package monitoring

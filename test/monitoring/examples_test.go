@@ -28,8 +28,9 @@ import (
 )
 
 // The dashboard and the PrometheusRule of examples/monitoring, and the
-// copies the chart ships and renders (make generate writes them, hack/helm
-// checks that they are equal and that the chart renders them).
+// copies the chart ships and renders (make generate writes them,
+// charts/charttest checks that they are equal and that the chart renders
+// them).
 var (
 	dashboardFiles = []string{"../../examples/monitoring/dashboard.json", "../../charts/provfleet/files/monitoring/dashboard.json"}
 	ruleFiles      = []string{"../../examples/monitoring/prometheusrule.yaml", "../../charts/provfleet/files/monitoring/prometheusrule.yaml"}

@@ -143,30 +143,26 @@ func typeOf(c prometheus.Collector, name string, gathered []*dto.MetricFamily) s
 	return ""
 }
 
-// standard are the series of the Go and process collectors, which the
-// README names by prefix only.
+// standard are the series of the Go and process collectors, which
+// docs/metrics.md names by prefix only.
 func standard(name string) bool {
 	return strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
 }
 
-// readmeRow matches a row of the README's table of metrics.
-var readmeRow = regexp.MustCompile("^\\| `([a-z_:]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
+// docRow matches a row of the table of metrics in docs/metrics.md.
+var docRow = regexp.MustCompile("^\\| `([a-z_:]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
 
-// readmeMetrics returns the rows of the README's table of metrics.
-func readmeMetrics(t *testing.T) map[string]metric {
+// documentedMetrics returns the rows of the table of metrics in
+// docs/metrics.md.
+func documentedMetrics(t *testing.T) map[string]metric {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "\n## Metrics\n")
-	if !ok {
-		t.Fatal("the README has no Metrics section")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
 	rows := map[string]metric{}
-	for line := range strings.SplitSeq(section, "\n") {
-		match := readmeRow.FindStringSubmatch(line)
+	for line := range strings.SplitSeq(string(data), "\n") {
+		match := docRow.FindStringSubmatch(line)
 		if match == nil {
 			continue
 		}
@@ -178,24 +174,27 @@ func readmeMetrics(t *testing.T) map[string]metric {
 		}
 		rows[match[1]] = metric{Type: match[2], Labels: labels}
 	}
+	if len(rows) == 0 {
+		t.Fatal("docs/metrics.md has no table of metrics")
+	}
 	return rows
 }
 
-// TestReadmeListsEveryMetric: the README's table lists every metric family
-// the manager exports but the standard ones, with its labels and its type
-// where the registry tells it, and nothing else.
-func TestReadmeListsEveryMetric(t *testing.T) {
+// TestMetricsDocListsEveryMetric: the table of docs/metrics.md lists every
+// metric family the manager exports but the standard ones, with its labels
+// and its type where the registry tells it, and nothing else.
+func TestMetricsDocListsEveryMetric(t *testing.T) {
 	want := map[string]metric{}
 	for name, m := range exported(t) {
 		if !standard(name) {
 			want[name] = m
 		}
 	}
-	got := readmeMetrics(t)
+	got := documentedMetrics(t)
 	for name, m := range got {
 		if w, ok := want[name]; ok && w.Type == "" {
 			// Neither the collector nor a series tells the type: take the
-			// README's.
+			// documented one.
 			w.Type = m.Type
 			want[name] = w
 		}
@@ -206,6 +205,6 @@ func TestReadmeListsEveryMetric(t *testing.T) {
 		return out
 	})
 	if diff := cmp.Diff(want, got, sortLabels); diff != "" {
-		t.Errorf("README table of metrics against the registry (-exported +README):\n%s", diff)
+		t.Errorf("docs/metrics.md's table of metrics against the registry (-exported +documented):\n%s", diff)
 	}
 }

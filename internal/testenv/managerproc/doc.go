@@ -20,6 +20,7 @@ limitations under the License.
 // demo, and the benchmark for its ports.
 //
 //	Build(ctx, root, dir)   ──▶ go build ./cmd/manager ──▶ path of the binary
+//	                            (or $PROVFLEET_MANAGER_BIN, built beforehand)
 //	Start(Options)          ──▶ manager process (own process group, free loopback ports)
 //	Process ──▶ WaitReady   polls /readyz
 //	        ──▶ Metrics     text of /metrics

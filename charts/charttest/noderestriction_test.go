@@ -14,44 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
-
-// policies are the specs of the ValidatingAdmissionPolicies and their
-// bindings among objects, by kind and name, without their labels.
-func policies(t *testing.T, objects []runtime.Object) map[string]any {
-	t.Helper()
-	out := map[string]any{}
-	for _, obj := range objects {
-		switch o := obj.(type) {
-		case *admissionregistrationv1.ValidatingAdmissionPolicy:
-			out[describe(t, o)] = o.Spec
-		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
-			out[describe(t, o)] = o.Spec
-		}
-	}
-	return out
-}
-
-// The chart holds the node agents to their nodes with exactly the policies
-// of examples/deploy, under the same names.
-func TestNodeRestrictionInStep(t *testing.T) {
-	want := policies(t, decodeFiles(t, deployManifest(t, "node-restriction.yaml")))
-	if len(want) != 6 {
-		t.Fatalf("examples/deploy has %d policies and bindings, want 3 of each", len(want))
-	}
-	if diff := cmp.Diff(want, policies(t, render(t, nil))); diff != "" {
-		t.Errorf("node restriction of the chart (-examples/deploy +chart):\n%s", diff)
-	}
-}
 
 // With the agents' namespace and ServiceAccount of other names, the policies
 // concern that ServiceAccount alone, the Leases of that namespace, and read

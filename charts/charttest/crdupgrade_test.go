@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"os"
@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 	"github.com/provfleet/provfleet/internal/testenv"
 )
 
@@ -59,7 +59,7 @@ func TestCRDUpgradeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(env.Stop)
-	chartDir := helm.ChartDir(repoRoot(t))
+	chartDir := charttest.ChartDir(repoRoot(t))
 	current := readCRD(t, filepath.Join(chartDir, crdFile))
 	helmInstall(t, env, olderCRD(t, current))
 	pcfg := &unstructured.Unstructured{Object: map[string]any{
@@ -106,7 +106,7 @@ func TestCRDUpgradeCommand(t *testing.T) {
 // TestCRDUpgradeCommand runs (the notes from the chart's own folder).
 func TestCRDUpgradeDocumentedAlike(t *testing.T) {
 	command := documentedCRDUpgrade(t)
-	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), nil)
+	rel, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestCRDUpgradeDocumentedAlike(t *testing.T) {
 // "Upgrading the CRD".
 func documentedCRDUpgrade(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(helm.ChartDir(repoRoot(t)), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(charttest.ChartDir(repoRoot(t)), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +182,10 @@ func olderCRD(t *testing.T, current *apiextensionsv1.CustomResourceDefinition) *
 }
 
 // helmInstall installs the chart as the helm binary does, with crd in its
-// crds/, as release helm.ReleaseName in a namespace it creates.
+// crds/, as release charttest.ReleaseName in a namespace it creates.
 func helmInstall(t *testing.T, env *testenv.Environment, crd *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	ch, err := loader.Load(helm.ChartDir(repoRoot(t)))
+	ch, err := loader.Load(charttest.ChartDir(repoRoot(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +203,8 @@ func helmInstall(t *testing.T, env *testenv.Environment, crd *apiextensionsv1.Cu
 		t.Fatalf("the chart has no %s", crdFile)
 	}
 	install := action.NewInstall(helmConfig(t, env))
-	install.ReleaseName = helm.ReleaseName
-	install.Namespace = helm.ReleaseNamespace
+	install.ReleaseName = charttest.ReleaseName
+	install.Namespace = charttest.ReleaseNamespace
 	install.CreateNamespace = true
 	if _, err := install.RunWithContext(t.Context(), ch, nil); err != nil {
 		t.Fatalf("helm install: %v", err)
@@ -217,7 +217,7 @@ func helmConfig(t *testing.T, env *testenv.Environment) *action.Configuration {
 	t.Helper()
 	kube.ManagedFieldsManager = "helm"
 	flags := genericclioptions.NewConfigFlags(false)
-	kubeconfig, namespace := env.AdminKubeconfigPath(), helm.ReleaseNamespace
+	kubeconfig, namespace := env.AdminKubeconfigPath(), charttest.ReleaseNamespace
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &namespace
 	config := &action.Configuration{}
 	if err := config.Init(flags, namespace, "secret", t.Logf); err != nil {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"os"
@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 	"github.com/provfleet/provfleet/internal/testenv"
 )
 
@@ -36,7 +36,7 @@ import (
 // `make controlplane` builds at the repository's root unless
 // PROVFLEET_CONTROLPLANE_BIN names others.
 func TestMain(m *testing.M) {
-	opts := testenv.Options{CRDDir: filepath.Join(helm.ChartDir(rootDir), "crds")}
+	opts := testenv.Options{CRDDir: filepath.Join(charttest.ChartDir(rootDir), "crds")}
 	if os.Getenv(testenv.BinDirEnv) == "" {
 		opts.BinDir = filepath.Join(rootDir, "_output", "controlplane")
 	}
@@ -79,11 +79,11 @@ func readValues(t *testing.T, path string) map[string]any {
 // render renders the chart with values and decodes its manifest.
 func render(t *testing.T, values map[string]any) []runtime.Object {
 	t.Helper()
-	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), values)
+	rel, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), values)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objects, err := helm.Decode(rel.Manifest)
+	objects, err := charttest.Decode(rel.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +154,22 @@ func podOf(t *testing.T, workload runtime.Object) *corev1.Pod {
 func deployManifest(t *testing.T, name string) string {
 	t.Helper()
 	return filepath.Join(repoRoot(t), "examples", "deploy", name)
+}
+
+// decodeFiles decodes the objects of manifest files.
+func decodeFiles(t *testing.T, paths ...string) []runtime.Object {
+	t.Helper()
+	var objects []runtime.Object
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, err := charttest.Decode(string(data))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		objects = append(objects, decoded...)
+	}
+	return objects
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 // The NetworkPolicy is off by default; enabled, it selects the manager's
@@ -86,7 +86,7 @@ func TestNetworkPolicy(t *testing.T) {
 // Enabled without the API server's addresses, the chart refuses to render
 // rather than cut the manager off from the API server.
 func TestNetworkPolicyNeedsTheAPIServer(t *testing.T) {
-	_, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), map[string]any{"networkPolicy": map[string]any{
+	_, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), map[string]any{"networkPolicy": map[string]any{
 		"enabled":    true,
 		"nfsServers": []any{map[string]any{"cidr": "10.0.5.10/32", "ports": []any{2049}}},
 	}})

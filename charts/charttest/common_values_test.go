@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"slices"
@@ -27,7 +27,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 // commonLabels and pullSecrets are those commonValues sets.
@@ -89,7 +89,7 @@ func TestCommonValuesOnPods(t *testing.T) {
 	want := map[string]pod{
 		"manager": {
 			Labels: map[string]string{
-				"app.kubernetes.io/name": "provfleet-storage", "app.kubernetes.io/instance": helm.ReleaseName,
+				"app.kubernetes.io/name": "provfleet-storage", "app.kubernetes.io/instance": charttest.ReleaseName,
 				"example.com/cost-center": "storage", "example.com/tier": "manager",
 			},
 			Annotations: map[string]string{"example.com/scrape": "false"},
@@ -99,7 +99,7 @@ func TestCommonValuesOnPods(t *testing.T) {
 		},
 		"agent": {
 			Labels: map[string]string{
-				"app.kubernetes.io/name": "provfleet-storage-node", "app.kubernetes.io/instance": helm.ReleaseName,
+				"app.kubernetes.io/name": "provfleet-storage-node", "app.kubernetes.io/instance": charttest.ReleaseName,
 				"example.com/cost-center": "storage", "example.com/tier": "node-agent",
 			},
 			Annotations: map[string]string{"example.com/scrape": "true"},
@@ -194,7 +194,7 @@ func TestRefusedCommonValues(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), tc.values)
+			_, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), tc.values)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("render: %v, want an error with %q", err, tc.want)
 			}

@@ -14,15 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // memorySettings are what sizes a container's memory: its resources, and
@@ -33,30 +31,23 @@ type memorySettings struct {
 	LimitVariable    *corev1.ResourceFieldSelector
 }
 
-// The manager and the agents have the same memory requests and limits in
-// the chart's defaults and in examples/deploy, and each hands its own
-// container's limit to --memory-limit.
-func TestMemoryInStep(t *testing.T) {
-	sources := map[string][]runtime.Object{
-		"chart":           render(t, nil),
-		"examples/deploy": decodeFiles(t, deployManifest(t, "deployment.yaml"), deployManifest(t, "daemonset.yaml")),
-	}
-	got := map[string]map[string]memorySettings{}
-	for source, objects := range sources {
-		got[source] = map[string]memorySettings{}
-		for _, obj := range objects {
-			switch obj.(type) {
-			case *appsv1.Deployment, *appsv1.DaemonSet:
-				for _, c := range podOf(t, obj).Spec.Containers {
-					got[source][obj.GetObjectKind().GroupVersionKind().Kind+" "+c.Name] = memoryOf(c)
-				}
+// TestMemoryLimits: the manager and the agents have memory requests and
+// limits in the chart's defaults, and each hands its own container's limit
+// to --memory-limit.
+func TestMemoryLimits(t *testing.T) {
+	got := map[string]memorySettings{}
+	for _, obj := range render(t, nil) {
+		switch obj.(type) {
+		case *appsv1.Deployment, *appsv1.DaemonSet:
+			for _, c := range podOf(t, obj).Spec.Containers {
+				got[obj.GetObjectKind().GroupVersionKind().Kind+" "+c.Name] = memoryOf(c)
 			}
 		}
 	}
-	if diff := cmp.Diff(got["examples/deploy"], got["chart"]); diff != "" {
-		t.Errorf("memory of the workloads (-examples/deploy +chart):\n%s", diff)
+	if len(got) != 2 {
+		t.Fatalf("want the containers of the Deployment and the DaemonSet, got %v", got)
 	}
-	for name, m := range got["chart"] {
+	for name, m := range got {
 		if m.Limits[corev1.ResourceMemory] == "" || m.Requests[corev1.ResourceMemory] == "" {
 			t.Errorf("%s: want a memory request and limit, got %+v", name, m)
 		}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 // monitoringFiles are the files of examples/monitoring the chart ships in
@@ -46,7 +46,7 @@ func TestMonitoringInStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		shipped, err := os.ReadFile(filepath.Join(helm.ChartDir(root), "files", "monitoring", name))
+		shipped, err := os.ReadFile(filepath.Join(charttest.ChartDir(root), "files", "monitoring", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestPrometheusRuleUnknownAlert(t *testing.T) {
 	values := map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{
 		"enabled": true, "alerts": map[string]any{"ProvfleetProvisioningFailure": map[string]any{"for": "1h"}},
 	}}}
-	_, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), values)
+	_, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), values)
 	if want := "the chart ships no alert ProvfleetProvisioningFailure"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("want an error with %q, got %v", want, err)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"os"
@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 	"github.com/provfleet/provfleet/internal/testenv"
 )
 
@@ -59,37 +59,6 @@ func grants(t *testing.T, objects []runtime.Object) map[string]grant {
 	return out
 }
 
-// decodeFiles decodes the objects of manifest files.
-func decodeFiles(t *testing.T, paths ...string) []runtime.Object {
-	t.Helper()
-	var objects []runtime.Object
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		decoded, err := helm.Decode(string(data))
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		objects = append(objects, decoded...)
-	}
-	return objects
-}
-
-// The chart grants the manager and the node agents exactly what
-// examples/deploy grants them, under the same names.
-func TestRBACInStep(t *testing.T) {
-	want := grants(t, decodeFiles(t, deployManifest(t, "rbac.yaml"), deployManifest(t, "node-rbac.yaml")))
-	got := grants(t, render(t, nil))
-	if len(want) == 0 {
-		t.Fatal("examples/deploy grants nothing")
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("RBAC of the chart (-examples/deploy +chart):\n%s", diff)
-	}
-}
-
 // kustomizeBuild builds the kustomize base of examples/ with kubectl's
 // kustomize and decodes what it holds.
 func kustomizeBuild(t *testing.T) []runtime.Object {
@@ -99,7 +68,7 @@ func kustomizeBuild(t *testing.T) []runtime.Object {
 	if err != nil {
 		t.Fatalf("kubectl kustomize: %v", err)
 	}
-	built, err := helm.Decode(string(out))
+	built, err := charttest.Decode(string(out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"os"
@@ -26,38 +26,32 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 // The image the chart installs by default is the one `make image` builds
-// by default and the one examples/deploy runs: a release that raises the
-// chart's appVersion raises all of them.
+// by default and the one the Dockerfile labels: a release that raises the
+// chart's appVersion raises all of them (and examples/deploy, which `make
+// generate` renders from the chart).
 func TestImageInStep(t *testing.T) {
-	chart, err := loader.Load(helm.ChartDir(repoRoot(t)))
+	chart, err := loader.Load(charttest.ChartDir(repoRoot(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	repository, _ := chart.Values["image"].(map[string]any)["repository"].(string)
 	want := repository + ":" + chart.Metadata.AppVersion
 	got := map[string]string{"make image": makeImageTag(t)}
-	sources := map[string][]runtime.Object{
-		"chart":           render(t, nil),
-		"examples/deploy": decodeFiles(t, deployManifest(t, "deployment.yaml"), deployManifest(t, "daemonset.yaml")),
-	}
-	for source, objects := range sources {
-		for _, obj := range objects {
-			switch obj.(type) {
-			case *appsv1.Deployment, *appsv1.DaemonSet:
-				for _, container := range podOf(t, obj).Spec.Containers {
-					got[source+" "+describe(t, obj)+" "+container.Name] = container.Image
-				}
+	for _, obj := range render(t, nil) {
+		switch obj.(type) {
+		case *appsv1.Deployment, *appsv1.DaemonSet:
+			for _, container := range podOf(t, obj).Spec.Containers {
+				got["chart "+describe(t, obj)+" "+container.Name] = container.Image
 			}
 		}
 	}
-	if len(got) != 5 {
-		t.Fatalf("want the images of make image and of two workloads each of the chart and examples/deploy, got %v", got)
+	if len(got) != 3 {
+		t.Fatalf("want the images of make image and of the chart's two workloads, got %v", got)
 	}
 	for source, image := range got {
 		if diff := cmp.Diff(want, image); diff != "" {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"os"
@@ -33,7 +33,7 @@ import (
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 	"github.com/provfleet/provfleet/internal/testenv"
 )
 
@@ -112,17 +112,17 @@ func TestPodSecurityAdmission(t *testing.T) {
 // restricted level as the chart's README asks; it returns the objects.
 func install(t *testing.T, env *testenv.Environment, values map[string]any) []runtime.Object {
 	t.Helper()
-	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), values)
+	rel, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), values)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objects, err := helm.Decode(rel.Manifest)
+	objects, err := charttest.Decode(rel.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := kubernetes.NewForConfigOrDie(env.Config())
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   helm.ReleaseNamespace,
+		Name:   charttest.ReleaseNamespace,
 		Labels: map[string]string{psapi.EnforceLevelLabel: string(psapi.LevelRestricted), psapi.WarnLevelLabel: string(psapi.LevelRestricted)},
 	}}
 	if _, err := client.CoreV1().Namespaces().Create(t.Context(), namespace, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -1,4 +1,4 @@
-module github.com/provfleet/provfleet/hack/helm
+module github.com/provfleet/provfleet/charts/charttest
 
 go 1.26.0
 

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package helm_test
+package charttest_test
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/lint/support"
 
-	"github.com/provfleet/provfleet/hack/helm"
+	"github.com/provfleet/provfleet/charts/charttest"
 )
 
 // The chart lints without a warning, with its defaults and with every value
@@ -36,9 +36,9 @@ func TestLint(t *testing.T) {
 	for name, file := range map[string]string{"default values": "", "full values": fullValues, "common values": commonValues} {
 		t.Run(name, func(t *testing.T) {
 			lint := action.NewLint()
-			lint.Namespace = helm.ReleaseNamespace
+			lint.Namespace = charttest.ReleaseNamespace
 			lint.Strict = true
-			result := lint.Run([]string{helm.ChartDir(repoRoot(t))}, readValues(t, file))
+			result := lint.Run([]string{charttest.ChartDir(repoRoot(t))}, readValues(t, file))
 			var messages []string
 			for _, m := range result.Messages {
 				if m.Severity >= support.WarningSev {
@@ -78,7 +78,7 @@ func TestCRDInStep(t *testing.T) {
 // The notes name what was installed (how they upgrade the CRD,
 // TestCRDUpgradeDocumentedAlike checks).
 func TestNotes(t *testing.T) {
-	rel, err := helm.Render(t.Context(), helm.ChartDir(repoRoot(t)), nil)
+	rel, err := charttest.Render(t.Context(), charttest.ChartDir(repoRoot(t)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
