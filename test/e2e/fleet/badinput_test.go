@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/internal/testenv"
 )
 
@@ -209,7 +210,7 @@ func TestBadProvisionerConfigsReportedNotReady(t *testing.T) {
 		},
 		"a pattern that always climbs out": {
 			mutate: func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Backend.HostPath.PathPattern = `{{".."}}/x` },
-			reason: v1alpha1.ReasonInvalidSpec, want: "pathPattern",
+			reason: v1alpha1.ReasonInvalidSpec, want: `renders ".." for every claim`,
 		},
 		"nodes that none selects": {
 			mutate: func(pc *v1alpha1.ProvisionerConfig) {
@@ -236,7 +237,7 @@ func TestBadProvisionerConfigsReportedNotReady(t *testing.T) {
 		i++
 		t.Run(name, func(t *testing.T) {
 			pc := f.provisioner(fmt.Sprintf("%s-%d", f.prefix, i), tc.mutate)
-			f.eventually(fmt.Sprintf("%s reported Ready=False %s naming %q", pc.Name, tc.reason, tc.want), func(ctx context.Context) (bool, error) {
+			polltest.Until(f.ctx, t, fmt.Sprintf("%s reported Ready=False %s naming %q", pc.Name, tc.reason, tc.want), 200*time.Millisecond, waitTimeout, func(ctx context.Context) (bool, error) {
 				got, err := f.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().Get(ctx, pc.Name, metav1.GetOptions{})
 				if err != nil {
 					return false, err
@@ -247,6 +248,8 @@ func TestBadProvisionerConfigsReportedNotReady(t *testing.T) {
 				}
 				return true, nil
 			})
+			// Each case alone: a base around the root would overlap the next.
+			f.deleteConfig(pc.Name)
 		})
 	}
 	f.claim("beside-the-bad", sound.Name)
