@@ -93,7 +93,7 @@ func (c *Controller) skipProvisioning(ctx context.Context, t *term, claim *corev
 	if _, saving := t.pending.Load(pvName); saving {
 		return claim, true, nil
 	}
-	if err := c.checkBlock(ctx, claim); err != nil {
+	if err := errors.Join(checkSelector(claim), c.checkBlock(ctx, claim)); err != nil {
 		c.recorder.Event(claim, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 		logger.Info("Cannot provision", "reason", err)
 		return claim, true, nil
@@ -270,6 +270,17 @@ func (c *Controller) finishAbandoned(ctx context.Context, claim *corev1.Persiste
 		volume.Name = options.PVName
 	}
 	return claim, ProvisioningFinished, abandon(ctx, claim, volume)
+}
+
+// checkSelector refuses a claim with a selector, as external-provisioner
+// and local-path-provisioner do: a selector picks among volumes made
+// beforehand, and a volume provisioned for the claim would not honour it.
+func checkSelector(claim *corev1.PersistentVolumeClaim) error {
+	if claim.Spec.Selector == nil {
+		return nil
+	}
+	return errors.New("the claim has a spec.selector, which picks among volumes made beforehand: a volume provisioned for it would not match it; " +
+		"remove the selector, or make a volume that matches it by hand")
 }
 
 func (c *Controller) checkBlock(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {

@@ -146,6 +146,15 @@ func TestProvision(t *testing.T) {
 			backend: func(b *fakeBackend) Provisioner { return blockBackend{b, false} },
 			want:    want{Events: []string{EventProvisioningFailed}},
 		},
+		"a selector refused, whatever the backend": {
+			claim: func() *corev1.PersistentVolumeClaim {
+				c := newClaim("c", "fast", testProvisioner)
+				c.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"disk": "fast"}}
+				return c
+			}(),
+			backend: func(b *fakeBackend) Provisioner { return blockBackend{b, true} },
+			want:    want{Events: []string{EventProvisioningFailed}},
+		},
 		"block accepted": {
 			claim:   withMode(newClaim("c", "fast", testProvisioner)),
 			backend: func(b *fakeBackend) Provisioner { return blockBackend{b, true} },
