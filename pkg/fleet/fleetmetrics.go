@@ -96,7 +96,7 @@ func (f *fleetMetrics) Collect(ch chan<- prometheus.Metric) {
 	f.gauge(ch, f.leasesHeld, held, leaseKindProvisioner)
 	if a := f.manager.agent; a != nil {
 		node := 0
-		if a.elector.IsLeader() {
+		if a.HoldsLease() {
 			node = 1
 		}
 		f.gauge(ch, f.leasesHeld, node, leaseKindNode)

@@ -33,12 +33,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned/fake"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -507,5 +510,36 @@ func TestManagerRefusesPathPatternsThatClimb(t *testing.T) {
 			c := meta.FindStatusCondition(f.get(name).Status.Conditions, v1alpha1.ConditionReady)
 			return f.readyReason(name, 1) == v1alpha1.ReasonInvalidSpec && strings.Contains(c.Message, `renders ".." for every claim`)
 		})
+	}
+}
+
+// servesAdmissionPolicies makes client's discovery that of a 1.37 API
+// server, which holds the node agents to their nodes.
+func servesAdmissionPolicies(client *kubefake.Clientset) {
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "validatingadmissionpolicies"}}}}
+	client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "37"}
+}
+
+// A manager whose API server cannot hold the node agents to their nodes
+// tells each hostPath ProvisionerConfig, once.
+func TestManagerWarnsUnrestrictedAgents(t *testing.T) {
+	f := newFixture(t, func(m *Manager) error {
+		m.deps.client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "29"}
+		return nil
+	})
+	f.create(f.hostPath("local", "x.io/local", 1))
+	f.eventually("a Warning Event on the hostPath ProvisionerConfig", func() bool {
+		return slices.Contains(f.warnings("local"), hostpathnodes.EventNodeAgentsUnrestricted)
+	})
+	f.edit("local", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Workers = 7 })
+	f.eventually("the edit seen", func() bool { return f.get("local").Status.ObservedGeneration == 2 })
+	count := 0
+	for _, reason := range f.warnings("local") {
+		if reason == hostpathnodes.EventNodeAgentsUnrestricted {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Errorf("told %d times, want once", count)
 	}
 }

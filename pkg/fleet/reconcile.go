@@ -35,6 +35,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -105,8 +106,8 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 		return false, m.removeFinalizer(ctx, pc)
 	}
 	retry := false
-	if m.settings.Roles.Node {
-		retry = m.reconcileNode(ctx, pc)
+	if m.agent != nil {
+		retry = m.agent.Reconcile(ctx, pc)
 	}
 	if !m.settings.Roles.Manager {
 		return retry, nil
@@ -321,10 +322,8 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 	}
 	recorder := m.events.NewRecorder(m.scheme, corev1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
 	if u.backend.NodeHostPath() != nil && u.scope == nil {
-		entry.instance, err = newCoordinator(pc.Name, cfg, u.backend.HostPath, coordinatorDeps{
-			Client: client, Informers: m.shared, NodeLeases: m.nodeLeaseInf, NodeLeaseNamespace: m.settings.NodeLeaseNamespace, LeaseClock: m.leaseClock,
-			EventRecorder: recorder, Metrics: m.coordinatorMetrics, OnLeaderChange: onLeaderChange,
-			Handovers: m.handovers, LocalNode: m.settings.NodeName,
+		entry.instance, err = m.nodes.NewCoordinator(pc.Name, cfg, u.backend.HostPath, hostpathnodes.CoordinatorDeps{
+			Client: client, Informers: m.shared, EventRecorder: recorder, OnLeaderChange: onLeaderChange,
 		})
 	} else {
 		err = m.newController(ctx, pc, u, cfg, entry, provisioning.Dependencies{
@@ -345,7 +344,7 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 func (m *Manager) newController(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, entry *running, deps provisioning.Dependencies) error {
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
 		Spec:             u.backend,
-		ProvisionerNames: provisionerNames(&pc.Spec),
+		ProvisionerNames: pc.Spec.ProvisionerNames(),
 		Volumes:          m.volumes,
 		HostPathRoot:     m.settings.HostPathRoot,
 		NodeName:         m.settings.NodeName,
@@ -394,8 +393,8 @@ var conflicts = []struct {
 
 // sharedName describes a provisioner name that a and b answer to.
 func sharedName(a, b *v1alpha1.ProvisionerConfigSpec) string {
-	names := provisionerNames(a)
-	for _, name := range provisionerNames(b) {
+	names := a.ProvisionerNames()
+	for _, name := range b.ProvisionerNames() {
 		if slices.Contains(names, name) {
 			return fmt.Sprintf("provisioner name %q", name)
 		}
