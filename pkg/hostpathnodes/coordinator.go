@@ -23,7 +23,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,7 +34,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
@@ -74,15 +72,6 @@ type coordinatorDeps struct {
 	LocalNode string
 }
 
-// coordElector is what a coordinator needs of its elector: a
-// leaderelection.LeaderElector or AlwaysLeader.
-type coordElector interface {
-	Run(ctx context.Context)
-	IsLeader() bool
-	CheckRenewal() error
-	KeepLease()
-}
-
 // Coordinator is the manager's instance of a hostPath ProvisionerConfig. The
 // node agents provision and delete its volumes, each on its own node; the
 // coordinator does what no node can do alone: it places the claims of
@@ -95,6 +84,9 @@ type coordElector interface {
 // whenever a claim or volume of its names, a Node or a node Lease changes,
 // and again when a grace period ends or a waiting claim is due to be tried.
 type Coordinator struct {
+	// Elected runs the coordinator: Run, IsLeader, LeaseHealthy and
+	// KeepLease are the skeleton's.
+	*provisioning.Elected
 	configName string
 	// name is the provisioner name, which never changes.
 	name       string
@@ -106,8 +98,6 @@ type Coordinator struct {
 	leaseNS    string
 	recorder   record.EventRecorder
 	metrics    *coordinatorMetrics
-	elector    coordElector
-	started    atomic.Bool
 	// handovers is nil unless this process is localNode's agent too.
 	handovers *handovers
 	localNode string
@@ -158,7 +148,14 @@ func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.H
 		localNode:  deps.LocalNode,
 		cfg:        cfg,
 	}
-	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
+	var err error
+	c.Elected, err = provisioning.NewElected("hostPath coordinator", cfg.ProvisionerName, cfg.LeaderElection, provisioning.ElectedDeps{
+		Client: deps.Client, Informers: deps.Informers, Synced: []cache.InformerSynced{deps.NodeLeases.HasSynced},
+		Leader: c, OnLeaderChange: deps.OnLeaderChange,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
+	}
 	return c, nil
 }
 
@@ -180,41 +177,6 @@ func missingCoordinatorDeps(spec *v1alpha1.HostPathBackend, deps coordinatorDeps
 	return errors.Join(missing...)
 }
 
-// newElector elects on the provisioner's Lease exactly as a
-// provisioning.Controller does.
-func (c *Coordinator) newElector(le provisioning.LeaderElectionConfig, onLeaderChange func(string)) coordElector {
-	if !le.Enabled {
-		return leaderelection.NewAlwaysLeader(leaderelection.LeaderCallbacks{OnStartedLeading: c.lead})
-	}
-	cfg := leaderelection.Config{
-		Client:              c.client,
-		Lease:               types.NamespacedName{Namespace: le.Namespace, Name: provisioning.LeaseName(c.name)},
-		Identity:            le.Identity,
-		LeaseDuration:       le.LeaseDuration,
-		RenewDeadline:       le.RenewDeadline,
-		RetryPeriod:         le.RetryPeriod,
-		LegacyLockNamespace: le.LegacyLockNamespace,
-		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: c.lead, OnNewLeader: onLeaderChange},
-	}
-	if c.informers.Leases != nil {
-		// Shared informer, a handler of this elector's own: one watch
-		// serves every elector of the namespace.
-		cfg.Leases = leaderelection.NewLeaseRouter(c.informers.Leases)
-	}
-	return leaderelection.NewLeaderElector(cfg)
-}
-
-// IsLeader is true when leader election is off, or this instance holds the
-// Lease and works.
-func (c *Coordinator) IsLeader() bool { return c.elector.IsLeader() }
-
-// LeaseHealthy is nil unless this instance leads and its renewal is overdue.
-func (c *Coordinator) LeaseHealthy() error { return c.elector.CheckRenewal() }
-
-// KeepLease makes the coming stop keep the Lease held, as
-// provisioning.Controller.KeepLease does.
-func (c *Coordinator) KeepLease() { c.elector.KeepLease() }
-
 // Stuck is always nil: the coordinator calls no backend.
 func (*Coordinator) Stuck() error { return nil }
 
@@ -232,39 +194,16 @@ func (c *Coordinator) config() provisioning.Config {
 // and changes nothing, when the provisioner name, the resync period or the
 // leader election settings differ, as a provisioning.Controller does.
 func (c *Coordinator) Reconfigure(cfg provisioning.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, err)
-	}
-	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.cfg
-	if cfg.ProvisionerName != old.ProvisionerName || cfg.ResyncPeriod != old.ResyncPeriod || cfg.LeaderElection != old.LeaderElection {
-		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, provisioning.ErrRestartRequired)
+	cfg, err := provisioning.CheckReconfigure(c.cfg, cfg)
+	if err != nil {
+		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, err)
 	}
 	c.cfg = cfg
 	if c.term != nil {
 		c.term.kick()
 	}
-	return nil
-}
-
-// Run works until ctx ends, as the leader of its provisioner when leader
-// election is on, and returns once its work stopped and its Lease was
-// released.
-func (c *Coordinator) Run(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cannot run the coordinator of %q twice", c.configName)
-	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisioner", c.name)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting hostPath coordinator")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.Claims.HasSynced, c.informers.Volumes.HasSynced,
-		c.informers.Classes.HasSynced, c.informers.Nodes.HasSynced, c.nodeLeases.HasSynced) {
-		return nil
-	}
-	c.elector.Run(ctx)
-	logger.Info("Stopped hostPath coordinator")
 	return nil
 }
 
@@ -289,9 +228,10 @@ func (t *coordTerm) kick() {
 	}
 }
 
-// lead starts the work of one term, which lasts until ctx ends; the
-// returned stop waits for it to end.
-func (c *Coordinator) lead(ctx context.Context) (stop func()) {
+// Lead starts the work of one term, which lasts until ctx ends; the
+// returned stop waits for it to end. Run's elector calls it whenever this
+// coordinator wins the provisioner's Lease.
+func (c *Coordinator) Lead(ctx context.Context) (stop func()) {
 	logger := klog.FromContext(ctx)
 	t := &coordTerm{wake: make(chan struct{}, 1), warned: map[types.UID]string{}, placed: map[types.UID]string{}}
 	watches := c.watch(ctx, t)
@@ -330,8 +270,8 @@ type watchRegistration struct {
 // holder or the annotations of node Leases (not their renewals).
 func (c *Coordinator) watch(ctx context.Context, t *coordTerm) []watchRegistration {
 	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
-		c.informers.Claims:  c.filtered(t, func(obj any) bool { return c.knownName(claimProvisioner(obj)) }),
-		c.informers.Volumes: c.filtered(t, func(obj any) bool { return c.knownName(volumeProvisioner(obj)) }),
+		c.informers.Claims:  c.filtered(t, c.claimOfMine),
+		c.informers.Volumes: c.filtered(t, func(obj any) bool { return c.config().KnownName(volumeProvisioner(obj)) }),
 		c.informers.Nodes:   nodeChanges(t),
 		c.nodeLeases:        leaseChanges(t),
 	}
@@ -400,25 +340,11 @@ func equalPtr[T comparable](a, b *T) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
-// knownName reports whether name is one of this provisioner's names.
-func (c *Coordinator) knownName(name string) bool {
-	return namedBy(c.config(), name)
-}
-
-// namedBy reports whether name is one of cfg's provisioner names.
-func namedBy(cfg provisioning.Config, name string) bool {
-	return name != "" && (name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name))
-}
-
-func claimProvisioner(obj any) string {
+// claimOfMine reports whether obj is a claim that asks for one of this
+// provisioner's names.
+func (c *Coordinator) claimOfMine(obj any) bool {
 	claim, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		return ""
-	}
-	if name, ok := claim.Annotations[provisioning.AnnStorageProvisioner]; ok {
-		return name
-	}
-	return claim.Annotations[provisioning.AnnBetaStorageProvisioner]
+	return ok && c.config().KnownName(provisioning.StorageProvisioner(claim))
 }
 
 func volumeProvisioner(obj any) string {

@@ -71,8 +71,10 @@ limitations under the License.
 // ProvisionerConfigs a node's change concerns, and its node trust worker.
 // Agent.Run: the elector of the node's Lease in the caller's goroutine. A
 // Coordinator's Run, in the fleet's goroutine of that instance, elects on
-// the provisioner's Lease and, while leading, runs one goroutine that syncs
-// placement and node removal. Nodes.Start: the informers.
+// the provisioner's Lease as a provision controller does (the
+// provisioning.Elected skeleton, through the shared router's Lease route)
+// and, while leading, runs one goroutine that syncs placement and node
+// removal. Nodes.Start: the informers.
 //
 // # Why not client-go's
 //
@@ -90,8 +92,9 @@ limitations under the License.
 // hostpathnodes.go makes the informers and holds the role; nodeagent.go is
 // the Agent: Agent.Reconcile decides what this node runs of a
 // ProvisionerConfig (nodeBackend, with the node's paths of nodes.go) and
-// has the Fleet run it. coordinator.go is the Coordinator: its Run elects,
-// its lead starts a term whose work calls sync, which places claims
+// has the Fleet run it. coordinator.go is the Coordinator: its Run (the
+// provisioning.Elected skeleton's) elects, its Lead starts a term whose
+// work calls sync, which places claims
 // (placement.go, handover.go) and handles the volumes of removed nodes
 // (noderemoval.go). nodelease.go, nodeservice.go and leaseclock.go are the
 // Lease protocol; nodestatus.go reads it into the status; nodewatch.go

@@ -70,12 +70,12 @@ func (c *Coordinator) view(cfg provisioning.Config) *fleetView {
 		}
 	}
 	for _, obj := range c.informers.Volumes.GetStore().List() {
-		if volume, ok := obj.(*corev1.PersistentVolume); ok && namedBy(cfg, volumeProvisioner(volume)) {
+		if volume, ok := obj.(*corev1.PersistentVolume); ok && cfg.KnownName(volumeProvisioner(volume)) {
 			v.volumes = append(v.volumes, volume)
 		}
 	}
 	for _, obj := range c.informers.Claims.GetStore().List() {
-		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && namedBy(cfg, claimProvisioner(claim)) {
+		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && cfg.KnownName(provisioning.StorageProvisioner(claim)) {
 			v.claims = append(v.claims, claim)
 		}
 	}

@@ -89,7 +89,7 @@ func abandoned(claim *corev1.PersistentVolumeClaim) bool {
 // shouldProvision reports whether a volume is wanted for claim from this
 // provisioner.
 func (c *Controller) shouldProvision(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
-	if claim.Spec.VolumeName != "" || !c.knownName(storageProvisioner(claim)) {
+	if claim.Spec.VolumeName != "" || !c.config().KnownName(StorageProvisioner(claim)) {
 		return false, nil
 	}
 	// The scheduler chooses where a WaitForFirstConsumer volume goes, and

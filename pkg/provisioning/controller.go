@@ -23,7 +23,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,11 +34,9 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/provfleet/provfleet/internal/eventrouter"
-	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
@@ -100,9 +97,9 @@ type Scope interface {
 	Volume(volume *corev1.PersistentVolume) bool
 }
 
-// elector decides when a Controller works: a leaderelection.LeaderElector on
+// elector decides when an Elected works: a leaderelection.LeaderElector on
 // the provisioner's Lease, or a leaderelection.AlwaysLeader when leader
-// election is off. Each term of its runs Controller.lead.
+// election is off. Each term of its runs the Leader's Lead.
 type elector interface {
 	Run(ctx context.Context)
 	IsLeader() bool
@@ -118,10 +115,11 @@ type claimKey struct {
 }
 
 // Controller provisions volumes for the claims of one provisioner and deletes
-// them when they are released.
+// them when they are released. Its Elected runs it: Run, IsLeader,
+// LeaseHealthy, KeepLease and Identity are the skeleton's.
 type Controller struct {
+	*Elected
 	name        string
-	identity    string
 	client      Client
 	informers   SharedInformers
 	recorder    record.EventRecorder
@@ -133,7 +131,6 @@ type Controller struct {
 	// prober is the provisioner when it can be probed; nil otherwise.
 	prober    Prober
 	scope     Scope
-	elector   elector
 	finalizer string
 	clock     clock.WithDelayedExecution
 
@@ -156,7 +153,6 @@ type Controller struct {
 	// controller deleted and the informer still shows, which need no sync.
 	deleted sync.Map
 
-	started        atomic.Bool
 	onStuck        func()
 	onHealthChange func()
 
@@ -186,14 +182,9 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	identity, err := replicaIdentity(cfg.LeaderElection.Identity)
-	if err != nil {
-		return nil, err
-	}
 	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c := &Controller{
 		name:           cfg.ProvisionerName,
-		identity:       identity,
 		client:         deps.Client,
 		informers:      inf,
 		recorder:       deps.EventRecorder,
@@ -222,7 +213,12 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		}
 		c.metrics = m
 	}
-	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
+	c.Elected, err = NewElected("provision controller", cfg.ProvisionerName, cfg.LeaderElection, ElectedDeps{
+		Client: deps.Client, Informers: inf, Leader: c, OnLeaderChange: deps.OnLeaderChange, Metrics: c.metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -271,40 +267,6 @@ func replicaIdentity(configured string) (string, error) {
 	return host + "_" + string(uuid.NewUUID()), nil
 }
 
-// newElector returns the elector of c's terms.
-func (c *Controller) newElector(le LeaderElectionConfig, onLeaderChange func(string)) elector {
-	if !le.Enabled {
-		return leaderelection.NewAlwaysLeader(leaderelection.LeaderCallbacks{OnStartedLeading: c.lead})
-	}
-	return leaderelection.NewLeaderElector(c.electionConfig(le, onLeaderChange))
-}
-
-// electionConfig is the configuration of the elector on c's Lease.
-func (c *Controller) electionConfig(le LeaderElectionConfig, onLeaderChange func(string)) leaderelection.Config {
-	return leaderelection.Config{
-		Client:              c.client,
-		Lease:               types.NamespacedName{Namespace: le.Namespace, Name: LeaseName(c.name)},
-		Identity:            c.identity,
-		LeaseDuration:       le.LeaseDuration,
-		RenewDeadline:       le.RenewDeadline,
-		RetryPeriod:         le.RetryPeriod,
-		LegacyLockNamespace: le.LegacyLockNamespace,
-		Leases:              c.informers.Router.leases,
-		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: c.lead, OnNewLeader: onLeaderChange},
-	}
-}
-
-// Identity is the name of this replica in the Lease.
-func (c *Controller) Identity() string { return c.identity }
-
-// IsLeader is true when leader election is off, or this instance holds the
-// Lease and works.
-func (c *Controller) IsLeader() bool { return c.elector.IsLeader() }
-
-// LeaseHealthy is nil unless this instance leads and its lease renewal is
-// overdue.
-func (c *Controller) LeaseHealthy() error { return c.elector.CheckRenewal() }
-
 // Stuck is nil unless a backend call has outlived its deadline and not
 // returned yet, or a stop gave up waiting for work that has not ended yet.
 func (c *Controller) Stuck() error {
@@ -349,12 +311,6 @@ func (c *Controller) Requeue(claim *corev1.PersistentVolumeClaim) {
 	}
 }
 
-// KeepLease makes the coming stop keep this instance's Lease held rather
-// than release it. A replacement started right after Run returned, with the
-// same identity and lease settings, takes the Lease over at once, and no other
-// replica can win it in between.
-func (c *Controller) KeepLease() { c.elector.KeepLease() }
-
 func (c *Controller) config() Config {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -365,15 +321,12 @@ func (c *Controller) config() Config {
 // ErrRestartRequired, and changes nothing, when the provisioner name, the
 // resync period or the leader election settings differ.
 func (c *Controller) Reconfigure(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("cannot reconfigure %q: %w", c.name, err)
-	}
-	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c.mu.Lock()
 	old := c.cfg
-	if cfg.ProvisionerName != old.ProvisionerName || cfg.ResyncPeriod != old.ResyncPeriod || cfg.LeaderElection != old.LeaderElection {
+	cfg, err := CheckReconfigure(old, cfg)
+	if err != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("cannot reconfigure %q: %w", c.name, ErrRestartRequired)
+		return fmt.Errorf("cannot reconfigure %q: %w", c.name, err)
 	}
 	c.cfg = cfg
 	c.claimRetries.Limiter().Retune(rateLimits(cfg.Retry))
@@ -405,30 +358,6 @@ func (c *Controller) Reconfigure(cfg Config) error {
 	if t != nil && (revive || unpaused || renamed || refinalize) {
 		c.enqueueAll(t)
 	}
-	return nil
-}
-
-// Run works until ctx ends, as the leader of its provisioner when leader
-// election is on. It returns once its workers stopped, its queues shut down,
-// its event handlers were removed, its lease was released and its metric series
-// were deleted. A worker whose backend call ignores its cancellation is waited
-// for at most Timeouts.Drain: Run then returns without releasing the lease,
-// and the worker ends when the call returns.
-func (c *Controller) Run(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cannot run provision controller %q twice", c.name)
-	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisioner", c.name)
-	ctx = klog.NewContext(ctx, logger)
-	defer c.metrics.deleteSeries(c.name)
-
-	logger.Info("Starting provision controller", "identity", c.identity)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.Claims.HasSynced, c.informers.Volumes.HasSynced,
-		c.informers.Classes.HasSynced, c.informers.Nodes.HasSynced) {
-		return nil
-	}
-	c.elector.Run(ctx)
-	logger.Info("Stopped provision controller")
 	return nil
 }
 

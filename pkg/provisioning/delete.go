@@ -37,7 +37,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 		return "", err
 	}
 	volume, ok := obj.(*corev1.PersistentVolume)
-	if !ok || !c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
+	if !ok || !c.config().KnownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return "", nil
 	}
 	if uid, ok := c.deleted.Load(name); ok && uid == volume.UID {
@@ -103,7 +103,7 @@ func (c *Controller) shouldDelete(ctx context.Context, volume *corev1.Persistent
 	}
 	if volume.Status.Phase != corev1.VolumeReleased ||
 		volume.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
-		!c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) {
+		!c.config().KnownName(volume.Annotations[AnnDynamicallyProvisioned]) {
 		return false, nil
 	}
 	guard, ok := c.provisioner.(DeletionGuard)

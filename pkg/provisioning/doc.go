@@ -49,10 +49,11 @@ limitations under the License.
 //
 // # Reading the code
 //
-// Run (controller.go) hands the Lease elector (internal/leaderelection) lead,
-// which starts a term (term.go): its work queues (internal/workqueue) start
-// runWorker goroutines, whose processNextWorkItem calls syncClaim or
-// syncVolume. The event router (internal/eventrouter, router.go here) hands
+// Run, the Elected skeleton's (term.go), hands the Lease elector
+// (internal/leaderelection) the Controller as its Leader, whose Lead starts
+// a term (term.go): its work queues (internal/workqueue) start runWorker
+// goroutines, whose processNextWorkItem calls syncClaim or syncVolume. A
+// fleet's hostPath coordinator is elected by the same skeleton. The event router (internal/eventrouter, router.go here) hands
 // the term the events of this controller's claims and volumes, which the
 // handlers of events.go filter and queue.
 //

@@ -250,7 +250,7 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lec := c.electionConfig(cfg.LeaderElection, nil)
+			lec := c.electionConfig(cfg.LeaderElection, ElectedDeps{Client: f.client, Informers: shared, Leader: c})
 			lec.Clock = fakeClock
 			c.elector = leaderelection.NewLeaderElector(lec)
 			controllers[replica] = append(controllers[replica], c)

@@ -18,16 +18,148 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
+
+// Leader is the controller an Elected runs: the provision Controller, or a
+// fleet's hostPath coordinator. It works while it leads.
+type Leader interface {
+	// Lead starts the work of one term, which lasts until ctx ends; the
+	// returned stop waits for it to end.
+	Lead(ctx context.Context) (stop func())
+}
+
+// ElectedDeps are what an Elected uses but does not own.
+type ElectedDeps struct {
+	// Client writes the provisioner's Lease.
+	Client Client
+	// Informers are the fleet's shared informers: Run waits for those of
+	// claims, volumes, classes and nodes, and the elector follows the Lease
+	// through the Lease route of Informers.Router (one is made when nil).
+	Informers SharedInformers
+	// Synced are more caches Run waits for.
+	Synced []cache.InformerSynced
+	// Leader works while the Elected leads.
+	Leader Leader
+	// OnLeaderChange, if set, is called with the Lease holder's identity
+	// whenever it changes.
+	OnLeaderChange func(holderIdentity string)
+	// Metrics, if set, loses the provisioner's series once Run returned.
+	Metrics *Metrics
+}
+
+// Elected is the skeleton of a controller of one provisioner that works
+// while it holds the provisioner's Lease, one term at a time: the provision
+// Controller and a fleet's hostPath coordinator embed one. Run waits for the
+// caches and campaigns (without leader election it leads at once); each term
+// it wins runs its Leader's Lead.
+type Elected struct {
+	// kind names the controller in logs and errors.
+	kind string
+	// name is the provisioner name, which never changes.
+	name     string
+	identity string
+	synced   []cache.InformerSynced
+	metrics  *Metrics
+	elector  elector
+	started  atomic.Bool
+}
+
+// NewElected returns the skeleton of the controller kind of the provisioner
+// name, electing as le says; it starts nothing until Run.
+func NewElected(kind, name string, le LeaderElectionConfig, deps ElectedDeps) (*Elected, error) {
+	identity, err := replicaIdentity(le.Identity)
+	if err != nil {
+		return nil, err
+	}
+	inf := deps.Informers
+	if inf.Router == nil {
+		inf.Router = NewRouter(inf.Claims, inf.Volumes, inf.Leases)
+		deps.Informers = inf
+	}
+	e := &Elected{
+		kind:     kind,
+		name:     name,
+		identity: identity,
+		synced:   append([]cache.InformerSynced{inf.Claims.HasSynced, inf.Volumes.HasSynced, inf.Classes.HasSynced, inf.Nodes.HasSynced}, deps.Synced...),
+		metrics:  deps.Metrics,
+	}
+	if !le.Enabled {
+		e.elector = leaderelection.NewAlwaysLeader(leaderelection.LeaderCallbacks{OnStartedLeading: deps.Leader.Lead})
+		return e, nil
+	}
+	e.elector = leaderelection.NewLeaderElector(e.electionConfig(le, deps))
+	return e, nil
+}
+
+// electionConfig is the configuration of the elector on the provisioner's
+// Lease, which follows the Lease through the Lease route of the shared
+// router.
+func (e *Elected) electionConfig(le LeaderElectionConfig, deps ElectedDeps) leaderelection.Config {
+	return leaderelection.Config{
+		Client:              deps.Client,
+		Lease:               types.NamespacedName{Namespace: le.Namespace, Name: LeaseName(e.name)},
+		Identity:            e.identity,
+		LeaseDuration:       le.LeaseDuration,
+		RenewDeadline:       le.RenewDeadline,
+		RetryPeriod:         le.RetryPeriod,
+		LegacyLockNamespace: le.LegacyLockNamespace,
+		Leases:              deps.Informers.Router.leases,
+		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: deps.Leader.Lead, OnNewLeader: deps.OnLeaderChange},
+	}
+}
+
+// Run works until ctx ends, as the leader of its provisioner when leader
+// election is on. It returns once the last term's work stopped, its Lease
+// was released (unless KeepLease, or a term that gave up on hung work, kept
+// it) and its metric series were deleted.
+func (e *Elected) Run(ctx context.Context) error {
+	if !e.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("cannot run %s %q twice", e.kind, e.name)
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisioner", e.name)
+	ctx = klog.NewContext(ctx, logger)
+	if e.metrics != nil {
+		defer e.metrics.deleteSeries(e.name)
+	}
+	logger.Info("Starting "+e.kind, "identity", e.identity)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, e.synced...) {
+		return nil
+	}
+	e.elector.Run(ctx)
+	logger.Info("Stopped " + e.kind)
+	return nil
+}
+
+// Identity is the name of this replica in the Lease.
+func (e *Elected) Identity() string { return e.identity }
+
+// IsLeader is true when leader election is off, or this replica holds the
+// Lease and works.
+func (e *Elected) IsLeader() bool { return e.elector.IsLeader() }
+
+// LeaseHealthy is nil unless this replica leads and its lease renewal is
+// overdue.
+func (e *Elected) LeaseHealthy() error { return e.elector.CheckRenewal() }
+
+// KeepLease makes the coming stop keep the Lease held rather than release
+// it. A replacement started right after Run returned, with the same identity
+// and lease settings, takes the Lease over at once, and no other replica can
+// win it in between.
+func (e *Elected) KeepLease() { e.elector.KeepLease() }
 
 // term is one period of leadership: its queues, workers and event handlers.
 type term struct {
@@ -44,9 +176,10 @@ type term struct {
 	probes *probes
 }
 
-// lead starts the work of one term, which lasts until ctx ends; the returned
-// stop waits for it to end.
-func (c *Controller) lead(ctx context.Context) (stop func()) {
+// Lead starts the work of one term, which lasts until ctx ends; the returned
+// stop waits for it to end. Run's elector calls it whenever this controller
+// wins its Lease.
+func (c *Controller) Lead(ctx context.Context) (stop func()) {
 	logger := klog.FromContext(ctx)
 	t := c.newTerm(ctx)
 	t.probes = c.startProbes(ctx)
@@ -84,7 +217,7 @@ func (c *Controller) lead(ctx context.Context) (stop func()) {
 			// Releasing the Lease would let another replica work on the same
 			// objects meanwhile: it is left to expire instead, once the
 			// elector stops renewing it when this returns.
-			c.elector.KeepLease()
+			c.KeepLease()
 			c.mu.Lock()
 			c.abandoned = append(c.abandoned, busy...)
 			c.mu.Unlock()
