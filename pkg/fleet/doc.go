@@ -58,4 +58,31 @@ limitations under the License.
 // Controller.Run or its coordinator's Run (registry.Start); and, while a
 // request waits for the fair budget, its dispatcher (stopped with the
 // budget once every instance stopped).
+//
+// # Reading the code
+//
+// manager.go makes the Manager, its informers and its node side
+// (hostpathnodes.New) and runs the reconcile workers, whose
+// processNextWorkItem calls reconcile. From reconcile to a started
+// controller, five hops, the first four in reconcile.go:
+//
+//	reconcile           reconcile.go: the ProvisionerConfig of a key
+//	runUnit             reconcile.go: its Config (mapping.go), conflicts,
+//	                    then the outcome in an observation
+//	ensureInstance      reconcile.go: a live re-tune (updateInstance), or
+//	startInstance       reconcile.go: builds the controller, a
+//	                    hostpathnodes.Coordinator (Nodes.NewCoordinator) or
+//	                    a provisioning.Controller (buildController, with its
+//	                    backend of backends.go, through the tenants
+//	                    interface of clients.go)
+//	registry.Start      registry.go: the instance's goroutine, which calls
+//	                    Run through the instance interface
+//
+// A node agent's instance starts on a longer path: reconcile hands the
+// ProvisionerConfig to hostpathnodes.Agent.Reconcile, which decides what
+// the node runs and calls back RunOnNode (noderole.go, the
+// hostpathnodes.Fleet interface), which calls runUnit. status.go writes
+// what reconcile observed, nodestatus.go adds a coordinator's nodes,
+// fleetmetrics.go and clients.go hold the fleet's metrics, clients and
+// budgets.
 package fleet

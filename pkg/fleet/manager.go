@@ -316,7 +316,7 @@ func (m *Manager) addInformers(reg prometheus.Registerer) error {
 func (m *Manager) addNodeSide(reg prometheus.Registerer) error {
 	deps := hostpathnodes.Deps{Client: m.deps.client, Configs: m.configInf, Fleet: nodeRole{m}, Registerer: reg}
 	if m.settings.Roles.Node {
-		client, err := m.deps.clientFor("node-agent")
+		client, err := m.deps.tenants.clientFor("node-agent")
 		if err != nil {
 			return err
 		}

@@ -73,24 +73,10 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	m, err := newManager(Settings{Roles: Roles{Manager: true, Node: true}, Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
 		HostPathRoot: t.TempDir(), NodeName: "node-1"},
 		dependencies{
-			client:    f.kube,
-			pcfg:      f.pcfg,
-			clientFor: func(string) (provisioning.Client, error) { return f.kube, nil },
-			newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
-				if deps.Provisioner == nil || deps.Metrics == nil || deps.Informers.Claims == nil {
-					return nil, errors.New("incomplete dependencies")
-				}
-				inst := newFakeInstance(cfg)
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				inst.restartOn, inst.leader, inst.onStuck, inst.onHealth = f.restartOn, f.leader, deps.OnStuck, deps.OnHealthChange
-				f.instances[cfg.ProvisionerName] = append(f.instances[cfg.ProvisionerName], inst)
-				if f.leader {
-					deps.OnLeaderChange("replica-1")
-				}
-				return inst, nil
-			},
-			stop: func() {},
+			client:  f.kube,
+			pcfg:    f.pcfg,
+			tenants: fixtureTenants{f},
+			stop:    func() {},
 		}, append(opts, WithBackend(managedDriver, func(context.Context, BackendRequest) (provisioning.Provisioner, error) {
 			return newFakeBackend(), nil
 		}))...)
@@ -108,6 +94,28 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 		}
 	})
 	return f
+}
+
+// fixtureTenants gives every provisioner the fixture's client and a fake
+// instance whose creation the fixture records.
+type fixtureTenants struct{ f *fixture }
+
+func (ft fixtureTenants) clientFor(string) (provisioning.Client, error) { return ft.f.kube, nil }
+
+func (ft fixtureTenants) newController(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
+	f := ft.f
+	if deps.Provisioner == nil || deps.Metrics == nil || deps.Informers.Claims == nil {
+		return nil, errors.New("incomplete dependencies")
+	}
+	inst := newFakeInstance(cfg)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	inst.restartOn, inst.leader, inst.onStuck, inst.onHealth = f.restartOn, f.leader, deps.OnStuck, deps.OnHealthChange
+	f.instances[cfg.ProvisionerName] = append(f.instances[cfg.ProvisionerName], inst)
+	if f.leader {
+		deps.OnLeaderChange("replica-1")
+	}
+	return inst, nil
 }
 
 func (f *fixture) started(provisioner string) []*fakeInstance {

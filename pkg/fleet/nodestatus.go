@@ -17,19 +17,11 @@ limitations under the License.
 package fleet
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 )
-
-// convergeHostPath runs the coordinator of the hostPath ProvisionerConfig
-// pc and reports the nodes that serve it.
-func (m *Manager) convergeHostPath(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	obs := m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
-	return m.withNodes(pc, obs)
-}
 
 // withNodes adds to obs, of a running coordinator, the nodes of the
 // hostPath ProvisionerConfig pc and the space they report, and turns Ready

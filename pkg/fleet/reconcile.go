@@ -117,7 +117,12 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 			return false, err
 		}
 	}
-	obs := m.converge(ctx, pc)
+	obs := m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
+	if pc.Spec.Backend.NodeHostPath() != nil {
+		// The node agents serve it: the manager's coordinator reports
+		// their nodes.
+		obs = m.withNodes(pc, obs)
+	}
 	obs.leaderElectionDisabled = !m.settings.LeaderElection
 	if err := m.writeStatus(ctx, pc, obs); err != nil {
 		return false, err
@@ -141,16 +146,6 @@ func (m *Manager) managerSettings() instanceSettings {
 		legacyLockNamespace: m.settings.LegacyLockNamespace,
 		probeInterval:       m.settings.BackendProbeInterval,
 	}
-}
-
-// converge starts, re-tunes, restarts or stops the manager's instance of pc.
-// The node agents serve a hostPath backend, unless it is on a shared file
-// system: the manager reports their nodes.
-func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	if pc.Spec.Backend.NodeHostPath() != nil {
-		return m.convergeHostPath(ctx, pc)
-	}
-	return m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
 }
 
 // runUnit starts, re-tunes, restarts or stops the instance u of pc, and
@@ -308,7 +303,7 @@ func (m *Manager) leaseFree(key string) error {
 // backend u builds.
 func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, fingerprint string) (*running, error) {
 	key := pc.Name
-	client, err := m.deps.clientFor(cfg.ProvisionerName)
+	client, err := m.deps.tenants.clientFor(cfg.ProvisionerName)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +321,7 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 			Client: client, Informers: m.shared, EventRecorder: recorder, OnLeaderChange: onLeaderChange,
 		})
 	} else {
-		err = m.newController(ctx, pc, u, cfg, entry, provisioning.Dependencies{
+		err = m.buildController(ctx, pc, u, cfg, entry, provisioning.Dependencies{
 			Client: client, Informers: m.shared, EventRecorder: recorder, Metrics: m.metrics, OnLeaderChange: onLeaderChange,
 			OnStuck: func() { m.queue.Add(key) }, OnHealthChange: func() { m.queue.Add(key) }, Scope: u.scope,
 		})
@@ -339,9 +334,9 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 	return r, nil
 }
 
-// newController builds the backend of u and the provision controller that
+// buildController builds the backend of u and the provision controller that
 // runs it into entry.
-func (m *Manager) newController(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, entry *running, deps provisioning.Dependencies) error {
+func (m *Manager) buildController(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, entry *running, deps provisioning.Dependencies) error {
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
 		Spec:             u.backend,
 		ProvisionerNames: pc.Spec.ProvisionerNames(),
@@ -353,7 +348,7 @@ func (m *Manager) newController(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		return err
 	}
 	deps.Provisioner = provisioner
-	inst, err := m.deps.newInstance(cfg, deps)
+	inst, err := m.deps.tenants.newController(cfg, deps)
 	if err != nil {
 		closeBackend(provisioner)
 		return fmt.Errorf("%w: %w", errInvalidInstance, err)

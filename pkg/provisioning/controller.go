@@ -28,7 +28,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -359,70 +358,4 @@ func (c *Controller) Reconfigure(cfg Config) error {
 		c.enqueueAll(t)
 	}
 	return nil
-}
-
-// runWorker is the goroutine of one worker of queue, which the queue starts
-// when it has an item that no running worker will take. It handles items
-// until none is ready and then ends, so an idle queue holds no goroutine.
-func runWorker[K comparable](ctx context.Context, queue *workqueue.Queue[K], handle func(context.Context, K)) {
-	for processNextWorkItem(ctx, queue, handle) {
-	}
-}
-
-// processNextWorkItem handles the next item of queue; it returns false, and
-// handles nothing, when the worker must end.
-func processNextWorkItem[K comparable](ctx context.Context, queue *workqueue.Queue[K], handle func(context.Context, K)) bool {
-	key, ok := queue.Get()
-	if !ok {
-		return false
-	}
-	defer queue.Done(key)
-	handle(ctx, key)
-	return true
-}
-
-// loop is the work of the claim or the volume queue: its items, their
-// retries and the sync handler of one item.
-type loop[K comparable] struct {
-	queue     *workqueue.Queue[K]
-	retries   *workqueue.Retries[K]
-	threshold func() int
-	paused    func() bool
-	// waits tells whether the failure err of key is to be waited out rather
-	// than counted, and when to try the item again then, so that an item
-	// waits for what it lacks (an available backend, room) rather than
-	// being given up on.
-	waits func(key K, err error) (retryIn time.Duration, why string, waits bool)
-	// sync (syncClaim or syncVolume) handles one item and returns the object
-	// version it ended at.
-	sync func(ctx context.Context, key K) (string, error)
-}
-
-// handle syncs one item and, when that fails, queues it again after its
-// backoff or gives up on it.
-func (l *loop[K]) handle(ctx context.Context, key K) {
-	// A stopping or paused controller leaves its items untouched. An item
-	// given up on waits for a change of its object, which forgets the
-	// failures: a retry queued before it was given up is not one.
-	if ctx.Err() != nil || l.paused() || l.retries.GaveUp(key) {
-		return
-	}
-	version, err := l.sync(ctx, key)
-	if err == nil {
-		l.retries.Forget(key)
-		return
-	}
-	if ctx.Err() != nil {
-		return
-	}
-	if retryIn, why, waits := l.waits(key, err); waits {
-		l.queue.AddAfter(key, retryIn)
-		utilruntime.HandleErrorWithContext(ctx, err, "Will retry, not counted as a failure", "item", key, "reason", why, "retryIn", retryIn)
-		return
-	}
-	if l.retries.Failed(l.queue, key, version, l.threshold()) {
-		utilruntime.HandleErrorWithContext(ctx, err, "Giving up until the object changes", "item", key, "failures", l.queue.NumRequeues(key))
-	} else {
-		utilruntime.HandleErrorWithContext(ctx, err, "Will retry", "item", key, "failures", l.queue.NumRequeues(key))
-	}
 }

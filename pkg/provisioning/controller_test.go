@@ -498,25 +498,24 @@ func TestGivenUpItemIsNotSyncedByAnEarlierRetry(t *testing.T) {
 	retries := workqueue.NewRetries[string](limits)
 	queue := workqueue.NewRateLimitingQueue[string](retries.Limiter(), workqueue.Config{Name: "test", MaxWorkers: 1}, func() {})
 	t.Cleanup(queue.ShutDown)
-	syncs := 0
-	l := loop[string]{
-		queue:     queue,
-		retries:   retries,
-		threshold: func() int { return 1 },
-		paused:    func() bool { return false },
-		waits:     func(string, error) (time.Duration, string, bool) { return 0, "", false },
-		sync: func(context.Context, string) (string, error) {
-			syncs++
-			return "1", errors.New("backend down")
-		},
-	}
 	ctx := context.Background()
-	l.handle(ctx, "pv") // fails, and is due again in an hour
-	l.handle(ctx, "pv") // an update queued it meanwhile: fails, and is given up
+	l := loop[string]{queue: queue, retries: retries}
+	noWait := func(string, error) (time.Duration, string, bool) { return 0, "", false }
+	syncs := 0
+	// What a worker does with the item: its sync fails.
+	work := func() {
+		if l.skips(ctx, "pv") {
+			return
+		}
+		syncs++
+		l.settle(ctx, "pv", "1", errors.New("backend down"), 1, noWait)
+	}
+	work() // fails, and is due again in an hour
+	work() // an update queued it meanwhile: fails, and is given up
 	if !retries.GaveUp("pv") {
 		t.Fatal("not given up after a retry with threshold 1")
 	}
-	l.handle(ctx, "pv") // the hour of the first failure has passed
+	work() // the hour of the first failure has passed
 	if syncs != 2 {
 		t.Errorf("syncs = %d, want 2: a given-up item was synced again without a change", syncs)
 	}

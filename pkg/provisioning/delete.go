@@ -27,6 +27,24 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// volumeWorker is what a worker of a term's volume queue does with a
+// PersistentVolume.
+type volumeWorker struct {
+	c *Controller
+	t *term
+}
+
+// work syncs the PersistentVolume name and, when that fails, queues it
+// again after its backoff or gives up on it.
+func (w volumeWorker) work(ctx context.Context, name string) {
+	c, t := w.c, w.t
+	if c.config().Paused || t.volumes.skips(ctx, name) {
+		return
+	}
+	version, err := c.syncVolume(ctx, name)
+	t.volumes.settle(ctx, name, version, err, c.config().Retry.DeleteFailureThreshold, c.volumeWaits)
+}
+
 // syncVolume deletes the backend volume of a released PersistentVolume of this
 // provisioner, and keeps its finalizer; it returns the volume's resource
 // version after its own writes.

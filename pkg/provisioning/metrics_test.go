@@ -127,12 +127,12 @@ func TestQueueMetricsFromFirstUseToShutDown(t *testing.T) {
 	q = workqueue.NewRateLimitingQueue(limiter,
 		workqueue.Config{Name: queueName("claims", "p"), MaxWorkers: 1, MetricsProvider: queueMetricsProvider{m}},
 		func() {
-			runWorker(context.Background(), q, func(_ context.Context, item string) {
+			runWorker(context.Background(), q, workFunc[string](func(_ context.Context, item string) {
 				if item == "held" {
 					held <- item
 					<-release
 				}
-			})
+			}))
 		})
 	t.Cleanup(q.ShutDown)
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {

@@ -165,7 +165,7 @@ func TestRecordingBackendAnnouncesOnce(t *testing.T) {
 	c := f.newController(cfg, backend, recorder)
 	tm := newTestTerm(t, c)
 	for range 3 {
-		tm.claims.handle(context.Background(), keyOfClaim(claim))
+		claimWorker{c, tm}.work(context.Background(), keyOfClaim(claim))
 	}
 	want := []string{EventProvisioning, EventProvisioningFailed, EventProvisioningFailed, EventProvisioningFailed}
 	if diff := cmp.Diff(want, recorder.events()); diff != "" {

@@ -312,36 +312,23 @@ func (r *resyncTimer) stop() {
 
 func (c *Controller) newTerm(ctx context.Context) *term {
 	cfg := c.config()
-	paused := func() bool { return c.config().Paused }
 	t := &term{
-		claims: loop[claimKey]{
-			retries:   c.claimRetries,
-			threshold: func() int { return c.config().Retry.ProvisionFailureThreshold },
-			paused:    paused,
-			waits:     c.claimWaits,
-		},
-		volumes: loop[string]{
-			retries:   c.volumeRetries,
-			threshold: func() int { return c.config().Retry.DeleteFailureThreshold },
-			paused:    paused,
-			waits:     c.volumeWaits,
-			sync:      c.syncVolume,
-		},
+		claims:         loop[claimKey]{retries: c.claimRetries},
+		volumes:        loop[string]{retries: c.volumeRetries},
 		saveLimiter:    workqueue.NewRetryLimiter[string](saveRetry(cfg)),
 		reclaimLimiter: workqueue.NewRetryLimiter[struct{}](rateLimits(cfg.Retry)),
 	}
-	t.claims.sync = c.claimSync(t)
 	metrics := queueMetricsProvider{c.metrics}
 	t.claims.queue = workqueue.NewRateLimitingQueue(c.claimRetries.Limiter(),
 		workqueue.Config{Name: queueName("claims", c.name), MaxWorkers: cfg.Workers, MetricsProvider: metrics},
-		func() { runWorker(ctx, t.claims.queue, t.claims.handle) })
+		func() { runWorker(ctx, t.claims.queue, claimWorker{c, t}) })
 	t.volumes.queue = workqueue.NewRateLimitingQueue(c.volumeRetries.Limiter(),
 		workqueue.Config{Name: queueName("volumes", c.name), MaxWorkers: cfg.Workers, MetricsProvider: metrics},
-		func() { runWorker(ctx, t.volumes.queue, t.volumes.handle) })
+		func() { runWorker(ctx, t.volumes.queue, volumeWorker{c, t}) })
 	t.saves = workqueue.NewRateLimitingQueue(t.saveLimiter,
 		workqueue.Config{Name: queueName("volumesave", c.name), MaxWorkers: 1, MetricsProvider: metrics},
 		func() {
-			runWorker(ctx, t.saves, func(ctx context.Context, name string) { c.saveVolumeAgain(ctx, t, name) })
+			runWorker(ctx, t.saves, workFunc[string](func(ctx context.Context, name string) { c.saveVolumeAgain(ctx, t, name) }))
 		})
 	if c.reclaimer != nil {
 		// Every leading controller reclaims once; series for that would
@@ -349,10 +336,78 @@ func (c *Controller) newTerm(ctx context.Context) *term {
 		t.reclaims = workqueue.NewRateLimitingQueue(t.reclaimLimiter,
 			workqueue.Config{Name: queueName("reclaim", c.name), MaxWorkers: 1},
 			func() {
-				runWorker(ctx, t.reclaims, func(ctx context.Context, _ struct{}) { c.reclaimAndRetry(ctx, t) })
+				runWorker(ctx, t.reclaims, workFunc[struct{}](func(ctx context.Context, _ struct{}) { c.reclaimAndRetry(ctx, t) }))
 			})
 	}
 	return t
+}
+
+// itemWorker is what each worker of a term's queue does with an item: the
+// claim and volume workers sync it, the save and reclaim workers try again.
+type itemWorker[K comparable] interface {
+	work(ctx context.Context, key K)
+}
+
+// workFunc is an itemWorker of one function, as http.HandlerFunc is a
+// handler.
+type workFunc[K comparable] func(ctx context.Context, key K)
+
+func (f workFunc[K]) work(ctx context.Context, key K) { f(ctx, key) }
+
+// runWorker is the goroutine of one worker of queue, which the queue starts
+// when it has an item that no running worker will take. It hands w the
+// items until none is ready and then ends, so an idle queue holds no
+// goroutine.
+func runWorker[K comparable](ctx context.Context, queue *workqueue.Queue[K], w itemWorker[K]) {
+	for {
+		key, ok := queue.Get()
+		if !ok {
+			return
+		}
+		w.work(ctx, key)
+		queue.Done(key)
+	}
+}
+
+// loop is the claim or the volume queue of a term and the retries of its
+// items, which outlive the term.
+type loop[K comparable] struct {
+	queue   *workqueue.Queue[K]
+	retries *workqueue.Retries[K]
+}
+
+// skips reports whether the worker leaves key untouched: the controller is
+// stopping, or the item was given up on and waits for a change of its
+// object, which forgets the failures (a retry queued before it was given up
+// is not one).
+func (l *loop[K]) skips(ctx context.Context, key K) bool {
+	return ctx.Err() != nil || l.retries.GaveUp(key)
+}
+
+// settle follows the sync of key, which ended at the object version
+// version with err: a success forgets the failures; a failure that waits
+// tells (the claim or volume waits for what it lacks: an available
+// backend, room) is tried again when it says, any other after its backoff,
+// or given up on after threshold failures.
+func (l *loop[K]) settle(ctx context.Context, key K, version string, err error, threshold int,
+	waits func(key K, err error) (retryIn time.Duration, why string, waits bool)) {
+	if err == nil {
+		l.retries.Forget(key)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if retryIn, why, waits := waits(key, err); waits {
+		l.queue.AddAfter(key, retryIn)
+		utilruntime.HandleErrorWithContext(ctx, err, "Will retry, not counted as a failure", "item", key, "reason", why, "retryIn", retryIn)
+		return
+	}
+	if l.retries.Failed(l.queue, key, version, threshold) {
+		utilruntime.HandleErrorWithContext(ctx, err, "Giving up until the object changes", "item", key, "failures", l.queue.NumRequeues(key))
+	} else {
+		utilruntime.HandleErrorWithContext(ctx, err, "Will retry", "item", key, "failures", l.queue.NumRequeues(key))
+	}
 }
 
 // resize applies the worker count and retry rates of cfg; callers hold c.mu.
