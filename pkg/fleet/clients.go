@@ -50,7 +50,7 @@ type dependencies struct {
 // controller. tenantBuilder is the fleet's.
 type tenants interface {
 	clientFor(provisionerName string) (provisioning.Client, error)
-	newController(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error)
+	newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error)
 }
 
 // budgets are the fleet's API client budgets: the one shared fairly by every
@@ -167,7 +167,7 @@ func (c tenantBuilder) clientFor(provisionerName string) (provisioning.Client, e
 }
 
 // newController builds one provision controller.
-func (tenantBuilder) newController(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
+func (tenantBuilder) newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error) {
 	return provisioning.New(cfg, deps)
 }
 

@@ -67,7 +67,7 @@ limitations under the License.
 // controller, five hops, the first four in reconcile.go:
 //
 //	reconcile           reconcile.go: the ProvisionerConfig of a key
-//	runUnit             reconcile.go: its Config (mapping.go), conflicts,
+//	runInstance         reconcile.go: its Config (mapping.go), conflicts,
 //	                    then the outcome in an observation
 //	ensureInstance      reconcile.go: a live re-tune (updateInstance), or
 //	startInstance       reconcile.go: builds the controller, a
@@ -81,8 +81,49 @@ limitations under the License.
 // A node agent's instance starts on a longer path: reconcile hands the
 // ProvisionerConfig to hostpathnodes.Agent.Reconcile, which decides what
 // the node runs and calls back RunOnNode (noderole.go, the
-// hostpathnodes.Fleet interface), which calls runUnit. status.go writes
+// hostpathnodes.Fleet interface), which calls runInstance. status.go writes
 // what reconcile observed, nodestatus.go adds a coordinator's nodes,
 // fleetmetrics.go and clients.go hold the fleet's metrics, clients and
 // budgets.
+//
+// # Glossary
+//
+// Role: the part a process plays, the manager's or a node agent's
+// (Settings.Roles); one process may play both.
+//
+// Controller: what the fleet runs for a ProvisionerConfig: a
+// provisioning.Controller or, in the manager's role, a hostPath backend's
+// hostpathnodes.Coordinator. The controller interface is what the fleet
+// needs of either.
+//
+// Instance: one controller the fleet started for one ProvisionerConfig in
+// one role, as the registry holds it: under its key (the object's name for
+// the manager's instance; nodeKeyPrefix and the name for a node agent's, a
+// node instance), with the token of its start and the Config, backend and
+// generation it runs with. An instanceSpec is what an instance is made of.
+//
+// Token: the number of an instance's start, unique in the registry, so that
+// stopping an old instance can never stop its replacement.
+//
+// Reconcile: one pass of a reconcile worker over one ProvisionerConfig,
+// which starts, re-tunes, restarts or stops its instances and writes its
+// status from the observation it made.
+//
+// Re-tune: a change of spec that an instance's controller takes live
+// (Reconfigure). What it cannot take (provisioning.CheckReconfigure)
+// restarts the instance, which keeps its Lease when the lease settings did
+// not change.
+//
+// Refusal: the outcome of a ProvisionerConfig that cannot run as written (a
+// name, Lease or backend base shared with an older one, an invalid spec, a
+// backend that cannot start): Ready is False with a reason, and a Warning
+// Event says why.
+//
+// Tenant: one provisioner of the fleet, as provisioning's doc says; here,
+// its share of the fleet's API budget: its client names its requests after
+// it and spends its share (the tenants interface builds it).
+//
+// Stuck instance: one whose controller has a backend call running past its
+// deadline. Once stopped, it leaves its Lease to expire, and its
+// replacement starts after that (leaseFree).
 package fleet

@@ -484,8 +484,8 @@ func (m *Manager) Ready() error {
 // overdue.
 func (m *Manager) LeaseHealthy() error {
 	var errs []error
-	m.instances.Each(func(key string, r *running) {
-		if err := r.instance.LeaseHealthy(); err != nil {
+	m.instances.Each(func(key string, inst *instance) {
+		if err := inst.controller.LeaseHealthy(); err != nil {
 			errs = append(errs, fmt.Errorf("ProvisionerConfig %s: %w", key, err))
 		}
 	})
@@ -497,15 +497,15 @@ func (m *Manager) LeaseHealthy() error {
 // Lease has not expired yet.
 func (m *Manager) Stuck() error {
 	var errs []error
-	m.instances.Each(func(key string, r *running) {
-		if err := r.instance.Stuck(); err != nil {
+	m.instances.Each(func(key string, inst *instance) {
+		if err := inst.controller.Stuck(); err != nil {
 			errs = append(errs, fmt.Errorf("ProvisionerConfig %s: %w", key, err))
 		}
 	})
-	m.instances.EachStuck(func(key string, r *running) {
-		err := r.instance.Stuck()
+	m.instances.EachStuck(func(key string, inst *instance) {
+		err := inst.controller.Stuck()
 		if err == nil {
-			err = fmt.Errorf("its Lease is left to expire until %s", r.leaseFreeAt.UTC().Format(time.RFC3339))
+			err = fmt.Errorf("its Lease is left to expire until %s", inst.leaseFreeAt.UTC().Format(time.RFC3339))
 		}
 		errs = append(errs, fmt.Errorf("stopped instance of ProvisionerConfig %s: %w", key, err))
 	})
@@ -599,7 +599,7 @@ func (m *Manager) stop(ctx context.Context, key string) {
 		m.agent.InstanceStopping(config)
 		defer m.agent.InstanceStopped(config)
 	}
-	if r := m.instances.Get(key); r != nil && m.instances.Stop(key, r.token) {
-		klog.FromContext(ctx).Info("Stopped provisioner instance", "token", r.token)
+	if inst := m.instances.Get(key); inst != nil && m.instances.Stop(key, inst.token) {
+		klog.FromContext(ctx).Info("Stopped provisioner instance", "token", inst.token)
 	}
 }

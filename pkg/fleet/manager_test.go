@@ -55,7 +55,7 @@ type fixture struct {
 	manager *Manager
 
 	mu        sync.Mutex
-	instances map[string][]*fakeInstance
+	instances map[string][]*fakeController
 	restartOn func(before, after provisioning.Config) bool
 	leader    bool
 }
@@ -67,7 +67,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 	_, ctx := ktesting.NewTestContext(t)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
+	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeController{}, leader: true}
 	servesAdmissionPolicies(f.kube)
 	storeLikeTheAPIServer(f.pcfg)
 	m, err := newManager(Settings{Roles: Roles{Manager: true, Node: true}, Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
@@ -102,12 +102,12 @@ type fixtureTenants struct{ f *fixture }
 
 func (ft fixtureTenants) clientFor(string) (provisioning.Client, error) { return ft.f.kube, nil }
 
-func (ft fixtureTenants) newController(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
+func (ft fixtureTenants) newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error) {
 	f := ft.f
 	if deps.Provisioner == nil || deps.Metrics == nil || deps.Informers.Claims == nil {
 		return nil, errors.New("incomplete dependencies")
 	}
-	inst := newFakeInstance(cfg)
+	inst := newFakeController(cfg)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	inst.restartOn, inst.leader, inst.onStuck, inst.onHealth = f.restartOn, f.leader, deps.OnStuck, deps.OnHealthChange
@@ -118,10 +118,10 @@ func (ft fixtureTenants) newController(cfg provisioning.Config, deps provisionin
 	return inst, nil
 }
 
-func (f *fixture) started(provisioner string) []*fakeInstance {
+func (f *fixture) started(provisioner string) []*fakeController {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]*fakeInstance(nil), f.instances[provisioner]...)
+	return append([]*fakeController(nil), f.instances[provisioner]...)
 }
 
 func (f *fixture) create(pc *v1alpha1.ProvisionerConfig) {

@@ -28,15 +28,15 @@ import (
 
 // nodeRole is the fleet as the node side sees it (hostpathnodes.Fleet): the
 // node agent's instances run in the manager's registry, each keyed by
-// nodeUnitPrefix and the name of its ProvisionerConfig.
+// nodeKeyPrefix and the name of its ProvisionerConfig.
 type nodeRole struct{ m *Manager }
 
 func (r nodeRole) Enqueue(name string) { r.m.queue.Add(name) }
 
 func (r nodeRole) RunOnNode(ctx context.Context, pc *v1alpha1.ProvisionerConfig, backend *v1alpha1.BackendSpec, scope provisioning.Scope) hostpathnodes.Outcome {
 	m := r.m
-	obs := m.runUnit(ctx, pc, unit{
-		key:      nodeUnitPrefix + pc.Name,
+	obs := m.runInstance(ctx, pc, instanceSpec{
+		key:      nodeKeyPrefix + pc.Name,
 		backend:  backend,
 		settings: instanceSettings{identity: m.settings.Identity, probeInterval: m.settings.BackendProbeInterval},
 		scope:    scope,
@@ -45,11 +45,11 @@ func (r nodeRole) RunOnNode(ctx context.Context, pc *v1alpha1.ProvisionerConfig,
 		Storage: obs.storage, ProbedAt: obs.probedAt}
 }
 
-func (r nodeRole) StopOnNode(ctx context.Context, name string) { r.m.stop(ctx, nodeUnitPrefix+name) }
+func (r nodeRole) StopOnNode(ctx context.Context, name string) { r.m.stop(ctx, nodeKeyPrefix+name) }
 
 func (r nodeRole) OnNode() []string {
 	var names []string
-	r.m.instances.Each(func(key string, _ *running) {
+	r.m.instances.Each(func(key string, _ *instance) {
 		if name := configOf(key); name != key {
 			names = append(names, name)
 		}
@@ -58,7 +58,7 @@ func (r nodeRole) OnNode() []string {
 }
 
 func (r nodeRole) ProvisionerOnNode(name string) provisioning.Provisioner {
-	if inst := r.m.instances.Get(nodeUnitPrefix + name); inst != nil {
+	if inst := r.m.instances.Get(nodeKeyPrefix + name); inst != nil {
 		return inst.provisioner
 	}
 	return nil
@@ -67,11 +67,11 @@ func (r nodeRole) ProvisionerOnNode(name string) provisioning.Provisioner {
 // RequeueOnNode has the node instance of name look at claim, which the
 // coordinator handed over to it.
 func (r nodeRole) RequeueOnNode(name string, claim *corev1.PersistentVolumeClaim) {
-	inst := r.m.instances.Get(nodeUnitPrefix + name)
+	inst := r.m.instances.Get(nodeKeyPrefix + name)
 	if inst == nil {
 		return
 	}
-	if q, ok := inst.instance.(interface {
+	if q, ok := inst.controller.(interface {
 		Requeue(*corev1.PersistentVolumeClaim)
 	}); ok {
 		q.Requeue(claim)

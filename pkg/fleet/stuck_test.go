@@ -219,6 +219,6 @@ type oneClient struct{ client provisioning.Client }
 
 func (o oneClient) clientFor(string) (provisioning.Client, error) { return o.client, nil }
 
-func (oneClient) newController(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
+func (oneClient) newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error) {
 	return provisioning.New(cfg, deps)
 }

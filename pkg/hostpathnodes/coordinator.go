@@ -110,7 +110,7 @@ type Coordinator struct {
 // NewCoordinator returns the coordinator of the hostPath ProvisionerConfig
 // named configName, with spec its backend; it starts nothing until Run.
 func (n *Nodes) NewCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.HostPathBackend, deps CoordinatorDeps) (*Coordinator, error) {
-	return newCoordinator(configName, cfg, spec, coordinatorDeps{
+	return buildCoordinator(configName, cfg, spec, coordinatorDeps{
 		CoordinatorDeps:    deps,
 		NodeLeases:         n.leaseInf,
 		NodeLeaseNamespace: n.settings.LeaseNamespace,
@@ -121,7 +121,8 @@ func (n *Nodes) NewCoordinator(configName string, cfg provisioning.Config, spec 
 	})
 }
 
-func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.HostPathBackend, deps coordinatorDeps) (*Coordinator, error) {
+// buildCoordinator is NewCoordinator with every dependency given.
+func buildCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.HostPathBackend, deps coordinatorDeps) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
 	}

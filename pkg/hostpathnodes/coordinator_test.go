@@ -147,7 +147,7 @@ func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *Coord
 	nodeLeases := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(e.leaseNS))
 	broadcaster := record.NewBroadcaster(record.WithContext(e.ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.client.CoreV1().Events("")})
-	c, err := newCoordinator(e.configName, cfg, spec, coordinatorDeps{
+	c, err := buildCoordinator(e.configName, cfg, spec, coordinatorDeps{
 		CoordinatorDeps: CoordinatorDeps{
 			Client: e.client,
 			Informers: provisioning.SharedInformers{
@@ -165,7 +165,7 @@ func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *Coord
 		Metrics:            e.metrics,
 	})
 	if err != nil {
-		e.t.Fatalf("newCoordinator: %v", err)
+		e.t.Fatalf("buildCoordinator: %v", err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	for _, f := range []informers.SharedInformerFactory{factory, leases, nodeLeases} {
@@ -574,7 +574,7 @@ func fakeCoordinator(t *testing.T, client kubernetes.Interface, spec *v1alpha1.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCoordinator("fake", fakeConfig(), spec, coordinatorDeps{
+	c, err := buildCoordinator("fake", fakeConfig(), spec, coordinatorDeps{
 		CoordinatorDeps: CoordinatorDeps{
 			Client: client,
 			Informers: provisioning.SharedInformers{
@@ -591,7 +591,7 @@ func fakeCoordinator(t *testing.T, client kubernetes.Interface, spec *v1alpha1.H
 		Metrics:            m,
 	})
 	if err != nil {
-		t.Fatalf("newCoordinator: %v", err)
+		t.Fatalf("buildCoordinator: %v", err)
 	}
 	return c, factory
 }

@@ -233,7 +233,7 @@ provisioner_capacity_used_volumes{provisioner="provfleet.io/test"} 2
 			cfg := testConfig(testProvisioner)
 			cfg.ProbeInterval = time.Hour
 			c := f.newController(cfg, budgetedBackend{newProbedBackend(nil), tc.budget}, &testRecorder{})
-			stop := run(t, c)
+			stop := startController(t, c)
 			polltest.Eventually(t, "the first probe", func() bool { return c.Health().Space != nil })
 			if err := testutil.GatherAndCompare(f.registry, strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)
