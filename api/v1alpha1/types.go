@@ -431,6 +431,16 @@ type BackendSpec struct {
 	Custom *CustomBackend `json:"custom,omitempty"`
 }
 
+// ProvisionerNames returns every name the object answers to, as written:
+// the PV binder and the provisioned-by annotation keep the case of a name.
+func (s *ProvisionerConfigSpec) ProvisionerNames() []string {
+	names := []string{string(s.ProvisionerName)}
+	for _, name := range s.AdditionalProvisionerNames {
+		names = append(names, string(name))
+	}
+	return names
+}
+
 // Name is the value of status.backend for this backend: hostPath, nfs,
 // custom/<driver>, or empty when no member is set.
 func (b BackendSpec) Name() string {

@@ -259,17 +259,17 @@ func bases(spec *v1alpha1.BackendSpec) []base {
 		// disjoint nodes are refused too, rather than trusted to stay apart.
 		bases := []base{{field: "hostPath.path", path: string(spec.HostPath.Path)}}
 		bases = appendBases(bases, "hostPath.additionalPaths", spec.HostPath.AdditionalPaths)
-		for i, entry := range spec.HostPath.NodePaths {
-			bases = append(bases, base{field: fmt.Sprintf("hostPath.nodePaths[%d].path", i), path: string(entry.Path)})
-			bases = appendBases(bases, fmt.Sprintf("hostPath.nodePaths[%d].additionalPaths", i), entry.AdditionalPaths)
+		for i, nodePath := range spec.HostPath.NodePaths {
+			bases = append(bases, base{field: fmt.Sprintf("hostPath.nodePaths[%d].path", i), path: string(nodePath.Path)})
+			bases = appendBases(bases, fmt.Sprintf("hostPath.nodePaths[%d].additionalPaths", i), nodePath.AdditionalPaths)
 		}
 		for i, class := range spec.HostPath.StorageClasses {
 			field := fmt.Sprintf("hostPath.storageClasses[%d]", i)
 			bases = append(bases, base{field: field + ".path", path: string(class.Path)})
 			bases = appendBases(bases, field+".additionalPaths", class.AdditionalPaths)
-			for j, entry := range class.NodePaths {
-				bases = append(bases, base{field: fmt.Sprintf("%s.nodePaths[%d].path", field, j), path: string(entry.Path)})
-				bases = appendBases(bases, fmt.Sprintf("%s.nodePaths[%d].additionalPaths", field, j), entry.AdditionalPaths)
+			for j, nodePath := range class.NodePaths {
+				bases = append(bases, base{field: fmt.Sprintf("%s.nodePaths[%d].path", field, j), path: string(nodePath.Path)})
+				bases = appendBases(bases, fmt.Sprintf("%s.nodePaths[%d].additionalPaths", field, j), nodePath.AdditionalPaths)
 			}
 		}
 		return bases

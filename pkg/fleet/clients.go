@@ -32,18 +32,25 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// dependencies are the clients and constructors a Manager uses; tests replace
+// dependencies are the clients and builders a Manager uses; tests replace
 // them with fakes.
 type dependencies struct {
 	client kubernetes.Interface
 	pcfg   versioned.Interface
 	// events writes Events with a budget of its own; nil: through client.
-	events    typedcorev1.EventsGetter
-	clientFor func(provisionerName string) (provisioning.Client, error)
-	// newInstance builds one provision controller.
-	newInstance func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error)
+	events typedcorev1.EventsGetter
+	// tenants builds each provisioner's client and provision controller.
+	tenants tenants
 	// stop releases what the dependencies hold, after every instance stopped.
 	stop func()
+}
+
+// tenants builds what each provisioner of the fleet runs on: its client,
+// which spends its share of the fleet's budgets, and its provision
+// controller. tenantBuilder is the fleet's.
+type tenants interface {
+	clientFor(provisionerName string) (provisioning.Client, error)
+	newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error)
 }
 
 // budgets are the fleet's API client budgets: the one shared fairly by every
@@ -106,7 +113,7 @@ func newDependencies(config *rest.Config, b budgets) (dependencies, error) {
 	if err != nil {
 		return dependencies{}, fmt.Errorf("cannot build the HTTP client: %w", err)
 	}
-	clients := clientBuilder{config: config, http: httpClient, budgets: b}
+	clients := tenantBuilder{config: config, http: httpClient, budgets: b}
 	managerConfig := clients.configFor(managerTenant, b.shared.Tenant(managerTenant))
 	managerHTTP := httpClientNamed(httpClient, managerTenant)
 	client, err := kubernetes.NewForConfigAndClient(managerConfig, managerHTTP)
@@ -122,21 +129,17 @@ func newDependencies(config *rest.Config, b budgets) (dependencies, error) {
 		return dependencies{}, fmt.Errorf("cannot build the Event client: %w", err)
 	}
 	return dependencies{
-		client:      client,
-		pcfg:        pcfg,
-		events:      events,
-		clientFor:   clients.clientFor,
-		newInstance: newController,
-		stop:        b.stop,
+		client:  client,
+		pcfg:    pcfg,
+		events:  events,
+		tenants: clients,
+		stop:    b.stop,
 	}, nil
 }
 
-func newController(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
-	return provisioning.New(cfg, deps)
-}
-
-// clientBuilder builds clients that share one HTTP client.
-type clientBuilder struct {
+// tenantBuilder builds the clients of the fleet, which share one HTTP
+// client, and its provision controllers.
+type tenantBuilder struct {
 	config  *rest.Config
 	http    *http.Client
 	budgets budgets
@@ -144,7 +147,7 @@ type clientBuilder struct {
 
 // configFor returns a copy of the fleet's config whose requests are named
 // userAgent and spend limiter.
-func (c clientBuilder) configFor(userAgent string, limiter flowcontrol.RateLimiter) *rest.Config {
+func (c tenantBuilder) configFor(userAgent string, limiter flowcontrol.RateLimiter) *rest.Config {
 	config := rest.CopyConfig(c.config)
 	config.UserAgent = userAgent
 	config.RateLimiter = limiter
@@ -153,7 +156,7 @@ func (c clientBuilder) configFor(userAgent string, limiter flowcontrol.RateLimit
 
 // clientFor builds the client of one provisioner, a tenant of the shared
 // budget of its own.
-func (c clientBuilder) clientFor(provisionerName string) (provisioning.Client, error) {
+func (c tenantBuilder) clientFor(provisionerName string) (provisioning.Client, error) {
 	tenant := "provfleet/" + provisionerName
 	client, err := newProvisionerClient(c.configFor(tenant, c.budgets.shared.Tenant(tenant)), c.configFor(tenant, c.budgets.leases),
 		httpClientNamed(c.http, tenant))
@@ -161,6 +164,11 @@ func (c clientBuilder) clientFor(provisionerName string) (provisioning.Client, e
 		return nil, fmt.Errorf("cannot build the client of %q: %w", provisionerName, err)
 	}
 	return client, nil
+}
+
+// newController builds one provision controller.
+func (tenantBuilder) newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error) {
+	return provisioning.New(cfg, deps)
 }
 
 // httpClientNamed shares the connections of shared and names its requests

@@ -123,7 +123,7 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 		if i > 100 {
 			t.Fatal("the fleet budget never ran out")
 		}
-		client, err := m.deps.clientFor(fmt.Sprintf("x.io/spend-%d", i))
+		client, err := m.deps.tenants.clientFor(fmt.Sprintf("x.io/spend-%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestManagerLeaseAndEventWritesSkipTheSharedBudget(t *testing.T) {
 
 	reqCtx, cancelReq := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelReq()
-	client, err := m.deps.clientFor("x.io/a")
+	client, err := m.deps.tenants.clientFor("x.io/a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestClientsSendTheirUserAgents(t *testing.T) {
 	}
 	t.Cleanup(m.deps.stop)
 	ctx := t.Context()
-	tenant, err := m.deps.clientFor("x.io/a")
+	tenant, err := m.deps.tenants.clientFor("x.io/a")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,59 +19,111 @@ limitations under the License.
 //
 // A process plays one or both of two roles (Settings.Roles). The manager's
 // runs the NFS and custom backends, and for each hostPath backend a
-// coordinator: under the provisioner's Lease it places Immediate claims on
-// the served node with the most room (in a process that is also the node
-// agent of the one node a ProvisionerConfig's nodeName names, it hands them to
-// its own node instance with no write: handover.go), sends claims selected to
-// a node it does not select back to the scheduler (a bounded number of
-// times), and reports, or deletes, the volumes of removed nodes; it writes
-// every status, with the served nodes of hostPath
-// backends (status.nodes) as the node agents report them. A node agent's
-// holds its node's Lease (NodeLeaseName) and, while it does, runs a
-// controller without a Lease of its own for each hostPath backend that
-// selects its node, limited to the node's claims and volumes (a
-// provisioning.Scope), with the node's path; it publishes how each runs in
-// the Lease's annotations with its renewals, and releases the directories of
-// the volumes the manager deleted while its node was removed.
+// hostpathnodes.Coordinator, and writes every status; a node agent's
+// (hostpathnodes.Agent) holds its node's Lease and, while it does, has this
+// fleet run a controller without a Lease of its own for each hostPath
+// backend that selects its node. The node side, its Lease protocol and its
+// trust boundary live in package hostpathnodes; this package starts,
+// re-tunes, stops and reports the instances of both roles, and shares the
+// informers and the API budget between them.
 //
 // What comes in: ProvisionerConfig objects, from an informer whose add, update
 // and delete queue the object and every other that shares one of its names,
 // its Lease or its backend base; Settings (the manager's flags: identity, Lease
 // namespace, leader election, hostPath root, node, API budgets, backend probe
-// interval, metrics registry) and Options (WithBackend: custom backends).
+// interval, metrics registry) and Options (WithBackend: custom backends); and
+// from the node side, the ProvisionerConfigs a node's change concerns and
+// the node instances to run (nodeRole, hostpathnodes.Fleet).
 //
 // What goes out: for each object, a Manager reconcile starts, re-tunes live
 // (Reconfigure), restarts or stops one provisioning.Controller with the backend
 // of spec.backend, and writes the object's status (Ready and Leading
 // conditions, leader, observed generation, the storage space the leader's
-// backend probe found) with a Warning Event when it refuses the object or
-// its backend turns unavailable, and a Normal one when the backend is back. The fleet shares one set of claim, volume, class, node
-// and Lease informers, with one event router and the PV path index, the
-// claim, volume, class and node caches trimmed to what the controllers read
-// (internal/cachetrim); one
-// connection pool, each provisioner's requests named after it and spending its
-// share of the fleet's fair API budget (internal/fairlimit), its Lease and
-// Event writes budgets of their own; the provisioners' metrics on
-// Settings.Registerer; and health checks (Ready, LeaseHealthy, Stuck).
+// backend probe found, the served nodes of a hostPath backend) with a Warning
+// Event when it refuses the object or its backend turns unavailable, and a
+// Normal one when the backend is back. The fleet shares one set of claim,
+// volume, class, node and Lease informers, with one event router and the PV
+// path index, the claim, volume, class and node caches trimmed to what the
+// controllers read (internal/cachetrim); one connection pool, each
+// provisioner's requests named after it and spending its share of the
+// fleet's fair API budget (internal/fairlimit), its Lease and Event writes
+// budgets of their own; the provisioners' metrics on Settings.Registerer;
+// and health checks (Ready, LeaseHealthy, Stuck).
 //
-// The node agents are held to their own nodes by the API server
-// (examples/deploy/node-restriction.yaml); the manager writes what those
-// policies cannot look up (NodeVolumesParams), lists the volumes it deleted
-// while a node was removed in a ConfigMap per node that no agent may write
-// (RemovedListName), takes off it what the agent says it released, deletes
-// the Leases of nodes that are gone, and warns when the API server is too old
-// to enforce the policies (nodetrust.go).
-//
-// Goroutines, all ended when Run returns: the shared informers, the
-// ProvisionerConfig informer and those of the Nodes, node Leases and removal
-// lists; the manager's node trust worker (watchNodeTrust); the
-// manager's wait for node Leases that expire unrenewed (watchNodes), which
-// with the Node and Lease events queues the hostPath ProvisionerConfigs a
-// node's change concerns; the Event broadcaster; the reconcile workers (runWorker), which stop each
+// Goroutines, all ended when Run returns: the shared informers and the
+// ProvisionerConfig informer; the node side's (hostpathnodes.Nodes.Watch);
+// the Event broadcaster; the reconcile workers (runWorker), which stop each
 // instance and wait until it drained; a node agent's elector on its node's
-// Lease; one goroutine per instance running its Controller.Run or its
-// coordinator's Run, which while leading runs one more to place claims and
-// watch removed nodes (registry.Start); and,
-// while a request waits for the fair budget, its dispatcher (stopped with the
+// Lease (hostpathnodes.Agent.Run); one goroutine per instance running its
+// Controller.Run or its coordinator's Run (registry.Start); and, while a
+// request waits for the fair budget, its dispatcher (stopped with the
 // budget once every instance stopped).
+//
+// # Reading the code
+//
+// manager.go makes the Manager, its informers and its node side
+// (hostpathnodes.New) and runs the reconcile workers, whose
+// processNextWorkItem calls reconcile. From reconcile to a started
+// controller, five hops, the first four in reconcile.go:
+//
+//	reconcile           reconcile.go: the ProvisionerConfig of a key
+//	runInstance         reconcile.go: its Config (mapping.go), conflicts,
+//	                    then the outcome in an observation
+//	ensureInstance      reconcile.go: a live re-tune (updateInstance), or
+//	startInstance       reconcile.go: builds the controller, a
+//	                    hostpathnodes.Coordinator (Nodes.NewCoordinator) or
+//	                    a provisioning.Controller (buildController, with its
+//	                    backend of backends.go, through the tenants
+//	                    interface of clients.go)
+//	registry.Start      registry.go: the instance's goroutine, which calls
+//	                    Run through the instance interface
+//
+// A node agent's instance starts on a longer path: reconcile hands the
+// ProvisionerConfig to hostpathnodes.Agent.Reconcile, which decides what
+// the node runs and calls back RunOnNode (noderole.go, the
+// hostpathnodes.Fleet interface), which calls runInstance. status.go writes
+// what reconcile observed, nodestatus.go adds a coordinator's nodes,
+// fleetmetrics.go and clients.go hold the fleet's metrics, clients and
+// budgets.
+//
+// # Glossary
+//
+// Role: the part a process plays, the manager's or a node agent's
+// (Settings.Roles); one process may play both.
+//
+// Controller: what the fleet runs for a ProvisionerConfig: a
+// provisioning.Controller or, in the manager's role, a hostPath backend's
+// hostpathnodes.Coordinator. The controller interface is what the fleet
+// needs of either.
+//
+// Instance: one controller the fleet started for one ProvisionerConfig in
+// one role, as the registry holds it: under its key (the object's name for
+// the manager's instance; nodeKeyPrefix and the name for a node agent's, a
+// node instance), with the token of its start and the Config, backend and
+// generation it runs with. An instanceSpec is what an instance is made of.
+//
+// Token: the number of an instance's start, unique in the registry, so that
+// stopping an old instance can never stop its replacement.
+//
+// Reconcile: one pass of a reconcile worker over one ProvisionerConfig,
+// which starts, re-tunes, restarts or stops its instances and writes its
+// status from the observation it made.
+//
+// Re-tune: a change of spec that an instance's controller takes live
+// (Reconfigure). What it cannot take (provisioning.CheckReconfigure)
+// restarts the instance, which keeps its Lease when the lease settings did
+// not change.
+//
+// Refusal: the outcome of a ProvisionerConfig that cannot run as written (a
+// name, Lease or backend base shared with an older one, an invalid spec, a
+// backend that cannot start): Ready is False with a reason, and a Warning
+// Event says why.
+//
+// Tenant: one provisioner of the fleet, as provisioning's doc says; here,
+// its share of the fleet's API budget: its client names its requests after
+// it and spends its share (the tenants interface builds it).
+//
+// Stuck instance: one whose controller has a backend call running past its
+// deadline. Once stopped, it leaves its Lease to expire, and its
+// replacement starts after that (leaseFree).
 package fleet

@@ -96,7 +96,7 @@ func (f *fleetMetrics) Collect(ch chan<- prometheus.Metric) {
 	f.gauge(ch, f.leasesHeld, held, leaseKindProvisioner)
 	if a := f.manager.agent; a != nil {
 		node := 0
-		if a.elector.IsLeader() {
+		if a.HoldsLease() {
 			node = 1
 		}
 		f.gauge(ch, f.leasesHeld, node, leaseKindNode)
@@ -125,12 +125,12 @@ func (f *fleetMetrics) gauge(ch chan<- prometheus.Metric, desc *prometheus.Desc,
 // a node agent hold no Lease of their own.
 func (m *Manager) leadership() (held int, leading map[string]bool) {
 	leading = map[string]bool{}
-	m.instances.Each(func(key string, r *running) {
+	m.instances.Each(func(key string, inst *instance) {
 		if key != configOf(key) {
 			return
 		}
-		cfg := r.applied()
-		leads := r.instance.IsLeader()
+		cfg := inst.applied()
+		leads := inst.controller.IsLeader()
 		leading[cfg.ProvisionerName] = leading[cfg.ProvisionerName] || leads
 		if leads && cfg.LeaderElection.Enabled {
 			held++

@@ -97,7 +97,7 @@ func TestBudgetWaitObserved(t *testing.T) {
 	defer m.deps.stop()
 	ctx := context.Background()
 	_, _ = m.deps.client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
-	client, err := m.deps.clientFor("x.io/a")
+	client, err := m.deps.tenants.clientFor("x.io/a")
 	if err != nil {
 		t.Fatal(err)
 	}

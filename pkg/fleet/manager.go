@@ -44,6 +44,7 @@ import (
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/generated/informers/externalversions"
 	listers "github.com/provfleet/provfleet/pkg/generated/listers/api/v1alpha1"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -149,22 +150,15 @@ type Manager struct {
 	deps     dependencies
 	custom   map[string]BackendFactory
 	metrics  *provisioning.Metrics
-	// coordinatorMetrics are those of the coordinators of hostPath backends.
-	coordinatorMetrics *coordinatorMetrics
 	// fleetMetrics are those of the whole fleet.
 	fleetMetrics *fleetMetrics
 
 	core   informers.SharedInformerFactory
 	leases informers.SharedInformerFactory // the Leases namespace only; nil without leader election
-	// nodes informs about the Nodes: all of them for the manager, the
-	// agent's own otherwise. nodeLeases informs about the node agents'
-	// Leases: all of them for the manager, the agent's own otherwise.
-	nodes        informers.SharedInformerFactory
-	nodeLeases   informers.SharedInformerFactory
-	nodeLeaseInf cache.SharedIndexInformer
-	agent        *nodeAgent // nil unless Roles.Node
-	// handovers is nil unless the process has both roles.
-	handovers *handovers
+	// nodes is the node side: the Nodes, the node agents' Leases and the
+	// hostPath coordinators.
+	nodes     *hostpathnodes.Nodes
+	agent     *hostpathnodes.Agent // nil unless Roles.Node
 	shared    provisioning.SharedInformers
 	volumes   *backend.PathIndex
 	configs   externalversions.SharedInformerFactory
@@ -178,14 +172,6 @@ type Manager struct {
 	started   sync.Once
 	synced    chan struct{}
 	runErr    error
-
-	// leaseClock judges the node Leases' expiry by this process's clock.
-	leaseClock *leaseClock
-
-	// removedLists informs about the removal lists (RemovedListName): all
-	// of them for the manager, the agent's own otherwise.
-	removedLists   informers.SharedInformerFactory
-	removedListInf cache.SharedIndexInformer
 }
 
 // New returns a Manager that talks to the API server of config, spending at
@@ -222,28 +208,21 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	if err != nil {
 		return nil, fmt.Errorf("cannot register the provisioners' metrics: %w", err)
 	}
-	coordinators, err := newCoordinatorMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("cannot register the coordinators' metrics: %w", err)
-	}
 	scheme, err := newEventScheme()
 	if err != nil {
 		return nil, err
 	}
 	m := &Manager{
-		settings:           settings,
-		deps:               deps,
-		custom:             map[string]BackendFactory{},
-		metrics:            metrics,
-		coordinatorMetrics: coordinators,
+		settings: settings,
+		deps:     deps,
+		custom:   map[string]BackendFactory{},
+		metrics:  metrics,
 		// Instances resync on their own timers; the cache keeps only what
 		// they read.
 		core:    informers.NewSharedInformerFactoryWithOptions(deps.client, 0, informers.WithTransform(cachetrim.Transform)),
 		configs: externalversions.NewSharedInformerFactory(deps.pcfg, 0),
 		scheme:  scheme,
 		synced:  make(chan struct{}),
-
-		leaseClock: newLeaseClock(),
 	}
 	for _, opt := range opts {
 		if err := opt(m); err != nil {
@@ -252,10 +231,7 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	}
 	// The queue exists before any instance runs, so it can take their exits.
 	m.instances = newRegistry(func(key string) { m.queue.Add(configOf(key)) })
-	if err := m.addInformers(); err != nil {
-		return nil, err
-	}
-	if err := m.addNodeRole(); err != nil {
+	if err := m.addInformers(reg); err != nil {
 		return nil, err
 	}
 	if m.fleetMetrics, err = newFleetMetrics(reg, m); err != nil {
@@ -264,30 +240,10 @@ func newManager(settings Settings, deps dependencies, opts ...Option) (*Manager,
 	return m, nil
 }
 
-// addNodeRole makes the node agent of a process with the node role, and
-// the hand-over between its two parts in one with both roles.
-func (m *Manager) addNodeRole() error {
-	if !m.settings.Roles.Node {
-		return nil
-	}
-	agent, err := m.newNodeAgent()
-	if err != nil {
-		return err
-	}
-	m.agent = agent
-	if m.settings.Roles.Manager {
-		m.handovers = newHandovers(m.requeueOnNode)
-	}
-	return nil
-}
-
 // withNodeDefaults fills the node settings left empty.
 func withNodeDefaults(settings Settings) Settings {
 	if settings.NodeLeaseNamespace == "" {
 		settings.NodeLeaseNamespace = settings.Namespace
-	}
-	if settings.NodeLeaseDuration <= 0 {
-		settings.NodeLeaseDuration = defaultNodeLeaseDuration
 	}
 	return settings
 }
@@ -318,17 +274,22 @@ func newEventScheme() (*runtime.Scheme, error) {
 }
 
 // addInformers sets up the informers the whole fleet shares, their indexes
-// and their one event router, before any of them starts.
-func (m *Manager) addInformers() error {
+// and their one event router, and the node side, before any of them starts.
+func (m *Manager) addInformers(reg prometheus.Registerer) error {
 	if !m.settings.Roles.Manager {
-		m.limitCacheToNode()
+		hostpathnodes.LimitCacheToNode(m.core, m.settings.NodeName)
 	}
 	m.shared = provisioning.SharedInformers{
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
 		Classes: m.core.Storage().V1().StorageClasses().Informer(),
 	}
-	m.addNodeInformers()
+	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
+	m.configInf = pcfgs.Informer()
+	m.lister = pcfgs.Lister()
+	if err := m.addNodeSide(reg); err != nil {
+		return err
+	}
 	if m.settings.LeaderElection && m.settings.Roles.Manager {
 		// One watch for every instance's Lease: followers never poll. A node
 		// agent's instances elect no leader: its node's Lease stands for
@@ -344,12 +305,36 @@ func (m *Manager) addInformers() error {
 		return fmt.Errorf("cannot index PersistentVolumes by path: %w", err)
 	}
 	m.volumes = backend.NewPathIndex(m.shared.Volumes.GetIndexer())
-	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
-	m.configInf = pcfgs.Informer()
-	m.lister = pcfgs.Lister()
 	if err := m.configInf.AddIndexers(cache.Indexers{byProvisionerName: indexByProvisionerName}); err != nil {
 		return fmt.Errorf("cannot index ProvisionerConfigs: %w", err)
 	}
+	return nil
+}
+
+// addNodeSide makes the node side of the process: with the node role, the
+// node agent, which the manager's registry runs the instances of.
+func (m *Manager) addNodeSide(reg prometheus.Registerer) error {
+	deps := hostpathnodes.Deps{Client: m.deps.client, Configs: m.configInf, Fleet: nodeRole{m}, Registerer: reg}
+	if m.settings.Roles.Node {
+		client, err := m.deps.tenants.clientFor("node-agent")
+		if err != nil {
+			return err
+		}
+		deps.AgentClient = client
+	}
+	nodes, err := hostpathnodes.New(deps, hostpathnodes.Settings{
+		Manager:        m.settings.Roles.Manager,
+		Agent:          m.settings.Roles.Node,
+		NodeName:       m.settings.NodeName,
+		Identity:       m.settings.Identity,
+		LeaseNamespace: m.settings.NodeLeaseNamespace,
+		LeaseDuration:  m.settings.NodeLeaseDuration,
+	})
+	if err != nil {
+		return err
+	}
+	m.nodes, m.agent = nodes, nodes.Agent()
+	m.shared.Nodes = nodes.NodeInformer()
 	return nil
 }
 
@@ -358,7 +343,7 @@ func indexByProvisionerName(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	return provisionerNames(&pc.Spec), nil
+	return pc.Spec.ProvisionerNames(), nil
 }
 
 // Run works until ctx ends, then stops every instance (each drains and
@@ -390,30 +375,25 @@ func (m *Manager) run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
-	unwatchNodes, err := m.watchNodes(ctx)
+	unwatchNodes, err := m.nodes.Watch(ctx, m.recorder)
 	if err != nil {
 		return err
 	}
 	defer unwatchNodes()
-	unwatchTrust, err := m.watchNodeTrust(ctx)
-	if err != nil {
-		return err
-	}
-	defer unwatchTrust()
 	shutdownInformers := m.startInformers(ctx)
 	defer shutdownInformers()
 
 	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace,
 		"manager", m.settings.Roles.Manager, "node", m.settings.NodeName, "nodeAgent", m.settings.Roles.Node)
 	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
-		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.shared.Nodes.HasSynced, m.nodeLeaseInf.HasSynced, m.removedListInf.HasSynced) {
+		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.nodes.HasSynced) {
 		close(m.synced)
 	}
 	var agent sync.WaitGroup
 	if m.agent != nil {
 		// Ends once ctx ended, the node's instances stopped and its Lease
 		// was released.
-		agent.Go(func() { m.agent.elector.Run(ctx) })
+		agent.Go(func() { m.agent.Run(ctx) })
 	}
 	m.runWorkers(ctx)
 	agent.Wait()
@@ -467,14 +447,10 @@ func (m *Manager) startInformers(ctx context.Context) (shutdown func()) {
 	}
 	m.configs.Start(ctx.Done())
 	m.nodes.Start(ctx.Done())
-	m.nodeLeases.Start(ctx.Done())
-	m.removedLists.Start(ctx.Done())
 	return func() {
 		m.core.Shutdown()
 		m.configs.Shutdown()
 		m.nodes.Shutdown()
-		m.nodeLeases.Shutdown()
-		m.removedLists.Shutdown()
 		if m.leases != nil {
 			m.leases.Shutdown()
 		}
@@ -508,8 +484,8 @@ func (m *Manager) Ready() error {
 // overdue.
 func (m *Manager) LeaseHealthy() error {
 	var errs []error
-	m.instances.Each(func(key string, r *running) {
-		if err := r.instance.LeaseHealthy(); err != nil {
+	m.instances.Each(func(key string, inst *instance) {
+		if err := inst.controller.LeaseHealthy(); err != nil {
 			errs = append(errs, fmt.Errorf("ProvisionerConfig %s: %w", key, err))
 		}
 	})
@@ -521,15 +497,15 @@ func (m *Manager) LeaseHealthy() error {
 // Lease has not expired yet.
 func (m *Manager) Stuck() error {
 	var errs []error
-	m.instances.Each(func(key string, r *running) {
-		if err := r.instance.Stuck(); err != nil {
+	m.instances.Each(func(key string, inst *instance) {
+		if err := inst.controller.Stuck(); err != nil {
 			errs = append(errs, fmt.Errorf("ProvisionerConfig %s: %w", key, err))
 		}
 	})
-	m.instances.EachStuck(func(key string, r *running) {
-		err := r.instance.Stuck()
+	m.instances.EachStuck(func(key string, inst *instance) {
+		err := inst.controller.Stuck()
 		if err == nil {
-			err = fmt.Errorf("its Lease is left to expire until %s", r.leaseFreeAt.UTC().Format(time.RFC3339))
+			err = fmt.Errorf("its Lease is left to expire until %s", inst.leaseFreeAt.UTC().Format(time.RFC3339))
 		}
 		errs = append(errs, fmt.Errorf("stopped instance of ProvisionerConfig %s: %w", key, err))
 	})
@@ -556,7 +532,7 @@ func (m *Manager) enqueueSharing(obj any) {
 	if !ok {
 		return
 	}
-	for _, name := range provisionerNames(&pc.Spec) {
+	for _, name := range pc.Spec.ProvisionerNames() {
 		others, err := m.configInf.GetIndexer().ByIndex(byProvisionerName, name)
 		if err != nil {
 			utilruntime.HandleError(err)
@@ -619,11 +595,11 @@ func (m *Manager) all() ([]*v1alpha1.ProvisionerConfig, error) {
 
 // stop stops the instance of key, if any, and waits until it drained.
 func (m *Manager) stop(ctx context.Context, key string) {
-	if config := configOf(key); config != key {
-		m.handovers.close(config)
-		defer m.handovers.forget(config)
+	if config := configOf(key); config != key && m.agent != nil {
+		m.agent.InstanceStopping(config)
+		defer m.agent.InstanceStopped(config)
 	}
-	if r := m.instances.Get(key); r != nil && m.instances.Stop(key, r.token) {
-		klog.FromContext(ctx).Info("Stopped provisioner instance", "token", r.token)
+	if inst := m.instances.Get(key); inst != nil && m.instances.Stop(key, inst.token) {
+		klog.FromContext(ctx).Info("Stopped provisioner instance", "token", inst.token)
 	}
 }

@@ -33,12 +33,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned/fake"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -52,7 +55,7 @@ type fixture struct {
 	manager *Manager
 
 	mu        sync.Mutex
-	instances map[string][]*fakeInstance
+	instances map[string][]*fakeController
 	restartOn func(before, after provisioning.Config) bool
 	leader    bool
 }
@@ -64,30 +67,16 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 	_, ctx := ktesting.NewTestContext(t)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeInstance{}, leader: true}
+	f := &fixture{t: t, ctx: ctx, kube: kubefake.NewClientset(node), pcfg: fake.NewSimpleClientset(), instances: map[string][]*fakeController{}, leader: true}
 	servesAdmissionPolicies(f.kube)
 	storeLikeTheAPIServer(f.pcfg)
 	m, err := newManager(Settings{Roles: Roles{Manager: true, Node: true}, Namespace: "provfleet-system", Identity: "replica-1", LeaderElection: true,
 		HostPathRoot: t.TempDir(), NodeName: "node-1"},
 		dependencies{
-			client:    f.kube,
-			pcfg:      f.pcfg,
-			clientFor: func(string) (provisioning.Client, error) { return f.kube, nil },
-			newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
-				if deps.Provisioner == nil || deps.Metrics == nil || deps.Informers.Claims == nil {
-					return nil, errors.New("incomplete dependencies")
-				}
-				inst := newFakeInstance(cfg)
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				inst.restartOn, inst.leader, inst.onStuck, inst.onHealth = f.restartOn, f.leader, deps.OnStuck, deps.OnHealthChange
-				f.instances[cfg.ProvisionerName] = append(f.instances[cfg.ProvisionerName], inst)
-				if f.leader {
-					deps.OnLeaderChange("replica-1")
-				}
-				return inst, nil
-			},
-			stop: func() {},
+			client:  f.kube,
+			pcfg:    f.pcfg,
+			tenants: fixtureTenants{f},
+			stop:    func() {},
 		}, append(opts, WithBackend(managedDriver, func(context.Context, BackendRequest) (provisioning.Provisioner, error) {
 			return newFakeBackend(), nil
 		}))...)
@@ -107,10 +96,32 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	return f
 }
 
-func (f *fixture) started(provisioner string) []*fakeInstance {
+// fixtureTenants gives every provisioner the fixture's client and a fake
+// instance whose creation the fixture records.
+type fixtureTenants struct{ f *fixture }
+
+func (ft fixtureTenants) clientFor(string) (provisioning.Client, error) { return ft.f.kube, nil }
+
+func (ft fixtureTenants) newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error) {
+	f := ft.f
+	if deps.Provisioner == nil || deps.Metrics == nil || deps.Informers.Claims == nil {
+		return nil, errors.New("incomplete dependencies")
+	}
+	inst := newFakeController(cfg)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]*fakeInstance(nil), f.instances[provisioner]...)
+	inst.restartOn, inst.leader, inst.onStuck, inst.onHealth = f.restartOn, f.leader, deps.OnStuck, deps.OnHealthChange
+	f.instances[cfg.ProvisionerName] = append(f.instances[cfg.ProvisionerName], inst)
+	if f.leader {
+		deps.OnLeaderChange("replica-1")
+	}
+	return inst, nil
+}
+
+func (f *fixture) started(provisioner string) []*fakeController {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*fakeController(nil), f.instances[provisioner]...)
 }
 
 func (f *fixture) create(pc *v1alpha1.ProvisionerConfig) {
@@ -507,5 +518,36 @@ func TestManagerRefusesPathPatternsThatClimb(t *testing.T) {
 			c := meta.FindStatusCondition(f.get(name).Status.Conditions, v1alpha1.ConditionReady)
 			return f.readyReason(name, 1) == v1alpha1.ReasonInvalidSpec && strings.Contains(c.Message, `renders ".." for every claim`)
 		})
+	}
+}
+
+// servesAdmissionPolicies makes client's discovery that of a 1.37 API
+// server, which holds the node agents to their nodes.
+func servesAdmissionPolicies(client *kubefake.Clientset) {
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "validatingadmissionpolicies"}}}}
+	client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "37"}
+}
+
+// A manager whose API server cannot hold the node agents to their nodes
+// tells each hostPath ProvisionerConfig, once.
+func TestManagerWarnsUnrestrictedAgents(t *testing.T) {
+	f := newFixture(t, func(m *Manager) error {
+		m.deps.client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "29"}
+		return nil
+	})
+	f.create(f.hostPath("local", "x.io/local", 1))
+	f.eventually("a Warning Event on the hostPath ProvisionerConfig", func() bool {
+		return slices.Contains(f.warnings("local"), hostpathnodes.EventNodeAgentsUnrestricted)
+	})
+	f.edit("local", func(pc *v1alpha1.ProvisionerConfig) { pc.Spec.Workers = 7 })
+	f.eventually("the edit seen", func() bool { return f.get("local").Status.ObservedGeneration == 2 })
+	count := 0
+	for _, reason := range f.warnings("local") {
+		if reason == hostpathnodes.EventNodeAgentsUnrestricted {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Errorf("told %d times, want once", count)
 	}
 }

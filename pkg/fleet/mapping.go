@@ -93,16 +93,6 @@ func provisioningConfig(spec *v1alpha1.ProvisionerConfigSpec, settings instanceS
 	return cfg, nil
 }
 
-// provisionerNames returns every name an object answers to, as written: the PV
-// binder and the provisioned-by annotation keep the case of a name.
-func provisionerNames(spec *v1alpha1.ProvisionerConfigSpec) []string {
-	names := []string{string(spec.ProvisionerName)}
-	for _, name := range spec.AdditionalProvisionerNames {
-		names = append(names, string(name))
-	}
-	return names
-}
-
 func setInt(dst *int, v int32) {
 	if v != 0 {
 		*dst = int(v)

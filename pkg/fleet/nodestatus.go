@@ -17,27 +17,11 @@ limitations under the License.
 package fleet
 
 import (
-	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/pkg/provisioning"
 )
-
-// maxUnservedListed bounds status.nodes.unserved.
-const maxUnservedListed = 16
-
-// convergeHostPath runs the coordinator of the hostPath ProvisionerConfig
-// pc and reports the nodes that serve it.
-func (m *Manager) convergeHostPath(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	obs := m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
-	return m.withNodes(pc, obs)
-}
 
 // withNodes adds to obs, of a running coordinator, the nodes of the
 // hostPath ProvisionerConfig pc and the space they report, and turns Ready
@@ -47,7 +31,7 @@ func (m *Manager) withNodes(pc *v1alpha1.ProvisionerConfig, obs observation) obs
 		// Refused: its nodes say the same.
 		return obs
 	}
-	nodes, space, err := m.observeNodes(pc)
+	nodes, space, err := m.nodes.Status(pc)
 	if err != nil {
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	}
@@ -93,54 +77,4 @@ func describeUnserved(nodes *v1alpha1.NodesStatus) string {
 		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// observeNodes counts the nodes pc selects and those an agent serves, and
-// sums the space the serving agents report.
-func (m *Manager) observeNodes(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.NodesStatus, *provisioning.Space, error) {
-	now := time.Now()
-	all := m.shared.Nodes.GetStore().List()
-	nodes := make([]*corev1.Node, 0, len(all))
-	for _, obj := range all {
-		if node, ok := obj.(*corev1.Node); ok {
-			nodes = append(nodes, node)
-		}
-	}
-	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	st := &v1alpha1.NodesStatus{}
-	var space *provisioning.Space
-	for _, node := range nodes {
-		selected, err := selectsNode(pc.Spec.Backend.HostPath, node)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !selected {
-			continue
-		}
-		st.Selected++
-		service := serviceOf(m.nodeLeaseInf.GetStore(), m.leaseClock, m.settings.NodeLeaseNamespace, node.Name, pc.Name, now)
-		if service.unserved != nil {
-			if len(st.Unserved) < maxUnservedListed {
-				st.Unserved = append(st.Unserved, *service.unserved)
-			}
-			continue
-		}
-		st.Served++
-		space = addSpace(space, service.report)
-	}
-	st.Summary = fmt.Sprintf("%d/%d", st.Served, st.Selected)
-	return st, space, nil
-}
-
-// addSpace adds the space a node reports to sum.
-func addSpace(sum *provisioning.Space, r provisionerReport) *provisioning.Space {
-	if r.Available == nil || r.Total == nil {
-		return sum
-	}
-	if sum == nil {
-		sum = &provisioning.Space{}
-	}
-	sum.AvailableBytes += *r.Available
-	sum.TotalBytes += *r.Total
-	return sum
 }

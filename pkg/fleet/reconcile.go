@@ -35,6 +35,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -61,11 +62,11 @@ type observation struct {
 	nodes *v1alpha1.NodesStatus
 }
 
-// unit is what this process runs of one ProvisionerConfig in one role: the
-// manager's instance (keyed by the object's name) or a node agent's (keyed
-// by nodeUnitPrefix and the name), the backend it builds and the part of the
-// provisioner's claims and volumes it serves.
-type unit struct {
+// instanceSpec is what an instance is made of: its key in the registry (the
+// object's name for the manager's instance, nodeKeyPrefix and the name for
+// a node agent's), the backend it builds, the manager-wide parts of its
+// Config and the part of the provisioner's claims and volumes it serves.
+type instanceSpec struct {
 	key      string
 	backend  *v1alpha1.BackendSpec
 	settings instanceSettings
@@ -73,13 +74,13 @@ type unit struct {
 	scope provisioning.Scope
 }
 
-// nodeUnitPrefix starts the registry key of a node agent's instance; no
+// nodeKeyPrefix starts the registry key of a node agent's instance; no
 // object name has a slash.
-const nodeUnitPrefix = "node/"
+const nodeKeyPrefix = "node/"
 
 // configOf is the ProvisionerConfig name of a registry key.
 func configOf(key string) string {
-	return strings.TrimPrefix(key, nodeUnitPrefix)
+	return strings.TrimPrefix(key, nodeKeyPrefix)
 }
 
 func refusal(reason string, err error) observation {
@@ -91,22 +92,22 @@ func refusal(reason string, err error) observation {
 func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 	pc, err := m.lister.Get(key)
 	if apierrors.IsNotFound(err) {
-		m.stopUnits(ctx, key)
+		m.stopInstances(ctx, key)
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("cannot get ProvisionerConfig %s: %w", key, err)
 	}
 	if pc.DeletionTimestamp != nil {
-		m.stopUnits(ctx, key)
+		m.stopInstances(ctx, key)
 		if !m.settings.Roles.Manager {
 			return false, nil
 		}
 		return false, m.removeFinalizer(ctx, pc)
 	}
 	retry := false
-	if m.settings.Roles.Node {
-		retry = m.reconcileNode(ctx, pc)
+	if m.agent != nil {
+		retry = m.agent.Reconcile(ctx, pc)
 	}
 	if !m.settings.Roles.Manager {
 		return retry, nil
@@ -116,7 +117,12 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 			return false, err
 		}
 	}
-	obs := m.converge(ctx, pc)
+	obs := m.runInstance(ctx, pc, instanceSpec{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
+	if pc.Spec.Backend.NodeHostPath() != nil {
+		// The node agents serve it: the manager's coordinator reports
+		// their nodes.
+		obs = m.withNodes(pc, obs)
+	}
 	obs.leaderElectionDisabled = !m.settings.LeaderElection
 	if err := m.writeStatus(ctx, pc, obs); err != nil {
 		return false, err
@@ -124,11 +130,11 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 	return obs.retry || retry, nil
 }
 
-// stopUnits stops every instance of the ProvisionerConfig name in this
+// stopInstances stops every instance of the ProvisionerConfig name in this
 // process.
-func (m *Manager) stopUnits(ctx context.Context, name string) {
+func (m *Manager) stopInstances(ctx context.Context, name string) {
 	m.stop(ctx, name)
-	m.stop(ctx, nodeUnitPrefix+name)
+	m.stop(ctx, nodeKeyPrefix+name)
 }
 
 // managerSettings are the instance settings of the manager's instances.
@@ -142,37 +148,27 @@ func (m *Manager) managerSettings() instanceSettings {
 	}
 }
 
-// converge starts, re-tunes, restarts or stops the manager's instance of pc.
-// The node agents serve a hostPath backend, unless it is on a shared file
-// system: the manager reports their nodes.
-func (m *Manager) converge(ctx context.Context, pc *v1alpha1.ProvisionerConfig) observation {
-	if pc.Spec.Backend.NodeHostPath() != nil {
-		return m.convergeHostPath(ctx, pc)
-	}
-	return m.runUnit(ctx, pc, unit{key: pc.Name, backend: &pc.Spec.Backend, settings: m.managerSettings()})
-}
-
-// runUnit starts, re-tunes, restarts or stops the instance u of pc, and
-// reports what it found.
-func (m *Manager) runUnit(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit) observation {
-	cfg, err := provisioningConfig(&pc.Spec, u.settings)
+// runInstance starts, re-tunes, restarts or stops the instance of spec of
+// pc, and reports what it found.
+func (m *Manager) runInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, spec instanceSpec) observation {
+	cfg, err := provisioningConfig(&pc.Spec, spec.settings)
 	if err != nil {
-		m.stop(ctx, u.key)
+		m.stop(ctx, spec.key)
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	}
-	if obs, refused := m.refuseConflicts(ctx, pc, u.key); refused {
+	if obs, refused := m.refuseConflicts(ctx, pc, spec.key); refused {
 		return obs
 	}
-	r, err := m.ensureInstance(ctx, pc, u, cfg)
+	inst, err := m.ensureInstance(ctx, pc, spec, cfg)
 	switch {
 	case errors.Is(err, errLeaseStillHeld):
 		return refusal(v1alpha1.ReasonBackendStuck, err)
-	case errors.Is(err, backend.ErrInvalidSpec), errors.Is(err, errInvalidInstance):
+	case errors.Is(err, backend.ErrInvalidSpec), errors.Is(err, errInvalidController):
 		return refusal(v1alpha1.ReasonInvalidSpec, err)
 	case err != nil:
 		return refusal(v1alpha1.ReasonBackendUnavailable, err)
 	}
-	return m.observeInstance(r, cfg)
+	return m.observeInstance(inst, cfg)
 }
 
 // refuseConflicts refuses pc, stopping its instance key, and reports so, when
@@ -193,7 +189,7 @@ func (m *Manager) refuseConflicts(ctx context.Context, pc *v1alpha1.ProvisionerC
 	// one name or one Lease in one process would both lead, under the same
 	// identity, and two on one base would reclaim each other's volumes.
 	for _, c := range conflicts {
-		if other, shared := m.runningConflict(pc, c.shares); other != "" {
+		if other, shared := m.instanceConflict(pc, c.shares); other != "" {
 			obs := refusal(c.reason, fmt.Errorf("%s %s ProvisionerConfig %s, whose instance still runs", shared, c.verb, other))
 			obs.retry = true
 			return obs, true
@@ -202,19 +198,19 @@ func (m *Manager) refuseConflicts(ctx context.Context, pc *v1alpha1.ProvisionerC
 	return observation{}, false
 }
 
-// observeInstance reports the state of the running instance r of cfg. Only
+// observeInstance reports the state of the instance inst of cfg. Only
 // a leader probes its backend, so only a leader reports it unavailable.
-func (m *Manager) observeInstance(r *running, cfg provisioning.Config) observation {
-	health := r.instance.Health()
-	obs := observation{leader: r.currentLeader(), running: true, storage: health.Space, probedAt: health.ProbedAt}
-	switch stuck := r.instance.Stuck(); {
+func (m *Manager) observeInstance(inst *instance, cfg provisioning.Config) observation {
+	health := inst.controller.Health()
+	obs := observation{leader: inst.currentLeader(), running: true, storage: health.Space, probedAt: health.ProbedAt}
+	switch stuck := inst.controller.Stuck(); {
 	case stuck != nil:
 		obs.reason, obs.message = v1alpha1.ReasonBackendStuck, stuck.Error()
 	case cfg.Paused:
 		obs.reason, obs.message = v1alpha1.ReasonPaused, "spec.paused is true: nothing is provisioned or deleted"
 	case health.Err != nil:
 		obs.reason, obs.message = v1alpha1.ReasonBackendUnavailable, health.Err.Error()
-	case r.instance.IsLeader():
+	case inst.controller.IsLeader():
 		obs.reason, obs.message = v1alpha1.ReasonRunning, "provisioning as "+m.settings.Identity
 	default:
 		obs.reason, obs.message = v1alpha1.ReasonStandby, "waiting for the Lease of another replica"
@@ -222,71 +218,72 @@ func (m *Manager) observeInstance(r *running, cfg provisioning.Config) observati
 	return obs
 }
 
-// replace stops r so that an instance with cfg can start in its place. With
-// unchanged lease settings the replacement inherits r's Lease: it is not
+// replace stops inst so that an instance with cfg can start in its place.
+// With unchanged lease settings the replacement inherits its Lease: it is not
 // released in between, so no other replica can win it.
-func (m *Manager) replace(key string, r *running, cfg provisioning.Config) {
-	if r.cfg.LeaderElection == cfg.LeaderElection {
-		r.instance.KeepLease()
+func (m *Manager) replace(key string, inst *instance, cfg provisioning.Config) {
+	if inst.cfg.LeaderElection == cfg.LeaderElection {
+		inst.controller.KeepLease()
 	}
-	m.instances.Stop(key, r.token)
+	m.instances.Stop(key, inst.token)
 }
 
-// errInvalidInstance means the provision controller refused its Config.
-var errInvalidInstance = errors.New("invalid provision controller configuration")
+// errInvalidController means the provision controller refused its Config.
+var errInvalidController = errors.New("invalid provision controller configuration")
 
 // errLeaseStillHeld means that a stopped instance gave up on hung backend
 // work and its Lease has not expired yet.
 var errLeaseStillHeld = errors.New("the stopped instance gave up on backend work that ignores cancellation")
 
 // ensureInstance makes the instance of pc run with cfg: a live Reconfigure when
-// possible, otherwise a restart. Only the reconcile of pc touches its entry.
-func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config) (*running, error) {
-	fingerprint, err := json.Marshal(u.backend)
+// possible, otherwise a restart. Only the reconcile of pc touches its
+// instance.
+func (m *Manager) ensureInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, spec instanceSpec, cfg provisioning.Config) (*instance, error) {
+	fingerprint, err := json.Marshal(spec.backend)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode spec.backend: %w", err)
 	}
-	if r := m.instances.Get(u.key); r != nil {
-		switch current, err := m.updateInstance(ctx, pc, u.key, r, cfg, string(fingerprint)); {
+	if inst := m.instances.Get(spec.key); inst != nil {
+		switch current, err := m.updateInstance(ctx, pc, spec.key, inst, cfg, string(fingerprint)); {
 		case err != nil:
 			return nil, err
 		case current:
-			return r, nil
+			return inst, nil
 		}
 	}
-	if err := m.leaseFree(u.key); err != nil {
+	if err := m.leaseFree(spec.key); err != nil {
 		return nil, err
 	}
-	return m.startInstance(ctx, pc, u, cfg, string(fingerprint))
+	return m.startInstance(ctx, pc, spec, cfg, string(fingerprint))
 }
 
-// updateInstance brings the running instance r of pc in line with cfg and
-// reports whether r runs with cfg afterwards. When it cannot, r is stopped
+// updateInstance brings the instance inst of pc in line with cfg and
+// reports whether it runs with cfg afterwards. When it cannot, it is stopped
 // (or ended by itself), so that an instance with cfg starts in its place.
-func (m *Manager) updateInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, key string, r *running, cfg provisioning.Config, fingerprint string) (bool, error) {
+func (m *Manager) updateInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, key string, inst *instance, cfg provisioning.Config, fingerprint string) (bool, error) {
 	logger := klog.FromContext(ctx)
-	exited, runErr := r.exited()
+	exited, runErr := inst.exited()
 	switch {
 	case exited:
 		logger.Info("Provisioner instance ended by itself: starting it again", "err", runErr)
-		m.instances.Stop(key, r.token)
-	case r.backend != fingerprint:
+		m.instances.Stop(key, inst.token)
+	case inst.backend != fingerprint:
 		logger.Info("Backend changed: restarting the provisioner instance")
-		m.replace(key, r, cfg)
-	case r.generation == pc.Generation && reflect.DeepEqual(r.cfg, cfg):
+		m.replace(key, inst, cfg)
+	case inst.generation == pc.Generation && reflect.DeepEqual(inst.cfg, cfg):
 		return true, nil
 	default:
-		err := r.instance.Reconfigure(cfg)
+		err := inst.controller.Reconfigure(cfg)
 		if err == nil {
-			r.setApplied(cfg, pc.Generation)
+			inst.setApplied(cfg, pc.Generation)
 			logger.Info("Re-tuned provisioner instance", "generation", pc.Generation)
 			return true, nil
 		}
 		if !errors.Is(err, provisioning.ErrRestartRequired) {
-			return false, fmt.Errorf("%w: %w", errInvalidInstance, err)
+			return false, fmt.Errorf("%w: %w", errInvalidController, err)
 		}
 		logger.Info("Restarting the provisioner instance for settings it cannot change live")
-		m.replace(key, r, cfg)
+		m.replace(key, inst, cfg)
 	}
 	return false, nil
 }
@@ -302,50 +299,48 @@ func (m *Manager) leaseFree(key string) error {
 	return fmt.Errorf("%w: its replacement starts once its Lease expired, at %s", errLeaseStillHeld, until.UTC().Format(time.RFC3339))
 }
 
-// startInstance starts the instance u of pc with cfg: the manager's
-// coordinator of a hostPath backend, or else a provision controller with the
-// backend u builds.
-func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, fingerprint string) (*running, error) {
+// startInstance starts the instance of spec of pc with cfg, whose
+// controller is the manager's coordinator of a hostPath backend, or else a
+// provision controller with the backend of spec.
+func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, spec instanceSpec, cfg provisioning.Config, fingerprint string) (*instance, error) {
 	key := pc.Name
-	client, err := m.deps.clientFor(cfg.ProvisionerName)
+	client, err := m.deps.tenants.clientFor(cfg.ProvisionerName)
 	if err != nil {
 		return nil, err
 	}
-	entry := &running{cfg: cfg, backend: fingerprint, generation: pc.Generation}
+	inst := &instance{cfg: cfg, backend: fingerprint, generation: pc.Generation}
 	if !cfg.LeaderElection.Enabled {
-		entry.leader = m.settings.Identity
+		inst.leader = m.settings.Identity
 	}
 	onLeaderChange := func(holder string) {
-		entry.setLeader(holder)
+		inst.setLeader(holder)
 		m.queue.Add(key)
 	}
 	recorder := m.events.NewRecorder(m.scheme, corev1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
-	if u.backend.NodeHostPath() != nil && u.scope == nil {
-		entry.instance, err = newCoordinator(pc.Name, cfg, u.backend.HostPath, coordinatorDeps{
-			Client: client, Informers: m.shared, NodeLeases: m.nodeLeaseInf, NodeLeaseNamespace: m.settings.NodeLeaseNamespace, LeaseClock: m.leaseClock,
-			EventRecorder: recorder, Metrics: m.coordinatorMetrics, OnLeaderChange: onLeaderChange,
-			Handovers: m.handovers, LocalNode: m.settings.NodeName,
+	if spec.backend.NodeHostPath() != nil && spec.scope == nil {
+		inst.controller, err = m.nodes.NewCoordinator(pc.Name, cfg, spec.backend.HostPath, hostpathnodes.CoordinatorDeps{
+			Client: client, Informers: m.shared, EventRecorder: recorder, OnLeaderChange: onLeaderChange,
 		})
 	} else {
-		err = m.newController(ctx, pc, u, cfg, entry, provisioning.Dependencies{
+		err = m.buildController(ctx, pc, spec, cfg, inst, provisioning.Dependencies{
 			Client: client, Informers: m.shared, EventRecorder: recorder, Metrics: m.metrics, OnLeaderChange: onLeaderChange,
-			OnStuck: func() { m.queue.Add(key) }, OnHealthChange: func() { m.queue.Add(key) }, Scope: u.scope,
+			OnStuck: func() { m.queue.Add(key) }, OnHealthChange: func() { m.queue.Add(key) }, Scope: spec.scope,
 		})
 	}
 	if err != nil {
 		return nil, err
 	}
-	r := m.instances.Start(ctx, u.key, entry)
-	klog.FromContext(ctx).Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", r.token)
-	return r, nil
+	started := m.instances.Start(ctx, spec.key, inst)
+	klog.FromContext(ctx).Info("Started provisioner instance", "provisioner", cfg.ProvisionerName, "generation", pc.Generation, "token", started.token)
+	return started, nil
 }
 
-// newController builds the backend of u and the provision controller that
-// runs it into entry.
-func (m *Manager) newController(ctx context.Context, pc *v1alpha1.ProvisionerConfig, u unit, cfg provisioning.Config, entry *running, deps provisioning.Dependencies) error {
+// buildController builds the backend of spec and the provision controller
+// that runs it into inst.
+func (m *Manager) buildController(ctx context.Context, pc *v1alpha1.ProvisionerConfig, spec instanceSpec, cfg provisioning.Config, inst *instance, deps provisioning.Dependencies) error {
 	provisioner, err := buildBackend(ctx, m.custom, BackendRequest{
-		Spec:             u.backend,
-		ProvisionerNames: provisionerNames(&pc.Spec),
+		Spec:             spec.backend,
+		ProvisionerNames: pc.Spec.ProvisionerNames(),
 		Volumes:          m.volumes,
 		HostPathRoot:     m.settings.HostPathRoot,
 		NodeName:         m.settings.NodeName,
@@ -354,28 +349,29 @@ func (m *Manager) newController(ctx context.Context, pc *v1alpha1.ProvisionerCon
 		return err
 	}
 	deps.Provisioner = provisioner
-	inst, err := m.deps.newInstance(cfg, deps)
+	ctrl, err := m.deps.tenants.newController(cfg, deps)
 	if err != nil {
 		closeBackend(provisioner)
-		return fmt.Errorf("%w: %w", errInvalidInstance, err)
+		return fmt.Errorf("%w: %w", errInvalidController, err)
 	}
-	entry.instance, entry.provisioner, entry.release = inst, provisioner, func() { closeBackend(provisioner) }
+	inst.controller, inst.provisioner, inst.release = ctrl, provisioner, func() { closeBackend(provisioner) }
 	return nil
 }
 
-// setApplied records a live re-tune. Only the reconcile of r's object writes
+// setApplied records a live re-tune. Only the reconcile of inst's object writes
 // it, but the reconciles of other objects read it: see applied.
-func (r *running) setApplied(cfg provisioning.Config, generation int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cfg, r.generation = cfg, generation
+func (inst *instance) setApplied(cfg provisioning.Config, generation int64) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.cfg, inst.generation = cfg, generation
 }
 
-// applied returns the Config r runs with, for the reconciles of other objects.
-func (r *running) applied() provisioning.Config {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cfg
+// applied returns the Config inst runs with, for the reconciles of other
+// objects.
+func (inst *instance) applied() provisioning.Config {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.cfg
 }
 
 // conflicts are what two ProvisionerConfigs must not share; of two objects
@@ -394,8 +390,8 @@ var conflicts = []struct {
 
 // sharedName describes a provisioner name that a and b answer to.
 func sharedName(a, b *v1alpha1.ProvisionerConfigSpec) string {
-	names := provisionerNames(a)
-	for _, name := range provisionerNames(b) {
+	names := a.ProvisionerNames()
+	for _, name := range b.ProvisionerNames() {
 		if slices.Contains(names, name) {
 			return fmt.Sprintf("provisioner name %q", name)
 		}
@@ -413,30 +409,30 @@ func sharedLease(a, b *v1alpha1.ProvisionerConfigSpec) string {
 	return fmt.Sprintf("Lease name %q (also that of provisioner name %q)", lease, b.ProvisionerName)
 }
 
-// runningConflict returns another ProvisionerConfig whose running instance
+// instanceConflict returns another ProvisionerConfig whose instance
 // shares something with pc, and what.
-func (m *Manager) runningConflict(pc *v1alpha1.ProvisionerConfig, shares func(a, b *v1alpha1.ProvisionerConfigSpec) string) (string, string) {
+func (m *Manager) instanceConflict(pc *v1alpha1.ProvisionerConfig, shares func(a, b *v1alpha1.ProvisionerConfigSpec) string) (string, string) {
 	var other, shared string
-	m.instances.Each(func(key string, r *running) {
+	m.instances.Each(func(key string, inst *instance) {
 		if configOf(key) == pc.Name || other != "" {
 			return
 		}
-		if s := shares(&pc.Spec, r.spec()); s != "" {
+		if s := shares(&pc.Spec, inst.spec()); s != "" {
 			other, shared = configOf(key), s
 		}
 	})
 	return other, shared
 }
 
-// spec returns the parts of the spec r runs with that conflicts compare.
-func (r *running) spec() *v1alpha1.ProvisionerConfigSpec {
-	cfg := r.applied()
+// spec returns the parts of the spec inst runs with that conflicts compare.
+func (inst *instance) spec() *v1alpha1.ProvisionerConfigSpec {
+	cfg := inst.applied()
 	spec := &v1alpha1.ProvisionerConfigSpec{ProvisionerName: v1alpha1.ProvisionerName(cfg.ProvisionerName)}
 	for _, name := range cfg.AdditionalProvisionerNames {
 		spec.AdditionalProvisionerNames = append(spec.AdditionalProvisionerNames, v1alpha1.ProvisionerName(name))
 	}
-	// r.backend was encoded from a BackendSpec by ensureInstance.
-	_ = json.Unmarshal([]byte(r.backend), &spec.Backend)
+	// inst.backend was encoded from a BackendSpec by ensureInstance.
+	_ = json.Unmarshal([]byte(inst.backend), &spec.Backend)
 	return spec
 }
 

@@ -24,9 +24,9 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// instance is what the fleet needs of one running provision controller;
-// *provisioning.Controller implements it.
-type instance interface {
+// controller is what the fleet needs of what an instance runs: a
+// *provisioning.Controller or a *hostpathnodes.Coordinator.
+type controller interface {
 	Run(ctx context.Context) error
 	Reconfigure(cfg provisioning.Config) error
 	IsLeader() bool
@@ -36,13 +36,15 @@ type instance interface {
 	Health() provisioning.Health
 }
 
-// running is one started instance. Its token is unique for the life of the
-// registry, so a late Stop of an old instance can never hit its replacement.
-type running struct {
-	token    uint64
-	instance instance
-	cancel   context.CancelFunc
-	done     chan struct{}
+// instance is one controller the fleet started for one ProvisionerConfig in
+// one role, with what it was started with. Its token is unique for the life
+// of the registry, so a late Stop of an old instance can never hit its
+// replacement.
+type instance struct {
+	token      uint64
+	controller controller
+	cancel     context.CancelFunc
+	done       chan struct{}
 	// err is Run's result, readable once done is closed.
 	err error
 
@@ -66,103 +68,104 @@ type running struct {
 }
 
 // exited reports whether Run returned, and its error.
-func (r *running) exited() (bool, error) {
+func (inst *instance) exited() (bool, error) {
 	select {
-	case <-r.done:
-		return true, r.err
+	case <-inst.done:
+		return true, inst.err
 	default:
 		return false, nil
 	}
 }
 
-func (r *running) setLeader(identity string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.leader = identity
+func (inst *instance) setLeader(identity string) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.leader = identity
 }
 
-func (r *running) currentLeader() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.leader
+func (inst *instance) currentLeader() string {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.leader
 }
 
-// registry holds the running instances by key (the ProvisionerConfig name).
+// registry holds the instances by key (the ProvisionerConfig name, with
+// nodeKeyPrefix for a node agent's).
 // Start and Stop are idempotent so every reconcile may call them.
 type registry struct {
 	// onExit is told when an instance's Run returned without being stopped.
 	onExit func(key string)
 
 	mu        sync.Mutex
-	instances map[string]*running
+	instances map[string]*instance
 	// stuck holds the stopped instances whose hung work has not ended or
 	// whose Lease has not expired yet, by key.
-	stuck     map[string]*running
+	stuck     map[string]*instance
 	lastToken uint64
 	wg        sync.WaitGroup
 }
 
 func newRegistry(onExit func(key string)) *registry {
-	return &registry{onExit: onExit, instances: map[string]*running{}, stuck: map[string]*running{}}
+	return &registry{onExit: onExit, instances: map[string]*instance{}, stuck: map[string]*instance{}}
 }
 
-// Get returns the instance running under key, or nil.
-func (g *registry) Get(key string) *running {
+// Get returns the instance under key, or nil.
+func (g *registry) Get(key string) *instance {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.instances[key]
 }
 
-// Start runs r under key unless an instance already runs there, and returns
+// Start runs inst under key unless an instance already runs there, and returns
 // the instance that runs under key afterwards.
-func (g *registry) Start(ctx context.Context, key string, r *running) *running {
+func (g *registry) Start(ctx context.Context, key string, inst *instance) *instance {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if existing := g.instances[key]; existing != nil {
 		return existing
 	}
 	g.lastToken++
-	r.token = g.lastToken
-	r.done = make(chan struct{})
-	ctx, r.cancel = context.WithCancel(ctx)
-	g.instances[key] = r
+	inst.token = g.lastToken
+	inst.done = make(chan struct{})
+	ctx, inst.cancel = context.WithCancel(ctx)
+	g.instances[key] = inst
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		r.err = r.instance.Run(ctx)
-		if r.release != nil {
-			r.release()
+		inst.err = inst.controller.Run(ctx)
+		if inst.release != nil {
+			inst.release()
 		}
-		close(r.done)
+		close(inst.done)
 		if ctx.Err() == nil {
 			g.onExit(key)
 		}
 	}()
-	return r
+	return inst
 }
 
 // Stop stops the instance under key if its token is token, waits for its Run
 // to return and forgets it. It reports whether it stopped anything.
 func (g *registry) Stop(key string, token uint64) bool {
 	g.mu.Lock()
-	r := g.instances[key]
-	if r == nil || r.token != token {
+	inst := g.instances[key]
+	if inst == nil || inst.token != token {
 		g.mu.Unlock()
 		return false
 	}
 	delete(g.instances, key)
 	g.mu.Unlock()
-	r.cancel()
-	<-r.done
-	if r.instance.Stuck() != nil {
+	inst.cancel()
+	<-inst.done
+	if inst.controller.Stuck() != nil {
 		// It gave up on hung work and left its Lease held: a replacement with
 		// the same identity would take the Lease over at once.
-		r.leaseFreeAt = time.Now()
-		if le := r.applied().LeaderElection; le.Enabled {
-			r.leaseFreeAt = r.leaseFreeAt.Add(le.LeaseDuration)
+		inst.leaseFreeAt = time.Now()
+		if le := inst.applied().LeaderElection; le.Enabled {
+			inst.leaseFreeAt = inst.leaseFreeAt.Add(le.LeaseDuration)
 		}
 		g.mu.Lock()
-		g.stuck[key] = r
+		g.stuck[key] = inst
 		g.mu.Unlock()
 	}
 	return true
@@ -174,28 +177,28 @@ func (g *registry) LeaseHeldUntil(key string) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.forgetUnstuck()
-	if r := g.stuck[key]; r != nil {
-		return r.leaseFreeAt
+	if inst := g.stuck[key]; inst != nil {
+		return inst.leaseFreeAt
 	}
 	return time.Time{}
 }
 
 // EachStuck calls fn for every stopped instance whose hung work has not ended
 // or whose Lease has not expired.
-func (g *registry) EachStuck(fn func(key string, r *running)) {
+func (g *registry) EachStuck(fn func(key string, inst *instance)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.forgetUnstuck()
-	for key, r := range g.stuck {
-		fn(key, r)
+	for key, inst := range g.stuck {
+		fn(key, inst)
 	}
 }
 
 // forgetUnstuck drops the stopped instances whose work ended and whose Lease
 // expired; callers hold g.mu.
 func (g *registry) forgetUnstuck() {
-	for key, r := range g.stuck {
-		if time.Now().After(r.leaseFreeAt) && r.instance.Stuck() == nil {
+	for key, inst := range g.stuck {
+		if time.Now().After(inst.leaseFreeAt) && inst.controller.Stuck() == nil {
 			delete(g.stuck, key)
 		}
 	}
@@ -205,19 +208,19 @@ func (g *registry) forgetUnstuck() {
 func (g *registry) StopAll() {
 	g.mu.Lock()
 	all := g.instances
-	g.instances = map[string]*running{}
+	g.instances = map[string]*instance{}
 	g.mu.Unlock()
-	for _, r := range all {
-		r.cancel()
+	for _, inst := range all {
+		inst.cancel()
 	}
 	g.wg.Wait()
 }
 
-// Each calls fn for every running instance.
-func (g *registry) Each(fn func(key string, r *running)) {
+// Each calls fn for every instance.
+func (g *registry) Each(fn func(key string, inst *instance)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for key, r := range g.instances {
-		fn(key, r)
+	for key, inst := range g.instances {
+		fn(key, inst)
 	}
 }

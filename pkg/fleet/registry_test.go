@@ -28,9 +28,9 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// fakeInstance runs until stopped or until fail is closed, and records the
+// fakeController runs until stopped or until fail is closed, and records the
 // configs it was re-tuned with.
-type fakeInstance struct {
+type fakeController struct {
 	mu           sync.Mutex
 	cfg          provisioning.Config
 	reconfigured []provisioning.Config
@@ -46,11 +46,11 @@ type fakeInstance struct {
 	fail         chan error
 }
 
-func newFakeInstance(cfg provisioning.Config) *fakeInstance {
-	return &fakeInstance{cfg: cfg, started: make(chan struct{}), stopped: make(chan struct{}), fail: make(chan error, 1)}
+func newFakeController(cfg provisioning.Config) *fakeController {
+	return &fakeController{cfg: cfg, started: make(chan struct{}), stopped: make(chan struct{}), fail: make(chan error, 1)}
 }
 
-func (f *fakeInstance) Run(ctx context.Context) error {
+func (f *fakeController) Run(ctx context.Context) error {
 	close(f.started)
 	defer close(f.stopped)
 	select {
@@ -61,7 +61,7 @@ func (f *fakeInstance) Run(ctx context.Context) error {
 	}
 }
 
-func (f *fakeInstance) Reconfigure(cfg provisioning.Config) error {
+func (f *fakeController) Reconfigure(cfg provisioning.Config) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.restartOn != nil && f.restartOn(f.cfg, cfg) {
@@ -72,27 +72,27 @@ func (f *fakeInstance) Reconfigure(cfg provisioning.Config) error {
 	return nil
 }
 
-func (f *fakeInstance) IsLeader() bool {
+func (f *fakeController) IsLeader() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.leader
 }
 
-func (f *fakeInstance) LeaseHealthy() error { return nil }
+func (f *fakeController) LeaseHealthy() error { return nil }
 
-func (f *fakeInstance) KeepLease() {
+func (f *fakeController) KeepLease() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handedOver = true
 }
 
-func (f *fakeInstance) Stuck() error {
+func (f *fakeController) Stuck() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stuck
 }
 
-func (f *fakeInstance) Health() provisioning.Health {
+func (f *fakeController) Health() provisioning.Health {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.health
@@ -100,7 +100,7 @@ func (f *fakeInstance) Health() provisioning.Health {
 
 // setHealth changes what Health reports and tells the manager, as a
 // controller does.
-func (f *fakeInstance) setHealth(h provisioning.Health) {
+func (f *fakeController) setHealth(h provisioning.Health) {
 	f.mu.Lock()
 	f.health = h
 	onHealth := f.onHealth
@@ -110,7 +110,7 @@ func (f *fakeInstance) setHealth(h provisioning.Health) {
 
 // setStuck changes what Stuck reports and tells the manager, as a controller
 // does.
-func (f *fakeInstance) setStuck(err error) {
+func (f *fakeController) setStuck(err error) {
 	f.mu.Lock()
 	f.stuck = err
 	onStuck := f.onStuck
@@ -118,7 +118,7 @@ func (f *fakeInstance) setStuck(err error) {
 	onStuck()
 }
 
-func isStopped(f *fakeInstance) bool {
+func isStopped(f *fakeController) bool {
 	select {
 	case <-f.stopped:
 		return true
@@ -131,15 +131,15 @@ func TestRegistryStartIsIdempotent(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newRegistry(func(string) {})
 	defer g.StopAll()
-	first := newFakeInstance(provisioning.Config{})
-	second := newFakeInstance(provisioning.Config{})
+	first := newFakeController(provisioning.Config{})
+	second := newFakeController(provisioning.Config{})
 
-	got := g.Start(context.Background(), "a", &running{instance: first})
+	got := g.Start(context.Background(), "a", &instance{controller: first})
 	<-first.started
-	if again := g.Start(context.Background(), "a", &running{instance: second}); again != got {
+	if again := g.Start(context.Background(), "a", &instance{controller: second}); again != got {
 		t.Fatalf("second Start under the same key returned a new instance")
 	}
-	if g.Get("a").instance != first {
+	if g.Get("a").controller != first {
 		t.Errorf("the first instance no longer runs under its key")
 	}
 	select {
@@ -153,8 +153,8 @@ func TestRegistryStaleTokenNeverStopsTheReplacement(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newRegistry(func(string) {})
 	defer g.StopAll()
-	old := newFakeInstance(provisioning.Config{})
-	oldToken := g.Start(context.Background(), "a", &running{instance: old}).token
+	old := newFakeController(provisioning.Config{})
+	oldToken := g.Start(context.Background(), "a", &instance{controller: old}).token
 	if !g.Stop("a", oldToken) {
 		t.Fatalf("Stop with the current token stopped nothing")
 	}
@@ -162,8 +162,8 @@ func TestRegistryStaleTokenNeverStopsTheReplacement(t *testing.T) {
 		t.Fatalf("Stop returned before the instance's Run returned")
 	}
 
-	replacement := newFakeInstance(provisioning.Config{})
-	newToken := g.Start(context.Background(), "a", &running{instance: replacement}).token
+	replacement := newFakeController(provisioning.Config{})
+	newToken := g.Start(context.Background(), "a", &instance{controller: replacement}).token
 	<-replacement.started
 	if newToken == oldToken {
 		t.Fatalf("the replacement got the old token %d", oldToken)
@@ -185,17 +185,17 @@ func TestRegistryReportsInstancesThatExitByThemselves(t *testing.T) {
 	g := newRegistry(func(key string) { exits <- key })
 	defer g.StopAll()
 
-	failing := newFakeInstance(provisioning.Config{})
-	r := g.Start(context.Background(), "failing", &running{instance: failing})
-	stopped := newFakeInstance(provisioning.Config{})
-	g.Start(context.Background(), "stopped", &running{instance: stopped})
+	failing := newFakeController(provisioning.Config{})
+	inst := g.Start(context.Background(), "failing", &instance{controller: failing})
+	stopped := newFakeController(provisioning.Config{})
+	g.Start(context.Background(), "stopped", &instance{controller: stopped})
 
 	boom := errors.New("boom")
 	failing.fail <- boom
 	if key := <-exits; key != "failing" {
 		t.Fatalf("exit reported for %q, want failing", key)
 	}
-	if exited, err := r.exited(); !exited || !errors.Is(err, boom) {
+	if exited, err := inst.exited(); !exited || !errors.Is(err, boom) {
 		t.Errorf("exited() = %v, %v; want true, %v", exited, err, boom)
 	}
 	g.StopAll()
@@ -212,11 +212,11 @@ func TestRegistryEachSeesRunningInstances(t *testing.T) {
 	defer g.StopAll()
 	tokens := map[string]uint64{}
 	for _, key := range []string{"a", "b", "c"} {
-		tokens[key] = g.Start(context.Background(), key, &running{instance: newFakeInstance(provisioning.Config{})}).token
+		tokens[key] = g.Start(context.Background(), key, &instance{controller: newFakeController(provisioning.Config{})}).token
 	}
 	g.Stop("b", tokens["b"])
 	got := map[string]uint64{}
-	g.Each(func(key string, r *running) { got[key] = r.token })
+	g.Each(func(key string, inst *instance) { got[key] = inst.token })
 	want := map[string]uint64{"a": tokens["a"], "c": tokens["c"]}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("running instances (-want +got):\n%s", diff)

@@ -152,13 +152,10 @@ func TestManagerReportsAHungBackendCallAndStops(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := newManager(Settings{Roles: Roles{Manager: true}, Identity: "replica-1", HostPathRoot: t.TempDir(), NodeName: "node-1", Registerer: reg},
 		dependencies{
-			client:    kube,
-			pcfg:      pcfg,
-			clientFor: func(string) (provisioning.Client, error) { return kube, nil },
-			newInstance: func(cfg provisioning.Config, deps provisioning.Dependencies) (instance, error) {
-				return provisioning.New(cfg, deps)
-			},
-			stop: func() {},
+			client:  kube,
+			pcfg:    pcfg,
+			tenants: oneClient{kube},
+			stop:    func() {},
 		},
 		WithBackend("hang", func(context.Context, BackendRequest) (provisioning.Provisioner, error) { return backend, nil }))
 	if err != nil {
@@ -215,4 +212,13 @@ func TestManagerReportsAHungBackendCallAndStops(t *testing.T) {
 	if got := stuckSeries(t, reg, provisioner); got != -1 {
 		t.Errorf("provisioner_backend_calls_stuck = %v once the call returned, want no series", got)
 	}
+}
+
+// oneClient gives every provisioner client and a real provision controller.
+type oneClient struct{ client provisioning.Client }
+
+func (o oneClient) clientFor(string) (provisioning.Client, error) { return o.client, nil }
+
+func (oneClient) newController(cfg provisioning.Config, deps provisioning.Dependencies) (controller, error) {
+	return provisioning.New(cfg, deps)
 }

@@ -76,7 +76,7 @@ func TestBackendCallsHaveADeadline(t *testing.T) {
 	f.start()
 	f.createClass("fast", testProvisioner)
 	backend := newDeadlineBackend()
-	run(t, f.newController(testConfig(testProvisioner), backend, &testRecorder{}))
+	startController(t, f.newController(testConfig(testProvisioner), backend, &testRecorder{}))
 
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	polltest.Eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
@@ -197,7 +197,7 @@ func TestBackendCallDeadlineFires(t *testing.T) {
 	cfg.Timeouts.Provision = 50 * time.Millisecond
 	recorder := &testRecorder{}
 	c := f.newController(cfg, backend, recorder)
-	run(t, c)
+	startController(t, c)
 
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	polltest.Eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
@@ -262,7 +262,7 @@ func TestHungCallIsReportedUntilItReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := run(t, c)
+	stop := startController(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	polltest.Eventually(t, "the call to hang", hung.hasEntered)
 	polltest.Eventually(t, "the call reported stuck", func() bool { return c.Stuck() != nil })

@@ -18,6 +18,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
+
+// claimWorker is what a worker of a term's claim queue does with a claim.
+type claimWorker struct {
+	c *Controller
+	t *term
+}
+
+// work syncs the claim of key and, when that fails, queues it again after
+// its backoff or gives up on it. A claim that synced no longer waits for
+// room; one refused for want of room while room freed up is tried again at
+// once, as it did not count as waiting yet.
+func (w claimWorker) work(ctx context.Context, key claimKey) {
+	c, t := w.c, w.t
+	if c.config().Paused || t.claims.skips(ctx, key) {
+		return
+	}
+	freed := c.room.generation()
+	version, err := c.syncClaim(ctx, t, key)
+	switch {
+	case err == nil:
+		c.room.forget(key)
+	case errors.Is(err, ErrNoRoom) && c.room.generation() != freed:
+		t.claims.queue.Add(key)
+	}
+	t.claims.settle(ctx, key, version, err, c.config().Retry.ProvisionFailureThreshold, c.claimWaits)
+}
 
 // lookupClaim finds the claim of key in the informer, or else among the
 // claims in progress; live tells which.
@@ -89,7 +116,7 @@ func abandoned(claim *corev1.PersistentVolumeClaim) bool {
 // shouldProvision reports whether a volume is wanted for claim from this
 // provisioner.
 func (c *Controller) shouldProvision(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
-	if claim.Spec.VolumeName != "" || !c.knownName(storageProvisioner(claim)) {
+	if claim.Spec.VolumeName != "" || !c.config().KnownName(StorageProvisioner(claim)) {
 		return false, nil
 	}
 	// The scheduler chooses where a WaitForFirstConsumer volume goes, and

@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,6 +176,28 @@ func DefaultConfig(provisionerName string) Config {
 // changes something a running controller cannot change: the provisioner name,
 // the resync period or the leader election settings.
 var ErrRestartRequired = errors.New("configuration change requires a restart")
+
+// CheckReconfigure returns cfg, with names of its own, for a running
+// controller of running to apply live. It fails with Validate's error, or
+// with ErrRestartRequired when cfg changes what a running controller cannot
+// change: the provisioner name, the resync period or the leader election
+// settings.
+func CheckReconfigure(running, cfg Config) (Config, error) {
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	if cfg.ProvisionerName != running.ProvisionerName || cfg.ResyncPeriod != running.ResyncPeriod || cfg.LeaderElection != running.LeaderElection {
+		return Config{}, ErrRestartRequired
+	}
+	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
+	return cfg, nil
+}
+
+// KnownName reports whether name is the provisioner name or one of the
+// additional names; the empty name is none.
+func (c Config) KnownName(name string) bool {
+	return name != "" && (name == c.ProvisionerName || slices.Contains(c.AdditionalProvisionerNames, name))
+}
 
 // leaseHashBytes of a provisioner name's SHA-256 end the Lease names that
 // LeaseName makes up.

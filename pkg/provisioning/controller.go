@@ -23,23 +23,19 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/provfleet/provfleet/internal/eventrouter"
-	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/internal/workqueue"
 )
 
@@ -100,9 +96,9 @@ type Scope interface {
 	Volume(volume *corev1.PersistentVolume) bool
 }
 
-// elector decides when a Controller works: a leaderelection.LeaderElector on
+// elector decides when an Elected works: a leaderelection.LeaderElector on
 // the provisioner's Lease, or a leaderelection.AlwaysLeader when leader
-// election is off. Each term of its runs Controller.lead.
+// election is off. Each term of its runs the Leader's Lead.
 type elector interface {
 	Run(ctx context.Context)
 	IsLeader() bool
@@ -118,10 +114,11 @@ type claimKey struct {
 }
 
 // Controller provisions volumes for the claims of one provisioner and deletes
-// them when they are released.
+// them when they are released. Its Elected runs it: Run, IsLeader,
+// LeaseHealthy, KeepLease and Identity are the skeleton's.
 type Controller struct {
+	*Elected
 	name        string
-	identity    string
 	client      Client
 	informers   SharedInformers
 	recorder    record.EventRecorder
@@ -133,7 +130,6 @@ type Controller struct {
 	// prober is the provisioner when it can be probed; nil otherwise.
 	prober    Prober
 	scope     Scope
-	elector   elector
 	finalizer string
 	clock     clock.WithDelayedExecution
 
@@ -156,7 +152,6 @@ type Controller struct {
 	// controller deleted and the informer still shows, which need no sync.
 	deleted sync.Map
 
-	started        atomic.Bool
 	onStuck        func()
 	onHealthChange func()
 
@@ -186,14 +181,9 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	identity, err := replicaIdentity(cfg.LeaderElection.Identity)
-	if err != nil {
-		return nil, err
-	}
 	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c := &Controller{
 		name:           cfg.ProvisionerName,
-		identity:       identity,
 		client:         deps.Client,
 		informers:      inf,
 		recorder:       deps.EventRecorder,
@@ -222,7 +212,12 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		}
 		c.metrics = m
 	}
-	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
+	c.Elected, err = NewElected("provision controller", cfg.ProvisionerName, cfg.LeaderElection, ElectedDeps{
+		Client: deps.Client, Informers: inf, Leader: c, OnLeaderChange: deps.OnLeaderChange, Metrics: c.metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -271,40 +266,6 @@ func replicaIdentity(configured string) (string, error) {
 	return host + "_" + string(uuid.NewUUID()), nil
 }
 
-// newElector returns the elector of c's terms.
-func (c *Controller) newElector(le LeaderElectionConfig, onLeaderChange func(string)) elector {
-	if !le.Enabled {
-		return leaderelection.NewAlwaysLeader(leaderelection.LeaderCallbacks{OnStartedLeading: c.lead})
-	}
-	return leaderelection.NewLeaderElector(c.electionConfig(le, onLeaderChange))
-}
-
-// electionConfig is the configuration of the elector on c's Lease.
-func (c *Controller) electionConfig(le LeaderElectionConfig, onLeaderChange func(string)) leaderelection.Config {
-	return leaderelection.Config{
-		Client:              c.client,
-		Lease:               types.NamespacedName{Namespace: le.Namespace, Name: LeaseName(c.name)},
-		Identity:            c.identity,
-		LeaseDuration:       le.LeaseDuration,
-		RenewDeadline:       le.RenewDeadline,
-		RetryPeriod:         le.RetryPeriod,
-		LegacyLockNamespace: le.LegacyLockNamespace,
-		Leases:              c.informers.Router.leases,
-		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: c.lead, OnNewLeader: onLeaderChange},
-	}
-}
-
-// Identity is the name of this replica in the Lease.
-func (c *Controller) Identity() string { return c.identity }
-
-// IsLeader is true when leader election is off, or this instance holds the
-// Lease and works.
-func (c *Controller) IsLeader() bool { return c.elector.IsLeader() }
-
-// LeaseHealthy is nil unless this instance leads and its lease renewal is
-// overdue.
-func (c *Controller) LeaseHealthy() error { return c.elector.CheckRenewal() }
-
 // Stuck is nil unless a backend call has outlived its deadline and not
 // returned yet, or a stop gave up waiting for work that has not ended yet.
 func (c *Controller) Stuck() error {
@@ -349,12 +310,6 @@ func (c *Controller) Requeue(claim *corev1.PersistentVolumeClaim) {
 	}
 }
 
-// KeepLease makes the coming stop keep this instance's Lease held rather
-// than release it. A replacement started right after Run returned, with the
-// same identity and lease settings, takes the Lease over at once, and no other
-// replica can win it in between.
-func (c *Controller) KeepLease() { c.elector.KeepLease() }
-
 func (c *Controller) config() Config {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -365,15 +320,12 @@ func (c *Controller) config() Config {
 // ErrRestartRequired, and changes nothing, when the provisioner name, the
 // resync period or the leader election settings differ.
 func (c *Controller) Reconfigure(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("cannot reconfigure %q: %w", c.name, err)
-	}
-	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
 	c.mu.Lock()
 	old := c.cfg
-	if cfg.ProvisionerName != old.ProvisionerName || cfg.ResyncPeriod != old.ResyncPeriod || cfg.LeaderElection != old.LeaderElection {
+	cfg, err := CheckReconfigure(old, cfg)
+	if err != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("cannot reconfigure %q: %w", c.name, ErrRestartRequired)
+		return fmt.Errorf("cannot reconfigure %q: %w", c.name, err)
 	}
 	c.cfg = cfg
 	c.claimRetries.Limiter().Retune(rateLimits(cfg.Retry))
@@ -406,94 +358,4 @@ func (c *Controller) Reconfigure(cfg Config) error {
 		c.enqueueAll(t)
 	}
 	return nil
-}
-
-// Run works until ctx ends, as the leader of its provisioner when leader
-// election is on. It returns once its workers stopped, its queues shut down,
-// its event handlers were removed, its lease was released and its metric series
-// were deleted. A worker whose backend call ignores its cancellation is waited
-// for at most Timeouts.Drain: Run then returns without releasing the lease,
-// and the worker ends when the call returns.
-func (c *Controller) Run(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cannot run provision controller %q twice", c.name)
-	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisioner", c.name)
-	ctx = klog.NewContext(ctx, logger)
-	defer c.metrics.deleteSeries(c.name)
-
-	logger.Info("Starting provision controller", "identity", c.identity)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.Claims.HasSynced, c.informers.Volumes.HasSynced,
-		c.informers.Classes.HasSynced, c.informers.Nodes.HasSynced) {
-		return nil
-	}
-	c.elector.Run(ctx)
-	logger.Info("Stopped provision controller")
-	return nil
-}
-
-// runWorker is the goroutine of one worker of queue, which the queue starts
-// when it has an item that no running worker will take. It handles items
-// until none is ready and then ends, so an idle queue holds no goroutine.
-func runWorker[K comparable](ctx context.Context, queue *workqueue.Queue[K], handle func(context.Context, K)) {
-	for processNextWorkItem(ctx, queue, handle) {
-	}
-}
-
-// processNextWorkItem handles the next item of queue; it returns false, and
-// handles nothing, when the worker must end.
-func processNextWorkItem[K comparable](ctx context.Context, queue *workqueue.Queue[K], handle func(context.Context, K)) bool {
-	key, ok := queue.Get()
-	if !ok {
-		return false
-	}
-	defer queue.Done(key)
-	handle(ctx, key)
-	return true
-}
-
-// loop is the work of the claim or the volume queue: its items, their
-// retries and the sync handler of one item.
-type loop[K comparable] struct {
-	queue     *workqueue.Queue[K]
-	retries   *workqueue.Retries[K]
-	threshold func() int
-	paused    func() bool
-	// waits tells whether the failure err of key is to be waited out rather
-	// than counted, and when to try the item again then, so that an item
-	// waits for what it lacks (an available backend, room) rather than
-	// being given up on.
-	waits func(key K, err error) (retryIn time.Duration, why string, waits bool)
-	// sync (syncClaim or syncVolume) handles one item and returns the object
-	// version it ended at.
-	sync func(ctx context.Context, key K) (string, error)
-}
-
-// handle syncs one item and, when that fails, queues it again after its
-// backoff or gives up on it.
-func (l *loop[K]) handle(ctx context.Context, key K) {
-	// A stopping or paused controller leaves its items untouched. An item
-	// given up on waits for a change of its object, which forgets the
-	// failures: a retry queued before it was given up is not one.
-	if ctx.Err() != nil || l.paused() || l.retries.GaveUp(key) {
-		return
-	}
-	version, err := l.sync(ctx, key)
-	if err == nil {
-		l.retries.Forget(key)
-		return
-	}
-	if ctx.Err() != nil {
-		return
-	}
-	if retryIn, why, waits := l.waits(key, err); waits {
-		l.queue.AddAfter(key, retryIn)
-		utilruntime.HandleErrorWithContext(ctx, err, "Will retry, not counted as a failure", "item", key, "reason", why, "retryIn", retryIn)
-		return
-	}
-	if l.retries.Failed(l.queue, key, version, l.threshold()) {
-		utilruntime.HandleErrorWithContext(ctx, err, "Giving up until the object changes", "item", key, "failures", l.queue.NumRequeues(key))
-	} else {
-		utilruntime.HandleErrorWithContext(ctx, err, "Will retry", "item", key, "failures", l.queue.NumRequeues(key))
-	}
 }

@@ -59,7 +59,7 @@ func TestRunProvisionsAndDeletes(t *testing.T) {
 	f.createClass("fast", testProvisioner)
 	backend := newFakeBackend()
 	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	polltest.Eventually(t, "the volume", func() bool { return f.volumeExists("pvc-uid-c") })
@@ -101,7 +101,7 @@ func TestFailureThreshold(t *testing.T) {
 			cfg := testConfig(testProvisioner)
 			cfg.Retry.ProvisionFailureThreshold = tc.threshold
 			c := f.newController(cfg, backend, &testRecorder{})
-			run(t, c)
+			startController(t, c)
 			f.createClaim(newClaim("c", "fast", testProvisioner))
 			key := claimKey{Namespace: "default", Name: "c", UID: "uid-c"}
 
@@ -147,7 +147,7 @@ func TestVolumeSaveRetryDeletesBackendVolume(t *testing.T) {
 	cfg.Retry.ProvisionFailureThreshold = 1
 	cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
 	c := f.newController(cfg, backend, recorder)
-	run(t, c)
+	startController(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 
 	polltest.Eventually(t, "the backend volume deleted", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
@@ -175,7 +175,7 @@ func TestVolumeSaveRetryForeverNeverDeletes(t *testing.T) {
 	cfg := testConfig(testProvisioner)
 	cfg.VolumeSave = VolumeSaveConfig{Mode: VolumeSaveRetryForever, Interval: time.Millisecond}
 	c := f.newController(cfg, backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 
 	polltest.Eventually(t, "the volume saved", func() bool { return f.volumeExists("pvc-uid-c") })
@@ -204,7 +204,7 @@ func TestBackgroundClaimDeleted(t *testing.T) {
 	// Retries are fast here: never give up while the test deletes the claim.
 	cfg.Retry.ProvisionFailureThreshold = 0
 	c := f.newController(cfg, backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	polltest.Eventually(t, "the claim in progress", func() bool { _, ok := c.inProgress.Load(UIDOf("c")); return ok })
 
@@ -254,7 +254,7 @@ func TestRestartBetweenProvisionAndVolumeCreation(t *testing.T) {
 		return ProvisioningFinished, ctx.Err()
 	}
 	first := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
-	stopFirst := run(t, first)
+	stopFirst := startController(t, first)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	polltest.Eventually(t, "the backend volume", func() bool { _, volumes, _ := backend.snapshot(); return len(volumes) == 1 })
 	stopFirst()
@@ -278,7 +278,7 @@ func TestRestartBetweenProvisionAndVolumeCreation(t *testing.T) {
 	})
 
 	second := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
-	run(t, second)
+	startController(t, second)
 	polltest.Eventually(t, "the intent finalizer removed", func() bool { return !hasFinalizer(f.getClaim("c"), second.finalizer) })
 	// Delete is idempotent and may be asked more than once.
 	if _, volumes, deleted := backend.snapshot(); len(volumes) != 0 || !slices.Contains(deleted, "pvc-uid-c") {
@@ -297,7 +297,7 @@ func TestPauseAndReconfigure(t *testing.T) {
 	cfg := testConfig(testProvisioner)
 	cfg.Paused = true
 	c := f.newController(cfg, backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	f.createClaim(newClaim("a", "fast", "provfleet.io/alias"))
 	f.createClaim(newClaim("b", "fast", testProvisioner))
 	polltest.Eventually(t, "the claims in the informer", func() bool { return len(f.informers.Claims.GetStore().List()) == 2 })
@@ -382,7 +382,7 @@ func TestRunTwice(t *testing.T) {
 	f := newFixture(t)
 	f.start()
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
-	stop := run(t, c)
+	stop := startController(t, c)
 	polltest.Eventually(t, "running", func() bool { return c.started.Load() })
 	if err := c.Run(context.Background()); err == nil {
 		t.Error("a second Run succeeded")
@@ -438,7 +438,7 @@ func TestFailureThresholdCountsRetries(t *testing.T) {
 			cfg.Retry.ProvisionFailureThreshold = tc.threshold
 			cfg.Retry.DeleteFailureThreshold = tc.threshold
 			c := f.newController(cfg, backend, &testRecorder{})
-			run(t, c)
+			startController(t, c)
 
 			calls, gaveUp := &provisions, func() bool {
 				return c.claimRetries.GaveUp(claimKey{Namespace: "default", Name: "c", UID: "uid-c"})
@@ -474,7 +474,7 @@ func TestRaisedThresholdGivesTheRemainingRetries(t *testing.T) {
 	cfg := testConfig(testProvisioner)
 	cfg.Retry.ProvisionFailureThreshold = 1
 	c := f.newController(cfg, backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	f.createClaim(newClaim("c", "fast", testProvisioner))
 	gaveUp := func() bool { return c.claimRetries.GaveUp(claimKey{Namespace: "default", Name: "c", UID: "uid-c"}) }
 	polltest.Eventually(t, "giving up", gaveUp)
@@ -498,25 +498,24 @@ func TestGivenUpItemIsNotSyncedByAnEarlierRetry(t *testing.T) {
 	retries := workqueue.NewRetries[string](limits)
 	queue := workqueue.NewRateLimitingQueue[string](retries.Limiter(), workqueue.Config{Name: "test", MaxWorkers: 1}, func() {})
 	t.Cleanup(queue.ShutDown)
-	syncs := 0
-	l := loop[string]{
-		queue:     queue,
-		retries:   retries,
-		threshold: func() int { return 1 },
-		paused:    func() bool { return false },
-		waits:     func(string, error) (time.Duration, string, bool) { return 0, "", false },
-		sync: func(context.Context, string) (string, error) {
-			syncs++
-			return "1", errors.New("backend down")
-		},
-	}
 	ctx := context.Background()
-	l.handle(ctx, "pv") // fails, and is due again in an hour
-	l.handle(ctx, "pv") // an update queued it meanwhile: fails, and is given up
+	l := loop[string]{queue: queue, retries: retries}
+	noWait := func(string, error) (time.Duration, string, bool) { return 0, "", false }
+	syncs := 0
+	// What a worker does with the item: its sync fails.
+	work := func() {
+		if l.skips(ctx, "pv") {
+			return
+		}
+		syncs++
+		l.settle(ctx, "pv", "1", errors.New("backend down"), 1, noWait)
+	}
+	work() // fails, and is due again in an hour
+	work() // an update queued it meanwhile: fails, and is given up
 	if !retries.GaveUp("pv") {
 		t.Fatal("not given up after a retry with threshold 1")
 	}
-	l.handle(ctx, "pv") // the hour of the first failure has passed
+	work() // the hour of the first failure has passed
 	if syncs != 2 {
 		t.Errorf("syncs = %d, want 2: a given-up item was synced again without a change", syncs)
 	}

@@ -27,6 +27,24 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// volumeWorker is what a worker of a term's volume queue does with a
+// PersistentVolume.
+type volumeWorker struct {
+	c *Controller
+	t *term
+}
+
+// work syncs the PersistentVolume name and, when that fails, queues it
+// again after its backoff or gives up on it.
+func (w volumeWorker) work(ctx context.Context, name string) {
+	c, t := w.c, w.t
+	if c.config().Paused || t.volumes.skips(ctx, name) {
+		return
+	}
+	version, err := c.syncVolume(ctx, name)
+	t.volumes.settle(ctx, name, version, err, c.config().Retry.DeleteFailureThreshold, c.volumeWaits)
+}
+
 // syncVolume deletes the backend volume of a released PersistentVolume of this
 // provisioner, and keeps its finalizer; it returns the volume's resource
 // version after its own writes.
@@ -37,7 +55,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 		return "", err
 	}
 	volume, ok := obj.(*corev1.PersistentVolume)
-	if !ok || !c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
+	if !ok || !c.config().KnownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return "", nil
 	}
 	if uid, ok := c.deleted.Load(name); ok && uid == volume.UID {
@@ -103,7 +121,7 @@ func (c *Controller) shouldDelete(ctx context.Context, volume *corev1.Persistent
 	}
 	if volume.Status.Phase != corev1.VolumeReleased ||
 		volume.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
-		!c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) {
+		!c.config().KnownName(volume.Annotations[AnnDynamicallyProvisioned]) {
 		return false, nil
 	}
 	guard, ok := c.provisioner.(DeletionGuard)

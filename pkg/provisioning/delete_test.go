@@ -190,7 +190,7 @@ func TestFinalizerTurnedOff(t *testing.T) {
 	cfg := testConfig(testProvisioner)
 	cfg.Finalizer = true
 	c := f.newController(cfg, newFakeBackend(), &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	finalized := func() bool {
 		pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv", metav1.GetOptions{})
 		return err == nil && hasFinalizer(pv, VolumeFinalizer)

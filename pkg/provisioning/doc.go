@@ -49,12 +49,25 @@ limitations under the License.
 //
 // # Reading the code
 //
-// Run (controller.go) hands the Lease elector (internal/leaderelection) lead,
-// which starts a term (term.go): its work queues (internal/workqueue) start
-// runWorker goroutines, whose processNextWorkItem calls syncClaim or
-// syncVolume. The event router (internal/eventrouter, router.go here) hands
-// the term the events of this controller's claims and volumes, which the
-// handlers of events.go filter and queue.
+// From Run to a claim's sync, six hops over three files:
+//
+//	Controller.Run       term.go: Elected's; waits for the caches, campaigns
+//	LeaderElector.Run    internal/leaderelection/elector.go: each term it
+//	                     wins calls its Leader's Lead
+//	Controller.Lead      term.go: the Leader interface; starts a term
+//	newTerm              term.go: the term's work queues
+//	                     (internal/workqueue), each of which starts a worker
+//	                     when work arrives
+//	runWorker            term.go: one worker, handing it the queue's items
+//	claimWorker.work     claim.go: the itemWorker interface; settles the
+//	                     claim's retries
+//	syncClaim            claim.go
+//
+// A PersistentVolume takes the same path to volumeWorker.work and
+// syncVolume (delete.go). A fleet's hostPath coordinator is elected by the
+// same skeleton, Elected. The event router (internal/eventrouter, router.go
+// here) hands the term the events of this controller's claims and volumes,
+// which the handlers of events.go filter and queue.
 //
 // A claim goes through syncClaim (claim.go), which provisions it
 // (provision.go), saves its PersistentVolume (save.go) or abandons it; a

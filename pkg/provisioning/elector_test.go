@@ -76,10 +76,10 @@ func TestTwoReplicasLeaderElection(t *testing.T) {
 	}
 	backendA, backendB := newFakeBackend(), newFakeBackend()
 	a := newReplica("a", backendA)
-	stopA := run(t, a)
+	stopA := startController(t, a)
 	polltest.Eventually(t, "a leading", a.IsLeader)
 	b := newReplica("b", backendB)
-	run(t, b)
+	startController(t, b)
 
 	provision := func(prefix string) []string {
 		var pvs []string
@@ -164,7 +164,7 @@ func TestRunWithStoppedInformers(t *testing.T) {
 	polltest.Eventually(t, "informers stopped", func() bool { return f.informers.Claims.IsStopped() })
 
 	c := f.newController(testConfig(testProvisioner), newFakeBackend(), &testRecorder{})
-	stop := run(t, c)
+	stop := startController(t, c)
 	polltest.Eventually(t, "running", func() bool { return c.IsLeader() && c.started.Load() })
 	stop()
 }
@@ -250,11 +250,11 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lec := c.electionConfig(cfg.LeaderElection, nil)
+			lec := c.electionConfig(cfg.LeaderElection, ElectedDeps{Client: f.client, Informers: shared, Leader: c})
 			lec.Clock = fakeClock
 			c.elector = leaderelection.NewLeaderElector(lec)
 			controllers[replica] = append(controllers[replica], c)
-			run(t, c)
+			startController(t, c)
 		}
 	}
 	// Every elector waits on one timer, the holder to renew, the follower for

@@ -17,8 +17,6 @@ limitations under the License.
 package provisioning
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -79,7 +77,7 @@ func (c *Controller) claimInteresting(claim *corev1.PersistentVolumeClaim) bool 
 	if !c.claimInScope(claim) {
 		return false
 	}
-	return hasFinalizer(claim, c.finalizer) || claim.Spec.VolumeName == "" && c.knownName(storageProvisioner(claim))
+	return hasFinalizer(claim, c.finalizer) || claim.Spec.VolumeName == "" && c.config().KnownName(StorageProvisioner(claim))
 }
 
 // claimInScope reports whether claim is in this controller's part of its
@@ -127,22 +125,12 @@ func (c *Controller) volumeHandler(t *term) cache.ResourceEventHandler {
 
 func (c *Controller) enqueueVolume(t *term, obj any) {
 	volume, ok := obj.(*corev1.PersistentVolume)
-	if !ok || !c.knownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
+	if !ok || !c.config().KnownName(volume.Annotations[AnnDynamicallyProvisioned]) || !c.volumeInScope(volume) {
 		return
 	}
 	if c.volumeRetries.Admit(volume.Name, volume.ResourceVersion) {
 		t.volumes.queue.Add(volume.Name)
 	}
-}
-
-// knownName reports whether name is this provisioner's name or one of its
-// additional names.
-func (c *Controller) knownName(name string) bool {
-	if name == "" {
-		return false
-	}
-	cfg := c.config()
-	return name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name)
 }
 
 // nameKeys are the routing keys of the names this provisioner answers to.

@@ -254,9 +254,9 @@ func (f *fixture) newController(cfg Config, backend Provisioner, recorder *testR
 	return c
 }
 
-// run runs c until the returned stop is called or the test ends; stop
+// startController runs c until the returned stop is called or the test ends; stop
 // returns once Run returned.
-func run(t *testing.T, c *Controller) (stop func()) {
+func startController(t *testing.T, c *Controller) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

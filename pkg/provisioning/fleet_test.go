@@ -79,7 +79,7 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 	keep, stop := controllers[:n/2], controllers[n/2:]
 	keepStops := make([]func(), len(keep))
 	for i, c := range keep {
-		keepStops[i] = run(t, c)
+		keepStops[i] = startController(t, c)
 	}
 	for i := range n / 2 {
 		pv := claimFor(i, "warm")
@@ -93,7 +93,7 @@ func TestManyControllersOnSharedInformers(t *testing.T) {
 
 	stops := make([]func(), len(stop))
 	for i, c := range stop {
-		stops[i] = run(t, c)
+		stops[i] = startController(t, c)
 	}
 	pvs := make([]string, n)
 	for i := range n {

@@ -149,7 +149,7 @@ func TestBackendOutage(t *testing.T) {
 				t.Fatal(err)
 			}
 			log.c = c
-			stop := run(t, c)
+			stop := startController(t, c)
 			tc.start(f)
 
 			// Well past the threshold of one retry.
@@ -198,7 +198,7 @@ func TestProbeAfterFailure(t *testing.T) {
 	cfg := testConfig(testProvisioner)
 	cfg.ProbeInterval = time.Hour
 	c := f.newController(cfg, backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	polltest.Eventually(t, "the first probe", func() bool { return c.Health().Space != nil })
 	backend.setDown(errors.New("gone"))
 	f.createClaim(newClaim("c", "fast", testProvisioner))

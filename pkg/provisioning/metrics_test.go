@@ -127,12 +127,12 @@ func TestQueueMetricsFromFirstUseToShutDown(t *testing.T) {
 	q = workqueue.NewRateLimitingQueue(limiter,
 		workqueue.Config{Name: queueName("claims", "p"), MaxWorkers: 1, MetricsProvider: queueMetricsProvider{m}},
 		func() {
-			runWorker(context.Background(), q, func(_ context.Context, item string) {
+			runWorker(context.Background(), q, workFunc[string](func(_ context.Context, item string) {
 				if item == "held" {
 					held <- item
 					<-release
 				}
-			})
+			}))
 		})
 	t.Cleanup(q.ShutDown)
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
@@ -233,7 +233,7 @@ provisioner_capacity_used_volumes{provisioner="provfleet.io/test"} 2
 			cfg := testConfig(testProvisioner)
 			cfg.ProbeInterval = time.Hour
 			c := f.newController(cfg, budgetedBackend{newProbedBackend(nil), tc.budget}, &testRecorder{})
-			stop := run(t, c)
+			stop := startController(t, c)
 			polltest.Eventually(t, "the first probe", func() bool { return c.Health().Space != nil })
 			if err := testutil.GatherAndCompare(f.registry, strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)

@@ -84,7 +84,9 @@ func volumeNameFor(claim *corev1.PersistentVolumeClaim) string {
 	return "pvc-" + string(claim.UID)
 }
 
-func storageProvisioner(claim *corev1.PersistentVolumeClaim) string {
+// StorageProvisioner is the provisioner a claim asks for: its
+// storage-provisioner annotation, or the beta one.
+func StorageProvisioner(claim *corev1.PersistentVolumeClaim) string {
 	if name, ok := claim.Annotations[AnnStorageProvisioner]; ok {
 		return name
 	}

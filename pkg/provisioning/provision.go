@@ -121,7 +121,7 @@ func (c *Controller) provisionOptions(ctx context.Context, claim *corev1.Persist
 	if err != nil {
 		return nil, ProvisioningFinished, err
 	}
-	if !c.knownName(class.Provisioner) {
+	if !c.config().KnownName(class.Provisioner) {
 		klog.FromContext(ctx).Info("StorageClass names another provisioner", "class", class.Name, "classProvisioner", class.Provisioner)
 		return nil, ProvisioningFinished, nil
 	}

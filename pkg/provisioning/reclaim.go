@@ -115,7 +115,7 @@ func (c *Controller) reclaimVolume(ctx context.Context, t *term, volume *corev1.
 // saved is not this provisioner's: made by hand or by another provisioner
 // sharing the backend, it may well use that very backend volume.
 func (c *Controller) savedVolumeOf(ctx context.Context, volume, saved *corev1.PersistentVolume) (keep bool, err error) {
-	if by := saved.Annotations[AnnDynamicallyProvisioned]; !c.knownName(by) {
+	if by := saved.Annotations[AnnDynamicallyProvisioned]; !c.config().KnownName(by) {
 		klog.FromContext(ctx).Info("Keeping an unsaved backend volume: the PersistentVolume of its name is not this provisioner's",
 			"volume", volume.Name, "provisionedBy", by)
 		return true, nil

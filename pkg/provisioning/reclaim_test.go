@@ -165,7 +165,7 @@ func TestRecordingBackendAnnouncesOnce(t *testing.T) {
 	c := f.newController(cfg, backend, recorder)
 	tm := newTestTerm(t, c)
 	for range 3 {
-		tm.claims.handle(context.Background(), keyOfClaim(claim))
+		claimWorker{c, tm}.work(context.Background(), keyOfClaim(claim))
 	}
 	want := []string{EventProvisioning, EventProvisioningFailed, EventProvisioningFailed, EventProvisioningFailed}
 	if diff := cmp.Diff(want, recorder.events()); diff != "" {
@@ -306,7 +306,7 @@ func TestLeadingReclaims(t *testing.T) {
 	backend := newRecordingBackend()
 	backend.record(unsavedVolume(newClaim("gone", "fast", testProvisioner), "/vols/gone"))
 	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	polltest.Eventually(t, "the orphan to be deleted", func() bool {
 		_, _, deleted := backend.snapshot()
 		return slices.Equal(deleted, []string{"pvc-uid-gone"}) && len(backend.recorded()) == 0
@@ -327,7 +327,7 @@ func TestReclaimLooksAgainAtKeptVolumes(t *testing.T) {
 	backend := newRecordingBackend()
 	backend.record(unsavedVolume(claim, "/vols/elsewhere"))
 	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	if err := f.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(context.Background(), claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestGoneClaimWithoutVolumeIsReclaimed(t *testing.T) {
 	// Only the claim's deletion brings it back, and no resync comes.
 	cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
 	c := f.newController(cfg, backend, &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	polltest.Eventually(t, "the claim in progress", func() bool {
 		_, in := c.inProgress.Load(claim.UID)
 		return in

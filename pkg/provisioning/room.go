@@ -105,24 +105,6 @@ func (c *Controller) claimWaits(key claimKey, err error) (retryIn time.Duration,
 	return 0, "", false
 }
 
-// claimSync is the sync of t's claim loop: syncClaim, after which a claim
-// that synced without an error no longer waits for room.
-func (c *Controller) claimSync(t *term) func(context.Context, claimKey) (string, error) {
-	return func(ctx context.Context, key claimKey) (string, error) {
-		freed := c.room.generation()
-		version, err := c.syncClaim(ctx, t, key)
-		switch {
-		case err == nil:
-			c.room.forget(key)
-		case errors.Is(err, ErrNoRoom) && c.room.generation() != freed:
-			// Room freed up while the backend refused, before the claim
-			// counted as waiting: it is tried again once this sync is done.
-			t.claims.queue.Add(key)
-		}
-		return version, err
-	}
-}
-
 // deleteBackend asks the backend to delete the backend volume of volume,
 // under the delete deadline. Once it did, the claims waiting for room are
 // tried at once: the backend may count that volume against its room.

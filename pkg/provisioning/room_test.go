@@ -72,7 +72,7 @@ func TestNoRoomIsNotGivenUp(t *testing.T) {
 			cfg.Retry.ProvisionFailureThreshold = 1
 			recorder := &testRecorder{}
 			c := f.newController(cfg, backend, recorder)
-			run(t, c)
+			startController(t, c)
 			f.createClaim(newClaim("c", "fast", testProvisioner))
 			key := claimKey{Namespace: "default", Name: "c", UID: "uid-c"}
 
@@ -195,7 +195,7 @@ func TestRoomFreedRetriesAtOnce(t *testing.T) {
 			var c *Controller
 			free := tc.setup(f, backend, func() *Controller { return c })
 			c = f.newController(cfg, backend, recorder)
-			run(t, c)
+			startController(t, c)
 			f.createClaim(newClaim("c", "fast", testProvisioner))
 
 			polltest.Eventually(t, "a refusal", func() bool { return countEvents(recorder, EventProvisioningFailed) > 0 })

@@ -75,7 +75,7 @@ func claimKeys(obj any, yield func(routeKey)) {
 	if !ok {
 		return
 	}
-	if name := storageProvisioner(claim); name != "" {
+	if name := StorageProvisioner(claim); name != "" {
 		yield(provisionerKey(name))
 	}
 	for _, f := range claim.Finalizers {

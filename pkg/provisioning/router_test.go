@@ -58,9 +58,9 @@ func (i *capturingInformer) AddEventHandlerWithOptions(handler cache.ResourceEve
 	return i.SharedIndexInformer.AddEventHandlerWithOptions(handler, options)
 }
 
-// subscribe records what r delivers to subscriber under keys in got, until
+// subscribeRecorder records what r delivers to subscriber under keys in got, until
 // the test ends.
-func subscribe[K comparable](t *testing.T, r *eventrouter.Router[K], subscriber string, got *eventroutertest.Recorder, keys ...K) {
+func subscribeRecorder[K comparable](t *testing.T, r *eventrouter.Router[K], subscriber string, got *eventroutertest.Recorder, keys ...K) {
 	t.Helper()
 	s, err := r.Subscribe(func() []K { return keys }, got.Handler(subscriber))
 	if err != nil {
@@ -211,12 +211,12 @@ func TestRouterRoutes(t *testing.T) {
 			}
 			router := NewRouter(informers[claims], informers[volumes], informers[leases])
 			var got eventroutertest.Recorder
-			subscribe(t, router.claims, "a", &got, provisionerKey(a), finalizerKey(IntentFinalizer(a)))
-			subscribe(t, router.volumes, "a", &got, provisionerKey(a))
-			subscribe(t, router.leases, "a", &got, types.NamespacedName{Namespace: "default", Name: "la"})
-			subscribe(t, router.claims, "b", &got, provisionerKey(b), provisionerKey(b2), finalizerKey(IntentFinalizer(b)))
-			subscribe(t, router.volumes, "b", &got, provisionerKey(b), provisionerKey(b2))
-			subscribe(t, router.leases, "b", &got, types.NamespacedName{Namespace: "default", Name: "lb"})
+			subscribeRecorder(t, router.claims, "a", &got, provisionerKey(a), finalizerKey(IntentFinalizer(a)))
+			subscribeRecorder(t, router.volumes, "a", &got, provisionerKey(a))
+			subscribeRecorder(t, router.leases, "a", &got, types.NamespacedName{Namespace: "default", Name: "la"})
+			subscribeRecorder(t, router.claims, "b", &got, provisionerKey(b), provisionerKey(b2), finalizerKey(IntentFinalizer(b)))
+			subscribeRecorder(t, router.volumes, "b", &got, provisionerKey(b), provisionerKey(b2))
+			subscribeRecorder(t, router.leases, "b", &got, types.NamespacedName{Namespace: "default", Name: "lb"})
 			tc.send(informers[tc.route].handler)
 			if diff := cmp.Diff(tc.want, got.Sorted()); diff != "" {
 				t.Errorf("delivered (-want +got):\n%s", diff)
@@ -276,7 +276,7 @@ func TestReconfigureRoutesNewNames(t *testing.T) {
 	f.createClass("alias", alias)
 	cfg := testConfig(testProvisioner)
 	c := f.newController(cfg, newFakeBackend(), &testRecorder{})
-	run(t, c)
+	startController(t, c)
 	polltest.Eventually(t, "leading", c.IsLeader)
 
 	cfg.AdditionalProvisionerNames = []string{alias}
@@ -318,7 +318,7 @@ func TestResyncQueuesMissedClaims(t *testing.T) {
 	c := f.newController(cfg, newFakeBackend(), &testRecorder{})
 	fakeClock := testingclock.NewFakeClock(time.Now())
 	c.clock = asyncClock{fakeClock}
-	stop := run(t, c)
+	stop := startController(t, c)
 	polltest.Eventually(t, "the resync timer", fakeClock.HasWaiters)
 
 	// Missed events: as if the informer had dropped them. The claims

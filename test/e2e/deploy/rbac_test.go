@@ -31,7 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/internal/testenv"
-	"github.com/provfleet/provfleet/pkg/fleet"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 )
 
 // appNamespace stands for any namespace of claims.
@@ -55,7 +55,7 @@ func TestRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent, manager := kubernetes.NewForConfigOrDie(agentConfig), kubernetes.NewForConfigOrDie(managerConfig)
-	nodeLease := fleet.NodeLeaseName("node-a")
+	nodeLease := hostpathnodes.NodeLeaseName("node-a")
 	lease := func(namespace, verb string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: nodeLease}
 	}
@@ -63,7 +63,7 @@ func TestRBAC(t *testing.T) {
 		return authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource}
 	}
 	list := func(verb string) authorizationv1.ResourceAttributes {
-		return authorizationv1.ResourceAttributes{Namespace: testenv.NodeAgentNamespace, Verb: verb, Resource: "configmaps", Name: fleet.RemovedListName("node-a")}
+		return authorizationv1.ResourceAttributes{Namespace: testenv.NodeAgentNamespace, Verb: verb, Resource: "configmaps", Name: hostpathnodes.RemovedListName("node-a")}
 	}
 	pcfg := func(verb, subresource string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Verb: verb, Group: "provfleet.io", Resource: "provisionerconfigs", Subresource: subresource}
@@ -175,7 +175,7 @@ func TestNodeAgentHoldsItsNodeLease(t *testing.T) {
 // nodeLease is a Lease of node held by its agent.
 func nodeLease(node string) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: fleet.NodeLeaseName(node)},
+		ObjectMeta: metav1.ObjectMeta{Name: hostpathnodes.NodeLeaseName(node)},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-of-" + node), LeaseDurationSeconds: ptr.To[int32](15)},
 	}
 }

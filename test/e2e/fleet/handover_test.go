@@ -29,7 +29,7 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/internal/testenv/managerproc"
-	"github.com/provfleet/provfleet/pkg/fleet"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -60,8 +60,8 @@ func TestOneNodeConfigNeedsNoPlacement(t *testing.T) {
 		if selected, ok := c.Annotations[provisioning.AnnSelectedNode]; ok {
 			t.Errorf("claim %s was placed on %q: a config that serves one node needs no placement write", claim, selected)
 		}
-		if n := f.eventCount(f.ctx, claim, fleet.EventNodeSelected); n > 0 {
-			t.Errorf("claim %s got %d %s Events", claim, n, fleet.EventNodeSelected)
+		if n := f.eventCount(f.ctx, claim, hostpathnodes.EventNodeSelected); n > 0 {
+			t.Errorf("claim %s got %d %s Events", claim, n, hostpathnodes.EventNodeSelected)
 		}
 	}
 

@@ -39,7 +39,7 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/backend"
-	"github.com/provfleet/provfleet/pkg/fleet"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 )
 
 // hostileAgent is a process that holds the credentials of the node agent of
@@ -169,7 +169,7 @@ func (h *hostileAgent) attacks(own, victim, foreign *corev1.PersistentVolume) []
 		{"select node B for a claim of its own", h.patchClaim("on-a", fmt.Sprintf(`{"metadata":{"annotations":{"volume.kubernetes.io/selected-node":%q}}}`, victimNode)), false},
 		{"update node B's Lease", h.takeLease(victimNode), false},
 		{"delete node B's Lease", func(ctx context.Context) error {
-			return h.client.CoordinationV1().Leases(testenv.NodeAgentNamespace).Delete(ctx, fleet.NodeLeaseName(victimNode), metav1.DeleteOptions{})
+			return h.client.CoordinationV1().Leases(testenv.NodeAgentNamespace).Delete(ctx, hostpathnodes.NodeLeaseName(victimNode), metav1.DeleteOptions{})
 		}, false},
 		{"add a removal entry for node B to its Lease", h.annotateLease(victimNode), false},
 		{"add a removal entry for node B to its own Lease", h.annotateLease(h.node), false},
@@ -240,7 +240,7 @@ func (h *hostileAgent) patchClaim(name, patch string) func(context.Context) erro
 func (h *hostileAgent) takeLease(node string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		leases := h.client.CoordinationV1().Leases(testenv.NodeAgentNamespace)
-		lease, err := leases.Get(ctx, fleet.NodeLeaseName(node), metav1.GetOptions{})
+		lease, err := leases.Get(ctx, hostpathnodes.NodeLeaseName(node), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -257,14 +257,14 @@ func (h *hostileAgent) takeLease(node string) func(context.Context) error {
 func (h *hostileAgent) annotateLease(node string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		leases := h.client.CoordinationV1().Leases(testenv.NodeAgentNamespace)
-		lease, err := leases.Get(ctx, fleet.NodeLeaseName(node), metav1.GetOptions{})
+		lease, err := leases.Get(ctx, hostpathnodes.NodeLeaseName(node), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		if lease.Annotations == nil {
 			lease.Annotations = map[string]string{}
 		}
-		lease.Annotations[fleet.AnnRemovedVolumes] = `{"local":{"pvc-retained":"Delete"}}`
+		lease.Annotations[hostpathnodes.AnnRemovedVolumes] = `{"local":{"pvc-retained":"Delete"}}`
 		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		return err
 	}
@@ -278,8 +278,8 @@ func (h *hostileAgent) writeRemovedList(node string, volume *corev1.PersistentVo
 			return err
 		}
 		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fleet.RemovedListName(node), Labels: map[string]string{fleet.LabelRemovedList: "true"},
-				Annotations: map[string]string{fleet.AnnRemovedListNode: node}},
+			ObjectMeta: metav1.ObjectMeta{Name: hostpathnodes.RemovedListName(node), Labels: map[string]string{hostpathnodes.LabelRemovedList: "true"},
+				Annotations: map[string]string{hostpathnodes.AnnRemovedListNode: node}},
 			Data: map[string]string{"local": string(entry)},
 		}
 		_, err = h.client.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Create(ctx, cm, metav1.CreateOptions{})
@@ -351,13 +351,13 @@ func (c *nodeCluster) nodeState(node string, volumes ...string) map[string]any {
 			state["claim "+claim.Name] = volumeState{Annotations: claim.Annotations, Finalizers: claim.Finalizers, Deleting: claim.DeletionTimestamp != nil, Spec: claim.Spec}
 		}
 	}
-	lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(c.ctx, fleet.NodeLeaseName(node), metav1.GetOptions{})
+	lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(c.ctx, hostpathnodes.NodeLeaseName(node), metav1.GetOptions{})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	state["lease holder"] = ptr.Deref(lease.Spec.HolderIdentity, "")
-	state["lease removed volumes"] = lease.Annotations[fleet.AnnRemovedVolumes]
-	_, err = c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, fleet.RemovedListName(node), metav1.GetOptions{})
+	state["lease removed volumes"] = lease.Annotations[hostpathnodes.AnnRemovedVolumes]
+	_, err = c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, hostpathnodes.RemovedListName(node), metav1.GetOptions{})
 	state["removal list"] = !apierrors.IsNotFound(err)
 	state["directories"] = slices.Sorted(slices.Values(c.volumeDirs(node)))
 	pvs, err := c.kube.CoreV1().PersistentVolumes().List(c.ctx, metav1.ListOptions{})

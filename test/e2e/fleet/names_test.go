@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/pkg/fleet"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 )
 
 // TestMixedCaseProvisionerNameLeadsAndCountsItsVolumes: a provisioner name
@@ -62,7 +62,7 @@ func TestMixedCaseProvisionerNameLeadsAndCountsItsVolumes(t *testing.T) {
 			return false, nil
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == "second" && e.Type == corev1.EventTypeWarning && e.Reason == fleet.EventNoNodeWithRoom {
+			if e.InvolvedObject.Name == "second" && e.Type == corev1.EventTypeWarning && e.Reason == hostpathnodes.EventNoNodeWithRoom {
 				return true, nil
 			}
 		}

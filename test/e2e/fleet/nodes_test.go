@@ -40,7 +40,7 @@ import (
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/internal/testenv/managerproc"
-	"github.com/provfleet/provfleet/pkg/fleet"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 )
 
 // nodeCluster is three Nodes, each with a node agent whose own folder
@@ -181,7 +181,7 @@ func (c *nodeCluster) volumeDirs(node string) []string {
 // name in its Lease.
 func (c *nodeCluster) nodeReport(node, name string) (reason string, generation int64) {
 	c.t.Helper()
-	lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(c.ctx, fleet.NodeLeaseName(node), metav1.GetOptions{})
+	lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(c.ctx, hostpathnodes.NodeLeaseName(node), metav1.GetOptions{})
 	if err != nil {
 		return "", 0
 	}
@@ -189,7 +189,7 @@ func (c *nodeCluster) nodeReport(node, name string) (reason string, generation i
 		Generation int64  `json:"generation"`
 		Reason     string `json:"reason"`
 	}
-	if err := json.Unmarshal([]byte(lease.Annotations[fleet.AnnNodeReport]), &reports); err != nil {
+	if err := json.Unmarshal([]byte(lease.Annotations[hostpathnodes.AnnNodeReport]), &reports); err != nil {
 		return "", 0
 	}
 	return reports[name].Reason, reports[name].Generation
@@ -198,7 +198,7 @@ func (c *nodeCluster) nodeReport(node, name string) (reason string, generation i
 // nodeLeaseHolder is the holder of node's Lease.
 func (c *nodeCluster) nodeLeaseHolder(node string) string {
 	c.t.Helper()
-	lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(c.ctx, fleet.NodeLeaseName(node), metav1.GetOptions{})
+	lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(c.ctx, hostpathnodes.NodeLeaseName(node), metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}
@@ -364,7 +364,7 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{c.nodes[0]: 2, c.nodes[1]: 2, c.nodes[2]: 2}, perNode); diff != "" {
 		t.Fatalf("claims per node (-want +got):\n%s", diff)
 	}
-	c.waitEvent(c.namespace, claims[0], corev1.EventTypeNormal, fleet.EventNodeSelected)
+	c.waitEvent(c.namespace, claims[0], corev1.EventTypeNormal, hostpathnodes.EventNodeSelected)
 
 	t.Log("Node c is removed, with its agent")
 	removed := c.nodes[2]
@@ -389,11 +389,11 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	if err := c.kube.CoreV1().Nodes().Delete(c.ctx, removed, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitEvent("", removedVolumes[0], corev1.EventTypeWarning, fleet.EventNodeRemoved)
-	c.waitEvent(c.namespace, removedClaims[0], corev1.EventTypeWarning, fleet.EventNodeRemoved)
+	c.waitEvent("", removedVolumes[0], corev1.EventTypeWarning, hostpathnodes.EventNodeRemoved)
+	c.waitEvent(c.namespace, removedClaims[0], corev1.EventTypeWarning, hostpathnodes.EventNodeRemoved)
 	// After the grace period the manager deletes the volumes; a bound PV
 	// goes once its claim, lost, is deleted.
-	c.waitEvent("", removedVolumes[0], corev1.EventTypeWarning, fleet.EventNodeRemovedVolumeDelete)
+	c.waitEvent("", removedVolumes[0], corev1.EventTypeWarning, hostpathnodes.EventNodeRemovedVolumeDelete)
 	for _, claim := range removedClaims {
 		if err := c.kube.CoreV1().PersistentVolumeClaims(c.namespace).Delete(c.ctx, claim, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -406,7 +406,7 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 		t.Errorf("%d directories on the removed node's disk, want its 2, out of reach meanwhile", got)
 	}
 	// The manager lists them, by name and UID, where no agent may write.
-	list, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, fleet.RemovedListName(removed), metav1.GetOptions{})
+	list, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, hostpathnodes.RemovedListName(removed), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("removal list of node %s: %v", removed, err)
 	}
@@ -420,10 +420,10 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	// Its Node gone and its agent too, the node's Lease goes once expired;
 	// the removal list stays for a node that may come back.
 	c.eventually("the removed node's Lease deleted", func(ctx context.Context) (bool, error) {
-		_, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, fleet.NodeLeaseName(removed), metav1.GetOptions{})
+		_, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, hostpathnodes.NodeLeaseName(removed), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	if _, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, fleet.RemovedListName(removed), metav1.GetOptions{}); err != nil {
+	if _, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(c.ctx, hostpathnodes.RemovedListName(removed), metav1.GetOptions{}); err != nil {
 		t.Errorf("removal list of node %s once its Lease went: %v", removed, err)
 	}
 
@@ -433,7 +433,7 @@ func TestImmediateClaimsAndARemovedNode(t *testing.T) {
 	// The agent says what it released in its Lease; the manager takes them
 	// off the list, and deletes the list once empty.
 	c.eventually("the node's removal list emptied and deleted", func(ctx context.Context) (bool, error) {
-		_, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(ctx, fleet.RemovedListName(removed), metav1.GetOptions{})
+		_, err := c.kube.CoreV1().ConfigMaps(testenv.NodeAgentNamespace).Get(ctx, hostpathnodes.RemovedListName(removed), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if diff := cmp.Diff([]string{retained}, c.volumeDirs(removed)); diff != "" {

@@ -35,7 +35,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv"
-	"github.com/provfleet/provfleet/pkg/fleet"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -57,7 +57,7 @@ func TestClaimOnUnselectedNodeIsRescheduled(t *testing.T) {
 
 	c.claimOn("moved", c.nodes[0])
 	c.waitSentBack("moved", 1)
-	c.waitEvent(c.namespace, "moved", corev1.EventTypeWarning, fleet.EventNodeNotServed, c.nodes[0], served, "scheduler chooses again")
+	c.waitEvent(c.namespace, "moved", corev1.EventTypeWarning, hostpathnodes.EventNodeNotServed, c.nodes[0], served, "scheduler chooses again")
 	// The scheduler, acting for the claim's Pod, chooses again: first
 	// another unserved node, then the served one.
 	c.selectNode("moved", c.nodes[1])
@@ -204,7 +204,7 @@ func (c *nodeCluster) claimSized(name, class, node, size string) {
 func (c *nodeCluster) waitSpaceReported(node, name, identity string) {
 	c.t.Helper()
 	c.eventually(fmt.Sprintf("agent %s reporting the space of %s", identity, node), func(ctx context.Context) (bool, error) {
-		lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, fleet.NodeLeaseName(node), metav1.GetOptions{})
+		lease, err := c.kube.CoordinationV1().Leases(testenv.NodeAgentNamespace).Get(ctx, hostpathnodes.NodeLeaseName(node), metav1.GetOptions{})
 		if err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") != identity {
 			return false, nil
 		}
@@ -212,7 +212,7 @@ func (c *nodeCluster) waitSpaceReported(node, name, identity string) {
 			Reason    string `json:"reason"`
 			Available *int64 `json:"available"`
 		}
-		if err := json.Unmarshal([]byte(lease.Annotations[fleet.AnnNodeReport]), &reports); err != nil {
+		if err := json.Unmarshal([]byte(lease.Annotations[hostpathnodes.AnnNodeReport]), &reports); err != nil {
 			return false, nil
 		}
 		r := reports[name]

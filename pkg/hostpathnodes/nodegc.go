@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -38,8 +38,7 @@ import (
 // a node whose Node object is gone once it expired and nothing it lists is
 // pending, so that node churn leaves nothing behind.
 func (t *nodeTrust) syncNode(ctx context.Context, node string) error {
-	m := t.m
-	lease, err := m.nodeLease(node)
+	lease, err := t.n.nodeLease(node)
 	if err != nil {
 		return err
 	}
@@ -72,7 +71,7 @@ func (t *nodeTrust) syncNode(ctx context.Context, node string) error {
 // removedListObject returns the removal list of node from the cache, nil
 // when none.
 func (t *nodeTrust) removedListObject(node string) (*corev1.ConfigMap, error) {
-	obj, exists, err := t.m.removedListInf.GetStore().GetByKey(t.m.settings.NodeLeaseNamespace + "/" + RemovedListName(node))
+	obj, exists, err := t.n.listInf.GetStore().GetByKey(t.n.settings.LeaseNamespace + "/" + RemovedListName(node))
 	if err != nil || !exists {
 		return nil, err
 	}
@@ -83,7 +82,7 @@ func (t *nodeTrust) removedListObject(node string) (*corev1.ConfigMap, error) {
 // writeRemovedList writes list to cm, at the version read, or deletes cm
 // when list is empty.
 func (t *nodeTrust) writeRemovedList(ctx context.Context, cm *corev1.ConfigMap, list removedList) error {
-	api := t.m.deps.client.CoreV1().ConfigMaps(cm.Namespace)
+	api := t.n.client.CoreV1().ConfigMaps(cm.Namespace)
 	if len(list) == 0 {
 		err := api.Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID, ResourceVersion: &cm.ResourceVersion}})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -126,7 +125,7 @@ func (t *nodeTrust) moveLegacy(ctx context.Context, node string, lease *coordina
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the removal of the annotation: %w", err)
 	}
-	patched, err := t.m.deps.client.CoordinationV1().Leases(lease.Namespace).Patch(ctx, lease.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	patched, err := t.n.client.CoordinationV1().Leases(lease.Namespace).Patch(ctx, lease.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("cannot take the removed volumes off Lease %s: %w", lease.Name, err)
 	}
@@ -136,9 +135,9 @@ func (t *nodeTrust) moveLegacy(ctx context.Context, node string, lease *coordina
 
 // addLegacy adds the volumes of legacy that cm does not list by name yet.
 func (t *nodeTrust) addLegacy(ctx context.Context, node string, cm *corev1.ConfigMap, legacy removedList) error {
-	api := t.m.deps.client.CoreV1().ConfigMaps(t.m.settings.NodeLeaseNamespace)
+	api := t.n.client.CoreV1().ConfigMaps(t.n.settings.LeaseNamespace)
 	if cm == nil {
-		cm = newRemovedList(t.m.settings.NodeLeaseNamespace, node)
+		cm = newRemovedList(t.n.settings.LeaseNamespace, node)
 	}
 	list, err := readRemovedList(cm)
 	if err != nil {
@@ -174,15 +173,15 @@ func (t *nodeTrust) collectLease(ctx context.Context, node string, lease *coordi
 	if lease == nil {
 		return nil
 	}
-	if _, exists, err := t.m.shared.Nodes.GetStore().GetByKey(node); err != nil || exists {
+	if _, exists, err := t.n.nodeInf.GetStore().GetByKey(node); err != nil || exists {
 		return err
 	}
 	now := time.Now()
-	if expiry, held := t.m.leaseClock.expiry(lease, now); held && expiry.After(now) {
+	if expiry, held := t.n.clock.expiry(lease, now); held && expiry.After(now) {
 		t.queue.AddAfter(node, expiry.Sub(now)+time.Second)
 		return nil
 	}
-	err := t.m.deps.client.CoordinationV1().Leases(lease.Namespace).Delete(ctx, lease.Name, metav1.DeleteOptions{
+	err := t.n.client.CoordinationV1().Leases(lease.Namespace).Delete(ctx, lease.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &lease.UID, ResourceVersion: &lease.ResourceVersion}})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
@@ -193,4 +192,14 @@ func (t *nodeTrust) collectLease(ctx context.Context, node string, lease *coordi
 	}
 	klog.FromContext(ctx).Info("Deleted the Lease of a removed node", "lease", klog.KObj(lease), "node", node)
 	return nil
+}
+
+// nodeLease returns the Lease of node from the cache, nil when none.
+func (n *Nodes) nodeLease(node string) (*coordinationv1.Lease, error) {
+	obj, exists, err := n.leaseInf.GetStore().GetByKey(n.settings.LeaseNamespace + "/" + NodeLeaseName(node))
+	if err != nil || !exists {
+		return nil, err
+	}
+	lease, _ := obj.(*coordinationv1.Lease)
+	return lease, nil
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -23,7 +23,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,29 +34,34 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/pkg/backend/hostpath"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// coordinatorDeps are what a coordinator uses but does not own.
-type coordinatorDeps struct {
+// CoordinatorDeps are what the fleet gives a coordinator.
+type CoordinatorDeps struct {
 	// Client patches claims and PersistentVolumes, deletes
 	// PersistentVolumes and writes Leases: the provisioner's own and the
 	// node Leases.
 	Client provisioning.Client
 	// Informers are the fleet's shared informers; the coordinator reads
 	// claims, volumes, classes and nodes, and elects on Leases when set.
-	Informers provisioning.SharedInformers
+	Informers     provisioning.SharedInformers
+	EventRecorder record.EventRecorder
+	// OnLeaderChange, if set, is called with the holder of the provisioner's
+	// Lease whenever it changes.
+	OnLeaderChange func(holderIdentity string)
+}
+
+// coordinatorDeps are all a coordinator uses but does not own: what the
+// fleet gives and what the node side adds.
+type coordinatorDeps struct {
+	CoordinatorDeps
 	// NodeLeases informs about the Leases of NodeLeaseNamespace, where the
 	// node agents hold one Lease per node.
 	NodeLeases         cache.SharedIndexInformer
 	NodeLeaseNamespace string
-	EventRecorder      record.EventRecorder
 	Metrics            *coordinatorMetrics
-	// OnLeaderChange, if set, is called with the holder of the provisioner's
-	// Lease whenever it changes.
-	OnLeaderChange func(holderIdentity string)
 	// LeaseClock judges the node Leases' expiry: the manager's, which its
 	// watch of the node Leases tells of every change.
 	LeaseClock *leaseClock
@@ -68,16 +72,7 @@ type coordinatorDeps struct {
 	LocalNode string
 }
 
-// coordElector is what a coordinator needs of its elector: a
-// leaderelection.LeaderElector or AlwaysLeader.
-type coordElector interface {
-	Run(ctx context.Context)
-	IsLeader() bool
-	CheckRenewal() error
-	KeepLease()
-}
-
-// coordinator is the manager's instance of a hostPath ProvisionerConfig. The
+// Coordinator is the manager's instance of a hostPath ProvisionerConfig. The
 // node agents provision and delete its volumes, each on its own node; the
 // coordinator does what no node can do alone: it places the claims of
 // Immediate binding on one served node (placement.go) and handles the
@@ -88,7 +83,10 @@ type coordElector interface {
 // While it leads, one goroutine syncs everything of its provisioner at once
 // whenever a claim or volume of its names, a Node or a node Lease changes,
 // and again when a grace period ends or a waiting claim is due to be tried.
-type coordinator struct {
+type Coordinator struct {
+	// Elected runs the coordinator: Run, IsLeader, LeaseHealthy and
+	// KeepLease are the skeleton's.
+	*provisioning.Elected
 	configName string
 	// name is the provisioner name, which never changes.
 	name       string
@@ -100,8 +98,6 @@ type coordinator struct {
 	leaseNS    string
 	recorder   record.EventRecorder
 	metrics    *coordinatorMetrics
-	elector    coordElector
-	started    atomic.Bool
 	// handovers is nil unless this process is localNode's agent too.
 	handovers *handovers
 	localNode string
@@ -111,9 +107,22 @@ type coordinator struct {
 	term *coordTerm // nil unless leading
 }
 
-// newCoordinator returns the coordinator of the hostPath ProvisionerConfig
+// NewCoordinator returns the coordinator of the hostPath ProvisionerConfig
 // named configName, with spec its backend; it starts nothing until Run.
-func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.HostPathBackend, deps coordinatorDeps) (*coordinator, error) {
+func (n *Nodes) NewCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.HostPathBackend, deps CoordinatorDeps) (*Coordinator, error) {
+	return buildCoordinator(configName, cfg, spec, coordinatorDeps{
+		CoordinatorDeps:    deps,
+		NodeLeases:         n.leaseInf,
+		NodeLeaseNamespace: n.settings.LeaseNamespace,
+		LeaseClock:         n.clock,
+		Metrics:            n.metrics,
+		Handovers:          n.handovers,
+		LocalNode:          n.settings.NodeName,
+	})
+}
+
+// buildCoordinator is NewCoordinator with every dependency given.
+func buildCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.HostPathBackend, deps coordinatorDeps) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
 	}
@@ -125,7 +134,7 @@ func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.H
 		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
 	}
 	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
-	c := &coordinator{
+	c := &Coordinator{
 		configName: configName,
 		name:       cfg.ProvisionerName,
 		spec:       spec.DeepCopy(),
@@ -140,7 +149,14 @@ func newCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1.H
 		localNode:  deps.LocalNode,
 		cfg:        cfg,
 	}
-	c.elector = c.newElector(cfg.LeaderElection, deps.OnLeaderChange)
+	var err error
+	c.Elected, err = provisioning.NewElected("hostPath coordinator", cfg.ProvisionerName, cfg.LeaderElection, provisioning.ElectedDeps{
+		Client: deps.Client, Informers: deps.Informers, Synced: []cache.InformerSynced{deps.NodeLeases.HasSynced},
+		Leader: c, OnLeaderChange: deps.OnLeaderChange,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the coordinator of %q: %w", configName, err)
+	}
 	return c, nil
 }
 
@@ -162,49 +178,14 @@ func missingCoordinatorDeps(spec *v1alpha1.HostPathBackend, deps coordinatorDeps
 	return errors.Join(missing...)
 }
 
-// newElector elects on the provisioner's Lease exactly as a
-// provisioning.Controller does.
-func (c *coordinator) newElector(le provisioning.LeaderElectionConfig, onLeaderChange func(string)) coordElector {
-	if !le.Enabled {
-		return leaderelection.NewAlwaysLeader(leaderelection.LeaderCallbacks{OnStartedLeading: c.lead})
-	}
-	cfg := leaderelection.Config{
-		Client:              c.client,
-		Lease:               types.NamespacedName{Namespace: le.Namespace, Name: provisioning.LeaseName(c.name)},
-		Identity:            le.Identity,
-		LeaseDuration:       le.LeaseDuration,
-		RenewDeadline:       le.RenewDeadline,
-		RetryPeriod:         le.RetryPeriod,
-		LegacyLockNamespace: le.LegacyLockNamespace,
-		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: c.lead, OnNewLeader: onLeaderChange},
-	}
-	if c.informers.Leases != nil {
-		// Shared informer, a handler of this elector's own: one watch
-		// serves every elector of the namespace.
-		cfg.Leases = leaderelection.NewLeaseRouter(c.informers.Leases)
-	}
-	return leaderelection.NewLeaderElector(cfg)
-}
-
-// IsLeader is true when leader election is off, or this instance holds the
-// Lease and works.
-func (c *coordinator) IsLeader() bool { return c.elector.IsLeader() }
-
-// LeaseHealthy is nil unless this instance leads and its renewal is overdue.
-func (c *coordinator) LeaseHealthy() error { return c.elector.CheckRenewal() }
-
-// KeepLease makes the coming stop keep the Lease held, as
-// provisioning.Controller.KeepLease does.
-func (c *coordinator) KeepLease() { c.elector.KeepLease() }
-
 // Stuck is always nil: the coordinator calls no backend.
-func (*coordinator) Stuck() error { return nil }
+func (*Coordinator) Stuck() error { return nil }
 
 // Health is always the zero Health: the nodes' space is the agents' to
 // report, in their node Leases.
-func (*coordinator) Health() provisioning.Health { return provisioning.Health{} }
+func (*Coordinator) Health() provisioning.Health { return provisioning.Health{} }
 
-func (c *coordinator) config() provisioning.Config {
+func (c *Coordinator) config() provisioning.Config {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cfg
@@ -213,40 +194,17 @@ func (c *coordinator) config() provisioning.Config {
 // Reconfigure applies cfg live. It returns provisioning.ErrRestartRequired,
 // and changes nothing, when the provisioner name, the resync period or the
 // leader election settings differ, as a provisioning.Controller does.
-func (c *coordinator) Reconfigure(cfg provisioning.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, err)
-	}
-	cfg.AdditionalProvisionerNames = slices.Clone(cfg.AdditionalProvisionerNames)
+func (c *Coordinator) Reconfigure(cfg provisioning.Config) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.cfg
-	if cfg.ProvisionerName != old.ProvisionerName || cfg.ResyncPeriod != old.ResyncPeriod || cfg.LeaderElection != old.LeaderElection {
-		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, provisioning.ErrRestartRequired)
+	cfg, err := provisioning.CheckReconfigure(c.cfg, cfg)
+	if err != nil {
+		return fmt.Errorf("cannot reconfigure the coordinator of %q: %w", c.configName, err)
 	}
 	c.cfg = cfg
 	if c.term != nil {
 		c.term.kick()
 	}
-	return nil
-}
-
-// Run works until ctx ends, as the leader of its provisioner when leader
-// election is on, and returns once its work stopped and its Lease was
-// released.
-func (c *coordinator) Run(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cannot run the coordinator of %q twice", c.configName)
-	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisioner", c.name)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting hostPath coordinator")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers.Claims.HasSynced, c.informers.Volumes.HasSynced,
-		c.informers.Classes.HasSynced, c.informers.Nodes.HasSynced, c.nodeLeases.HasSynced) {
-		return nil
-	}
-	c.elector.Run(ctx)
-	logger.Info("Stopped hostPath coordinator")
 	return nil
 }
 
@@ -271,9 +229,10 @@ func (t *coordTerm) kick() {
 	}
 }
 
-// lead starts the work of one term, which lasts until ctx ends; the
-// returned stop waits for it to end.
-func (c *coordinator) lead(ctx context.Context) (stop func()) {
+// Lead starts the work of one term, which lasts until ctx ends; the
+// returned stop waits for it to end. Run's elector calls it whenever this
+// coordinator wins the provisioner's Lease.
+func (c *Coordinator) Lead(ctx context.Context) (stop func()) {
 	logger := klog.FromContext(ctx)
 	t := &coordTerm{wake: make(chan struct{}, 1), warned: map[types.UID]string{}, placed: map[types.UID]string{}}
 	watches := c.watch(ctx, t)
@@ -310,10 +269,10 @@ type watchRegistration struct {
 // watch makes the changes that may call for a sync wake t's worker: those
 // of claims and volumes of this provisioner's names, of Nodes, and of the
 // holder or the annotations of node Leases (not their renewals).
-func (c *coordinator) watch(ctx context.Context, t *coordTerm) []watchRegistration {
+func (c *Coordinator) watch(ctx context.Context, t *coordTerm) []watchRegistration {
 	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
-		c.informers.Claims:  c.filtered(t, func(obj any) bool { return c.knownName(claimProvisioner(obj)) }),
-		c.informers.Volumes: c.filtered(t, func(obj any) bool { return c.knownName(volumeProvisioner(obj)) }),
+		c.informers.Claims:  c.filtered(t, c.claimOfMine),
+		c.informers.Volumes: c.filtered(t, func(obj any) bool { return c.config().KnownName(volumeProvisioner(obj)) }),
 		c.informers.Nodes:   nodeChanges(t),
 		c.nodeLeases:        leaseChanges(t),
 	}
@@ -329,7 +288,7 @@ func (c *coordinator) watch(ctx context.Context, t *coordTerm) []watchRegistrati
 	return watches
 }
 
-func (c *coordinator) filtered(t *coordTerm, interesting func(obj any) bool) cache.ResourceEventHandler {
+func (c *Coordinator) filtered(t *coordTerm, interesting func(obj any) bool) cache.ResourceEventHandler {
 	return cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -382,25 +341,11 @@ func equalPtr[T comparable](a, b *T) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
-// knownName reports whether name is one of this provisioner's names.
-func (c *coordinator) knownName(name string) bool {
-	return namedBy(c.config(), name)
-}
-
-// namedBy reports whether name is one of cfg's provisioner names.
-func namedBy(cfg provisioning.Config, name string) bool {
-	return name != "" && (name == cfg.ProvisionerName || slices.Contains(cfg.AdditionalProvisionerNames, name))
-}
-
-func claimProvisioner(obj any) string {
+// claimOfMine reports whether obj is a claim that asks for one of this
+// provisioner's names.
+func (c *Coordinator) claimOfMine(obj any) bool {
 	claim, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		return ""
-	}
-	if name, ok := claim.Annotations[provisioning.AnnStorageProvisioner]; ok {
-		return name
-	}
-	return claim.Annotations[provisioning.AnnBetaStorageProvisioner]
+	return ok && c.config().KnownName(provisioning.StorageProvisioner(claim))
 }
 
 func volumeProvisioner(obj any) string {
@@ -418,7 +363,7 @@ const syncSpacing = 50 * time.Millisecond
 
 // work syncs at once, then whenever t is woken or the wait a sync asked
 // for is over, at most once per syncSpacing, until ctx ends.
-func (c *coordinator) work(ctx context.Context, t *coordTerm) {
+func (c *Coordinator) work(ctx context.Context, t *coordTerm) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	spacing := time.NewTimer(0)
@@ -446,7 +391,7 @@ func (c *coordinator) work(ctx context.Context, t *coordTerm) {
 // sync places what waits for a node and handles the volumes of removed
 // nodes. It returns how soon to sync again without a change; zero: only on
 // a change.
-func (c *coordinator) sync(ctx context.Context, t *coordTerm) time.Duration {
+func (c *Coordinator) sync(ctx context.Context, t *coordTerm) time.Duration {
 	cfg := c.config()
 	if cfg.Paused {
 		return 0

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"cmp"
@@ -39,7 +39,7 @@ import (
 // ProvisionerConfigs they concern, so that a node's selection and service
 // are looked at again when, and only when, something about them changed.
 type nodeWatch struct {
-	m *Manager
+	n *Nodes
 	// expiries holds, by key, the node Leases of live agents until they
 	// expire: no event announces a Lease left unrenewed. Nil for a node
 	// agent alone, which writes no status.
@@ -50,14 +50,14 @@ type nodeWatch struct {
 // comes, goes or changes its labels, or that a node Lease concerns when it
 // changes hands, comes back to life, changes a report entry or a removed
 // volume, or expires unrenewed. It returns the function that stops it.
-func (m *Manager) watchNodes(ctx context.Context) (func(), error) {
+func (n *Nodes) watchNodes(ctx context.Context) (func(), error) {
 	logger := klog.FromContext(ctx)
 	opts := cache.HandlerOptions{Logger: &logger}
-	w := &nodeWatch{m: m}
-	if m.settings.Roles.Manager {
+	w := &nodeWatch{n: n}
+	if n.settings.Manager {
 		w.expiries = workqueue.NewTypedDelayingQueue[string]()
 	}
-	nodes, err := m.shared.Nodes.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+	nodes, err := n.nodeInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.nodeChanged(obj) },
 		UpdateFunc: w.nodeUpdated,
 		DeleteFunc: func(obj any) { w.nodeChanged(obj) },
@@ -65,13 +65,13 @@ func (m *Manager) watchNodes(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot watch Nodes: %w", err)
 	}
-	leases, err := m.nodeLeaseInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+	leases, err := n.leaseInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.leaseChanged(nil, asLease(obj)) },
 		UpdateFunc: func(oldObj, newObj any) { w.leaseChanged(asLease(oldObj), asLease(newObj)) },
 		DeleteFunc: func(obj any) { w.leaseChanged(asLease(obj), nil) },
 	}, opts)
 	if err != nil {
-		_ = m.shared.Nodes.RemoveEventHandler(nodes)
+		_ = n.nodeInf.RemoveEventHandler(nodes)
 		return nil, fmt.Errorf("cannot watch the node Leases: %w", err)
 	}
 	var expiring sync.WaitGroup
@@ -79,8 +79,8 @@ func (m *Manager) watchNodes(ctx context.Context) (func(), error) {
 		expiring.Go(w.runExpiries)
 	}
 	return func() {
-		_ = m.shared.Nodes.RemoveEventHandler(nodes)
-		_ = m.nodeLeaseInf.RemoveEventHandler(leases)
+		_ = n.nodeInf.RemoveEventHandler(nodes)
+		_ = n.leaseInf.RemoveEventHandler(leases)
 		if w.expiries != nil {
 			w.expiries.ShutDown()
 		}
@@ -106,14 +106,14 @@ func (w *nodeWatch) nodeUpdated(oldObj, newObj any) {
 func (w *nodeWatch) enqueueSelecting(names []string, nodes ...*corev1.Node) {
 	for _, name := range names {
 		// Named by a node Lease; one deleted since was queued by its deletion.
-		if _, err := w.m.lister.Get(name); err == nil {
-			w.m.queue.Add(name)
+		if _, err := w.n.lister.Get(name); err == nil {
+			w.n.fleet.Enqueue(name)
 		}
 	}
 	if len(nodes) == 0 {
 		return
 	}
-	all, err := w.m.all()
+	all, err := w.n.all()
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("cannot list the ProvisionerConfigs of a node change: %w", err))
 		return
@@ -124,7 +124,7 @@ func (w *nodeWatch) enqueueSelecting(names []string, nodes ...*corev1.Node) {
 			selected, err := selectsNode(spec, node)
 			return selected || err != nil
 		}) {
-			w.m.queue.Add(pc.Name)
+			w.n.fleet.Enqueue(pc.Name)
 		}
 	}
 }
@@ -139,7 +139,7 @@ func (w *nodeWatch) leaseChanged(old, lease *coordinationv1.Lease) {
 		return
 	}
 	now := time.Now()
-	clock := w.m.leaseClock
+	clock := w.n.clock
 	// Asked before lease is seen, which replaces what was seen of old.
 	revived := old != nil && !clock.wasLive(old, now)
 	if lease == nil {
@@ -173,7 +173,7 @@ func (w *nodeWatch) enqueueNodeOf(lease *coordinationv1.Lease, names []string) {
 
 // nodeOf returns the Node whose Lease is named leaseName, nil when none.
 func (w *nodeWatch) nodeOf(leaseName string) *corev1.Node {
-	store := w.m.shared.Nodes.GetStore()
+	store := w.n.nodeInf.GetStore()
 	// NodeLeaseName keeps a node's name unless it is too long for a Lease.
 	if name := strings.TrimPrefix(leaseName, "provfleet-node-"); NodeLeaseName(name) == leaseName {
 		obj, _, _ := store.GetByKey(name)
@@ -221,7 +221,7 @@ func reportReadable(lease *coordinationv1.Lease) bool {
 // watchExpiry has the node of lease, seen at now, looked at again when
 // lease expires by the manager's clock, unless renewed by then.
 func (w *nodeWatch) watchExpiry(lease *coordinationv1.Lease, now time.Time) {
-	if expiry, held := w.m.leaseClock.expiry(lease, now); held && w.expiries != nil {
+	if expiry, held := w.n.clock.expiry(lease, now); held && w.expiries != nil {
 		// A renewal keeps the earlier wait: leaseDue waits again.
 		w.expiries.AddAfter(lease.Namespace+"/"+lease.Name, expiry.Sub(now))
 	}
@@ -243,13 +243,13 @@ func (w *nodeWatch) runExpiries() {
 // leaseDue queues the node of the Lease key, if it expired unrenewed, or
 // waits for its new expiry.
 func (w *nodeWatch) leaseDue(key string) {
-	obj, _, _ := w.m.nodeLeaseInf.GetStore().GetByKey(key)
+	obj, _, _ := w.n.leaseInf.GetStore().GetByKey(key)
 	lease := asLease(obj)
 	if lease == nil {
 		// Its deletion queued its node.
 		return
 	}
-	if now := time.Now(); w.m.leaseClock.live(lease, now) {
+	if now := time.Now(); w.n.clock.live(lease, now) {
 		w.watchExpiry(lease, now)
 		return
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"encoding/json"
@@ -81,16 +81,16 @@ func TestHandOver(t *testing.T) {
 			if hostname == "" {
 				hostname = "n1"
 			}
-			add(t, c.informers.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelHostname: hostname}}})
-			add(t, c.nodeLeases, runningLease(t, c.configName, "n1"))
+			addToStore(t, c.informers.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelHostname: hostname}}})
+			addToStore(t, c.nodeLeases, runningLease(t, c.configName, "n1"))
 			class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "provfleet.io/fake",
 				VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}
 			if tc.topologyNode != "" {
 				class.AllowedTopologies = []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
 					{Key: corev1.LabelHostname, Values: []string{tc.topologyNode}}}}}
 			}
-			add(t, c.informers.Classes, class)
-			add(t, c.informers.Claims, claim)
+			addToStore(t, c.informers.Classes, class)
+			addToStore(t, c.informers.Claims, claim)
 			term := &coordTerm{wake: make(chan struct{}, 1), warned: map[types.UID]string{}, placed: map[types.UID]string{}}
 			c.sync(ctx, term)
 
@@ -157,7 +157,7 @@ func TestHandoversLifecycle(t *testing.T) {
 	}
 }
 
-func add(t *testing.T, informer cache.SharedIndexInformer, obj any) {
+func addToStore(t *testing.T, informer cache.SharedIndexInformer, obj any) {
 	t.Helper()
 	if err := informer.GetStore().Add(obj); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"sync"
@@ -166,7 +166,7 @@ func (s handoverScope) Volume(volume *corev1.PersistentVolume) bool {
 // ProvisionerConfig can serve only this process's node and that node is
 // served and allowed, and reports whether the claim is that instance's:
 // then it needs no placement.
-func (c *coordinator) handOver(claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
+func (c *Coordinator) handOver(claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
 	if c.handovers.owns(c.configName, claim.UID) {
 		return true
 	}
@@ -181,7 +181,7 @@ func (c *coordinator) handOver(claim *corev1.PersistentVolumeClaim, served map[s
 // are pinned with (nodeAffinityKey, the host name by default), which a
 // volume of a claim selected to it is pinned with, is its name, which the
 // backend pins a volume with when no node was selected.
-func (c *coordinator) pinnedByName() bool {
+func (c *Coordinator) pinnedByName() bool {
 	obj, exists, err := c.informers.Nodes.GetStore().GetByKey(c.localNode)
 	node, ok := obj.(*corev1.Node)
 	if err != nil || !exists || !ok {
@@ -192,7 +192,7 @@ func (c *coordinator) pinnedByName() bool {
 
 // forgetHandedOver forgets the claims given to the node instance that no
 // longer wait for a volume: bound, or being deleted.
-func (c *coordinator) forgetHandedOver(v *fleetView) {
+func (c *Coordinator) forgetHandedOver(v *fleetView) {
 	if c.handovers == nil {
 		return
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"cmp"
@@ -62,7 +62,7 @@ type fleetView struct {
 	claims  []*corev1.PersistentVolumeClaim
 }
 
-func (c *coordinator) view(cfg provisioning.Config) *fleetView {
+func (c *Coordinator) view(cfg provisioning.Config) *fleetView {
 	v := &fleetView{now: time.Now(), retry: cfg.Retry.InitialDelay, nodes: map[string]*corev1.Node{}}
 	for _, obj := range c.informers.Nodes.GetStore().List() {
 		if node, ok := obj.(*corev1.Node); ok {
@@ -70,12 +70,12 @@ func (c *coordinator) view(cfg provisioning.Config) *fleetView {
 		}
 	}
 	for _, obj := range c.informers.Volumes.GetStore().List() {
-		if volume, ok := obj.(*corev1.PersistentVolume); ok && namedBy(cfg, volumeProvisioner(volume)) {
+		if volume, ok := obj.(*corev1.PersistentVolume); ok && cfg.KnownName(volumeProvisioner(volume)) {
 			v.volumes = append(v.volumes, volume)
 		}
 	}
 	for _, obj := range c.informers.Claims.GetStore().List() {
-		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && namedBy(cfg, claimProvisioner(claim)) {
+		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && cfg.KnownName(provisioning.StorageProvisioner(claim)) {
 			v.claims = append(v.claims, claim)
 		}
 	}
@@ -196,7 +196,7 @@ func placementHash(uid types.UID, node string) uint64 {
 // candidates are the nodes this provisioner serves right now: selected by
 // the spec, with a live node Lease whose report runs this ProvisionerConfig,
 // with the volumes and placed claims of each.
-func (c *coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
+func (c *Coordinator) candidates(v *fleetView) map[string]*nodeCandidate {
 	served := map[string]*nodeCandidate{}
 	// probed is, by served node, when its agent's probe found the free space
 	// it reports; nil when the report does not say.
@@ -259,7 +259,7 @@ func storageOf(resources corev1.ResourceList) int64 {
 // it could not renew the Lease, before the Lease expired, so it makes no
 // volume for the claim any more. While the agent lives, expiry is when its
 // Lease expires unless renewed.
-func (c *coordinator) agentGone(node string, v *fleetView) (gone bool, expiry time.Time) {
+func (c *Coordinator) agentGone(node string, v *fleetView) (gone bool, expiry time.Time) {
 	if v.nodes[node] == nil {
 		return true, time.Time{}
 	}
@@ -280,7 +280,7 @@ func (c *coordinator) agentGone(node string, v *fleetView) (gone bool, expiry ti
 // instance wait a random 20-60 s before racing to own a claim; here the
 // claim is placed as soon as the leader hears of it, and it still yields one
 // volume, since no other agent provisions a claim selected to another node.
-func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) time.Duration {
+func (c *Coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) time.Duration {
 	c.withPlacements(t, v)
 	served := c.candidates(v)
 	var next time.Duration
@@ -332,7 +332,7 @@ func (c *coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 
 // withPlacements puts into v's claims the placements of this term that the
 // cache does not show yet, on copies, and forgets those it shows.
-func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
+func (c *Coordinator) withPlacements(t *coordTerm, v *fleetView) {
 	for i, claim := range v.claims {
 		node, ok := t.placed[claim.UID]
 		if !ok {
@@ -353,7 +353,7 @@ func (c *coordinator) withPlacements(t *coordTerm, v *fleetView) {
 
 // immediateClass returns claim's class when it binds at once
 // (volumeBindingMode Immediate, or none); nil otherwise.
-func (c *coordinator) immediateClass(claim *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
+func (c *Coordinator) immediateClass(claim *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
 	name := claim.Annotations[provisioning.AnnBetaStorageClass]
 	if claim.Spec.StorageClassName != nil {
 		name = *claim.Spec.StorageClassName
@@ -397,7 +397,7 @@ func termMatches(term corev1.TopologySelectorTerm, labels map[string]string) boo
 }
 
 // placeClaim selects a node for claim and reports whether it did.
-func (c *coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
+func (c *Coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
 	logger := klog.FromContext(ctx)
 	if c.handOver(claim, served) {
 		return true
@@ -442,7 +442,7 @@ func countFitting(list []nodeCandidate, b nodeBudget, request int64) int {
 	return n
 }
 
-func (c *coordinator) roomText(b nodeBudget, n nodeCandidate) string {
+func (c *Coordinator) roomText(b nodeBudget, n nodeCandidate) string {
 	switch {
 	case b.Storage != nil:
 		return resource.NewQuantity(b.rank(n), resource.BinarySI).String() + " left in its budget"
@@ -452,7 +452,7 @@ func (c *coordinator) roomText(b nodeBudget, n nodeCandidate) string {
 	return "space unknown"
 }
 
-func (c *coordinator) noRoomMessage(served int, request int64) string {
+func (c *Coordinator) noRoomMessage(served int, request int64) string {
 	if served == 0 {
 		return "No node is served: no node selected by this provisioner has a running node agent; the claim waits"
 	}
@@ -467,7 +467,7 @@ func (c *coordinator) noRoomMessage(served int, request int64) string {
 
 // selectNode writes node into claim's selected-node annotation, unless the
 // claim changed since this leader saw it.
-func (c *coordinator) selectNode(ctx context.Context, claim *corev1.PersistentVolumeClaim, node string) error {
+func (c *Coordinator) selectNode(ctx context.Context, claim *corev1.PersistentVolumeClaim, node string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": claim.ResourceVersion,
 		"annotations":     map[string]string{provisioning.AnnSelectedNode: node},
@@ -486,7 +486,7 @@ func (c *coordinator) selectNode(ctx context.Context, claim *corev1.PersistentVo
 // selected to a node this provisioner does not select, where no agent makes
 // its volume, and reports whether to try again later. Past
 // provisioning.MaxReschedules the claim stays and its user is told.
-func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, claim *corev1.PersistentVolumeClaim, node *corev1.Node) (retry bool) {
+func (c *Coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, claim *corev1.PersistentVolumeClaim, node *corev1.Node) (retry bool) {
 	if node == nil {
 		return false
 	}
@@ -519,7 +519,7 @@ func (c *coordinator) sendBackUnselected(ctx context.Context, t *coordTerm, clai
 }
 
 // selectedNodes are the names of the nodes this provisioner selects.
-func (c *coordinator) selectedNodes() []string {
+func (c *Coordinator) selectedNodes() []string {
 	var names []string
 	for _, obj := range c.informers.Nodes.GetStore().List() {
 		if n, ok := obj.(*corev1.Node); ok {
@@ -546,7 +546,7 @@ func nodeList(names []string) string {
 
 // warnOnce records a Warning Event on claim unless its last one said the
 // same.
-func (c *coordinator) warnOnce(t *coordTerm, claim *corev1.PersistentVolumeClaim, reason, message string) {
+func (c *Coordinator) warnOnce(t *coordTerm, claim *corev1.PersistentVolumeClaim, reason, message string) {
 	if t.warned[claim.UID] == reason+message {
 		return
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"testing"
@@ -49,7 +49,7 @@ func TestNodeAgentAnnotate(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			a := &nodeAgent{reports: nodeReport{"a": {Generation: 2, Reason: "Running"}}, released: tc.released}
+			a := &Agent{reports: nodeReport{"a": {Generation: 2, Reason: "Running"}}, released: tc.released}
 			got := tc.before
 			a.annotate(got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -66,7 +66,7 @@ func TestNodeAgentPendingRelease(t *testing.T) {
 		{Name: "pv-1", UID: "uid-1", OnDelete: "Delete"},
 		{Name: "pv-2", UID: "uid-2", OnDelete: "Retain"},
 	}
-	a := &nodeAgent{released: releasedVolumes{"a": {{Name: "pv-1", UID: "uid-1"}, {Name: "pv-0", UID: "uid-0"}, {Name: "pv-2", UID: "old-uid"}}}}
+	a := &Agent{released: releasedVolumes{"a": {{Name: "pv-1", UID: "uid-1"}, {Name: "pv-0", UID: "uid-0"}, {Name: "pv-2", UID: "old-uid"}}}}
 	pending := a.pendingRelease("a", listed)
 	if diff := cmp.Diff(listed[1:], pending); diff != "" {
 		t.Errorf("pending (-want +got):\n%s", diff)

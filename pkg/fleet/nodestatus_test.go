@@ -18,23 +18,25 @@ package fleet
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/polltest"
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
 )
 
 // The manager looks at a hostPath provisioner's nodes again when a Node or
@@ -50,7 +52,7 @@ func TestNodeStatusFollowsNodesAndLeases(t *testing.T) {
 		t.Fatalf("cannot start the control plane: %v", err)
 	}
 	t.Cleanup(env.Stop)
-	e := newCoordEnv(t, kubernetes.NewForConfigOrDie(env.Config()), "nodewatch")
+	e := newNodeWorld(t, kubernetes.NewForConfigOrDie(env.Config()), "nodewatch")
 	pcfg := versioned.NewForConfigOrDie(env.Config())
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) })
@@ -74,8 +76,8 @@ func TestNodeStatusFollowsNodesAndLeases(t *testing.T) {
 	a, b := e.id+"-a", e.id+"-b"
 	e.node(a, map[string]string{"disk": "nvme"})
 	e.node(b, nil)
-	e.agent(a, v1alpha1.ReasonRunning, true, nil)
-	e.agent(b, v1alpha1.ReasonRunning, true, nil)
+	e.agent(a)
+	e.agent(b)
 	pc := &v1alpha1.ProvisionerConfig{ObjectMeta: metav1.ObjectMeta{Name: e.configName}}
 	pc.Spec.ProvisionerName = v1alpha1.ProvisionerName(e.provName)
 	pc.Spec.Backend.HostPath = &v1alpha1.HostPathBackend{Path: "/srv/nodewatch",
@@ -112,7 +114,7 @@ func TestNodeStatusFollowsNodesAndLeases(t *testing.T) {
 	// The agent of b renews its Lease one last time, for 2s: a renewal
 	// changes neither holder nor report, so only the expiry tells.
 	leases := e.client.CoordinationV1().Leases(e.leaseNS)
-	lease, err := leases.Get(ctx, NodeLeaseName(b), metav1.GetOptions{})
+	lease, err := leases.Get(ctx, hostpathnodes.NodeLeaseName(b), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,82 +125,65 @@ func TestNodeStatusFollowsNodesAndLeases(t *testing.T) {
 	}
 	nodesAre("node b unserved once its Lease expired", &v1alpha1.NodesStatus{Selected: 2, Served: 1, Summary: "1/2",
 		Unserved: []v1alpha1.UnservedNode{{Node: b, Reason: v1alpha1.ReasonNoNodeAgent,
-			Message: "no node agent renews Lease " + e.leaseNS + "/" + NodeLeaseName(b)}}})
+			Message: "no node agent renews Lease " + e.leaseNS + "/" + hostpathnodes.NodeLeaseName(b)}}})
 }
 
-func TestChangedEntries(t *testing.T) {
-	lease := func(annotations map[string]string) *coordinationv1.Lease {
-		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}
+// nodeWorld is a test's own namespaces, node names and provisioner on a
+// shared control plane, with Nodes and node Leases written as the node
+// agents would.
+type nodeWorld struct {
+	t          *testing.T
+	ctx        context.Context
+	client     kubernetes.Interface
+	id         string // prefixes every cluster-scoped name
+	ns         string // the provisioner's Lease
+	leaseNS    string // node Leases
+	configName string
+	provName   string
+}
+
+func newNodeWorld(t *testing.T, client kubernetes.Interface, id string) *nodeWorld {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	e := &nodeWorld{t: t, ctx: ctx, client: client, id: id, ns: id, leaseNS: id + "-nodes", configName: id, provName: "provfleet.io/" + id}
+	for _, ns := range []string{e.ns, e.leaseNS} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("cannot create namespace %s: %v", ns, err)
+		}
 	}
-	report := func(entries string) map[string]string { return map[string]string{AnnNodeReport: entries} }
-	tests := map[string]struct {
-		old, lease *coordinationv1.Lease
-		want       []string
-	}{
-		"created": {
-			lease: lease(report(`{"a":{"generation":1,"reason":"Running"},"b":{"generation":1,"reason":"Paused"}}`)),
-			want:  []string{"a", "b"},
-		},
-		"deleted": {
-			old:  lease(report(`{"a":{"generation":1,"reason":"Running"}}`)),
-			want: []string{"a"},
-		},
-		"renewed with the same report": {
-			old:   lease(report(`{"a":{"generation":1,"reason":"Running","available":5}}`)),
-			lease: lease(report(`{"a":{"generation":1,"reason":"Running","available":5}}`)),
-		},
-		"one entry's space changed": {
-			old:   lease(report(`{"a":{"generation":1,"reason":"Running","available":5},"b":{"generation":1,"reason":"Running"}}`)),
-			lease: lease(report(`{"a":{"generation":1,"reason":"Running","available":4},"b":{"generation":1,"reason":"Running"}}`)),
-			want:  []string{"a"},
-		},
-		"an entry added and one dropped": {
-			old:   lease(report(`{"a":{"generation":1,"reason":"Running"}}`)),
-			lease: lease(report(`{"b":{"generation":1,"reason":"Running"}}`)),
-			want:  []string{"a", "b"},
-		},
-		"removed volumes released": {
-			old:   lease(map[string]string{AnnRemovedVolumes: `{"a":{"pv-1":"Delete","pv-2":"Delete"},"b":{"pv-3":"Retain"}}`}),
-			lease: lease(map[string]string{AnnRemovedVolumes: `{"a":{"pv-2":"Delete"},"b":{"pv-3":"Retain"}}`}),
-			want:  []string{"a"},
-		},
+	return e
+}
+
+// node creates a Node object labelled labels.
+func (e *nodeWorld) node(name string, labels map[string]string) {
+	e.t.Helper()
+	if _, err := e.client.CoreV1().Nodes().Create(e.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("cannot create node %s: %v", name, err)
 	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := changedEntries(tt.old, tt.lease)
-			slices.Sort(got)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("changed entries (-want +got):\n%s", diff)
-			}
-		})
+	e.t.Cleanup(func() {
+		_ = e.client.CoreV1().Nodes().Delete(context.WithoutCancel(e.ctx), name, metav1.DeleteOptions{})
+	})
+}
+
+// agent writes the node Lease of node as its agent would: held, renewed now
+// for 600s, and running this world's ProvisionerConfig.
+func (e *nodeWorld) agent(node string) {
+	e.t.Helper()
+	report := fmt.Sprintf(`{%q:{"generation":1,"reason":%q}}`, e.configName, v1alpha1.ReasonRunning)
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.leaseNS, Name: hostpathnodes.NodeLeaseName(node),
+			Annotations: map[string]string{hostpathnodes.AnnNodeReport: report}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-" + node), LeaseDurationSeconds: ptr.To[int32](600),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	if _, err := e.client.CoordinationV1().Leases(e.leaseNS).Create(e.ctx, lease, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("cannot create the Lease of node %s: %v", node, err)
 	}
 }
 
-// recordedWaits records the waits of a delaying queue; it implements
-// nothing else.
-type recordedWaits struct {
-	workqueue.TypedDelayingInterface[string]
-	waits map[string]time.Duration
-}
-
-func (r *recordedWaits) AddAfter(key string, d time.Duration) { r.waits[key] = d }
-
-// TestWatchExpiryWaitsByTheManagersClock: the watch looks at a node again
-// one duration after it saw the Lease renewed, whatever the agent's clock
-// wrote; with renewTime 45 s behind a 40 s Lease, not at once.
-func TestWatchExpiryWaitsByTheManagersClock(t *testing.T) {
-	now := time.Now()
-	waits := &recordedWaits{waits: map[string]time.Duration{}}
-	w := &nodeWatch{m: &Manager{leaseClock: newLeaseClock()}, expiries: waits}
-	for name, renewed := range map[string]time.Time{"behind": now.Add(-45 * time.Second), "ahead": now.Add(time.Hour)} {
-		w.watchExpiry(&coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: name},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), LeaseDurationSeconds: ptr.To[int32](40),
-				RenewTime: &metav1.MicroTime{Time: renewed}},
-		}, now)
-	}
-	want := map[string]time.Duration{"agents/behind": 40 * time.Second, "agents/ahead": 40 * time.Second}
-	if diff := cmp.Diff(want, waits.waits); diff != "" {
-		t.Errorf("waits (-want +got):\n%s", diff)
-	}
+// eventually polls condition until it holds, failing the test when it does
+// not within two minutes.
+func (e *nodeWorld) eventually(what string, condition func() (bool, error)) {
+	e.t.Helper()
+	polltest.Until(e.ctx, e.t, what, 100*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) { return condition() })
 }

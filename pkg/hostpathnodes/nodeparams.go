@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -117,7 +117,7 @@ func nodeVolumePaths(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *
 				"provisionerConfig", klog.KObj(pc), "node", klog.KObj(node))
 			continue
 		}
-		for _, name := range provisionerNames(&pc.Spec) {
+		for _, name := range pc.Spec.ProvisionerNames() {
 			lines = append(lines, "path "+name+" "+base)
 		}
 	}
@@ -126,23 +126,23 @@ func nodeVolumePaths(ctx context.Context, pc *v1alpha1.ProvisionerConfig, node *
 
 // syncNodeVolumesParams writes NodeVolumesParams as the ProvisionerConfigs
 // and Nodes in the caches call for, unless it says so already.
-func (m *Manager) syncNodeVolumesParams(ctx context.Context) error {
-	configs, err := m.all()
+func (n *Nodes) syncNodeVolumesParams(ctx context.Context) error {
+	configs, err := n.all()
 	if err != nil {
 		return err
 	}
 	var nodes []*corev1.Node
-	for _, obj := range m.shared.Nodes.GetStore().List() {
+	for _, obj := range n.nodeInf.GetStore().List() {
 		if node := asNode(obj); node != nil {
 			nodes = append(nodes, node)
 		}
 	}
 	data := nodeVolumesData(ctx, configs, nodes)
-	api := m.deps.client.CoreV1().ConfigMaps(m.settings.NodeLeaseNamespace)
+	api := n.client.CoreV1().ConfigMaps(n.settings.LeaseNamespace)
 	current, err := api.Get(ctx, NodeVolumesParams, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		params := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.settings.NodeLeaseNamespace, Name: NodeVolumesParams}, Data: data}
+		params := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: n.settings.LeaseNamespace, Name: NodeVolumesParams}, Data: data}
 		if _, err := api.Create(ctx, params, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("cannot create ConfigMap %s: %w", NodeVolumesParams, err)
 		}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -22,32 +22,24 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
-	"github.com/provfleet/provfleet/internal/cachetrim"
 	"github.com/provfleet/provfleet/internal/leaderelection"
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// defaultNodeLeaseDuration is how long a node agent's Lease lasts unrenewed
-// by default, as the kubelet's node Lease does.
-const defaultNodeLeaseDuration = 40 * time.Second
-
-// nodeAgent is the node role of a Manager: while it holds its node's Lease
-// it runs an instance of every hostPath ProvisionerConfig that selects the
-// node, and publishes how each runs with the Lease's renewals.
-type nodeAgent struct {
+// Agent is the node role of a process: while it holds its node's Lease
+// it has the fleet run an instance of every hostPath ProvisionerConfig that
+// selects the node, and publishes how each runs with the Lease's renewals.
+type Agent struct {
+	nodes   *Nodes
 	node    string
 	elector *leaderelection.LeaderElector
 
@@ -72,87 +64,56 @@ type removedReleaser interface {
 	ReleaseRemoved(ctx context.Context, removed []backend.RemovedVolume) ([]string, error)
 }
 
-// addNodeInformers sets up the informers of the Nodes, of the node agents'
-// Leases and of the removal lists: all of them for the manager, which
-// reports every node; a node agent alone watches only its own.
-func (m *Manager) addNodeInformers() {
-	var tweak []informers.SharedInformerOption
-	var leaseTweak []informers.SharedInformerOption
-	if !m.settings.Roles.Manager {
-		tweak = onlyNamed(m.settings.NodeName)
-		leaseTweak = onlyNamed(NodeLeaseName(m.settings.NodeName))
-	}
-	m.nodes = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0,
-		append(tweak, informers.WithTransform(cachetrim.Transform))...)
-	m.shared.Nodes = m.nodes.Core().V1().Nodes().Informer()
-	m.nodeLeases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0,
-		append(leaseTweak, informers.WithNamespace(m.settings.NodeLeaseNamespace))...)
-	m.nodeLeaseInf = m.nodeLeases.Coordination().V1().Leases().Informer()
-	listTweak := []informers.SharedInformerOption{informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = LabelRemovedList + "=true"
-	})}
-	if !m.settings.Roles.Manager {
-		listTweak = onlyNamed(RemovedListName(m.settings.NodeName))
-	}
-	m.removedLists = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0,
-		append(listTweak, informers.WithNamespace(m.settings.NodeLeaseNamespace))...)
-	m.removedListInf = m.removedLists.Core().V1().ConfigMaps().Informer()
-}
-
-// onlyNamed limits an informer to the object of one name.
-func onlyNamed(name string) []informers.SharedInformerOption {
-	return []informers.SharedInformerOption{informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})}
-}
-
-// newNodeAgent returns the node role of m, electing itself on the node's
-// Lease.
-func (m *Manager) newNodeAgent() (*nodeAgent, error) {
-	client, err := m.deps.clientFor("node-agent")
-	if err != nil {
-		return nil, err
-	}
-	a := &nodeAgent{node: m.settings.NodeName, reports: nodeReport{}, released: releasedVolumes{}}
-	d := m.settings.NodeLeaseDuration
+// newAgent returns the node agent of n, electing itself on the node's
+// Lease with client.
+func newAgent(n *Nodes, client provisioning.Client) *Agent {
+	a := &Agent{nodes: n, node: n.settings.NodeName, reports: nodeReport{}, released: releasedVolumes{}}
+	d := n.settings.LeaseDuration
 	a.elector = leaderelection.NewLeaderElector(leaderelection.Config{
 		Client:        client,
-		Lease:         types.NamespacedName{Namespace: m.settings.NodeLeaseNamespace, Name: NodeLeaseName(a.node)},
-		Identity:      m.settings.Identity,
+		Lease:         types.NamespacedName{Namespace: n.settings.LeaseNamespace, Name: NodeLeaseName(a.node)},
+		Identity:      n.settings.Identity,
 		LeaseDuration: d,
 		RenewDeadline: d * 3 / 4,
 		RetryPeriod:   d / 4,
-		Leases:        leaderelection.NewLeaseRouter(m.nodeLeaseInf),
-		Callbacks:     leaderelection.LeaderCallbacks{OnStartedLeading: m.leadNode},
+		Leases:        leaderelection.NewLeaseRouter(n.leaseInf),
+		Callbacks:     leaderelection.LeaderCallbacks{OnStartedLeading: a.lead},
 		Annotate:      a.annotate,
 	})
-	return a, nil
+	return a
 }
 
-// leadNode starts serving the node once its Lease is held, and returns the
+// Run campaigns for the node's Lease and serves the node while it holds
+// it, until ctx ends; it returns once the node's instances stopped and the
+// Lease was released.
+func (a *Agent) Run(ctx context.Context) { a.elector.Run(ctx) }
+
+// HoldsLease reports whether the agent holds its node's Lease.
+func (a *Agent) HoldsLease() bool { return a.elector.IsLeader() }
+
+// InstanceStopping tells the agent that its node's instance of the
+// ProvisionerConfig name is stopping: it takes no more claims handed over
+// by this process's coordinator.
+func (a *Agent) InstanceStopping(name string) { a.nodes.handovers.close(name) }
+
+// InstanceStopped tells the agent that its node's instance of name
+// stopped: the claims handed over to it may be placed anew.
+func (a *Agent) InstanceStopped(name string) { a.nodes.handovers.forget(name) }
+
+// lead starts serving the node once its Lease is held, and returns the
 // function that stops every instance of the node when the term ends.
-func (m *Manager) leadNode(ctx context.Context) (waitStopped func()) {
-	a := m.agent
+func (a *Agent) lead(ctx context.Context) (waitStopped func()) {
 	a.mu.Lock()
 	a.held = true
 	a.mu.Unlock()
 	klog.FromContext(ctx).Info("Holding the node's Lease: serving its hostPath provisioners", "node", a.node)
-	m.enqueueHostPath()
+	a.nodes.enqueueHostPath()
 	return func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.held = false
-		// Each holds the registry's lock, which Stop takes.
-		stopping := map[string]uint64{}
-		m.instances.Each(func(key string, r *running) {
-			if key != configOf(key) {
-				stopping[key] = r.token
-			}
-		})
-		for key, token := range stopping {
-			m.handovers.close(configOf(key))
-			m.instances.Stop(key, token)
-			m.handovers.forget(configOf(key))
+		for _, name := range a.nodes.fleet.OnNode() {
+			a.nodes.fleet.StopOnNode(ctx, name)
 		}
 		a.reportMu.Lock()
 		a.reports = nodeReport{}
@@ -163,7 +124,7 @@ func (m *Manager) leadNode(ctx context.Context) (waitStopped func()) {
 
 // annotate puts the agent's report on its node Lease, with the removed
 // volumes it released.
-func (a *nodeAgent) annotate(annotations map[string]string) {
+func (a *Agent) annotate(annotations map[string]string) {
 	a.reportMu.Lock()
 	defer a.reportMu.Unlock()
 	data, err := json.Marshal(a.reports)
@@ -181,23 +142,22 @@ func (a *nodeAgent) annotate(annotations map[string]string) {
 	}
 }
 
-// releaseRemoved has the instance key of the ProvisionerConfig name release
-// the directories of the volumes the manager deleted while this node was
-// removed, as the node's removal list names them, and reports whether to
-// retry.
-func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
-	a := m.agent
-	list, err := m.removedListOf(a.node)
+// releaseRemoved has the node's instance of the ProvisionerConfig name
+// release the directories of the volumes the manager deleted while this
+// node was removed, as the node's removal list names them, and reports
+// whether to retry.
+func (a *Agent) releaseRemoved(ctx context.Context, name string) bool {
+	list, err := a.removedList()
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot read the removed volumes of the node")
 		return false
 	}
 	pending := a.pendingRelease(name, list[name])
-	r := m.instances.Get(key)
-	if r == nil || len(pending) == 0 {
+	provisioner := a.nodes.fleet.ProvisionerOnNode(name)
+	if provisioner == nil || len(pending) == 0 {
 		return false
 	}
-	releaser, ok := r.provisioner.(removedReleaser)
+	releaser, ok := provisioner.(removedReleaser)
 	if !ok {
 		return false
 	}
@@ -227,7 +187,7 @@ func (m *Manager) releaseRemoved(ctx context.Context, name, key string) bool {
 // pendingRelease forgets the released volumes of the ProvisionerConfig
 // name that its list no longer names, as the manager dropped them, and
 // returns those of listed not released yet.
-func (a *nodeAgent) pendingRelease(name string, listed []removedVolume) []removedVolume {
+func (a *Agent) pendingRelease(name string, listed []removedVolume) []removedVolume {
 	a.reportMu.Lock()
 	defer a.reportMu.Unlock()
 	a.released[name] = slices.DeleteFunc(a.released[name], func(id volumeID) bool {
@@ -245,9 +205,9 @@ func (a *nodeAgent) pendingRelease(name string, listed []removedVolume) []remove
 	return pending
 }
 
-// removedListOf returns the removal list of node from the cache.
-func (m *Manager) removedListOf(node string) (removedList, error) {
-	obj, exists, err := m.removedListInf.GetStore().GetByKey(m.settings.NodeLeaseNamespace + "/" + RemovedListName(node))
+// removedList returns the removal list of the agent's node from the cache.
+func (a *Agent) removedList() (removedList, error) {
+	obj, exists, err := a.nodes.listInf.GetStore().GetByKey(a.nodes.settings.LeaseNamespace + "/" + RemovedListName(a.node))
 	if err != nil || !exists {
 		return removedList{}, err
 	}
@@ -258,7 +218,7 @@ func (m *Manager) removedListOf(node string) (removedList, error) {
 // report records how this node runs the ProvisionerConfig name; nil
 // forgets it. A change other than the space is published at once, the
 // space with the next renewal.
-func (a *nodeAgent) report(name string, r *provisionerReport) {
+func (a *Agent) report(name string, r *provisionerReport) {
 	a.reportMu.Lock()
 	old, had := a.reports[name]
 	if r == nil {
@@ -274,56 +234,50 @@ func (a *nodeAgent) report(name string, r *provisionerReport) {
 	a.elector.RenewSoon()
 }
 
-// reconcileNode runs, re-tunes or stops this node's instance of pc, and
-// reports whether to retry later. Only a holder of the node's Lease runs
-// instances.
-func (m *Manager) reconcileNode(ctx context.Context, pc *v1alpha1.ProvisionerConfig) bool {
-	a := m.agent
+// Reconcile has the fleet run, re-tune or stop this node's instance of pc,
+// and reports whether to retry later. Only a holder of the node's Lease
+// runs instances.
+func (a *Agent) Reconcile(ctx context.Context, pc *v1alpha1.ProvisionerConfig) bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	key := nodeUnitPrefix + pc.Name
-	backendSpec, err := m.nodeBackend(pc)
+	fleet := a.nodes.fleet
+	backendSpec, err := a.nodeBackend(pc)
 	if !a.held || (backendSpec == nil && err == nil) {
-		m.stop(ctx, key)
+		fleet.StopOnNode(ctx, pc.Name)
 		a.report(pc.Name, nil)
 		return false
 	}
-	var obs observation
+	var outcome Outcome
 	if err != nil {
-		m.stop(ctx, key)
-		obs = refusal(v1alpha1.ReasonInvalidSpec, err)
+		fleet.StopOnNode(ctx, pc.Name)
+		outcome = Outcome{Reason: v1alpha1.ReasonInvalidSpec, Message: err.Error()}
 	} else {
-		obs = m.runUnit(ctx, pc, unit{
-			key:      key,
-			backend:  backendSpec,
-			settings: instanceSettings{identity: m.settings.Identity, probeInterval: m.settings.BackendProbeInterval},
-			scope:    m.nodeScopeOf(pc.Name),
-		})
-		if obs.running {
-			m.handovers.open(pc.Name)
+		outcome = fleet.RunOnNode(ctx, pc, backendSpec, a.scopeOf(pc.Name))
+		if outcome.Running {
+			a.nodes.handovers.open(pc.Name)
 		}
 	}
-	r := &provisionerReport{Generation: pc.Generation, Reason: obs.reason, Message: obs.message}
-	if obs.storage != nil {
-		r.Available, r.Total = &obs.storage.AvailableBytes, &obs.storage.TotalBytes
-		r.ProbedAt = &metav1.Time{Time: obs.probedAt}
+	r := &provisionerReport{Generation: pc.Generation, Reason: outcome.Reason, Message: outcome.Message}
+	if outcome.Storage != nil {
+		r.Available, r.Total = &outcome.Storage.AvailableBytes, &outcome.Storage.TotalBytes
+		r.ProbedAt = &metav1.Time{Time: outcome.ProbedAt}
 	}
 	a.report(pc.Name, r)
-	if obs.running && m.releaseRemoved(ctx, pc.Name, key) {
+	if outcome.Running && a.releaseRemoved(ctx, pc.Name) {
 		return true
 	}
-	return obs.retry
+	return outcome.Retry
 }
 
 // nodeBackend is the backend this node's instance of pc builds: its
 // hostPath with the node's path and name. It is nil, without an error, when
 // pc does not select this node or is not a hostPath one.
-func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.BackendSpec, error) {
+func (a *Agent) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.BackendSpec, error) {
 	spec := pc.Spec.Backend.NodeHostPath()
 	if spec == nil {
 		return nil, nil
 	}
-	node, err := m.ownNode()
+	node, err := a.ownNode()
 	if node == nil || err != nil {
 		return nil, err
 	}
@@ -365,8 +319,8 @@ func (m *Manager) nodeBackend(pc *v1alpha1.ProvisionerConfig) (*v1alpha1.Backend
 }
 
 // ownNode is the Node this agent runs on, nil until it exists.
-func (m *Manager) ownNode() (*corev1.Node, error) {
-	obj, exists, err := m.shared.Nodes.GetStore().GetByKey(m.settings.NodeName)
+func (a *Agent) ownNode() (*corev1.Node, error) {
+	obj, exists, err := a.nodes.nodeInf.GetStore().GetByKey(a.node)
 	if err != nil || !exists {
 		return nil, err
 	}
@@ -386,50 +340,12 @@ func (n nodeScope) Volume(volume *corev1.PersistentVolume) bool {
 	return backend.VolumeNode(volume) == string(n)
 }
 
-// nodeScopeOf is the scope of this node's instance of the ProvisionerConfig
+// scopeOf is the scope of this node's instance of the ProvisionerConfig
 // config: with both roles, also the claims the process's coordinator hands
 // over to it.
-func (m *Manager) nodeScopeOf(config string) provisioning.Scope {
-	if m.handovers == nil {
-		return nodeScope(m.agent.node)
+func (a *Agent) scopeOf(config string) provisioning.Scope {
+	if a.nodes.handovers == nil {
+		return nodeScope(a.node)
 	}
-	return handoverScope{node: m.agent.node, config: config, handovers: m.handovers}
-}
-
-// requeueOnNode has this node's instance of the ProvisionerConfig config look
-// at claim, which the coordinator handed over to it.
-func (m *Manager) requeueOnNode(config string, claim *corev1.PersistentVolumeClaim) {
-	r := m.instances.Get(nodeUnitPrefix + config)
-	if r == nil {
-		return
-	}
-	if q, ok := r.instance.(interface {
-		Requeue(*corev1.PersistentVolumeClaim)
-	}); ok {
-		q.Requeue(claim)
-	}
-}
-
-// enqueueHostPath queues every hostPath ProvisionerConfig.
-func (m *Manager) enqueueHostPath() {
-	all, err := m.all()
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	for _, pc := range all {
-		if pc.Spec.Backend.NodeHostPath() != nil {
-			m.queue.Add(pc.Name)
-		}
-	}
-}
-
-// nodeLease returns the Lease of node from the cache, nil when none.
-func (m *Manager) nodeLease(node string) (*coordinationv1.Lease, error) {
-	obj, exists, err := m.nodeLeaseInf.GetStore().GetByKey(m.settings.NodeLeaseNamespace + "/" + NodeLeaseName(node))
-	if err != nil || !exists {
-		return nil, err
-	}
-	lease, _ := obj.(*coordinationv1.Lease)
-	return lease, nil
+	return handoverScope{node: a.node, config: config, handovers: a.nodes.handovers}
 }

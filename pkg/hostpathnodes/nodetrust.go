@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -29,6 +29,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -52,8 +53,9 @@ const paramsKey = ""
 // nothing in them is pending, and warns when the API server cannot enforce
 // the policy.
 type nodeTrust struct {
-	m     *Manager
-	queue workqueue.TypedRateLimitingInterface[string]
+	n        *Nodes
+	recorder record.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[string]
 	// unrestricted says why the API server does not hold the agents to
 	// their nodes; empty when it does.
 	unrestricted string
@@ -63,27 +65,27 @@ type nodeTrust struct {
 // watchNodeTrust starts what keeps the node agents to their own nodes: the
 // manager's nodeTrust; a node agent alone looks at its removal list again
 // whenever it changes. It returns the function that stops it.
-func (m *Manager) watchNodeTrust(ctx context.Context) (func(), error) {
+func (n *Nodes) watchNodeTrust(ctx context.Context, recorder record.EventRecorder) (func(), error) {
 	logger := klog.FromContext(ctx)
 	opts := cache.HandlerOptions{Logger: &logger}
 	stopAgent := func() {}
-	if m.settings.Roles.Node {
-		reg, err := m.removedListInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { m.enqueueHostPath() },
-			UpdateFunc: func(any, any) { m.enqueueHostPath() },
-			DeleteFunc: func(any) { m.enqueueHostPath() },
+	if n.settings.Agent {
+		reg, err := n.listInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { n.enqueueHostPath() },
+			UpdateFunc: func(any, any) { n.enqueueHostPath() },
+			DeleteFunc: func(any) { n.enqueueHostPath() },
 		}, opts)
 		if err != nil {
 			return nil, fmt.Errorf("cannot watch the node's removal list: %w", err)
 		}
-		stopAgent = func() { _ = m.removedListInf.RemoveEventHandler(reg) }
+		stopAgent = func() { _ = n.listInf.RemoveEventHandler(reg) }
 	}
-	if !m.settings.Roles.Manager {
+	if !n.settings.Manager {
 		return stopAgent, nil
 	}
-	t := &nodeTrust{m: m, queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	t := &nodeTrust{n: n, recorder: recorder, queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "node-trust"})}
-	t.unrestricted = checkAdmissionPolicies(m.deps.client.Discovery())
+	t.unrestricted = checkAdmissionPolicies(n.client.Discovery())
 	if t.unrestricted != "" {
 		logger.Error(nil, "The node agents are not held to their own nodes: any node can change or delete the volumes of every node", "reason", t.unrestricted)
 	}
@@ -106,27 +108,27 @@ func (m *Manager) watchNodeTrust(ctx context.Context) (func(), error) {
 // watch queues what each change concerns and returns the function that
 // stops watching.
 func (t *nodeTrust) watch(opts cache.HandlerOptions) (func(), error) {
-	m := t.m
+	n := t.n
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
-		{m.configInf, cache.ResourceEventHandlerFuncs{
+		{n.configs, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { t.queue.Add(paramsKey) },
 			UpdateFunc: t.configUpdated,
 			DeleteFunc: func(any) { t.queue.Add(paramsKey) },
 		}},
-		{m.shared.Nodes, cache.ResourceEventHandlerFuncs{
+		{n.nodeInf, cache.ResourceEventHandlerFuncs{
 			AddFunc:    t.nodeChanged,
 			UpdateFunc: t.nodeUpdated,
 			DeleteFunc: t.nodeChanged,
 		}},
-		{m.nodeLeaseInf, cache.ResourceEventHandlerFuncs{
+		{n.leaseInf, cache.ResourceEventHandlerFuncs{
 			AddFunc:    t.leaseChanged,
 			UpdateFunc: func(_, newObj any) { t.leaseChanged(newObj) },
 			DeleteFunc: t.leaseChanged,
 		}},
-		{m.removedListInf, cache.ResourceEventHandlerFuncs{
+		{n.listInf, cache.ResourceEventHandlerFuncs{
 			AddFunc:    t.listChanged,
 			UpdateFunc: func(_, newObj any) { t.listChanged(newObj) },
 			DeleteFunc: t.listChanged,
@@ -207,9 +209,7 @@ func leaseNode(lease *coordinationv1.Lease) string {
 
 // run works the queue until it shuts down, once the caches synced.
 func (t *nodeTrust) run(ctx context.Context) {
-	select {
-	case <-t.m.synced:
-	case <-ctx.Done():
+	if !cache.WaitForCacheSync(ctx.Done(), t.n.configs.HasSynced, t.n.HasSynced) {
 		return
 	}
 	for t.next(ctx) {
@@ -225,7 +225,7 @@ func (t *nodeTrust) next(ctx context.Context) bool {
 	var err error
 	if key == paramsKey {
 		t.warnUnrestricted()
-		err = t.m.syncNodeVolumesParams(ctx)
+		err = t.n.syncNodeVolumesParams(ctx)
 	} else {
 		err = t.syncNode(ctx, key)
 	}
@@ -244,7 +244,7 @@ func (t *nodeTrust) warnUnrestricted() {
 	if t.unrestricted == "" {
 		return
 	}
-	configs, err := t.m.all()
+	configs, err := t.n.all()
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
@@ -254,7 +254,7 @@ func (t *nodeTrust) warnUnrestricted() {
 			continue
 		}
 		if _, told := t.warned.LoadOrStore(pc.UID, true); !told {
-			t.m.recorder.Eventf(pc, corev1.EventTypeWarning, EventNodeAgentsUnrestricted,
+			t.recorder.Eventf(pc, corev1.EventTypeWarning, EventNodeAgentsUnrestricted,
 				"The node agents are not held to their own nodes (%s): any node can change or delete the volumes of every node", t.unrestricted)
 		}
 	}

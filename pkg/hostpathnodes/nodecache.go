@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -24,13 +24,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/provfleet/provfleet/internal/cachetrim"
 )
 
-// limitCacheToNode makes the shared informers of claims and
+// LimitCacheToNode makes the shared informers of factory of claims and
 // PersistentVolumes of a process that is a node agent alone hold only its
 // node's: the claims selected to it and the volumes on it, the objects its
 // instances act on (nodeScope). On a cluster of many nodes the others are
@@ -38,16 +39,16 @@ import (
 // for an object the cache does not hold asks the API, as it does for one the
 // cache has not seen yet. It must run before the informers are first asked
 // for: the factory hands out the informer registered first for a type.
-func (m *Manager) limitCacheToNode() {
-	scope := nodeScope(m.settings.NodeName)
-	m.core.InformerFor(&corev1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+func LimitCacheToNode(factory informers.SharedInformerFactory, node string) {
+	scope := nodeScope(node)
+	factory.InformerFor(&corev1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		claims := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll)
 		return onlyInformer(client, claims.List, claims.Watch, &corev1.PersistentVolumeClaim{}, resync, func(obj runtime.Object) bool {
 			claim, ok := obj.(*corev1.PersistentVolumeClaim)
 			return ok && scope.Claim(claim)
 		})
 	})
-	m.core.InformerFor(&corev1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	factory.InformerFor(&corev1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		volumes := client.CoreV1().PersistentVolumes()
 		return onlyInformer(client, volumes.List, volumes.Watch, &corev1.PersistentVolume{}, resync, func(obj runtime.Object) bool {
 			volume, ok := obj.(*corev1.PersistentVolume)

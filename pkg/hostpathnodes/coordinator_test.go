@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -136,7 +136,7 @@ func (e *coordEnv) create(create func() error) {
 // start runs a coordinator of spec as identity, with its own informers and
 // Event broadcaster, until the subtest ends; identity "" turns leader
 // election off.
-func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *coordinator {
+func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *Coordinator {
 	e.t.Helper()
 	cfg := provisioning.DefaultConfig(e.provName)
 	cfg.Retry.InitialDelay = e.retry
@@ -147,23 +147,25 @@ func (e *coordEnv) start(identity string, spec *v1alpha1.HostPathBackend) *coord
 	nodeLeases := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(e.leaseNS))
 	broadcaster := record.NewBroadcaster(record.WithContext(e.ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.client.CoreV1().Events("")})
-	c, err := newCoordinator(e.configName, cfg, spec, coordinatorDeps{
-		Client: e.client,
-		Informers: provisioning.SharedInformers{
-			Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
-			Volumes: factory.Core().V1().PersistentVolumes().Informer(),
-			Classes: factory.Storage().V1().StorageClasses().Informer(),
-			Nodes:   factory.Core().V1().Nodes().Informer(),
-			Leases:  leases.Coordination().V1().Leases().Informer(),
+	c, err := buildCoordinator(e.configName, cfg, spec, coordinatorDeps{
+		CoordinatorDeps: CoordinatorDeps{
+			Client: e.client,
+			Informers: provisioning.SharedInformers{
+				Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
+				Volumes: factory.Core().V1().PersistentVolumes().Informer(),
+				Classes: factory.Storage().V1().StorageClasses().Informer(),
+				Nodes:   factory.Core().V1().Nodes().Informer(),
+				Leases:  leases.Coordination().V1().Leases().Informer(),
+			},
+			EventRecorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "coordinator-" + identity}),
 		},
 		NodeLeases:         nodeLeases.Coordination().V1().Leases().Informer(),
 		NodeLeaseNamespace: e.leaseNS,
 		LeaseClock:         e.clock,
-		EventRecorder:      broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "coordinator-" + identity}),
 		Metrics:            e.metrics,
 	})
 	if err != nil {
-		e.t.Fatalf("newCoordinator: %v", err)
+		e.t.Fatalf("buildCoordinator: %v", err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	for _, f := range []informers.SharedInformerFactory{factory, leases, nodeLeases} {
@@ -565,29 +567,31 @@ func (e *coordEnv) selectNode(name, node string) {
 
 // fakeCoordinator is a coordinator over a fake clientset, without leader
 // election, and its informers' factory, not started yet.
-func fakeCoordinator(t *testing.T, client kubernetes.Interface, spec *v1alpha1.HostPathBackend) (*coordinator, informers.SharedInformerFactory) {
+func fakeCoordinator(t *testing.T, client kubernetes.Interface, spec *v1alpha1.HostPathBackend) (*Coordinator, informers.SharedInformerFactory) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	m, err := newCoordinatorMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCoordinator("fake", fakeConfig(), spec, coordinatorDeps{
-		Client: client,
-		Informers: provisioning.SharedInformers{
-			Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
-			Volumes: factory.Core().V1().PersistentVolumes().Informer(),
-			Classes: factory.Storage().V1().StorageClasses().Informer(),
-			Nodes:   factory.Core().V1().Nodes().Informer(),
+	c, err := buildCoordinator("fake", fakeConfig(), spec, coordinatorDeps{
+		CoordinatorDeps: CoordinatorDeps{
+			Client: client,
+			Informers: provisioning.SharedInformers{
+				Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
+				Volumes: factory.Core().V1().PersistentVolumes().Informer(),
+				Classes: factory.Storage().V1().StorageClasses().Informer(),
+				Nodes:   factory.Core().V1().Nodes().Informer(),
+			},
+			EventRecorder: record.NewFakeRecorder(100),
 		},
 		NodeLeases:         factory.Coordination().V1().Leases().Informer(),
 		NodeLeaseNamespace: "nodes",
 		LeaseClock:         newLeaseClock(),
-		EventRecorder:      record.NewFakeRecorder(100),
 		Metrics:            m,
 	})
 	if err != nil {
-		t.Fatalf("newCoordinator: %v", err)
+		t.Fatalf("buildCoordinator: %v", err)
 	}
 	return c, factory
 }

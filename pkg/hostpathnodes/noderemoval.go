@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package fleet
+package hostpathnodes
 
 import (
 	"context"
@@ -54,7 +54,7 @@ const defaultNodeRemovalGrace = 15 * time.Minute
 // handleRemovedNodes reports the volumes whose node has no Node object and,
 // with the Delete policy, deletes those whose node stayed gone for the grace
 // period. It returns how soon the next grace period ends; zero for none.
-func (c *coordinator) handleRemovedNodes(ctx context.Context, v *fleetView) time.Duration {
+func (c *Coordinator) handleRemovedNodes(ctx context.Context, v *fleetView) time.Duration {
 	policy, grace := c.removalPolicy()
 	gone := 0
 	var next time.Duration
@@ -115,7 +115,7 @@ func shorter(a, b time.Duration) time.Duration {
 	return a
 }
 
-func (c *coordinator) removalPolicy() (v1alpha1.NodeRemovalPolicy, time.Duration) {
+func (c *Coordinator) removalPolicy() (v1alpha1.NodeRemovalPolicy, time.Duration) {
 	policy, grace := v1alpha1.NodeRemovalReport, defaultNodeRemovalGrace
 	if r := c.spec.NodeRemoval; r != nil {
 		if r.Policy != "" {
@@ -130,7 +130,7 @@ func (c *coordinator) removalPolicy() (v1alpha1.NodeRemovalPolicy, time.Duration
 
 // goneSince returns when volume's node was first seen gone; the first time,
 // it records now on the volume and tells the volume and its claim.
-func (c *coordinator) goneSince(ctx context.Context, volume *corev1.PersistentVolume, now time.Time,
+func (c *Coordinator) goneSince(ctx context.Context, volume *corev1.PersistentVolume, now time.Time,
 	policy v1alpha1.NodeRemovalPolicy, grace time.Duration) (time.Time, error) {
 	if recorded, ok := volume.Annotations[AnnNodeGoneSince]; ok {
 		if since, err := time.Parse(time.RFC3339, recorded); err == nil {
@@ -153,7 +153,7 @@ func (c *coordinator) goneSince(ctx context.Context, volume *corev1.PersistentVo
 }
 
 // nodeBack forgets the removal of volume's node, which came back.
-func (c *coordinator) nodeBack(ctx context.Context, volume *corev1.PersistentVolume) {
+func (c *Coordinator) nodeBack(ctx context.Context, volume *corev1.PersistentVolume) {
 	if _, ok := volume.Annotations[AnnNodeGoneSince]; !ok {
 		return
 	}
@@ -166,7 +166,7 @@ func (c *coordinator) nodeBack(ctx context.Context, volume *corev1.PersistentVol
 
 // annotateVolume sets AnnNodeGoneSince on volume to since, or drops it when
 // since is nil, unless the volume changed since this leader saw it.
-func (c *coordinator) annotateVolume(ctx context.Context, volume *corev1.PersistentVolume, since *string) error {
+func (c *Coordinator) annotateVolume(ctx context.Context, volume *corev1.PersistentVolume, since *string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": volume.ResourceVersion,
 		"annotations":     map[string]*string{AnnNodeGoneSince: since},
@@ -188,7 +188,7 @@ func (c *coordinator) annotateVolume(ctx context.Context, volume *corev1.Persist
 // volume deleted. A bound volume goes once its claim is deleted (the volume
 // protection keeps it until then); its claim is lost, to be deleted and made
 // again.
-func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, volumes []*corev1.PersistentVolume) error {
+func (c *Coordinator) deleteRemovedVolumes(ctx context.Context, node string, volumes []*corev1.PersistentVolume) error {
 	configured := backend.OnDeletePolicy(c.spec.OnDelete)
 	removed := make([]removedVolume, 0, len(volumes))
 	for _, volume := range volumes {
@@ -208,7 +208,7 @@ func (c *coordinator) deleteRemovedVolumes(ctx context.Context, node string, vol
 // deleteRemovedVolume removes the volume finalizer of volume and deletes
 // it, both unless the volume changed since this leader saw it: a volume is
 // deleted, and its deletion told, once.
-func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *corev1.PersistentVolume) error {
+func (c *Coordinator) deleteRemovedVolume(ctx context.Context, volume *corev1.PersistentVolume) error {
 	version := volume.ResourceVersion
 	if i := slices.Index(volume.Finalizers, provisioning.VolumeFinalizer); i >= 0 {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -237,7 +237,7 @@ func (c *coordinator) deleteRemovedVolume(ctx context.Context, volume *corev1.Pe
 }
 
 // tell records an Event on volume and on its claim.
-func (c *coordinator) tell(volume *corev1.PersistentVolume, eventType, reason, message string) {
+func (c *Coordinator) tell(volume *corev1.PersistentVolume, eventType, reason, message string) {
 	c.recorder.Event(volume, eventType, reason, message)
 	if ref := volume.Spec.ClaimRef; ref != nil && ref.Name != "" {
 		claim := ref.DeepCopy()
@@ -249,7 +249,7 @@ func (c *coordinator) tell(volume *corev1.PersistentVolume, eventType, reason, m
 // addRemovedVolumes adds volumes to what node's removal list says was
 // removed of this ProvisionerConfig, creating the list when there is none,
 // and never dropping a volume.
-func (c *coordinator) addRemovedVolumes(ctx context.Context, node string, volumes []removedVolume) error {
+func (c *Coordinator) addRemovedVolumes(ctx context.Context, node string, volumes []removedVolume) error {
 	lists := c.client.CoreV1().ConfigMaps(c.leaseNS)
 	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
 	err := retry.OnError(retry.DefaultRetry, retriable, func() error {
