@@ -34,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -794,11 +795,21 @@ func TestLeaseElectorStopsForLegacyLock(t *testing.T) {
 // refuses the subscription.
 func TestRouterLeases(t *testing.T) {
 	client := fake.NewClientset()
+	// The fake's watch starts after its list: a Lease made in between
+	// would never be delivered, so the test waits for the watch.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("leases", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	r := NewLeaseRouter(factory.Coordination().V1().Leases().Informer())
 	ctx, cancel := context.WithCancel(context.Background())
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	<-watching
 
 	var mu sync.Mutex
 	var got []string
