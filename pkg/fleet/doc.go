@@ -75,8 +75,10 @@ limitations under the License.
 //	                    a provisioning.Controller (buildController, with its
 //	                    backend of backends.go, through the tenants
 //	                    interface of clients.go)
-//	registry.Start      registry.go: the instance's goroutine, which calls
-//	                    Run through the instance interface
+//	registry.Start      registry.go: the instance's goroutine
+//	Run                 the controller interface: provisioning.Controller's
+//	                    or hostpathnodes.Coordinator's, both the
+//	                    provisioning.Elected skeleton's
 //
 // A node agent's instance starts on a longer path: reconcile hands the
 // ProvisionerConfig to hostpathnodes.Agent.Reconcile, which decides what
