@@ -60,35 +60,35 @@ func TestHostileClaimsRefused(t *testing.T) {
 	}{
 		"an annotation climbing out": {
 			class:  patterned,
-			mutate: labelled("team", "dir", "../../../../etc/cron.d/x"),
+			mutate: labelled("team", "../../../../etc/cron.d/x"),
 			want:   []string{"refused", `path contains ".."`},
 		},
 		"an annotation with a line break": {
 			class:  patterned,
-			mutate: labelled("team", "dir", "line\nbreak"),
+			mutate: labelled("team", "line\nbreak"),
 			want:   []string{"refused", "control or non-printable character U+000A"},
 		},
 		"an annotation with a NUL": {
 			class:  patterned,
-			mutate: labelled("team", "dir", "nul\x00byte"),
+			mutate: labelled("team", "nul\x00byte"),
 			want:   []string{"refused", "control or non-printable character U+0000"},
 		},
 		"an annotation longer than a path": {
 			class:  patterned,
-			mutate: labelled("team", "dir", strings.Repeat("d", 5000)),
+			mutate: labelled("team", strings.Repeat("d", 5000)),
 			want:   []string{"cannot render path pattern", "longer than 1024 bytes"},
 		},
 		"a name longer than a file name": {
 			class: patterned,
 			mutate: func(c *corev1.PersistentVolumeClaim) {
-				labelled("team", "dir", strings.Repeat("d", 10))(c)
+				labelled("team", strings.Repeat("d", 10))(c)
 				c.Name = longName
 			},
 			want: []string{"refused", "component is longer than 200 bytes"},
 		},
 		"a label the pattern reads missing": {
 			class:  patterned,
-			mutate: labelled("other", "dir", "d"),
+			mutate: labelled("other", "d"),
 			want:   []string{"refused", "path has an empty component"},
 		},
 		"a block volume": {
@@ -157,10 +157,10 @@ func TestHostileClaimsRefused(t *testing.T) {
 	}
 }
 
-// labelled sets a label to "a" and an annotation on a claim.
-func labelled(label, annotation, text string) func(*corev1.PersistentVolumeClaim) {
+// labelled sets a label to "a" and the annotation dir the pattern reads.
+func labelled(label, dir string) func(*corev1.PersistentVolumeClaim) {
 	return func(c *corev1.PersistentVolumeClaim) {
 		c.Labels = map[string]string{label: "a"}
-		c.Annotations = map[string]string{annotation: text}
+		c.Annotations = map[string]string{"dir": dir}
 	}
 }
