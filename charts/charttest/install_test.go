@@ -18,7 +18,6 @@ package charttest_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -39,6 +37,8 @@ import (
 	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 	"github.com/provfleet/provfleet/pkg/generated/clientset/versioned"
+
+	"github.com/provfleet/provfleet/internal/polltest"
 )
 
 // waitTimeout bounds each wait for the control plane or the manager.
@@ -166,7 +166,5 @@ func runAs(t *testing.T, env *testenv.Environment, binary, root string, pod *cor
 // eventually polls cond until it holds, failing the test after waitTimeout.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, waitTimeout, true, cond); err != nil {
-		t.Fatal(fmt.Errorf("cannot wait for %s: %w", what, err))
-	}
+	polltest.Until(t.Context(), t, what, 200*time.Millisecond, waitTimeout, cond)
 }

@@ -19,6 +19,7 @@ package testenv_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -176,17 +176,17 @@ func TestControllerManagerBindsClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	bound := claim
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	polltest.Until(ctx, t, "the claim bound", 200*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
 		got, err := client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		bound = got
-		return got.Status.Phase == corev1.ClaimBound, nil
+		if got.Status.Phase != corev1.ClaimBound {
+			return false, fmt.Errorf("its status is %+v", got.Status)
+		}
+		return true, nil
 	})
-	if err != nil {
-		t.Fatalf("claim not bound: %v (last status: %+v)", err, bound.Status)
-	}
 	if diff := cmp.Diff(volume.Name, bound.Spec.VolumeName); diff != "" {
 		t.Errorf("volumeName (-want +got):\n%s", diff)
 	}

@@ -493,10 +493,11 @@ func (f *fixture) waitEvent(namespace, name, typ, reason string, parts ...string
 	f.t.Helper()
 	var found string
 	seen := map[string]bool{}
-	err := wait.PollUntilContextTimeout(f.ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("a %s %s Event on %s holding %q", typ, reason, name, parts)
+	polltest.Until(f.ctx, f.t, what, 200*time.Millisecond, waitTimeout, func(ctx context.Context) (bool, error) {
 		events, err := f.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, nil
+			return false, err
 		}
 		for _, e := range events.Items {
 			if e.InvolvedObject.Name != name || e.Reason != reason || e.Type != typ {
@@ -508,11 +509,8 @@ func (f *fixture) waitEvent(namespace, name, typ, reason string, parts ...string
 				return true, nil
 			}
 		}
-		return false, nil
+		return false, fmt.Errorf("its %s Events: %q", reason, slices.Sorted(maps.Keys(seen)))
 	})
-	if err != nil {
-		f.t.Fatalf("no %s %s Event on %s holding %q: %v; its %s Events: %q", typ, reason, name, parts, err, reason, slices.Sorted(maps.Keys(seen)))
-	}
 	return found
 }
 
