@@ -60,6 +60,12 @@ var (
 	// reason BackendUnavailable). It is provisioning.ErrBackendUnavailable, so
 	// a claim whose Provision fails so is not given up on.
 	ErrUnavailable = provisioning.ErrBackendUnavailable
+	// ErrModeRefused classifies a file or directory that the storage made
+	// but would not give the mode asked for, such as an NFS server over a
+	// file system without chmod. No retry changes that, so it is not
+	// ErrUnavailable: a claim that needs the mode fails and counts its
+	// tries.
+	ErrModeRefused = errors.New("the storage refuses to set a file's mode")
 )
 
 // DefaultDirectoryMode is the mode of a new volume directory when neither the

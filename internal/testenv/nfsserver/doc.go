@@ -17,7 +17,7 @@ limitations under the License.
 // Package nfsserver serves a host folder over NFSv3 on loopback, for tests
 // and local runs that need a real NFS server without a kernel mount.
 //
-//	Start(ctx, Options{Dir, Path, Secure, RootSquash, Portmapper}) ──▶ *Server
+//	Start(ctx, Options{Dir, Path, Secure, RootSquash, Portmapper, NoAttributeChanges}) ──▶ *Server
 //	    one TCP port answers MOUNT and NFS (github.com/willscott/go-nfs), and
 //	    clients dial Addr() directly; with Portmapper, MOUNT also has a port
 //	    of its own and a portmapper at PortmapperAddr() tells both, as with a
@@ -28,7 +28,10 @@ limitations under the License.
 //	    passes calls and replies on, except the calls its Answer takes
 //	    over with whatever bytes it likes: huge lengths, endless listings,
 //	    lying counts, trickles, floods; Record sees the replies passed on;
-//	    WorstReplies.Answer takes turns with the worst of them
+//	    WorstReplies.Answer takes turns with the worst of them;
+//	    CreateScript.Answer scripts CREATE: EXCLUSIVE carried out as knfsd
+//	    does (go-nfs answers NFS3ERR_NOTSUPP), replies lost after the file
+//	    was made, files made and answered with NFS3ERR_IO
 //	StartSilent(ctx) ──▶ *Silent, a server that never answers
 //
 // What it serves: Dir through go-billy's bound osfs, which does not follow a
@@ -48,6 +51,11 @@ limitations under the License.
 // NFS3ERR_ACCES where knfsd says EXIST for a file or link in the way of
 // MKDIR or CREATE.
 //
+// With Options.NoAttributeChanges it serves a file system that cannot
+// change modes, owners or times, as go-nfs servers over such file systems
+// do: SETATTR of a mode answers NFS3ERR_NOTSUPP, and a CREATE carrying a
+// mode makes the file, then answers NFS3ERR_IO.
+//
 // To mimic Linux knfsd it can be made to refuse clients whose source port is
 // 1024 or above (Options.Secure: every call on such a connection is denied
 // with AUTH_ERROR/AUTH_TOOWEAK, as knfsd's "secure" export does) and to
@@ -58,5 +66,6 @@ limitations under the License.
 // Goroutines: one accepting connections per port, one per connection
 // serving its calls (two with go-nfs's write serializer), and one per
 // refused connection answering its calls; a Hostile server one accepting
-// and one per connection. Stop ends them all.
+// and one per connection (a CreateScript starts none: it reaches the
+// server on the goroutine of the call). Stop ends them all.
 package nfsserver

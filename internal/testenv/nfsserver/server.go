@@ -66,6 +66,12 @@ type Options struct {
 	// NFS, on a free loopback port (PortmapperAddr): the real port, 111,
 	// needs root.
 	Portmapper bool
+	// NoAttributeChanges serves a file system that cannot change modes,
+	// owners or times (no billy.Change), as some go-nfs servers do: go-nfs
+	// answers NFS3ERR_NOTSUPP to a SETATTR that changes one, makes the file
+	// that a CREATE carrying another mode asks for and then answers
+	// NFS3ERR_IO, and makes a directory with MKDIR's mode less the umask.
+	NoAttributeChanges bool
 }
 
 // Server is a running NFSv3 server.
@@ -198,6 +204,7 @@ type handler struct {
 	dir        string
 	path       string
 	rootSquash bool
+	noChanges  bool
 }
 
 func newHandler(opts Options) nfs.Handler {
@@ -216,6 +223,7 @@ func newHandler(opts Options) nfs.Handler {
 		dir:        opts.Dir,
 		path:       path,
 		rootSquash: opts.RootSquash,
+		noChanges:  opts.NoAttributeChanges,
 	}
 	return nfshelper.NewCachingHandlerWithVerifierLimit(h, handleLimit, verifierLimit)
 }
@@ -230,7 +238,10 @@ func (h *handler) Mount(ctx context.Context, conn net.Conn, req nfs.MountRequest
 }
 
 func (h *handler) Change(billy.Filesystem) billy.Change {
-	if h.memory != nil {
+	switch {
+	case h.noChanges:
+		return nil
+	case h.memory != nil:
 		return h.memory
 	}
 	change := boundChange{dir: h.dir}

@@ -27,7 +27,14 @@ limitations under the License.
 // it, tagged with its provisioner and synced to disk, in the hidden folder
 // .provfleet-unsaved at the top of the base, kept until it is told that the
 // PersistentVolume exists or the directory is removed, so a directory whose
-// PersistentVolume was never created can be found and deleted. A deleted
+// PersistentVolume was never created can be found and deleted. A record's
+// name is a hash of its PersistentVolume and directory, so an empty or cut
+// short record of that name is an earlier try's (a server that made it and
+// answered with an error, or whose answer was lost): it is written into
+// (Dir.RewriteFile), not created again, and one that cannot be written is
+// removed; a file system that cannot set a record's mode fails the claim
+// with backend.ErrModeRefused, which is not its being unavailable, and
+// leaves no record (journal.go says why the mode matters). A deleted
 // directory is moved into the hidden folder .provfleet-deleting, and its files
 // deleted from there without holding up other claims, by RemoveTree: a walk
 // that holds three directories open and a batch of names whatever the

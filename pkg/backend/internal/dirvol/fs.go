@@ -51,9 +51,19 @@ type Dir interface {
 	// Mkdir makes the directory name with the permission bits perm, less
 	// whatever the file system masks.
 	Mkdir(ctx context.Context, name string, perm fs.FileMode) error
-	// CreateFile creates the regular file name, which must not exist, and
-	// opens it for writing.
-	CreateFile(ctx context.Context, name string, perm fs.FileMode) (File, error)
+	// CreateFile creates the regular file name, which must not exist,
+	// holding data, and opens it for writing more. A create that failed
+	// leaves no file where the file system still answers. A file system
+	// whose create may be retried (NFS) tells a retry by name, data and
+	// perm, so two callers creating one name with different data never
+	// both succeed. A file system that made the file but refuses to set
+	// perm fails with an error wrapping backend.ErrModeRefused.
+	CreateFile(ctx context.Context, name string, data []byte, perm fs.FileMode) (File, error)
+	// RewriteFile replaces the content of the existing regular file name
+	// with data, gives it the permission bits perm and makes both durable:
+	// how an empty file that an earlier create left is reused. Anything
+	// but a regular file is refused.
+	RewriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error
 	// ReadFile reads at most limit bytes of the regular file name, and
 	// describes the file it read.
 	ReadFile(ctx context.Context, name string, limit int64) ([]byte, fs.FileInfo, error)

@@ -268,48 +268,85 @@ func (s *Store) writeRecord(ctx context.Context, base Dir, req Request, dir stri
 		return err == nil, err
 	}
 	_, readErr := readRecord(ctx, journal, name)
-	if readErr == nil {
+	switch {
+	case readErr == nil:
 		// Keep the time of the first record: it says how long the volume
 		// has been waiting for its PersistentVolume.
 		return false, nil
+	case errors.Is(readErr, errIncomplete):
+		// The name is a hash of this PV and directory, so an empty or cut
+		// short record is ours: an earlier try's whose answer was lost (a
+		// server that made it and answered with an error) or that crashed
+		// while writing it. Written into rather than created again, which
+		// may fail the same way on every try.
+		if err := s.rewriteRecord(ctx, journal, name, data); err != nil {
+			return false, err
+		}
+		klog.FromContext(ctx).V(2).Info("Reused a volume record an earlier try left incomplete", "record", path.Join(JournalDir, name))
+		return true, nil
 	}
-	// Left unreadable by a crash while it was written, by a server that made
-	// it and then answered an earlier try with an error, or not a file.
+	// Not a file, or not a record of this name: replaced, once.
 	if err := removeRecord(ctx, journal, name); err != nil {
-		return false, leftover(name, readErr, err)
+		return false, unreadable(name, readErr, err)
 	}
 	if err := s.createRecord(ctx, journal, name, data); err != nil {
-		return false, leftover(name, readErr, err)
+		return false, unreadable(name, readErr, err)
 	}
 	return true, nil
 }
 
-// leftover says why replacing the record name, which readErr refused,
-// failed with err: it is most likely what an earlier try left, the server
-// having made it before the answer to that try was lost.
-func leftover(name string, readErr, err error) error {
-	return fmt.Errorf("the record %q is most likely left by an earlier try whose answer was lost (%w), and cannot be replaced: %w", name, readErr, err)
+// unreadable says why replacing the record name, which readErr refused,
+// failed with err.
+func unreadable(name string, readErr, err error) error {
+	return fmt.Errorf("cannot replace the unreadable record %q (%w): %w", name, readErr, err)
 }
 
+// recordMode keeps records to the provisioner's user. A file system that
+// cannot set it fails the claim (backend.ErrModeRefused) rather than leave a
+// record with whatever mode it gives: the folder is hidden from patterns and
+// PersistentVolumes, not from other clients of an export, which may mount it
+// whole, and its records name every tenant's claims, namespaces and UIDs.
+// Nor would tolerating it serve the claim: a server that cannot set a file's
+// mode cannot give the volume directory the mode its class asks for either
+// (0777 by default, which a server's umask rarely leaves), so the claim would
+// fail at its directory, after a record, a marker and folders were made.
+// Failing at the record, the first file made, leaves nothing behind and names
+// the cause once; the error is not the backend being unavailable, so the
+// claim's tries are counted and end.
+const recordMode = 0o600
+
 // createRecord writes a record that does not exist yet and syncs it and its
-// folder.
+// folder. A create that failed leaves no record where the file system still
+// answers.
 func (s *Store) createRecord(ctx context.Context, journal Dir, name string, data []byte) error {
-	f, err := journal.CreateFile(ctx, name, 0o600)
+	f, err := journal.CreateFile(ctx, name, data, recordMode)
 	if err != nil {
 		return err
 	}
-	werr := f.Write(ctx, data)
-	if werr == nil {
-		werr = f.Sync(ctx)
-	}
-	if err := errors.Join(werr, f.Close()); err != nil {
+	if err := errors.Join(f.Sync(ctx), f.Close()); err != nil {
 		return errors.Join(err, removeRecord(ctx, journal, name))
 	}
+	return s.syncRecordFolder(ctx, journal)
+}
+
+// rewriteRecord writes data into the record name, which an earlier try made
+// and left incomplete. One that cannot be written is removed, so that a file
+// system failing the same way on every try leaves this error, not a record.
+func (s *Store) rewriteRecord(ctx context.Context, journal Dir, name string, data []byte) error {
+	if err := journal.RewriteFile(ctx, name, data, recordMode); err != nil {
+		err = fmt.Errorf("cannot write the record %q an earlier try left incomplete: %w", name, err)
+		return errors.Join(err, removeRecord(ctx, journal, name))
+	}
+	return s.syncRecordFolder(ctx, journal)
+}
+
+// syncRecordFolder syncs the folder of a record just written: the record's
+// name lives in the folder, and without this sync a power cut may lose it
+// while the directory made next survives.
+func (s *Store) syncRecordFolder(ctx context.Context, journal Dir) error {
 	if err := s.did(stepRecordSynced); err != nil {
 		return err
 	}
-	// The record's name lives in the folder: without this sync a power cut
-	// may lose it while the directory made next survives.
 	if err := journal.Sync(ctx); err != nil {
 		return fmt.Errorf("cannot sync the record folder: %w", err)
 	}

@@ -105,8 +105,9 @@ func (d *localDir) Mkdir(_ context.Context, name string, perm fs.FileMode) error
 	return d.root.Mkdir(name, perm)
 }
 
-// CreateFile relies on O_EXCL, which fails on a symlink rather than follow it.
-func (d *localDir) CreateFile(_ context.Context, name string, perm fs.FileMode) (File, error) {
+// CreateFile relies on O_EXCL, which fails on a symlink rather than follow
+// it. A file it made and could not write is removed again.
+func (d *localDir) CreateFile(_ context.Context, name string, data []byte, perm fs.FileMode) (File, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
@@ -114,7 +115,43 @@ func (d *localDir) CreateFile(_ context.Context, name string, perm fs.FileMode) 
 	if err != nil {
 		return nil, err
 	}
+	if _, err := f.Write(data); err != nil {
+		return nil, errors.Join(err, f.Close(), d.root.Remove(name))
+	}
 	return localFile{f: f}, nil
+}
+
+// RewriteFile compares what it opened with what it checked, as ReadFile
+// does, so a file swapped for a link in between is not written through.
+func (d *localDir) RewriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	checked, err := d.Lstat(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !checked.Mode().IsRegular() {
+		return fmt.Errorf("cannot rewrite %q: not a regular file (%s): %w", name, checked.Mode().Type(), fs.ErrInvalid)
+	}
+	f, err := d.root.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	opened, err := f.Stat()
+	if err == nil && !os.SameFile(checked, opened) {
+		err = fmt.Errorf("%q changed while being opened", name)
+	}
+	if err == nil {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
 }
 
 // ReadFile compares what it opened with what it checked, so a swap in

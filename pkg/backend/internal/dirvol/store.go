@@ -548,10 +548,12 @@ var errNotOurs = errors.New("the directory is not this volume's")
 // was removed again.
 func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, adopted *corev1.PersistentVolume) error {
 	written, err := s.writeRecord(ctx, base, req, dir, adopted)
-	if errors.Is(err, backend.ErrUnavailable) {
+	switch {
+	case errors.Is(err, backend.ErrUnavailable):
 		return err
-	}
-	if err != nil {
+	case errors.Is(err, backend.ErrModeRefused):
+		return fmt.Errorf("cannot record the volume: %w", err)
+	case err != nil:
 		return fmt.Errorf("%w: cannot record the volume: %w", backend.ErrUnavailable, err)
 	}
 	var claimed bool
@@ -711,7 +713,7 @@ func claimMarker(ctx context.Context, parent Dir, leaf, pvName string) error {
 // It is created exclusively, so two processes sharing a base cannot both
 // take one directory.
 func takeMarker(ctx context.Context, parent Dir, leaf, pvName string) (bool, error) {
-	f, err := parent.CreateFile(ctx, markerName(leaf), 0o600)
+	f, err := parent.CreateFile(ctx, markerName(leaf), []byte(pvName), 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		owner, err := readMarker(ctx, parent, leaf)
 		if err != nil {
@@ -725,8 +727,7 @@ func takeMarker(ctx context.Context, parent Dir, leaf, pvName string) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("cannot create owner marker: %w", err)
 	}
-	werr := f.Write(ctx, []byte(pvName))
-	if err := errors.Join(werr, f.Close()); err != nil {
+	if err := f.Close(); err != nil {
 		return false, fmt.Errorf("cannot write owner marker: %w", err)
 	}
 	return true, nil

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1023,69 +1024,130 @@ func TestDeleteLeftoversRemoved(t *testing.T) {
 	}
 }
 
-// answerLostFS is LocalFS on which creating a record makes it and then
-// fails, as a server that made the file and answered with an error, and
-// removing one fails, while fail is set.
-type answerLostFS struct {
+// recordFault is how a recordFaultFS fails records.
+type recordFault int
+
+const (
+	// answerLost makes a record empty and fails, as a server that made
+	// the file and answered with an error, and fails removals.
+	answerLost recordFault = iota
+	// modeRefused fails creating and rewriting a record with
+	// backend.ErrModeRefused, leaving no file, as a server that cannot
+	// set a file's mode.
+	modeRefused
+)
+
+// recordFaultFS is LocalFS whose records fail as fault says; volume
+// directories and owner markers are left alone. creates counts the record
+// creates tried.
+type recordFaultFS struct {
 	LocalFS
-	fail *atomic.Bool
+	fault   recordFault
+	creates *atomic.Int32
 }
 
-func (f answerLostFS) OpenBase(ctx context.Context, root, base string) (Dir, error) {
+func (f recordFaultFS) OpenBase(ctx context.Context, root, base string) (Dir, error) {
 	d, err := f.LocalFS.OpenBase(ctx, root, base)
-	return answerLostDir{Dir: d, fail: f.fail}, err
+	return recordFaultDir{Dir: d, fs: f}, err
 }
 
-type answerLostDir struct {
+type recordFaultDir struct {
 	Dir
-	fail *atomic.Bool
+	fs recordFaultFS
 }
 
-func (d answerLostDir) OpenDir(ctx context.Context, name string) (Dir, error) {
+func (d recordFaultDir) OpenDir(ctx context.Context, name string) (Dir, error) {
 	child, err := d.Dir.OpenDir(ctx, name)
-	return answerLostDir{Dir: child, fail: d.fail}, err
+	return recordFaultDir{Dir: child, fs: d.fs}, err
 }
 
 var errServer = errors.New("NFS3ERR_IO")
 
-func (d answerLostDir) CreateFile(ctx context.Context, name string, perm fs.FileMode) (File, error) {
-	f, err := d.Dir.CreateFile(ctx, name, perm)
-	if err != nil || !d.fail.Load() {
-		return f, err
+func (d recordFaultDir) CreateFile(ctx context.Context, name string, data []byte, perm fs.FileMode) (File, error) {
+	if !strings.HasSuffix(name, recordSuffix) {
+		return d.Dir.CreateFile(ctx, name, data, perm)
+	}
+	d.fs.creates.Add(1)
+	if _, err := d.Lstat(ctx, name); d.fs.fault == modeRefused && err == nil {
+		return nil, fmt.Errorf("cannot create %q: %w", name, fs.ErrExist)
+	}
+	if d.fs.fault == modeRefused {
+		return nil, fmt.Errorf("cannot set the mode of %q: %w", name, backend.ErrModeRefused)
+	}
+	f, err := d.Dir.CreateFile(ctx, name, nil, perm)
+	if err != nil {
+		return nil, err
 	}
 	return nil, errors.Join(errServer, f.Close())
 }
 
-func (d answerLostDir) Remove(ctx context.Context, name string) error {
-	if d.fail.Load() {
+func (d recordFaultDir) RewriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	if d.fs.fault == modeRefused {
+		return fmt.Errorf("cannot set the mode of %q: %w", name, backend.ErrModeRefused)
+	}
+	return d.Dir.RewriteFile(ctx, name, data, perm)
+}
+
+func (d recordFaultDir) Remove(ctx context.Context, name string) error {
+	if d.fs.fault == answerLost && strings.HasSuffix(name, recordSuffix) {
 		return errServer
 	}
 	return d.Dir.Remove(ctx, name)
 }
 
-// TestCreateAfterAnAnswerLost: a record the file system made before it
-// answered with an error is met by the next try, which says so and that the
-// backend is unavailable (so the claim waits rather than being given up on),
-// and is replaced once the file system answers again.
+// TestCreateAfterAnAnswerLost: a record the file system made empty before
+// it answered with an error fails that try as the backend being
+// unavailable (so the claim waits rather than being given up on), and is
+// reused by the next, which makes the volume though the file system still
+// fails every create and removal of a record.
 func TestCreateAfterAnAnswerLost(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	f := newFixture(t, func(c *Config) { c.FS = answerLostFS{fail: &fail} })
+	var creates atomic.Int32
+	f := newFixture(t, func(c *Config) { c.FS = recordFaultFS{fault: answerLost, creates: &creates} })
 	req := request(t, "team", "data", "1Gi", "")
-	var errs []error
-	for range 2 {
-		_, err := f.store.Create(t.Context(), req)
-		errs = append(errs, err)
+	_, err := f.store.Create(t.Context(), req)
+	if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, errServer) {
+		t.Errorf("first try: %v, want the file system's error as the backend's being unavailable", err)
 	}
-	for i, err := range errs {
-		if !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, errServer) {
-			t.Errorf("try %d: %v, want the file system's error as the backend's being unavailable", i+1, err)
+	vol, err := f.store.Create(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Create after the answer was lost: %v", err)
+	}
+	if info, err := os.Stat(filepath.Join(f.base, vol.Dir)); err != nil || !info.IsDir() {
+		t.Errorf("volume directory: %v, want one made", err)
+	}
+	got, err := f.store.Records(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{record("team", "data", vol.Dir)}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Record{}, "Since")); diff != "" {
+		t.Errorf("Records() (-want +got):\n%s", diff)
+	}
+}
+
+// TestCreateModeRefused: a file system that cannot set a record's mode
+// fails every try with an error that says so and is not the backend being
+// unavailable, after one create a try, and leaves no record, not even the
+// empty one an earlier try left.
+func TestCreateModeRefused(t *testing.T) {
+	var creates atomic.Int32
+	f := newFixture(t, func(c *Config) { c.FS = recordFaultFS{fault: modeRefused, creates: &creates} })
+	req := request(t, "team", "data", "1Gi", "")
+	backendtest.WriteFile(t, filepath.Join(f.journal(), recordName(req.PVName, req.PVName)), "")
+	const tries = 3
+	for i := range tries {
+		_, err := f.store.Create(t.Context(), req)
+		if !errors.Is(err, backend.ErrModeRefused) || errors.Is(err, backend.ErrUnavailable) {
+			t.Errorf("try %d: %v, want an error wrapping backend.ErrModeRefused only", i+1, err)
+		}
+		if diff := cmp.Diff([]string(nil), backendtest.Tree(t, f.journal())); diff != "" {
+			t.Errorf("try %d: records left (-want +got):\n%s", i+1, diff)
 		}
 	}
-	checkErr(t, errs[1], "left by an earlier try whose answer was lost")
-	fail.Store(false)
-	if _, err := f.store.Create(t.Context(), req); err != nil {
-		t.Fatalf("Create once the file system answers: %v", err)
+	// The first try meets the empty record, fails to rewrite it and
+	// removes it; each try after it creates once.
+	if got := creates.Load(); got != tries {
+		t.Errorf("%d record creates in %d tries, want one a try", got, tries)
 	}
 }
 

@@ -65,32 +65,6 @@ func (c *Client) Mkdir(ctx context.Context, name string, perm fs.FileMode) error
 	})
 }
 
-// CreateFile makes the new file name with data and exactly perm; an
-// existing name fails with fs.ErrExist (write a temporary name and Rename
-// it over to replace a file). It is meant for small files.
-func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
-	return c.do(ctx, func(ctx context.Context) error {
-		dir, base, err := c.parent(ctx, name)
-		if err != nil {
-			return err
-		}
-		const guarded = uint32(1) // fail when name exists
-		mode := nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}}
-		d, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir.fh, Filename: base}, guarded, mode)
-		if err != nil {
-			return c.taken(ctx, dir.fh, name, err)
-		}
-		made, err := c.created(ctx, d, "CREATE", dir.fh, name)
-		if err != nil {
-			return err
-		}
-		if err := c.write(ctx, made.fh, name, 0, data); err != nil {
-			return err
-		}
-		return c.setMode(ctx, made, name, perm)
-	})
-}
-
 // WriteAt writes data at offset into the existing regular file name, on
 // the server's stable storage before it returns (FILE_SYNC writes, so no
 // COMMIT is needed). A link or anything else at name is refused.
@@ -267,7 +241,8 @@ func (c *Client) Chmod(ctx context.Context, name string, perm fs.FileMode) error
 		if err != nil {
 			return err
 		}
-		return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}})
+		err = c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}})
+		return modeError(name, perm, err)
 	})
 }
 

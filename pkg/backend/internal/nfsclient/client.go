@@ -90,6 +90,9 @@ type Client struct {
 	// answered counts calls the server ran, to tell whether an operation
 	// that met a stale handle changed anything.
 	answered int
+	// guardedOnly is set once the server answered NFS3ERR_NOTSUPP to an
+	// EXCLUSIVE CREATE (go-nfs does), so it is not asked again.
+	guardedOnly bool
 	// closing ends with Close, cutting short the call that runs.
 	closing context.Context
 	close   context.CancelFunc

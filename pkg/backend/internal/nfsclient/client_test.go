@@ -373,3 +373,37 @@ func TestWriteAtAndReadHead(t *testing.T) {
 		t.Errorf("the file outside is %q (%v), want it untouched", data, err)
 	}
 }
+
+// TestRewriteFile: a file is emptied, written and given its mode; anything
+// but a regular file is refused.
+func TestRewriteFile(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	ctx := t.Context()
+	if err := os.WriteFile(filepath.Join(e.dir, "record"), []byte("a longer old content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("record", filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(e.dir, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RewriteFile(ctx, "record", []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(hostFile{"new", 0o600}, readHostFile(t, filepath.Join(e.dir, "record"))); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"link", "dir"} {
+		if err := c.RewriteFile(ctx, name, []byte("x"), 0o600); !errors.Is(err, fs.ErrInvalid) {
+			t.Errorf("RewriteFile of %s: %v, want fs.ErrInvalid", name, err)
+		}
+	}
+	if err := c.RewriteFile(ctx, "missing", []byte("x"), 0o600); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("RewriteFile of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if diff := cmp.Diff(hostFile{"new", 0o600}, readHostFile(t, filepath.Join(e.dir, "record"))); diff != "" {
+		t.Errorf("record after the refusals (-want +got):\n%s", diff)
+	}
+}

@@ -23,8 +23,8 @@ limitations under the License.
 //	    Port 0: MOUNT and NFS ports from the portmapper (port 111, real servers);
 //	    Port set: MOUNT and NFS both on it (go-nfs)
 //	Dial(ctx, Options) ──▶ *Client, connected and mounted
-//	Lstat, Mkdir, CreateFile, WriteAt, ReadFile, ReadHead, ReadDir, Rename,
-//	Remove, Chmod, Chown, FSStat ──▶ the server, by paths
+//	Lstat, Mkdir, CreateFile, RewriteFile, WriteAt, ReadFile, ReadHead,
+//	ReadDir, Rename, Remove, Chmod, Chown, FSStat ──▶ the server, by paths
 //	relative to the export
 //	Close: ends the connection, cutting a running call short
 //
@@ -36,7 +36,9 @@ limitations under the License.
 // handle is cached but the root's.
 //
 // Errors: a server's status is a *StatusError, matching fs.ErrNotExist,
-// fs.ErrExist and fs.ErrPermission (a chown refused under root_squash).
+// fs.ErrExist and fs.ErrPermission (a chown refused under root_squash). A
+// mode the server cannot or will not set (NFS3ERR_NOTSUPP, NFS3ERR_PERM or
+// NFS3ERR_ACCES to a SETATTR of one) wraps backend.ErrModeRefused too.
 // A call denied for its credentials is an *AuthError; from an unreserved
 // source port (a "secure" export) its message says what to do: the pod
 // sysctl net.ipv4.ip_unprivileged_port_start or the export's "insecure"
@@ -54,8 +56,24 @@ limitations under the License.
 // Reconnection: a call that loses the connection fails; the next call
 // connects again, and mounts again when the server no longer knows the
 // root handle (NFS3ERR_STALE, as after a go-nfs restart), then retries
-// once, since the server did not run it. Calls are not retried otherwise:
-// the caller decides, as a create or rename may have happened.
+// once, since the server did not run it. Calls are not retried otherwise,
+// as a create or rename may have happened, but for an EXCLUSIVE CREATE whose
+// reply was lost: it is sent once more on a new connection.
+//
+// Creates: CreateFile is safe to retry. Where the server supports it,
+// CREATE is EXCLUSIVE with a verifier derived from the path, the data and
+// the mode, so that the same file created again (the resent call, or a
+// later call by any process) is answered with success for the file the
+// first made while it is unwritten, and other content is refused as taken.
+// go-nfs answers NFS3ERR_NOTSUPP to EXCLUSIVE; the client then creates
+// GUARDED from that answer on, remembered for its life. Either way CREATE
+// carries no attributes: one SETATTR sets the mode (and empties a file an
+// earlier try made) before the data is written (after it, for a mode that
+// does not let the owner write), so a server that cannot set
+// a mode fails that call and says so, instead of making the file and
+// failing the CREATE. A file made that cannot be filled is removed again
+// while the server answers; one left by a lost connection is the caller's to
+// meet as taken, and RewriteFile writes into it.
 //
 // Concurrency: a Client is safe for concurrent use. It holds one
 // connection and runs one operation at a time; others wait for their turn

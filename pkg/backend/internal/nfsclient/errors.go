@@ -38,6 +38,7 @@ const (
 	statusBadHandle = nfs.NFS3ErrBadHandle
 	statusNoSpace   = nfs.NFS3ErrNoSpc
 	statusQuota     = nfs.NFS3ErrDQuot
+	statusNotSupp   = nfs.NFS3ErrNotSupp
 )
 
 // ErrNotDirectory is what a path element that must be a directory and is

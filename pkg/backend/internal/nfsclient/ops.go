@@ -18,6 +18,7 @@ package nfsclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -197,7 +198,25 @@ func (c *Client) setMode(ctx context.Context, f file, name string, perm fs.FileM
 	if backend.UnixMode(f.attr.Mode) == backend.UnixMode(perm) {
 		return nil
 	}
-	return c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}})
+	err := c.setattr(ctx, f.fh, name, nfs.Sattr3{Mode: nfs.SetMode{SetIt: true, Mode: backend.UnixMode(perm)}})
+	return modeError(name, perm, err)
+}
+
+// modeError says that the server refuses to set a mode, where SETATTR of
+// one failed so: NFS3ERR_NOTSUPP from a server that cannot (go-nfs over a
+// file system without chmod), NFS3ERR_PERM or NFS3ERR_ACCES from one that
+// will not. The error wraps backend.ErrModeRefused, which no retry
+// changes; other errors are returned as they are.
+func modeError(name string, perm fs.FileMode, err error) error {
+	var status *StatusError
+	if !errors.As(err, &status) {
+		return err
+	}
+	switch status.Status {
+	case statusNotSupp, statusPerm, statusAccess:
+		return fmt.Errorf("cannot set the mode of %q to %s: %w: %w", name, backend.FormatMode(perm), backend.ErrModeRefused, err)
+	}
+	return err
 }
 
 func (c *Client) setattr(ctx context.Context, fh []byte, name string, attr nfs.Sattr3) error {

@@ -39,6 +39,12 @@ limitations under the License.
 // left to do. An export with knfsd's "async" option breaks that promise on
 // the server's side, as it does for every client.
 //
+// Creates: Dir.CreateFile hands the file's data to nfsclient.CreateFile,
+// whose EXCLUSIVE CREATE tells a retry of the same file by its path, data
+// and mode, so two stores creating one owner marker for different volumes
+// never both succeed, and a retry of a record or marker whose reply was
+// lost is answered for the file the first try made.
+//
 // Errors: an unreachable or failing server wraps backend.ErrUnavailable from
 // OpenBase, and comes out of the other calls as nfsclient's error. The
 // Filesystem starts no goroutine; it is as safe for concurrent use as its

@@ -110,17 +110,26 @@ func (d *dir) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
 	return d.client.Mkdir(ctx, p, perm)
 }
 
-// CreateFile creates the file empty, so a taken name fails now; Write
-// fills it.
-func (d *dir) CreateFile(ctx context.Context, name string, perm fs.FileMode) (dirvol.File, error) {
+// CreateFile creates the file with its data in one nfsclient call, whose
+// EXCLUSIVE CREATE tells a retry of the same file by them.
+func (d *dir) CreateFile(ctx context.Context, name string, data []byte, perm fs.FileMode) (dirvol.File, error) {
 	p, err := d.join(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.client.CreateFile(ctx, p, nil, perm); err != nil {
+	if err := d.client.CreateFile(ctx, p, data, perm); err != nil {
 		return nil, err
 	}
-	return &file{client: d.client, path: p}, nil
+	return &file{client: d.client, path: p, size: uint64(len(data))}, nil
+}
+
+// RewriteFile writes FILE_SYNC: durable once it returns.
+func (d *dir) RewriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	p, err := d.join(name)
+	if err != nil {
+		return err
+	}
+	return d.client.RewriteFile(ctx, p, data, perm)
 }
 
 func (d *dir) ReadFile(ctx context.Context, name string, limit int64) ([]byte, fs.FileInfo, error) {

@@ -134,7 +134,7 @@ func TestMoveAcrossClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := from.CreateFile(t.Context(), "file", 0o600)
+	f, err := from.CreateFile(t.Context(), "file", nil, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
+	"github.com/provfleet/provfleet/pkg/backend/internal/nfsclient"
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
@@ -52,10 +53,17 @@ type provisioner struct {
 // slash-separated path relative to root.
 func newProvisioner(t testing.TB, root, base string, onDelete backend.OnDeletePolicy, opts dirvol.Options) (*provisioner, error) {
 	t.Helper()
+	return newProvisionerOf(t, serve(t, root), base, onDelete, opts)
+}
+
+// newProvisionerOf keeps volumes below the folder base of the export that
+// client mounted.
+func newProvisionerOf(t testing.TB, client *nfsclient.Client, base string, onDelete backend.OnDeletePolicy, opts dirvol.Options) (*provisioner, error) {
+	t.Helper()
 	p := &provisioner{base: path.Join(exportPath, base)}
 	var err error
 	p.store, err = dirvol.New(dirvol.Config{
-		FS:       New(serve(t, root), exportPath),
+		FS:       New(client, exportPath),
 		Root:     exportPath,
 		Base:     base,
 		OnDelete: onDelete,
@@ -138,7 +146,14 @@ var archiveTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func (f storeFixture) provisioner(t *testing.T, onDelete backend.OnDeletePolicy) *provisioner {
 	t.Helper()
-	p, err := newProvisioner(t, f.root, "vols", onDelete, dirvol.Options{
+	return f.provisionerOf(t, serve(t, f.root), onDelete)
+}
+
+// provisionerOf provisions through client, which mounted the fixture's
+// export.
+func (f storeFixture) provisionerOf(t *testing.T, client *nfsclient.Client, onDelete backend.OnDeletePolicy) *provisioner {
+	t.Helper()
+	p, err := newProvisionerOf(t, client, "vols", onDelete, dirvol.Options{
 		ProvisionerNames: []string{"provfleet.io/test"},
 		Volumes:          backend.NewListedVolumes(func() ([]*corev1.PersistentVolume, error) { return nil, nil }),
 		Now:              func() time.Time { return archiveTime },

@@ -105,20 +105,21 @@ func checkNames(ctx context.Context, d dirvol.Dir) error {
 	var errs []error
 	for _, name := range []string{"", ".", "..", "dir/inner", "../beside", "link-up/keep"} {
 		_, lerr := d.Lstat(ctx, name)
-		_, cerr := d.CreateFile(ctx, name, 0o600)
+		_, cerr := d.CreateFile(ctx, name, nil, 0o600)
 		_, _, rerr := d.ReadFile(ctx, name, 10)
 		for op, err := range map[string]error{
-			"OpenDir":    withDir(ctx, d, name, func(dirvol.Dir) error { return nil }),
-			"Lstat":      lerr,
-			"Mkdir":      d.Mkdir(ctx, name, 0o755),
-			"CreateFile": cerr,
-			"ReadFile":   rerr,
-			"Rename":     d.Rename(ctx, name, "renamed"),
-			"Rename to":  d.Rename(ctx, "file", name),
-			"Move":       d.Move(ctx, name, d, "moved"),
-			"Move to":    d.Move(ctx, "file", d, name),
-			"Remove":     d.Remove(ctx, name),
-			"RemoveAll":  d.RemoveAll(ctx, name),
+			"OpenDir":     withDir(ctx, d, name, func(dirvol.Dir) error { return nil }),
+			"Lstat":       lerr,
+			"Mkdir":       d.Mkdir(ctx, name, 0o755),
+			"CreateFile":  cerr,
+			"RewriteFile": d.RewriteFile(ctx, name, nil, 0o600),
+			"ReadFile":    rerr,
+			"Rename":      d.Rename(ctx, name, "renamed"),
+			"Rename to":   d.Rename(ctx, "file", name),
+			"Move":        d.Move(ctx, name, d, "moved"),
+			"Move to":     d.Move(ctx, "file", d, name),
+			"Remove":      d.Remove(ctx, name),
+			"RemoveAll":   d.RemoveAll(ctx, name),
 		} {
 			switch {
 			case err == nil:
@@ -134,11 +135,11 @@ func checkNames(ctx context.Context, d dirvol.Dir) error {
 func fileCases() map[string]contractCase {
 	return map[string]contractCase{
 		"create, write, sync and read a file": {op: func(ctx context.Context, d dirvol.Dir) error {
-			f, err := d.CreateFile(ctx, "new", 0o600)
+			f, err := d.CreateFile(ctx, "new", []byte("new "), 0o600)
 			if err != nil {
 				return err
 			}
-			if err := errors.Join(f.Write(ctx, []byte("new ")), f.Write(ctx, []byte("content")), f.Sync(ctx), f.Close()); err != nil {
+			if err := errors.Join(f.Write(ctx, []byte("content")), f.Sync(ctx), f.Close()); err != nil {
 				return err
 			}
 			data, info, err := d.ReadFile(ctx, "new", 100)
@@ -148,6 +149,20 @@ func fileCases() map[string]contractCase {
 			return errors.Join(expect("content", string(data), "new content"), expect("regular", info.Mode().IsRegular(), true),
 				expect("size", info.Size(), int64(len(data))))
 		}, want: without(nil, "new")},
+		"rewrite a file": {op: func(ctx context.Context, d dirvol.Dir) error {
+			if err := d.RewriteFile(ctx, "file", []byte("new"), 0o640); err != nil {
+				return err
+			}
+			data, info, err := d.ReadFile(ctx, "file", 100)
+			if err != nil {
+				return err
+			}
+			return errors.Join(expect("content", string(data), "new"), expect("mode", info.Mode(), fs.FileMode(0o640)))
+		}},
+		"rewrite a symlink to a file within the base":     {op: rewriteFile("link-within"), wantErr: errAny, check: content("file", "content")},
+		"rewrite a symlink to a file outside":             {op: rewriteFile("link-file"), wantErr: errAny},
+		"rewrite a directory":                             {op: rewriteFile("dir"), wantErr: errAny},
+		"rewrite a missing file":                          {op: rewriteFile("missing"), wantErr: fs.ErrNotExist},
 		"create over a file":                              {op: createFile("file"), wantErr: fs.ErrExist},
 		"create over a symlink to a file within the base": {op: createFile("link-within"), wantErr: fs.ErrExist},
 		"create over a directory":                         {op: createFile("dir"), wantErr: fs.ErrExist},
@@ -166,11 +181,25 @@ func fileCases() map[string]contractCase {
 
 func createFile(name string) func(ctx context.Context, d dirvol.Dir) error {
 	return func(ctx context.Context, d dirvol.Dir) error {
-		f, err := d.CreateFile(ctx, name, 0o600)
+		f, err := d.CreateFile(ctx, name, nil, 0o600)
 		if err != nil {
 			return err
 		}
 		return errors.Join(errors.New("created"), f.Close())
+	}
+}
+
+// content checks that the file name in the base holds want.
+func content(name, want string) func(host string) error {
+	return func(host string) error {
+		data, err := os.ReadFile(filepath.Join(host, name))
+		return errors.Join(err, expect("content of "+name, string(data), want))
+	}
+}
+
+func rewriteFile(name string) func(ctx context.Context, d dirvol.Dir) error {
+	return func(ctx context.Context, d dirvol.Dir) error {
+		return d.RewriteFile(ctx, name, []byte("rewritten"), 0o600)
 	}
 }
 
