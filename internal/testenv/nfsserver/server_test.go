@@ -264,8 +264,13 @@ func nullCall(t *testing.T, conn net.Conn) []uint32 {
 // used may still be in TIME_WAIT.
 func dialReserved(t *testing.T, addr string) net.Conn {
 	t.Helper()
+	// SO_REUSEADDR binds a port in TIME_WAIT again, as the client does: other
+	// packages' tests may leave every reserved port so.
+	reuse := func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1) })
+	}
 	for port := reservedPorts - 1; port >= reservedPorts/2; port-- {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}}
+		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}, Control: reuse}
 		conn, err := d.Dial("tcp", addr)
 		if err == nil {
 			return conn
