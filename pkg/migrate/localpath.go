@@ -484,15 +484,9 @@ func entryPaths(paths []string) ([]string, string) {
 		if !path.IsAbs(p) || path.Clean(p) == "/" {
 			return nil, "provfleet serves absolute paths below / only"
 		}
-		p = path.Clean(p)
-		for _, earlier := range cleaned {
-			if backend.Overlaps(earlier, p) {
-				return nil, fmt.Sprintf("%s and %s overlap, and a node's volumes would lie in two of its paths at once", earlier, p)
-			}
-		}
-		cleaned = append(cleaned, p)
+		cleaned = append(cleaned, path.Clean(p))
 	}
-	return cleaned, ""
+	return cleaned, apart(cleaned)
 }
 
 // of returns the paths of node.

@@ -96,6 +96,7 @@ func (p *Plan) planClassConfigs(object, name string, config localPathConfig, in 
 // have a nodePathMap: the backend's own paths are those of the first class,
 // for claims of any class not listed, which local-path failed.
 func (p *Plan) planNodeClasses(object, name string, listed []string, storages map[string]localPathStorage, in *install, patterns []v1alpha1.LocalPathPattern) {
+	refused := len(p.Refusals)
 	bases := map[string]*nodeBases{}
 	for _, class := range listed {
 		bases[class] = p.nodePaths(fmt.Sprintf("%s, storageClassConfigs of %s", object, class), storages[class])
@@ -103,7 +104,7 @@ func (p *Plan) planNodeClasses(object, name string, listed []string, storages ma
 	classes := in.classesOf(p.OldName)
 	affinityKey := p.nodeAffinityKey(classes)
 	volumeType := p.volumeType(classes)
-	if slices.Contains(slices.Collect(maps.Values(bases)), nil) {
+	if len(p.Refusals) > refused {
 		return
 	}
 	merged := mergeBases(listed, bases)
