@@ -76,6 +76,10 @@ type Options struct {
 	PVClaimBinderSyncPeriod time.Duration
 	// StartTimeout bounds the wait for each server to get ready. Zero: 3m.
 	StartTimeout time.Duration
+	// AuditPolicy, when set, is an audit policy (YAML) kube-apiserver
+	// applies, writing one JSON line per event to AuditLogPath(): a
+	// history of what was written, as the apiserver carried it out.
+	AuditPolicy string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -156,7 +160,7 @@ func Start(ctx context.Context, opts Options) (_ *Environment, err error) {
 	}
 	logger.V(2).Info("etcd is ready", "url", etcdURL)
 
-	if err := env.startAPIServer(ctx, binaries["kube-apiserver"], etcdURL, files, opts.StartTimeout); err != nil {
+	if err := env.startAPIServer(ctx, binaries["kube-apiserver"], etcdURL, files, opts); err != nil {
 		return nil, err
 	}
 	logger.V(2).Info("kube-apiserver is ready", "host", env.admin.Host)
@@ -288,12 +292,23 @@ func (e *Environment) startEtcd(ctx context.Context, binary string, timeout time
 	return clientURL, nil
 }
 
-func (e *Environment) startAPIServer(ctx context.Context, binary, etcdURL string, files credentialFiles, timeout time.Duration) error {
+func (e *Environment) startAPIServer(ctx context.Context, binary, etcdURL string, files credentialFiles, opts Options) error {
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	s, err := e.start("kube-apiserver", binary, e.apiServerArgs(etcdURL, port, files)...)
+	args := e.apiServerArgs(etcdURL, port, files)
+	if opts.AuditPolicy != "" {
+		policy := filepath.Join(e.dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(opts.AuditPolicy), 0o600); err != nil {
+			return fmt.Errorf("cannot write the audit policy: %w", err)
+		}
+		// Blocking: a request is answered only once its event is written,
+		// so the log misses nothing the apiserver carried out.
+		args = append(args, "--audit-policy-file="+policy, "--audit-log-path="+e.AuditLogPath(),
+			"--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0")
+	}
+	s, err := e.start("kube-apiserver", binary, args...)
 	if err != nil {
 		return err
 	}
@@ -303,7 +318,7 @@ func (e *Environment) startAPIServer(ctx context.Context, binary, etcdURL string
 	if err := WriteKubeconfig(e.adminConfig, e.admin); err != nil {
 		return err
 	}
-	return e.waitAPIServerReady(ctx, s, timeout)
+	return e.waitAPIServerReady(ctx, s, opts.StartTimeout)
 }
 
 // apiServerArgs are the flags of kube-apiserver on port, with its data in etcd
@@ -494,6 +509,12 @@ func httpGet(ctx context.Context, client *http.Client, url string) (string, erro
 // Config returns a copy of the admin rest.Config (user in system:masters).
 func (e *Environment) Config() *rest.Config {
 	return rest.CopyConfig(e.admin)
+}
+
+// AuditLogPath is the file of the apiserver's audit events, written when
+// Options.AuditPolicy is set.
+func (e *Environment) AuditLogPath() string {
+	return filepath.Join(e.dir, "audit.log")
 }
 
 // AdminKubeconfigPath is a kubeconfig file for the admin user, for kubectl or

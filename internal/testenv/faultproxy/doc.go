@@ -24,6 +24,7 @@ limitations under the License.
 //	    and the certificate its clients trust
 //	Proxy.Partition(name, true) ──▶ that endpoint answers nothing, its open
 //	    watches stall, until Partition(name, false)
+//	Proxy.SetRates(rates) ──▶ other shares from the next request on (zero: none)
 //	Proxy.Injected() ──▶ the faults sent, by kind
 //	Proxy.Close()
 //

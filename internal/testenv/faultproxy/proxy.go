@@ -124,6 +124,7 @@ type Proxy struct {
 	opts Options
 
 	mu        sync.Mutex
+	rates     Rates
 	endpoints map[string]*endpoint
 	injected  map[Fault]int
 	closed    bool
@@ -146,7 +147,19 @@ func New(opts Options) (*Proxy, error) {
 	if opts.HoldLimit == 0 {
 		opts.HoldLimit = time.Minute
 	}
-	return &Proxy{opts: opts, endpoints: map[string]*endpoint{}, injected: map[Fault]int{}}, nil
+	return &Proxy{opts: opts, rates: opts.Rates, endpoints: map[string]*endpoint{}, injected: map[Fault]int{}}, nil
+}
+
+// SetRates changes the faults' shares from the next request on: a run
+// turns them off to see the system converge.
+func (p *Proxy) SetRates(rates Rates) error {
+	if err := rates.validate(); err != nil {
+		return fmt.Errorf("cannot change the fault rates: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rates = rates
+	return nil
 }
 
 // endpoint is the listener of one process and its fault schedule.
@@ -240,8 +253,11 @@ func (p *Proxy) draw(e *endpoint, r *http.Request) (Fault, float64) {
 	e.mu.Lock()
 	x, extra := e.rand.Float64(), e.rand.Float64()
 	e.mu.Unlock()
+	p.mu.Lock()
+	rates := p.rates
+	p.mu.Unlock()
 	fault := None
-	for _, f := range p.opts.Rates.order() {
+	for _, f := range rates.order() {
 		if x < f.rate {
 			fault = f.fault
 			break

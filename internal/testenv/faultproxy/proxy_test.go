@@ -359,3 +359,26 @@ func TestRatesRefused(t *testing.T) {
 		t.Errorf("Uniform(0.1): %v", err)
 	}
 }
+
+// SetRates turns faults off (and on) from the next request, and refuses
+// rates New would refuse.
+func TestSetRates(t *testing.T) {
+	u := newUpstream(t)
+	p := newProxy(t, u, Options{Rates: Rates{Error: 1}})
+	c := openEndpoint(t, p, "manager")
+	if got := send(t, u, c, http.MethodGet); got.Code != http.StatusInternalServerError {
+		t.Fatalf("before SetRates: %+v, want an injected 500", got)
+	}
+	if err := p.SetRates(Rates{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(reply{Code: http.StatusOK, Body: "GET Bearer token-of-the-caller", Reached: true}, send(t, u, c, http.MethodGet)); diff != "" {
+		t.Errorf("after faults were turned off (-want +got):\n%s", diff)
+	}
+	if err := p.SetRates(Rates{Error: 2}); err == nil || !strings.Contains(err.Error(), "the rate of error is 2") {
+		t.Errorf("SetRates of a rate above 1: %v, want it refused", err)
+	}
+	if diff := cmp.Diff(map[Fault]int{Error: 1}, p.Injected()); diff != "" {
+		t.Errorf("faults injected (-want +got):\n%s", diff)
+	}
+}
