@@ -23,6 +23,10 @@ limitations under the License.
 //	    of its own and a portmapper at PortmapperAddr() tells both, as with a
 //	    kernel server (on a free port: 111 needs root)
 //	Stop() ──▶ closes the listener and every connection, waits for them
+//	Restart(ctx) ──▶ Stop, then serves the same Dir or Memory again on the
+//	    same address (the portmapper on its own too, MOUNT on a new port),
+//	    as a server that reboots: go-nfs forgets its handles, clients mount
+//	    again
 //	StartHostile(ctx, HostileOptions{Upstream, Answer, Record}) ──▶ *Hostile
 //	    stands in front of a server (Upstream, e.g. a Server's Addr) and
 //	    passes calls and replies on, except the calls its Answer takes
