@@ -23,6 +23,10 @@ limitations under the License.
 //	    of its own and a portmapper at PortmapperAddr() tells both, as with a
 //	    kernel server (on a free port: 111 needs root)
 //	Stop() ──▶ closes the listener and every connection, waits for them
+//	Restart(ctx) ──▶ Stop, then serves the same Dir or Memory again on the
+//	    same address (the portmapper on its own too, MOUNT on a new port),
+//	    as a server that reboots: go-nfs forgets its handles, clients mount
+//	    again
 //	StartHostile(ctx, HostileOptions{Upstream, Answer, Record}) ──▶ *Hostile
 //	    stands in front of a server (Upstream, e.g. a Server's Addr) and
 //	    passes calls and replies on, except the calls its Answer takes
@@ -31,7 +35,11 @@ limitations under the License.
 //	    WorstReplies.Answer takes turns with the worst of them;
 //	    CreateScript.Answer scripts CREATE: EXCLUSIVE carried out as knfsd
 //	    does (go-nfs answers NFS3ERR_NOTSUPP), replies lost after the file
-//	    was made, files made and answered with NFS3ERR_IO
+//	    was made, files made and answered with NFS3ERR_IO;
+//	    Faults{Upstream, Seed, Rate}.Answer fails a seeded share of the
+//	    calls that change the file system: NFS3ERR_IO, NFS3ERR_NOSPC or
+//	    NFS3ERR_ROFS answered for the server, or passed on and the reply
+//	    dropped; Injected() counts them by kind
 //	StartSilent(ctx) ──▶ *Silent, a server that never answers
 //
 // What it serves: Dir through go-billy's bound osfs, which does not follow a
@@ -66,6 +74,6 @@ limitations under the License.
 // Goroutines: one accepting connections per port, one per connection
 // serving its calls (two with go-nfs's write serializer), and one per
 // refused connection answering its calls; a Hostile server one accepting
-// and one per connection (a CreateScript starts none: it reaches the
-// server on the goroutine of the call). Stop ends them all.
+// and one per connection (a CreateScript or a Faults starts none: it
+// reaches the server on the goroutine of the call). Stop ends them all.
 package nfsserver

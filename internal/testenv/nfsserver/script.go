@@ -48,7 +48,8 @@ const (
 	regularFile      = 1
 )
 
-// upstreamTimeout bounds one exchange of a CreateScript with the server.
+// upstreamTimeout bounds one exchange with the server of a CreateScript or
+// a Faults.
 const upstreamTimeout = 10 * time.Second
 
 // errReplyLost ends a connection whose reply a CreateScript drops.
@@ -128,7 +129,7 @@ func (s *CreateScript) Answer(ctx context.Context, call Call, client io.Writer) 
 		}
 		args = append(append([]byte(nil), diropargs...), Words(createGuarded, 0, 0, 0, 0, 0, 0)...)
 	}
-	reply, err := s.exchange(ctx, call, call.Procedure, args)
+	reply, err := exchange(ctx, s.Upstream, call, call.Procedure, args)
 	if err != nil {
 		return true, err
 	}
@@ -192,7 +193,7 @@ func (s *CreateScript) retried(ctx context.Context, call Call, diropargs []byte,
 	if !ok {
 		return exist, nil
 	}
-	reply, err := s.exchange(ctx, call, nfsProcLookup, diropargs)
+	reply, err := exchange(ctx, s.Upstream, call, nfsProcLookup, diropargs)
 	if err != nil {
 		return nil, err
 	}
@@ -212,11 +213,12 @@ func (s *CreateScript) retried(ctx context.Context, call Call, diropargs []byte,
 }
 
 // exchange sends procedure proc of call's program with args to the
-// server, with call's xid and no credentials, and returns its reply.
-func (s *CreateScript) exchange(ctx context.Context, call Call, proc uint32, args []byte) ([]byte, error) {
+// server at upstream, on a connection of its own, with call's xid and no
+// credentials, and returns its reply.
+func exchange(ctx context.Context, upstream string, call Call, proc uint32, args []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, upstreamTimeout)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", s.Upstream)
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", upstream)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the server: %w", err)
 	}

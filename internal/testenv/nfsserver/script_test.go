@@ -34,7 +34,6 @@ import (
 // Procedures and statuses the raw calls below use.
 const (
 	mountProcMnt    = 1
-	nfsProcSetAttr  = 2
 	nfs3ErrNotSupp  = 10004
 	statusLostReply = 1 << 31
 )
@@ -117,11 +116,14 @@ func guarded(dir []byte, mode uint32) []byte {
 	return append(args, Words(createGuarded, 1, mode, 0, 0, 0, 0, 0)...)
 }
 
-// scripted serves a folder through script, and returns the folder and a
-// client of the root.
-func scripted(t *testing.T, opts Options, script *CreateScript) (string, *rawClient, []byte) {
+// fronted serves opts (a new folder unless it names a Memory) behind a
+// Hostile server whose Answer answer returns for the server's address, and
+// returns the folder and both servers.
+func fronted(t *testing.T, opts Options, answer func(upstream string) Answer) (string, *Server, *Hostile) {
 	t.Helper()
-	opts.Dir = t.TempDir()
+	if opts.Memory == nil {
+		opts.Dir = t.TempDir()
+	}
 	server, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +133,7 @@ func scripted(t *testing.T, opts Options, script *CreateScript) (string, *rawCli
 			t.Error(err)
 		}
 	})
-	script.Upstream = server.Addr()
-	hostile, err := StartHostile(context.Background(), HostileOptions{Upstream: server.Addr(), Answer: script.Answer})
+	hostile, err := StartHostile(context.Background(), HostileOptions{Upstream: server.Addr(), Answer: answer(server.Addr())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +142,19 @@ func scripted(t *testing.T, opts Options, script *CreateScript) (string, *rawCli
 			t.Error(err)
 		}
 	})
+	return opts.Dir, server, hostile
+}
+
+// scripted serves a folder through script, and returns the folder and a
+// client of the root.
+func scripted(t *testing.T, opts Options, script *CreateScript) (string, *rawClient, []byte) {
+	t.Helper()
+	dir, _, hostile := fronted(t, opts, func(upstream string) Answer {
+		script.Upstream = upstream
+		return script.Answer
+	})
 	c := dialRaw(t, hostile.Addr())
-	return opts.Dir, c, c.mount(t)
+	return dir, c, c.mount(t)
 }
 
 // TestCreateScriptExclusive: a CREATE with the verifier that made a file

@@ -76,12 +76,14 @@ type Options struct {
 
 // Server is a running NFSv3 server.
 type Server struct {
+	opts     Options
 	listener *trackingListener
 	cancel   context.CancelFunc
 	served   chan error
 	// mountd and portmapper are nil without Options.Portmapper.
 	mountd     *trackingListener
 	portmapper *portmapper
+	stopped    bool
 }
 
 // Start serves opts.Dir until Stop. ctx bounds the server's life too.
@@ -89,28 +91,55 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := checkServed(opts); err != nil {
 		return nil, err
 	}
-	address := opts.Address
+	s := &Server{opts: opts}
+	if err := s.start(ctx, opts.Address, ""); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start listens for NFS on address and, with Options.Portmapper, for the
+// portmapper on portmapperAddress; free loopback ports where they are
+// empty.
+func (s *Server) start(ctx context.Context, address, portmapperAddress string) error {
 	if address == "" {
 		address = "127.0.0.1:0"
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", address)
 	if err != nil {
-		return nil, fmt.Errorf("cannot listen for NFS on %s: %w", address, err)
+		return fmt.Errorf("cannot listen for NFS on %s: %w", address, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{
-		listener: newTrackingListener(ln, opts.Secure),
-		cancel:   cancel,
-		served:   make(chan error, 2),
-	}
-	handler := newHandler(opts)
+	s.listener, s.cancel, s.served = newTrackingListener(ln, s.opts.Secure), cancel, make(chan error, 2)
+	s.mountd, s.portmapper, s.stopped = nil, nil, false
+	handler := newHandler(s.opts)
 	go func() { s.served <- (&nfs.Server{Handler: handler, Context: ctx}).Serve(s.listener) }()
-	if opts.Portmapper {
-		if err := s.startPortmapper(ctx, handler); err != nil {
-			return nil, errors.Join(err, s.Stop())
+	if s.opts.Portmapper {
+		if err := s.startPortmapper(ctx, handler, portmapperAddress); err != nil {
+			return errors.Join(err, s.Stop())
 		}
 	}
-	return s, nil
+	return nil
+}
+
+// Restart stops the server and starts it again on the same address,
+// serving the same Dir or Memory, as a server that reboots: connections
+// end, and go-nfs forgets its file handles, so clients mount again (they
+// see NFS3ERR_STALE). With Options.Portmapper the portmapper comes back on
+// its address too and MOUNT on a new port, as a kernel's mountd does. The
+// old server's connections left in TIME_WAIT do not hold the port: Go's
+// listeners set SO_REUSEADDR. A port another process took meanwhile fails
+// Restart, and leaves the server stopped. ctx bounds the new server's
+// life. Not safe for use concurrently with the Server's other methods.
+func (s *Server) Restart(ctx context.Context) error {
+	address, portmapperAddress := s.Addr(), s.PortmapperAddr()
+	if err := s.Stop(); err != nil {
+		return fmt.Errorf("cannot stop the NFS server: %w", err)
+	}
+	if err := s.start(ctx, address, portmapperAddress); err != nil {
+		return fmt.Errorf("cannot start the NFS server again: %w", err)
+	}
+	return nil
 }
 
 // checkServed checks that opts name something to serve.
@@ -132,19 +161,21 @@ func checkServed(opts Options) error {
 }
 
 // startPortmapper serves handler's MOUNT on a second port and starts the
-// portmapper that tells it and the NFS port.
-func (s *Server) startPortmapper(ctx context.Context, handler nfs.Handler) error {
-	listen := func() (net.Listener, error) {
-		host, _, _ := net.SplitHostPort(s.Addr())
-		return (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, "0"))
-	}
-	mountd, err := listen()
+// portmapper that tells it and the NFS port, on address unless it is
+// empty.
+func (s *Server) startPortmapper(ctx context.Context, handler nfs.Handler, address string) error {
+	host, _, _ := net.SplitHostPort(s.Addr())
+	free := net.JoinHostPort(host, "0")
+	mountd, err := (&net.ListenConfig{}).Listen(ctx, "tcp", free)
 	if err != nil {
 		return fmt.Errorf("cannot listen for MOUNT: %w", err)
 	}
 	s.mountd = newTrackingListener(mountd, s.listener.secure)
 	go func() { s.served <- (&nfs.Server{Handler: handler, Context: ctx}).Serve(s.mountd) }()
-	pmap, err := listen()
+	if address == "" {
+		address = free
+	}
+	pmap, err := (&net.ListenConfig{}).Listen(ctx, "tcp", address)
 	if err != nil {
 		return fmt.Errorf("cannot listen for the portmapper: %w", err)
 	}
@@ -172,8 +203,13 @@ func (s *Server) Port() int { return s.listener.Addr().(*net.TCPAddr).Port }
 
 // Stop closes the listeners and every connection and waits for the accept
 // loops and the refused connections to end; the goroutines go-nfs runs per
-// connection end as their connections close.
+// connection end as their connections close. Stopping a stopped server does
+// nothing.
 func (s *Server) Stop() error {
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
 	s.cancel()
 	var errs []error
 	listeners := []*trackingListener{s.listener}

@@ -343,3 +343,33 @@ func TestStartRefusesAMissingFolder(t *testing.T) {
 		t.Errorf("Start: %v, want not exist", err)
 	}
 }
+
+// nfs3ErrStale is what go-nfs answers for a handle it does not know.
+const nfs3ErrStale = 70
+
+// TestRestart: a server restarted behind a Hostile one serves its Memory
+// on the same addresses again; handles of before are stale, and a client
+// that mounts again finds what it made.
+func TestRestart(t *testing.T) {
+	_, server, hostile := fronted(t, Options{Memory: NewMemory(), Portmapper: true}, func(string) Answer { return nil })
+	addr, portmapper := server.Addr(), server.PortmapperAddr()
+	c := dialRaw(t, hostile.Addr())
+	root := c.mount(t)
+	if status, _ := c.call(t, nfsProgram, nfsProcMkdir, mkdirArgs(root, "kept")); status != nfs3OK {
+		t.Fatalf("MKDIR answered %d", status)
+	}
+	if err := server.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if server.Addr() != addr || server.PortmapperAddr() != portmapper {
+		t.Errorf("restarted on %s and %s, want %s and %s", server.Addr(), server.PortmapperAddr(), addr, portmapper)
+	}
+	c = dialRaw(t, hostile.Addr())
+	if status, _ := c.call(t, nfsProgram, nfsProcGetAttr, root); status != nfs3ErrStale {
+		t.Errorf("GETATTR of a handle of before answered %d, want NFS3ERR_STALE", status)
+	}
+	root = c.mount(t)
+	if status, _ := c.call(t, nfsProgram, nfsProcLookup, append(append([]byte(nil), root...), opaqueOf("kept")...)); status != nfs3OK {
+		t.Errorf("LOOKUP of what was made before the restart answered %d", status)
+	}
+}

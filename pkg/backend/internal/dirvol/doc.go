@@ -86,7 +86,13 @@ limitations under the License.
 // (Config.VolumeDir, OwnDir, Locate) and, through Options.Volumes, what it
 // reads of the cluster's PersistentVolumes; it gives the backend the
 // directories, Delete and Saved for provisioning.Provisioner and Reclaimer,
-// Release, and the records of unsaved volumes. It runs no goroutine: every method runs on its caller's, and a
+// Release, and the records of unsaved volumes. Built with the tag chaos, New
+// wraps Config.FS in a fault layer (faults_chaos.go) that the environment
+// turns on (internal/chaoshistory names its variables and the history's
+// format): it fails a seeded share of the mutating Dir operations (neither
+// reads, opens nor syncs) with an errno, before carrying them out or after,
+// and appends each of them to a history file; a build without the tag
+// carries none of it. It runs no goroutine: every method runs on its caller's, and a
 // deleted directory's files are deleted by the call that moved it aside,
 // outside the lock.
 package dirvol

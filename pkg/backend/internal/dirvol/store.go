@@ -196,6 +196,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.FS == nil {
 		return nil, fmt.Errorf("%w: no file system", backend.ErrInvalidSpec)
 	}
+	cfg.FS = withFaults(cfg.FS)
 	if cfg.VolumeDir == nil || cfg.Locate == nil {
 		return nil, fmt.Errorf("%w: no volume directory mapping", backend.ErrInvalidSpec)
 	}

@@ -43,15 +43,7 @@ func scripted(t *testing.T, opts nfsserver.Options, script *nfsserver.CreateScri
 	t.Helper()
 	e := serve(t, opts)
 	script.Upstream = e.server.Addr()
-	h, err := nfsserver.StartHostile(t.Context(), nfsserver.HostileOptions{Upstream: e.server.Addr(), Answer: script.Answer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := h.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	h := front(t, e, script.Answer)
 	return e.dir, func() *Client {
 		c := New(Options{Server: h.Host(), Port: h.Port(), Path: "/", SourcePort: Unreserved})
 		t.Cleanup(c.Close)

@@ -60,6 +60,18 @@ func behindHostile(t *testing.T, answer nfsserver.Answer, timeout time.Duration)
 	if err := os.WriteFile(filepath.Join(e.dir, "dir", "file"), []byte("content"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	h := front(t, e, answer)
+	// Unreserved: the many connections a hostile server ends would keep the
+	// few reserved ports in TIME_WAIT, away from the tests that need one.
+	c := New(Options{Server: h.Host(), Port: h.Port(), Path: "/", Timeout: timeout, SourcePort: Unreserved})
+	t.Cleanup(c.Close)
+	return c
+}
+
+// front starts a Hostile server in front of e's that answers as answer
+// says, until the test ends.
+func front(t *testing.T, e *export, answer nfsserver.Answer) *nfsserver.Hostile {
+	t.Helper()
 	h, err := nfsserver.StartHostile(t.Context(), nfsserver.HostileOptions{Upstream: e.server.Addr(), Answer: answer})
 	if err != nil {
 		t.Fatal(err)
@@ -69,11 +81,7 @@ func behindHostile(t *testing.T, answer nfsserver.Answer, timeout time.Duration)
 			t.Error(err)
 		}
 	})
-	// Unreserved: the many connections a hostile server ends would keep the
-	// few reserved ports in TIME_WAIT, away from the tests that need one.
-	c := New(Options{Server: h.Host(), Port: h.Port(), Path: "/", Timeout: timeout, SourcePort: Unreserved})
-	t.Cleanup(c.Close)
-	return c
+	return h
 }
 
 // answering answers the calls of one procedure of prog with what reply
