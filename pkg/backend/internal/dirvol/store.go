@@ -585,7 +585,11 @@ func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string, se
 		return false, err
 	}
 	defer parent.Close()
-	if err := claimMarker(ctx, parent, leaf, pvName); err != nil {
+	err = claimMarker(ctx, parent, leaf, pvName)
+	if errors.Is(err, errEmptyMarker) {
+		err = s.takeEmptyMarker(ctx, base, parent, dir, leaf, pvName)
+	}
+	if err != nil {
 		s.removeEmptyParents(ctx, base, parents)
 		return false, err
 	}
@@ -690,7 +694,63 @@ func (s *Store) undoVolume(ctx context.Context, base, parent Dir, parents []stri
 var (
 	errExists       = fmt.Errorf("%w: it already exists", errNotOurs)
 	errOtherVolumes = fmt.Errorf("%w: it belongs to another volume", errNotOurs)
+	// errEmptyMarker is a marker that names no volume: one whose create
+	// was carried out and its data never written, by a process killed in
+	// between or an NFS server whose reply to CREATE was lost.
+	errEmptyMarker = fmt.Errorf("%w: its owner marker is empty", errNotOurs)
 )
+
+// takeEmptyMarker writes pvName into the empty owner marker of leaf in
+// parent (dir below base), when nothing else can be making that
+// directory: the directory does not exist, and no record but pvName's
+// names it. Every create writes its record before its marker, so an empty
+// marker that no other record explains is what an earlier try of this
+// volume left, or debris of a create that was abandoned; taking it is
+// what a retried create must do to ever succeed. Otherwise the marker is
+// left alone and the directory refused as another volume's.
+func (s *Store) takeEmptyMarker(ctx context.Context, base, parent Dir, dir, leaf, pvName string) error {
+	if _, err := parent.Lstat(ctx, leaf); !errors.Is(err, fs.ErrNotExist) {
+		return errOtherVolumes
+	}
+	other, err := s.otherRecord(ctx, base, dir, pvName)
+	if err != nil {
+		return fmt.Errorf("cannot tell whose the empty owner marker is: %w", err)
+	}
+	if other != "" {
+		return fmt.Errorf("%w: another volume, %s, is being made there", errOtherVolumes, other)
+	}
+	if err := parent.RewriteFile(ctx, markerName(leaf), []byte(pvName), 0o600); err != nil {
+		return fmt.Errorf("cannot write the empty owner marker: %w", err)
+	}
+	klog.FromContext(ctx).Info("Took an empty owner marker an earlier try left", "pv", pvName, "dir", dir)
+	return nil
+}
+
+// otherRecord returns the name of a PersistentVolume other than pvName
+// whose record names dir, if any.
+func (s *Store) otherRecord(ctx context.Context, base Dir, dir, pvName string) (string, error) {
+	journal, err := s.openJournal(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	defer journal.Close()
+	names, err := journal.ReadNames(ctx)
+	if err != nil {
+		return "", fmt.Errorf("cannot list the volume records: %w", err)
+	}
+	for _, name := range names {
+		record, err := readRecord(ctx, journal, name)
+		if err != nil {
+			// Incomplete or damaged: no create in flight wrote it, since
+			// a record is whole on disk before its marker is made.
+			continue
+		}
+		if record.Dir == dir && record.PVName != pvName {
+			return record.PVName, nil
+		}
+	}
+	return "", nil
+}
 
 // claimMarker records pvName as the owner of leaf in parent, or checks that
 // an existing marker names it. An existing directory without a marker was not
@@ -720,10 +780,13 @@ func takeMarker(ctx context.Context, parent Dir, leaf, pvName string) (bool, err
 		if err != nil {
 			return false, err
 		}
-		if owner != pvName {
-			return false, errOtherVolumes
+		switch owner {
+		case pvName:
+			return false, nil
+		case "":
+			return false, errEmptyMarker
 		}
-		return false, nil
+		return false, errOtherVolumes
 	}
 	if err != nil {
 		return false, fmt.Errorf("cannot create owner marker: %w", err)

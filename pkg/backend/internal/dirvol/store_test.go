@@ -18,6 +18,7 @@ package dirvol
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -1154,4 +1155,72 @@ func TestCreateModeRefused(t *testing.T) {
 // dirOf is the directory of what Create returns.
 func dirOf(vol Volume, err error) (string, error) {
 	return vol.Dir, err
+}
+
+// TestEmptyOwnerMarker: an owner marker made empty (its create carried out,
+// its data never written: a kill in between, or an NFS server whose reply
+// was lost) is taken by the next try of its volume, so the claim is not
+// blocked for good; it is left alone while another volume's record names
+// the directory or the directory exists.
+func TestEmptyOwnerMarker(t *testing.T) {
+	req := request(t, "team", "data", "1Gi", nsPattern)
+	marker := func(f *fixture) string { return filepath.Join(f.base, "team", ".data"+markerSuffix) }
+	tests := map[string]struct {
+		setUp      func(t *testing.T, f *fixture)
+		wantErr    string
+		wantMarker string
+		wantDir    bool
+	}{
+		"left by an earlier try": {
+			setUp:      func(t *testing.T, f *fixture) { t.Helper() },
+			wantMarker: req.PVName,
+			wantDir:    true,
+		},
+		"another volume's create in flight": {
+			setUp: func(t *testing.T, f *fixture) {
+				t.Helper()
+				content, err := json.Marshal(recordFile{PV: "pvc-other", Dir: "team/data", ClaimNamespace: "team", ClaimName: "other", ClaimUID: "other", Provisioner: testProvisioner})
+				if err != nil {
+					t.Fatal(err)
+				}
+				backendtest.WriteFile(t, filepath.Join(f.journal(), recordName("pvc-other", "team/data")), string(content))
+			},
+			wantErr: "another volume, pvc-other, is being made there",
+		},
+		"a directory beside it": {
+			setUp: func(t *testing.T, f *fixture) {
+				t.Helper()
+				backendtest.WriteFile(t, filepath.Join(f.base, "team", "data", "keep"), "someone's data")
+			},
+			wantErr: "it belongs to another volume",
+			wantDir: true,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			if _, err := f.store.Probe(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			backendtest.WriteFile(t, marker(f), "")
+			tt.setUp(t, f)
+			_, err := f.store.Create(t.Context(), req)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Create: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, errNotOurs)):
+				t.Fatalf("Create: %v, want the directory refused as not this volume's: %s", err, tt.wantErr)
+			}
+			got, err := os.ReadFile(marker(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantMarker, string(got)); diff != "" {
+				t.Errorf("owner marker (-want +got):\n%s", diff)
+			}
+			if _, err := os.Stat(filepath.Join(f.base, "team", "data")); (err == nil) != tt.wantDir {
+				t.Errorf("volume directory: %v, want it there: %v", err, tt.wantDir)
+			}
+		})
+	}
 }

@@ -80,9 +80,13 @@ func (f storeFixture) records(t *testing.T) []string {
 // isRecord picks the names of record files.
 func isRecord(name string) bool { return strings.HasSuffix(name, ".json") }
 
+// isMarker picks the names of owner markers.
+func isMarker(name string) bool { return strings.HasSuffix(name, ".provfleet-volume") }
+
 // TestStoreCreateSafeToRetry: a record file that the server made while
 // its answer was lost, or answered with an error, is recognised as the
-// claim's own and reused, and the claim's volume is made; a server that
+// claim's own and reused, and so is an owner marker the server made empty
+// and answered with an error, and the claim's volume is made; a server that
 // cannot set a record's mode fails every try with an error that says so,
 // leaves no record, and is not waited for as an unavailable one.
 func TestStoreCreateSafeToRetry(t *testing.T) {
@@ -106,6 +110,10 @@ func TestStoreCreateSafeToRetry(t *testing.T) {
 		"exclusive refused, every record's create carried out and failed": {
 			script: &nfsserver.CreateScript{FailCreate: isRecord},
 			tries:  1, maxCreates: 3,
+		},
+		"exclusive refused, the owner marker's create carried out and failed": {
+			script: &nfsserver.CreateScript{FailCreate: isMarker},
+			tries:  2, maxCreates: 8,
 		},
 		"no mode can be set": {
 			opts:   nfsserver.Options{NoAttributeChanges: true},
