@@ -52,7 +52,9 @@ const (
 // Entry is one mutating operation on a volume directory, recorded once
 // it returned.
 type Entry struct {
-	Time time.Time `json:"time"`
+	// Start is when the operation began, Time when it returned.
+	Start time.Time `json:"start"`
+	Time  time.Time `json:"time"`
 	// Identity is the process's (IdentityEnv).
 	Identity string `json:"identity"`
 	// Op is the method of dirvol.Dir: Mkdir, CreateFile, RewriteFile,
@@ -107,8 +109,14 @@ func parse(line []byte) (Entry, error) {
 	if err == nil {
 		return entry, nil
 	}
-	if start := bytes.LastIndex(line, []byte(`{"time":`)); start > 0 && json.Unmarshal(line[start:], &entry) == nil {
+	if start := bytes.LastIndex(line, []byte(`{"start":`)); start > 0 && json.Unmarshal(line[start:], &entry) == nil {
 		return entry, nil
 	}
 	return Entry{}, err
+}
+
+// CarriedOut says whether the operation took effect: it succeeded, or a
+// fault failed it after it was carried out.
+func (e Entry) CarriedOut() bool {
+	return e.Err == "" || e.Fault == FaultEIOAfter
 }

@@ -69,13 +69,34 @@ func TestRead(t *testing.T) {
 // TestLineFormat: the names the harness reads, and "to" only where it
 // applies.
 func TestLineFormat(t *testing.T) {
-	e := Entry{Time: time.Date(2026, 12, 3, 10, 0, 0, 5, time.UTC), Identity: "m", Op: "Mkdir", Root: "/r", Path: "b/d"}
+	e := Entry{Start: time.Date(2026, 12, 3, 10, 0, 0, 1, time.UTC), Time: time.Date(2026, 12, 3, 10, 0, 0, 5, time.UTC), Identity: "m", Op: "Mkdir", Root: "/r", Path: "b/d"}
 	data, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"time":"2026-12-03T10:00:00.000000005Z","identity":"m","op":"Mkdir","root":"/r","path":"b/d","fault":"","err":""}`
+	want := `{"start":"2026-12-03T10:00:00.000000001Z","time":"2026-12-03T10:00:00.000000005Z","identity":"m","op":"Mkdir","root":"/r","path":"b/d","fault":"","err":""}`
 	if diff := cmp.Diff(want, string(data)); diff != "" {
 		t.Errorf("line (-want +got):\n%s", diff)
+	}
+}
+
+// An operation took effect when it succeeded or failed only after it was
+// carried out.
+func TestCarriedOut(t *testing.T) {
+	cases := map[string]struct {
+		entry Entry
+		want  bool
+	}{
+		"succeeded":         {entry: Entry{}, want: true},
+		"failed after":      {entry: Entry{Fault: FaultEIOAfter, Err: "input/output error"}, want: true},
+		"failed before":     {entry: Entry{Fault: FaultENOSPC, Err: "no space left on device"}, want: false},
+		"failed on its own": {entry: Entry{Err: "file exists"}, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.entry.CarriedOut(); got != tc.want {
+				t.Errorf("CarriedOut: %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

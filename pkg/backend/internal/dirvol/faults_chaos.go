@@ -162,6 +162,7 @@ func (f *faults) draw() int {
 // to, for Rename and Move), unless a fault drawn fails it first, and
 // records the outcome.
 func (f *faults) run(name, root, p, to string, op func() error) error {
+	start := time.Now().UTC()
 	kind := f.draw()
 	var err error
 	switch {
@@ -178,7 +179,7 @@ func (f *faults) run(name, root, p, to string, op func() error) error {
 	default:
 		err = &fs.PathError{Op: name, Path: path.Join(root, p), Err: faultKinds[kind].errno}
 	}
-	entry := chaoshistory.Entry{Time: time.Now().UTC(), Identity: f.identity, Op: name, Root: root, Path: p, To: to}
+	entry := chaoshistory.Entry{Start: start, Time: time.Now().UTC(), Identity: f.identity, Op: name, Root: root, Path: p, To: to}
 	if kind >= 0 {
 		entry.Fault = faultKinds[kind].name
 	}

@@ -242,12 +242,12 @@ func TestHistoryNamesPaths(t *testing.T) {
 		missing,
 	}
 	got := readHistory(t, history)
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(chaoshistory.Entry{}, "Time")); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(chaoshistory.Entry{}, "Start", "Time")); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
 	for _, e := range got {
-		if e.Time.IsZero() {
-			t.Errorf("%s %s has no time", e.Op, e.Path)
+		if e.Start.IsZero() || e.Time.Before(e.Start) {
+			t.Errorf("%s %s began at %v and returned at %v", e.Op, e.Path, e.Start, e.Time)
 		}
 	}
 }
