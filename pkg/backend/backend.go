@@ -66,6 +66,10 @@ var (
 	// ErrUnavailable: a claim that needs the mode fails and counts its
 	// tries.
 	ErrModeRefused = errors.New("the storage refuses to set a file's mode")
+	// ErrOtherNode classifies a PersistentVolume pinned to a node other
+	// than the one a node's backend reaches: its directory is not on this
+	// node's disk.
+	ErrOtherNode = errors.New("the volume lives on another node")
 )
 
 // DefaultDirectoryMode is the mode of a new volume directory when neither the

@@ -565,7 +565,7 @@ func (p *Provisioner) ownDir(base string, pv *corev1.PersistentVolume) (string, 
 	case node != "" && p.shared:
 		return "", fmt.Errorf("it lives on node %q, this provisioner on a shared file system of no node", node)
 	case node != "" && node != p.node:
-		return "", fmt.Errorf("it lives on node %q, this provisioner reaches node %q", node, p.node)
+		return "", fmt.Errorf("%w: it lives on node %q, this provisioner reaches node %q", backend.ErrOtherNode, node, p.node)
 	}
 	return VolumeDir(base, pv)
 }

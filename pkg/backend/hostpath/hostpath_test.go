@@ -574,9 +574,10 @@ func TestReclaim(t *testing.T) {
 	}
 }
 
+// Saved refuses a saved volume that is not this backend's, keeping the
+// record; one of another node is TestSavedComparesDirectories'.
 func TestSavedRefusesOthersVolumes(t *testing.T) {
 	backendtest.CheckSavedRefuses(t, map[string]backendtest.SavedCase{
-		"another node":    {Mutate: func(pv *corev1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" }, WantErr: `lives on node "node-b"`},
 		"another base":    {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/pvc-team-data" }, WantErr: "not below"},
 		"not a directory": {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Local = nil }, WantErr: "neither a local nor a hostPath volume"},
 		"the base itself": {Mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) }, WantErr: "not below"},
@@ -591,7 +592,9 @@ func TestSavedRefusesOthersVolumes(t *testing.T) {
 // Saved compares a record with its saved PersistentVolume by the directory
 // each resolves to, never byte for byte: one directory drops the record, two
 // apart make the recorded one a second volume that goes, and what cannot be
-// told apart keeps both.
+// told apart keeps both. A saved volume of another node makes the recorded
+// directory an earlier try's on this node: it goes when empty, and is kept
+// when it holds files.
 func TestSavedComparesDirectories(t *testing.T) {
 	backendtest.CheckSaved(t, map[string]backendtest.SavedCase{
 		"the same source": {Mutate: func(*corev1.PersistentVolume) {}},
@@ -616,9 +619,14 @@ func TestSavedComparesDirectories(t *testing.T) {
 			Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = filepath.Dir(pv.Spec.Local.Path) },
 			WantErr: "one lies inside the other",
 		},
-		"another node": {
+		"another node: an empty directory an earlier try made here": {
 			Mutate:  func(pv *corev1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" },
-			WantErr: `lives on node "node-b"`,
+			Removed: true,
+		},
+		"another node, a directory that holds files": {
+			Mutate:  func(pv *corev1.PersistentVolume) { pv.Annotations[backend.AnnNode] = "node-b" },
+			Files:   true,
+			WantErr: "it holds files",
 		},
 		"outside the base": {
 			Mutate:  func(pv *corev1.PersistentVolume) { pv.Spec.Local.Path = "/elsewhere/team/data" },

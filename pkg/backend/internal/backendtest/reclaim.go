@@ -18,6 +18,7 @@ package backendtest
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,6 +119,9 @@ type SavedCase struct {
 	Mutate  func(*corev1.PersistentVolume)
 	WantErr string
 	Removed bool
+	// Files, when set, writes a file into the provisioned directory
+	// before Saved.
+	Files bool
 }
 
 // Fixture is a backend made for one test case and where its volumes'
@@ -189,6 +193,9 @@ func checkSaved(t *testing.T, f Fixture, tc SavedCase) {
 	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tc.Files {
+		WriteFile(t, filepath.Join(f.LocalPath(pv), "data"), "a pod's data")
 	}
 	saved := pv.DeepCopy()
 	tc.Mutate(saved)

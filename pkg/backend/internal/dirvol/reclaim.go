@@ -18,7 +18,10 @@ package dirvol
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -38,6 +41,8 @@ func (s *Store) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 
 // Saved settles the record of an unsaved volume whose PersistentVolume,
 // saved, exists, by the directory below the base that OwnDir finds in each.
+// A saved volume of another node makes the recorded directory one an
+// earlier try made on this node: deleteUnused removes it when empty.
 // One directory: the record is dropped. Two apart: the recorded one is a
 // second directory made for the same PV (by an earlier attempt under another
 // pattern) and is removed like a deleted volume. One inside the other: it
@@ -50,6 +55,9 @@ func (s *Store) Saved(ctx context.Context, volume, saved *corev1.PersistentVolum
 		return fmt.Errorf("cannot drop the record of volume %s: %w", volume.Name, err)
 	}
 	savedDir, err := s.cfg.OwnDir(saved)
+	if errors.Is(err, backend.ErrOtherNode) {
+		return s.deleteUnused(ctx, volume.Name, dir)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot drop the record of volume %s: its PersistentVolume: %w", volume.Name, err)
 	}
@@ -61,4 +69,50 @@ func (s *Store) Saved(ctx context.Context, volume, saved *corev1.PersistentVolum
 	}
 	klog.FromContext(ctx).Info("Removing a second directory made for a saved volume", "pv", volume.Name, "dir", dir, "savedDir", savedDir)
 	return s.DeleteByName(ctx, volume.Name, dir)
+}
+
+// deleteUnused deletes dir, made here for PV pvName whose PersistentVolume
+// lives on another node: a directory an earlier try placed on this node
+// before the claim went to another (this node was removed, or its agent
+// cut off, meanwhile). Empty, it never held data, and it goes whatever the
+// onDelete policy, as a create undone would; holding files, it may be a
+// volume's after all (a node renamed under its disk), so it is kept with
+// its record and the error says so.
+func (s *Store) deleteUnused(ctx context.Context, pvName, dir string) error {
+	empty, err := s.isEmpty(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether directory %q, made for PV %s of another node, holds files: %w", dir, pvName, err)
+	}
+	if !empty {
+		return fmt.Errorf("keeping directory %q made for PV %s, which lives on another node: it holds files", dir, pvName)
+	}
+	klog.FromContext(ctx).Info("Removing an empty directory made for a volume that lives on another node", "pv", pvName, "dir", dir)
+	return s.deleteDir(ctx, pvName, dir, removal{onDelete: backend.OnDeleteDelete})
+}
+
+// isEmpty reports whether dir holds no entry, or is missing.
+func (s *Store) isEmpty(ctx context.Context, dir string) (bool, error) {
+	if err := CheckDir(dir); err != nil {
+		return false, fmt.Errorf("directory %q refused: %w", dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base, err := s.openBase(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer base.Close()
+	d, err := openDir(ctx, base, strings.Split(dir, "/"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	names, err := d.ReadSomeNames(ctx, 1)
+	if err != nil {
+		return false, err
+	}
+	return len(names) == 0, nil
 }
