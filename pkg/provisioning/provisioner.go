@@ -131,7 +131,9 @@ type Provisioner interface {
 type Reclaimer interface {
 	// Unsaved lists the volumes on record, each as Provision returned it:
 	// the PersistentVolume name and volume source at least, enough for
-	// Delete.
+	// Delete. It may return volumes with an error (a part of the backend
+	// it could not read, housekeeping that failed): those volumes are
+	// settled, and the error makes the controller call it again later.
 	Unsaved(ctx context.Context) ([]UnsavedVolume, error)
 	// Saved is told that saved, a PersistentVolume of this provisioner,
 	// exists with the name of volume, a volume on record (as Unsaved or

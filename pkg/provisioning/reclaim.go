@@ -50,22 +50,24 @@ func (c *Controller) reclaimAndRetry(ctx context.Context, t *term) {
 }
 
 // reclaim goes through the backend's record of volumes that may have no
-// PersistentVolume. One whose PersistentVolume exists is settled by the
+// PersistentVolume, those listed with an error too. One whose PersistentVolume exists is settled by the
 // backend (savedVolumeOf). One that no claim wants any more, because the
 // claim is gone or bound elsewhere, is deleted: a crash between Provision and
 // the PersistentVolume's creation leaks nothing.
 // It returns how many volumes it left on the record.
 func (c *Controller) reclaim(ctx context.Context, t *term) (kept int, err error) {
 	var unsaved []UnsavedVolume
+	var errs []error
 	err = c.volumeCall(ctx, "unsaved", func(ctx context.Context) error {
 		var err error
 		unsaved, err = c.reclaimer.Unsaved(ctx)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("cannot list the backend's unsaved volumes: %w", err)
+		// The volumes listed with the error are settled all the same; the
+		// error brings reclaim back.
+		errs = append(errs, fmt.Errorf("cannot list the backend's unsaved volumes: %w", err))
 	}
-	var errs []error
 	for _, u := range unsaved {
 		if ctx.Err() != nil {
 			return kept, ctx.Err()

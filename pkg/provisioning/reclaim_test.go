@@ -18,6 +18,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -40,6 +41,8 @@ type recordingBackend struct {
 	*fakeBackend
 	mu      sync.Mutex
 	records map[string]*corev1.PersistentVolume
+	// unsavedErr is what Unsaved returns with the records.
+	unsavedErr error
 }
 
 var _ Reclaimer = (*recordingBackend)(nil)
@@ -81,7 +84,7 @@ func (b *recordingBackend) Unsaved(context.Context) ([]UnsavedVolume, error) {
 	for _, volume := range b.records {
 		unsaved = append(unsaved, UnsavedVolume{Volume: volume.DeepCopy(), Since: time.Unix(0, 0)})
 	}
-	return unsaved, nil
+	return unsaved, b.unsavedErr
 }
 
 // Saved drops the record: like Delete, the fake knows its volumes by name
@@ -429,5 +432,25 @@ func TestDeleteByNameSparesTheLiveVolume(t *testing.T) {
 				t.Errorf("the backend volume of the saved PersistentVolume is gone: %v", volumes)
 			}
 		})
+	}
+}
+
+// Volumes a backend lists with an error (housekeeping that failed, a part
+// it could not read) are settled all the same, and the error is returned,
+// so that reclaim runs again.
+func TestReclaimSettlesVolumesListedWithAnError(t *testing.T) {
+	gone := newClaim("gone", "fast", testProvisioner)
+	f := newFixture(t)
+	backend := newRecordingBackend()
+	backend.record(unsavedVolume(gone, "/vols/gone"))
+	errPurge := errors.New("the trash could not be purged")
+	backend.unsavedErr = errPurge
+	c := f.newController(testConfig(testProvisioner), backend, &testRecorder{})
+	if _, err := c.reclaim(context.Background(), newTestTerm(t, c)); !errors.Is(err, errPurge) {
+		t.Errorf("reclaim: %v, want the backend's error, so that it runs again", err)
+	}
+	_, _, deleted := backend.snapshot()
+	if diff := cmp.Diff([]string{"pvc-uid-gone"}, deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 }

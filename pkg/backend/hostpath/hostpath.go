@@ -503,9 +503,11 @@ func (p *Provisioner) Unsaved(ctx context.Context) ([]provisioning.UnsavedVolume
 
 // Saved settles the record of an unsaved volume whose PersistentVolume, saved,
 // exists: it is compared by the directory it resolves to, so a local and a
-// hostPath source of one path are one volume. A saved volume this provisioner
-// cannot place (another node, outside Path, another kind of source) keeps the
-// record: nothing is deleted in doubt.
+// hostPath source of one path are one volume. A saved volume of another node
+// makes the directory one an earlier try made here: it is removed when empty
+// and kept when it holds files. A saved volume this provisioner cannot place
+// otherwise (outside Path, another kind of source) keeps the record: nothing
+// is deleted in doubt.
 func (p *Provisioner) Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error {
 	return p.baseOf(volume).store.Saved(ctx, volume, saved)
 }

@@ -169,12 +169,24 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 
 // Unsaved returns the records as the volumes the controller reclaims: volume
 // gives the PersistentVolume of a directory, with its source; the record
-// gives its name, claim and time.
+// gives its name, claim and time. It also deletes the files a purge that
+// failed or was cut short left in the trash, and returns that error with
+// the records, so that the controller, which reclaims again while it
+// fails, purges until the trash is empty.
 func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *corev1.PersistentVolume) ([]provisioning.UnsavedVolume, error) {
 	records, err := s.Records(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list unsaved volumes: %w", err)
 	}
+	if err := s.purge(ctx); err != nil {
+		err = fmt.Errorf("cannot delete the files of deleted volumes left in %s: %w", trashDir, err)
+		return unsavedVolumes(records, volume), err
+	}
+	return unsavedVolumes(records, volume), nil
+}
+
+// unsavedVolumes are the records as the volumes the controller reclaims.
+func unsavedVolumes(records []Record, volume func(dir string) *corev1.PersistentVolume) []provisioning.UnsavedVolume {
 	unsaved := make([]provisioning.UnsavedVolume, 0, len(records))
 	for _, r := range records {
 		pv := volume(r.Dir)
@@ -188,7 +200,7 @@ func (s *Store) Unsaved(ctx context.Context, volume func(dir string) *corev1.Per
 		}
 		unsaved = append(unsaved, provisioning.UnsavedVolume{Volume: pv, Since: r.Since})
 	}
-	return unsaved, nil
+	return unsaved
 }
 
 // Forget drops the record of PV pvName's directory dir, if there is one.

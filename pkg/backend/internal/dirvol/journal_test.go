@@ -18,6 +18,7 @@ package dirvol
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -578,5 +579,29 @@ func TestDamagedRecordDropped(t *testing.T) {
 				t.Errorf("Records() after the claim's retry (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestUnsavedPurgesTheTrash: what a purge that failed or was cut short
+// left in the trash is deleted by the next reclaim's Unsaved, which lists
+// the records all the same.
+func TestUnsavedPurgesTheTrash(t *testing.T) {
+	f := newFixture(t, nil)
+	req := request(t, "team", "data", "1Gi", nsPattern)
+	f.create(t, req)
+	backendtest.WriteFile(t, filepath.Join(f.base, trashDir, "LEFT", "sub", "file"), "a deleted volume's")
+	unsaved, err := f.store.Unsaved(t.Context(), func(string) *corev1.PersistentVolume { return &corev1.PersistentVolume{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range unsaved {
+		names = append(names, u.Volume.Name)
+	}
+	if diff := cmp.Diff([]string{req.PVName}, names); diff != "" {
+		t.Errorf("unsaved (-want +got):\n%s", diff)
+	}
+	if left, err := os.ReadDir(filepath.Join(f.base, trashDir)); len(left) > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("left in the trash: %v, %v", left, err)
 	}
 }
