@@ -32,10 +32,25 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl
 	hack/controlplane/build.sh $(CONTROLPLANE)
 
 .PHONY: test
-test: controlplane fuzz-short bench-smoke image image-test chart-test build ## Run unit and end-to-end tests, the benchmark smoke run, the image's build and tests and the chart's tests (builds the control plane first).
+test: controlplane fuzz-short bench-smoke image image-test chart-test build chaos-build ## Run unit and end-to-end tests (a short chaos run among them), the benchmark smoke run, the image's build and tests and the chart's tests (builds the control plane first).
 	$(TEST_BUILD) -race ./... >/dev/null
-	PROVFLEET_MANAGER_BIN=$(MANAGER_BIN) go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+	PROVFLEET_MANAGER_BIN=$(MANAGER_BIN) PROVFLEET_CHAOS_MANAGER_BIN=$(CHAOS_BIN) go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 	$(MAKE) big-trees
+
+# Chaos runs: the manager built with the build tag chaos carries the
+# store's fault layer (no release build does), and without -race, which
+# would slow every process tenfold. The short form, TestChaos, runs in
+# make test; make chaos runs the long one.
+CHAOS_BIN   := $(OUTPUT)/chaos/manager
+CHAOS_FLAGS ?=
+
+.PHONY: chaos-build
+chaos-build:
+	go build -tags chaos -o $(CHAOS_BIN) ./cmd/manager
+
+.PHONY: chaos
+chaos: controlplane chaos-build ## Run provfleet under API, store, NFS, kill and partition faults and check it (CHAOS_FLAGS='-duration=10m -seed=1'); results in test/chaos/results.
+	go run ./test/chaos/cmd/chaos -manager=$(CHAOS_BIN) $(CHAOS_FLAGS)
 
 # The removal tests build trees a tenth of their size under the race
 # detector, which slows every NFS round trip tenfold: this runs them at full
