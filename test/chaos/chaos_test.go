@@ -94,7 +94,10 @@ func TestChaos(t *testing.T) {
 	if result.PVsCreated < result.ClaimsLive || result.DirsMade < result.ClaimsLive {
 		t.Errorf("the histories record %d PersistentVolumes and %d directories made for %d live claims", result.PVsCreated, result.DirsMade, result.ClaimsLive)
 	}
-	for _, k := range []string{"SIGKILL manager", "Node removed and returned", "NFS server restarted"} {
+	if result.Disruptions["SIGKILL manager"]+result.Disruptions["SIGKILL node agent"] == 0 {
+		t.Errorf("no process was SIGKILLed: %v", result.Disruptions)
+	}
+	for _, k := range []string{"Node removed and returned", "NFS server restarted"} {
 		if result.Disruptions[k] == 0 {
 			t.Errorf("no %q in the run: %v", k, result.Disruptions)
 		}

@@ -254,10 +254,11 @@ func (s *nfsServer) restart(ctx context.Context, down time.Duration) error {
 	}
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
 	case <-time.After(down):
 	}
-	return s.start(ctx)
+	// The server outlives the disruption's context: it serves until the
+	// run stops it.
+	return s.start(context.WithoutCancel(ctx))
 }
 
 func (s *nfsServer) stop() error {
