@@ -35,6 +35,8 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl
 test: controlplane fuzz-short bench-smoke image image-test chart-test build chaos-build ## Run unit and end-to-end tests (a short chaos run among them), the benchmark smoke run, the image's build and tests and the chart's tests (builds the control plane first).
 	$(TEST_BUILD) -race ./... >/dev/null
 	PROVFLEET_MANAGER_BIN=$(MANAGER_BIN) PROVFLEET_CHAOS_MANAGER_BIN=$(CHAOS_BIN) go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+	$(TEST_BUILD) -race -tags chaos $(CHAOS_PACKAGES) >/dev/null
+	go test -race -count=1 -tags chaos -timeout 10m $(CHAOS_PACKAGES)
 	$(MAKE) big-trees
 
 # Chaos runs: the manager built with the build tag chaos carries the
@@ -43,6 +45,8 @@ test: controlplane fuzz-short bench-smoke image image-test chart-test build chao
 # make test; make chaos runs the long one.
 CHAOS_BIN   := $(OUTPUT)/chaos/manager
 CHAOS_FLAGS ?=
+# The packages whose code differs under the build tag chaos.
+CHAOS_PACKAGES := ./pkg/backend/internal/dirvol/ ./internal/chaoshistory/
 
 .PHONY: chaos-build
 chaos-build:
@@ -158,6 +162,7 @@ $(GOLANGCI_LINT) $(LOGCHECK) &: hack/tools/go.mod hack/tools/go.sum
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(LOGCHECK) ## Run golangci-lint (.golangci.yml) over the manager, the benchmark, the image and chart tools, and logcheck's contextual-logging rules.
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags chaos $(CHAOS_PACKAGES)
 	cd bench && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../.golangci.yml ./...
 	cd hack/image && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
 	cd charts/charttest && $(GOLANGCI_LINT) run --allow-parallel-runners --config ../../.golangci.yml ./...
@@ -178,4 +183,5 @@ verify: generate lint ## Regenerate and fail on a diff; gofmt, license headers, 
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	hack/verify-boilerplate.sh
 	go vet ./...
+	go vet -tags chaos $(CHAOS_PACKAGES)
 	go test -race -count=1 ./api/... ./hack/apidocs/...

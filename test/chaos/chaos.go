@@ -129,19 +129,19 @@ func (r *runner) startFleet(ctx context.Context) error {
 	for i := range r.opts.Managers {
 		identity := fmt.Sprintf("manager-%d", i+1)
 		if r.c.process(identity) == nil {
-			if err := r.c.startManager(ctx, identity); err != nil {
+			if err := r.c.startManager(identity); err != nil {
 				return err
 			}
 		}
 	}
 	for _, node := range nodeNames {
 		if len(r.c.agentsOf(node)) == 0 {
-			if err := r.c.startAgent(ctx, node+"-agent-0", node); err != nil {
+			if err := r.c.startAgent(node+"-agent-0", node); err != nil {
 				return err
 			}
 		}
 	}
-	for _, id := range append(r.c.identities(false), r.c.identities(true)...) {
+	for _, id := range r.c.all() {
 		if p := r.c.process(id); p != nil {
 			if err := p.proc.WaitReady(ctx, 3*time.Minute); err != nil {
 				return fmt.Errorf("%s: %w", id, err)
@@ -185,7 +185,7 @@ func (r *runner) converge(ctx context.Context) error {
 	r.c.mu.Lock()
 	r.c.storeOff = true
 	r.c.mu.Unlock()
-	for _, id := range append(r.c.identities(false), r.c.identities(true)...) {
+	for _, id := range r.c.all() {
 		if err := r.c.terminate(id); err != nil {
 			r.d.fail("at the end of the faults: %v", err)
 		}
@@ -243,8 +243,8 @@ func (r *runner) schedule(ctx context.Context) {
 	}
 }
 
-// check reads the histories and checks them, and the processes, then
-// stops every process, each of which must exit 0 on SIGTERM.
+// check reads the histories and checks them, then stops every process,
+// each of which must exit 0 on SIGTERM, and checks the processes.
 func (r *runner) check(ctx context.Context) error {
 	s, err := r.observe(ctx)
 	if err != nil {
@@ -258,6 +258,24 @@ func (r *runner) check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	made := r.checkHistories(s, creates, history)
+	for _, id := range r.c.all() {
+		if err := r.c.terminate(id); err != nil {
+			r.d.fail("at the end of the run: %v", err)
+		}
+	}
+	procs, err := r.checkProcesses()
+	if err != nil {
+		return err
+	}
+	r.result.Checks = append(r.result.Checks, procs)
+	r.tally(creates, history, made, s)
+	return nil
+}
+
+// checkHistories judges double provisioning and the processes cut off
+// from the histories, and returns the directories made.
+func (r *runner) checkHistories(s *state, creates []pvCreate, history []chaoshistory.Entry) []madeDir {
 	agents := map[string]bool{}
 	for _, e := range history {
 		if strings.Contains(e.Identity, "-agent-") {
@@ -271,8 +289,6 @@ func (r *runner) check(ctx context.Context) error {
 		ours["pvc-"+string(cl.uid)] = true
 	}
 	r.w.mu.Unlock()
-	r.result.Checks = append(r.result.Checks, r.checkHistory(s, creates, made, ours))
-
 	cut := Check{Name: "a process cut off from the apiserver stops acting on volumes before its Lease can expire"}
 	r.d.mu.Lock()
 	partitions := r.d.partitions
@@ -280,13 +296,13 @@ func (r *runner) check(ctx context.Context) error {
 	for _, problem := range actedWhileCut(history, partitions) {
 		cut.add("%s", problem)
 	}
-	r.result.Checks = append(r.result.Checks, cut)
+	r.result.Checks = append(r.result.Checks, r.checkHistory(s, creates, made, ours), cut)
+	return made
+}
 
-	for _, id := range append(r.c.identities(false), r.c.identities(true)...) {
-		if err := r.c.terminate(id); err != nil {
-			r.d.fail("at the end of the run: %v", err)
-		}
-	}
+// checkProcesses checks that no process exited on its own or panicked and
+// that every SIGTERM was obeyed.
+func (r *runner) checkProcesses() (Check, error) {
 	procs := Check{Name: "every process alive or restarted cleanly: no unexpected exit, no panic, every SIGTERM obeyed with exit 0"}
 	r.c.mu.Lock()
 	for _, e := range r.c.exits {
@@ -300,19 +316,16 @@ func (r *runner) check(ctx context.Context) error {
 	r.d.mu.Unlock()
 	panics, err := panicked(filepath.Join(r.opts.WorkDir, "logs"))
 	if err != nil {
-		return err
+		return procs, err
 	}
 	for _, p := range panics {
 		procs.add("%s", p)
 	}
-	r.result.Checks = append(r.result.Checks, procs)
-
-	r.tally(creates, history, made, partitions, s)
-	return nil
+	return procs, nil
 }
 
 // tally fills the result's counts.
-func (r *runner) tally(creates []pvCreate, history []chaoshistory.Entry, made []madeDir, partitions []partition, s *state) {
+func (r *runner) tally(creates []pvCreate, history []chaoshistory.Entry, made []madeDir, s *state) {
 	res := r.result
 	live, madeClaims, deleted := r.w.live()
 	res.Claims, res.ClaimsDeleted, res.ClaimsLive = madeClaims, deleted, len(live)
@@ -334,9 +347,8 @@ func (r *runner) tally(creates []pvCreate, history []chaoshistory.Entry, made []
 		}
 	}
 	r.d.mu.Lock()
-	res.Disruptions = r.d.counts
+	res.Disruptions, res.Partitions = r.d.counts, r.d.partitions
 	r.d.mu.Unlock()
-	res.Partitions = partitions
 }
 
 // panicked lists the logs that hold a Go panic.

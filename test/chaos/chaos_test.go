@@ -118,7 +118,7 @@ func TestReleaseManagerCarriesNoFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(bin) //nolint:gosec // the binary just built
+	data, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -292,16 +292,16 @@ type process struct {
 }
 
 // startManager runs manager replica identity in the manager's role.
-func (c *cluster) startManager(ctx context.Context, identity string) error {
-	return c.startProcess(ctx, identity, "", c.managerToken, managerproc.Options{
+func (c *cluster) startManager(identity string) error {
+	return c.startProcess(identity, "", c.managerToken, managerproc.Options{
 		Namespace: testenv.ManagerNamespace,
 		Args:      []string{"--role=manager", "--node-lease-namespace=" + testenv.NodeAgentNamespace},
 	})
 }
 
 // startAgent runs a node agent of node, named identity.
-func (c *cluster) startAgent(ctx context.Context, identity, node string) error {
-	return c.startProcess(ctx, identity, node, c.agentTokens[node], managerproc.Options{
+func (c *cluster) startAgent(identity, node string) error {
+	return c.startProcess(identity, node, c.agentTokens[node], managerproc.Options{
 		Namespace:    testenv.NodeAgentNamespace,
 		HostPathRoot: c.disk(node),
 		NodeName:     node,
@@ -309,7 +309,7 @@ func (c *cluster) startAgent(ctx context.Context, identity, node string) error {
 	})
 }
 
-func (c *cluster) startProcess(ctx context.Context, identity, node, token string, opts managerproc.Options) error {
+func (c *cluster) startProcess(identity, node, token string, opts managerproc.Options) error {
 	addr, caPEM, err := c.proxy.Endpoint(identity)
 	if err != nil {
 		return err
@@ -403,27 +403,33 @@ func (c *cluster) terminate(identity string) error {
 	return nil
 }
 
-// identities lists the running processes, managers first, by name.
-func (c *cluster) identities(agents bool) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for id, p := range c.processes {
-		if (p.node != "") == agents {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out
+// managers lists the running managers, by name.
+func (c *cluster) managers() []string {
+	return c.running(func(p *process) bool { return p.node == "" })
+}
+
+// agents lists the running node agents, by name.
+func (c *cluster) agents() []string {
+	return c.running(func(p *process) bool { return p.node != "" })
+}
+
+// all lists the running processes, managers first.
+func (c *cluster) all() []string {
+	return append(c.managers(), c.agents()...)
 }
 
 // agentsOf lists the running agents of node.
 func (c *cluster) agentsOf(node string) []string {
+	return c.running(func(p *process) bool { return p.node == node })
+}
+
+// running lists the running processes that match, by name.
+func (c *cluster) running(match func(*process) bool) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
 	for id, p := range c.processes {
-		if p.node == node {
+		if match(p) {
 			out = append(out, id)
 		}
 	}
@@ -431,10 +437,9 @@ func (c *cluster) agentsOf(node string) []string {
 	return out
 }
 
-// setRemoved marks node removed or present; it says whether that changed
-// anything. The last node present is never removed: the scheduler needs
-// one.
-func (c *cluster) setRemoved(node string, removed bool) bool {
+// remove marks node removed, unless it is already or is the last node
+// present, which the scheduler needs; it says whether it did.
+func (c *cluster) remove(node string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gone := 0
@@ -443,11 +448,18 @@ func (c *cluster) setRemoved(node string, removed bool) bool {
 			gone++
 		}
 	}
-	if c.removed[node] == removed || (removed && gone == len(nodeNames)-1) {
+	if c.removed[node] || gone == len(nodeNames)-1 {
 		return false
 	}
-	c.removed[node] = removed
+	c.removed[node] = true
 	return true
+}
+
+// restore marks node present again.
+func (c *cluster) restore(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removed[node] = false
 }
 
 // presentNodes are the nodes whose Node exists: those a scheduler picks.

@@ -125,7 +125,7 @@ func (d *disruptor) carryOut(ctx context.Context, e event) {
 // after a moment; an agent whose node got another meanwhile (a rolling
 // update) is not started again, as a DaemonSet would not.
 func (d *disruptor) kill(ctx context.Context, e event) {
-	all := append(d.c.identities(false), d.c.identities(true)...)
+	all := d.c.all()
 	if len(all) == 0 {
 		return
 	}
@@ -149,9 +149,9 @@ func (d *disruptor) kill(ctx context.Context, e event) {
 	var err error
 	switch {
 	case p.node == "":
-		err = d.c.startManager(ctx, identity)
+		err = d.c.startManager(identity)
 	case len(d.c.agentsOf(p.node)) == 0:
-		err = d.c.startAgent(ctx, identity, p.node)
+		err = d.c.startAgent(identity, p.node)
 	}
 	if err != nil {
 		d.fail("cannot restart %s: %v", identity, err)
@@ -169,7 +169,7 @@ func (d *disruptor) roll(ctx context.Context, e event) {
 	identity := fmt.Sprintf("%s-agent-%d", node, d.agentGen[node])
 	d.mu.Unlock()
 	d.progress("rolling update of node %s: %s starts beside %v", node, identity, old)
-	if err := d.c.startAgent(ctx, identity, node); err != nil {
+	if err := d.c.startAgent(identity, node); err != nil {
 		d.fail("cannot start agent %s: %v", identity, err)
 		return
 	}
@@ -206,7 +206,7 @@ func (d *disruptor) partition(ctx context.Context, e event) {
 	defer d.partitionMu.Unlock()
 	identity, lease := d.leader(ctx), leaseDuration
 	if identity == "" || e.Pick >= 0.7 {
-		agents := d.c.identities(true)
+		agents := d.c.agents()
 		if len(agents) == 0 {
 			return
 		}
@@ -244,7 +244,7 @@ func (d *disruptor) leader(ctx context.Context) string {
 		return ""
 	}
 	running := map[string]bool{}
-	for _, id := range d.c.identities(false) {
+	for _, id := range d.c.managers() {
 		running[id] = true
 	}
 	held := map[string]int{}
@@ -263,94 +263,112 @@ func (d *disruptor) leader(ctx context.Context) string {
 }
 
 // changeConfig edits a ProvisionerConfig (its workers and retry delay),
-// pauses it for a while, or deletes it and creates it again.
+// pauses it for a while, or deletes it and creates it again. Restoring goes
+// on after the run's context ends: a config is never left paused or
+// deleted.
 func (d *disruptor) changeConfig(ctx context.Context, e event) {
 	p := d.provisioners[int(e.Pick*float64(len(d.provisioners)))]
 	mu := d.configMu[p.name]
 	mu.Lock()
 	defer mu.Unlock()
-	configs := d.c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
-	// Restoring goes on after the run's context ends: a config is never
-	// left paused or deleted.
-	restore := context.WithoutCancel(ctx)
-	update := func(ctx context.Context, change func(spec *v1alpha1.ProvisionerConfigSpec)) error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pc, err := configs.Get(ctx, p.name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			change(&pc.Spec)
-			_, err = configs.Update(ctx, pc, metav1.UpdateOptions{})
-			return err
-		})
-	}
 	switch {
 	case e.Shape < 0.4:
-		d.progress("editing ProvisionerConfig %s", p.name)
-		err := update(ctx, func(spec *v1alpha1.ProvisionerConfigSpec) {
-			spec.Workers = 5 - spec.Workers // 2 <-> 3
-			if spec.Retry.MaxDelay != nil {
-				spec.Retry.MaxDelay.Duration = 13*time.Second - spec.Retry.MaxDelay.Duration // 5s <-> 8s
-			}
-		})
-		if err != nil {
-			d.fail("cannot edit ProvisionerConfig %s: %v", p.name, err)
-			return
-		}
-		d.count("ProvisionerConfig edited")
+		d.editConfig(ctx, p)
 	case e.Shape < 0.7:
-		pause := between((e.Shape-0.4)/0.3, 5*time.Second, 15*time.Second)
-		d.progress("pausing ProvisionerConfig %s for %v", p.name, pause.Round(time.Millisecond))
-		if err := update(ctx, func(spec *v1alpha1.ProvisionerConfigSpec) { spec.Paused = true }); err != nil {
-			d.fail("cannot pause ProvisionerConfig %s: %v", p.name, err)
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(pause):
-		}
-		if err := update(ctx, func(spec *v1alpha1.ProvisionerConfigSpec) { spec.Paused = false }); err != nil {
-			d.fail("cannot resume ProvisionerConfig %s: %v", p.name, err)
-			return
-		}
-		d.count("ProvisionerConfig paused and resumed")
+		d.pauseConfig(ctx, p, between((e.Shape-0.4)/0.3, 5*time.Second, 15*time.Second))
 	default:
-		away := between((e.Shape-0.7)/0.3, 3*time.Second, 10*time.Second)
-		d.progress("deleting ProvisionerConfig %s, back after %v", p.name, away.Round(time.Millisecond))
-		if err := configs.Delete(ctx, p.name, metav1.DeleteOptions{}); err != nil {
-			d.fail("cannot delete ProvisionerConfig %s: %v", p.name, err)
-			return
-		}
-		gone := func(ctx context.Context) (bool, error) {
-			_, err := configs.Get(ctx, p.name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		}
-		if err := wait.PollUntilContextTimeout(restore, 500*time.Millisecond, 2*time.Minute, true, gone); err != nil {
-			d.fail("ProvisionerConfig %s was never gone after its deletion: %v", p.name, err)
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(away):
-		}
-		if _, err := configs.Create(restore, d.c.spec(p), metav1.CreateOptions{}); err != nil {
-			d.fail("cannot create ProvisionerConfig %s again: %v", p.name, err)
-			return
-		}
-		d.count("ProvisionerConfig deleted and created again")
+		d.recreateConfig(ctx, p, between((e.Shape-0.7)/0.3, 3*time.Second, 10*time.Second))
 	}
+}
+
+// updateConfig changes p's spec, retrying on conflicts.
+func (d *disruptor) updateConfig(ctx context.Context, p *provisioner, change func(spec *v1alpha1.ProvisionerConfigSpec)) error {
+	configs := d.c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pc, err := configs.Get(ctx, p.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(&pc.Spec)
+		_, err = configs.Update(ctx, pc, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// editConfig toggles p's workers between 2 and 3 and its longest retry
+// delay between 5s and 8s.
+func (d *disruptor) editConfig(ctx context.Context, p *provisioner) {
+	d.progress("editing ProvisionerConfig %s", p.name)
+	err := d.updateConfig(ctx, p, func(spec *v1alpha1.ProvisionerConfigSpec) {
+		spec.Workers = 5 - spec.Workers
+		if spec.Retry.MaxDelay != nil {
+			spec.Retry.MaxDelay.Duration = 13*time.Second - spec.Retry.MaxDelay.Duration
+		}
+	})
+	if err != nil {
+		d.fail("cannot edit ProvisionerConfig %s: %v", p.name, err)
+		return
+	}
+	d.count("ProvisionerConfig edited")
+}
+
+// pauseConfig pauses p for pause, then resumes it.
+func (d *disruptor) pauseConfig(ctx context.Context, p *provisioner, pause time.Duration) {
+	d.progress("pausing ProvisionerConfig %s for %v", p.name, pause.Round(time.Millisecond))
+	if err := d.updateConfig(ctx, p, func(spec *v1alpha1.ProvisionerConfigSpec) { spec.Paused = true }); err != nil {
+		d.fail("cannot pause ProvisionerConfig %s: %v", p.name, err)
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(pause):
+	}
+	if err := d.updateConfig(context.WithoutCancel(ctx), p, func(spec *v1alpha1.ProvisionerConfigSpec) { spec.Paused = false }); err != nil {
+		d.fail("cannot resume ProvisionerConfig %s: %v", p.name, err)
+		return
+	}
+	d.count("ProvisionerConfig paused and resumed")
+}
+
+// recreateConfig deletes p's ProvisionerConfig, waits until it is gone,
+// and creates it again after away.
+func (d *disruptor) recreateConfig(ctx context.Context, p *provisioner, away time.Duration) {
+	configs := d.c.pcfg.ProvfleetV1alpha1().ProvisionerConfigs()
+	restore := context.WithoutCancel(ctx)
+	d.progress("deleting ProvisionerConfig %s, back after %v", p.name, away.Round(time.Millisecond))
+	if err := configs.Delete(ctx, p.name, metav1.DeleteOptions{}); err != nil {
+		d.fail("cannot delete ProvisionerConfig %s: %v", p.name, err)
+		return
+	}
+	gone := func(ctx context.Context) (bool, error) {
+		_, err := configs.Get(ctx, p.name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}
+	if err := wait.PollUntilContextTimeout(restore, 500*time.Millisecond, 2*time.Minute, true, gone); err != nil {
+		d.fail("ProvisionerConfig %s was never gone after its deletion: %v", p.name, err)
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(away):
+	}
+	if _, err := configs.Create(restore, d.c.spec(p), metav1.CreateOptions{}); err != nil {
+		d.fail("cannot create ProvisionerConfig %s again: %v", p.name, err)
+		return
+	}
+	d.count("ProvisionerConfig deleted and created again")
 }
 
 // removeNode deletes a Node, as a cluster autoscaler does, and creates it
 // again a while later, as a node that rejoins under its name.
 func (d *disruptor) removeNode(ctx context.Context, e event) {
 	node := nodeNames[int(e.Pick*float64(len(nodeNames)))]
-	if !d.c.setRemoved(node, true) {
+	if !d.c.remove(node) {
 		return
 	}
 	away := between(e.Shape, 10*time.Second, 30*time.Second)
 	d.progress("removing Node %s, back after %v", node, away.Round(time.Millisecond))
-	defer d.c.setRemoved(node, false)
+	defer d.c.restore(node)
 	if err := d.c.kube.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		d.fail("cannot delete Node %s: %v", node, err)
 		return

@@ -77,27 +77,7 @@ func (r *Result) Markdown() string {
 		o.Seed, o.Duration, o.Managers, o.ClaimsPerSecond, o.APIFaults, o.StoreFaults, o.NFSFaults)
 	fmt.Fprintf(&b, "%d manager replicas, node agents for %d simulated nodes, 4 provisioners (hostPath WaitForFirstConsumer and Immediate on the nodes' disks, NFS Immediate and WaitForFirstConsumer with Archive, each NFS export behind a fault-injecting front).\n\n", o.Managers, len(nodeNames))
 
-	b.WriteString("## Workload\n\n| claims made | deleted during the run | live at the end | PersistentVolumes created | volume directories made | archived |\n|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d |\n\n", r.Claims, r.ClaimsDeleted, r.ClaimsLive, r.PVsCreated, r.DirsMade, r.Archived)
-
-	b.WriteString("## Faults injected\n\n| where | rate | by kind |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| apiserver requests (proxy) | %g | %s |\n", o.APIFaults, counts(r.APIFaults))
-	fmt.Fprintf(&b, "| volume directory operations (store) | %g | %s |\n", o.StoreFaults, counts(r.StoreFaults))
-	fmt.Fprintf(&b, "| mutating NFS calls (server front) | %g | %s |\n\n", o.NFSFaults, counts(r.NFSFaults))
-
-	b.WriteString("## Disruptions\n\n| what | times |\n|---|---|\n")
-	for _, what := range slices.Sorted(maps.Keys(r.Disruptions)) {
-		fmt.Fprintf(&b, "| %s | %d |\n", what, r.Disruptions[what])
-	}
-	b.WriteString("\n")
-	if len(r.Partitions) > 0 {
-		b.WriteString("Partitions (process cut off from the apiserver, for how long, its Lease):\n\n")
-		for _, p := range r.Partitions {
-			fmt.Fprintf(&b, "- %s for %v (Lease %v)\n", p.Identity, p.End.Sub(p.Start).Round(100*time.Millisecond), p.Lease)
-		}
-		b.WriteString("\n")
-	}
-
+	r.writeCounts(&b)
 	b.WriteString("## Checks\n\n")
 	if !r.Converged {
 		fmt.Fprintf(&b, "- **did not converge** within %v once the faults were off\n", o.ConvergeTimeout)
@@ -117,6 +97,32 @@ func (r *Result) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// writeCounts writes the workload, the faults and the disruptions.
+func (r *Result) writeCounts(b *strings.Builder) {
+	o := r.Options
+	b.WriteString("## Workload\n\n| claims made | deleted during the run | live at the end | PersistentVolumes created | volume directories made | archived |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| %d | %d | %d | %d | %d | %d |\n\n", r.Claims, r.ClaimsDeleted, r.ClaimsLive, r.PVsCreated, r.DirsMade, r.Archived)
+
+	b.WriteString("## Faults injected\n\n| where | rate | by kind |\n|---|---|---|\n")
+	fmt.Fprintf(b, "| apiserver requests (proxy) | %g | %s |\n", o.APIFaults, counts(r.APIFaults))
+	fmt.Fprintf(b, "| volume directory operations (store) | %g | %s |\n", o.StoreFaults, counts(r.StoreFaults))
+	fmt.Fprintf(b, "| mutating NFS calls (server front) | %g | %s |\n\n", o.NFSFaults, counts(r.NFSFaults))
+
+	b.WriteString("## Disruptions\n\n| what | times |\n|---|---|\n")
+	for _, what := range slices.Sorted(maps.Keys(r.Disruptions)) {
+		fmt.Fprintf(b, "| %s | %d |\n", what, r.Disruptions[what])
+	}
+	b.WriteString("\n")
+	if len(r.Partitions) > 0 {
+		b.WriteString("Partitions (process cut off from the apiserver, for how long, its Lease):\n\n")
+		for _, p := range r.Partitions {
+			fmt.Fprintf(b, "- %s for %v (Lease %v)\n", p.Identity, p.End.Sub(p.Start).Round(100*time.Millisecond), p.Lease)
+		}
+		b.WriteString("\n")
+	}
+
 }
 
 // counts writes a count by kind as "kind n, kind n", or "none".
