@@ -188,6 +188,42 @@ func TestVolumeSaveRetryForeverNeverDeletes(t *testing.T) {
 	}
 }
 
+// A PersistentVolume whose create failed, its reply lost, is not created
+// again once its claim is gone: the create may have been carried out and
+// the volume deleted with its claim since, and a second create would
+// provision a claim after its end. The API, not the informer, says so.
+func TestVolumeSaveStopsWhenTheClaimIsGone(t *testing.T) {
+	for name, mode := range map[string]VolumeSaveMode{"Retry": VolumeSaveRetry, "RetryForever": VolumeSaveRetryForever} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			var creates atomic.Int32
+			f.client.PrependReactor("create", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if creates.Add(1) == 1 {
+					// The user deletes the claim while the reply is lost.
+					if err := f.client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "default", "c"); err != nil {
+						t.Error(err)
+					}
+				}
+				return true, nil, errors.New("the reply to this write was lost")
+			})
+			f.start()
+			f.createClass("fast", testProvisioner)
+			backend := newRecordingBackend()
+			cfg := testConfig(testProvisioner)
+			cfg.VolumeSave = VolumeSaveConfig{Mode: mode, Retries: 5, Interval: time.Millisecond}
+			cfg.Retry.InitialDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
+			c := f.newController(cfg, backend, &testRecorder{})
+			startController(t, c)
+			f.createClaim(newClaim("c", "fast", testProvisioner))
+
+			polltest.Eventually(t, "the unsaved backend volume reclaimed", func() bool { _, _, deleted := backend.snapshot(); return len(deleted) == 1 })
+			if got := creates.Load(); got != 1 {
+				t.Errorf("PersistentVolume creates = %d, want 1: none after the claim was gone", got)
+			}
+		})
+	}
+}
+
 func TestBackgroundClaimDeleted(t *testing.T) {
 	f := newFixture(t)
 	f.start()

@@ -153,8 +153,15 @@ func (c *Controller) claimWants(ctx context.Context, volume *corev1.PersistentVo
 			return false, fmt.Errorf("cannot get claim %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
 	}
-	return claim.UID == ref.UID && claim.DeletionTimestamp == nil &&
-		(claim.Spec.VolumeName == "" || claim.Spec.VolumeName == volume.Name), nil
+	return wants(claim, volume), nil
+}
+
+// wants reports whether claim may still get volume, made for it: it is the
+// claim volume was made for, not being deleted, and bound to nothing else.
+func wants(claim *corev1.PersistentVolumeClaim, volume *corev1.PersistentVolume) bool {
+	ref := volume.Spec.ClaimRef
+	return ref != nil && claim.UID == ref.UID && claim.DeletionTimestamp == nil &&
+		(claim.Spec.VolumeName == "" || claim.Spec.VolumeName == volume.Name)
 }
 
 // reclaimSoon queues a reclaim in the current term, if any.

@@ -61,8 +61,14 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *corev1.Pers
 	}
 	var saved *corev1.PersistentVolume
 	var lastErr error
+	tries := 0
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: cfg.Interval, Factor: 1, Steps: cfg.Retries},
 		func(ctx context.Context) (bool, error) {
+			if tries++; tries > 1 {
+				if err := c.stillWanted(ctx, volume); err != nil {
+					return false, err
+				}
+			}
 			saved, lastErr = c.createVolume(ctx, volume)
 			if errors.Is(lastErr, errVolumeTaken) {
 				return false, lastErr
@@ -72,6 +78,12 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *corev1.Pers
 	if ctx.Err() != nil {
 		// Stopping: the claim's intent finalizer lets the next leader finish.
 		return claim, ProvisioningFinished, fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, ctx.Err())
+	}
+	if errors.Is(err, errNotWanted) {
+		// The claim's next sync and the reclaim of the backend's record
+		// settle the backend volume.
+		c.reclaimSoon()
+		return claim, ProvisioningFinished, err
 	}
 	if errors.Is(err, errVolumeTaken) {
 		// The backend volume may well be the one the other PersistentVolume
@@ -95,6 +107,30 @@ func (c *Controller) saveVolume(ctx context.Context, t *term, claim *corev1.Pers
 // errVolumeTaken means that the PersistentVolume name of a claim is taken by a
 // volume of another claim.
 var errVolumeTaken = errors.New("the name is taken by a PersistentVolume of another claim")
+
+// errNotWanted means that a claim whose PersistentVolume failed to save was
+// deleted, or bound to another volume, before a retry.
+var errNotWanted = errors.New("its claim no longer wants it")
+
+// stillWanted fails with errNotWanted unless the claim volume was made for
+// still wants it, as the API says: a create whose reply was lost may have
+// made the PersistentVolume, which the claim's deletion then deleted, and
+// creating it again would provision the claim a second time, after its
+// end. The informer is not asked: it may not have seen the deletion yet.
+func (c *Controller) stillWanted(ctx context.Context, volume *corev1.PersistentVolume) error {
+	ref := volume.Spec.ClaimRef
+	claim, err := c.client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("cannot save PersistentVolume %q: %w (it is gone)", volume.Name, errNotWanted)
+	case err != nil:
+		// The create's own retry tells.
+		return nil
+	case !wants(claim, volume):
+		return fmt.Errorf("cannot save PersistentVolume %q: %w", volume.Name, errNotWanted)
+	}
+	return nil
+}
 
 // createVolume creates the PersistentVolume of a provisioned backend volume
 // and returns it as saved. One that exists already and is bound to the same
@@ -163,6 +199,17 @@ func (c *Controller) saveVolumeAgain(ctx context.Context, t *term, name string) 
 		return
 	}
 	p := obj.(pendingSave)
+	// After a failed try, the claim may have gone meanwhile.
+	if t.saves.NumRequeues(name) > 0 {
+		if err := c.stillWanted(ctx, p.volume); err != nil {
+			klog.FromContext(ctx).Info("Stopped saving a PersistentVolume", "volume", name, "err", err)
+			t.saves.Forget(name)
+			t.pending.Delete(name)
+			c.reclaimSoon()
+			t.claims.queue.Add(keyOfClaim(p.claim))
+			return
+		}
+	}
 	saved, err := c.createVolume(ctx, p.volume)
 	if err != nil {
 		t.saves.AddRateLimited(name)
