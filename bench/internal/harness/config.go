@@ -61,6 +61,9 @@ type Config struct {
 	// valid claims of the second tenant in case report.S4Flood (0: that
 	// case is not run).
 	S4Bad, S4Good, S4Rounds, S4Flood int
+	// S4Cases are the cases of scenario 4 each round runs, in the order of
+	// report.S4Cases; empty: all of them.
+	S4Cases []string
 	// S5Edits spec edits; the peer, which restarts to re-tune and so waits
 	// for its Lease to expire each time, does S5PeerRestarts.
 	S5Edits, S5PeerRestarts int

@@ -882,10 +882,11 @@ func (b *bench) noisyScenario(ctx context.Context) error {
 }
 
 // s4Cases are the cases of scenario 4 cfg runs, in the order of
-// report.S4Cases: the flood only with claims to flood.
+// report.S4Cases: those it names, all when it names none, the flood only
+// with claims to flood.
 func s4Cases(cfg Config) []string {
 	return slices.DeleteFunc(slices.Clone(report.S4Cases), func(c string) bool {
-		return c == report.S4Flood && cfg.S4Flood == 0
+		return (len(cfg.S4Cases) > 0 && !slices.Contains(cfg.S4Cases, c)) || (c == report.S4Flood && cfg.S4Flood == 0)
 	})
 }
 
