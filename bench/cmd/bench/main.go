@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,7 +62,7 @@ type flags struct {
 	smoke                           *bool
 	root, out, work, bin, scenarios *string
 	sizes                           map[string]*int
-	s3                              *string
+	s3, s4                          *string
 }
 
 // config is the run the command line asks for.
@@ -80,6 +81,7 @@ func config(args []string) (harness.Config, error) {
 	for name, def := range map[string]int{
 		"s1-claims": full.S1Claims, "s2-tenants": full.S2Tenants, "s2-claims": full.S2Claims,
 		"s3-peer-max": full.S3PeerMax, "s4-bad": full.S4Bad, "s4-good": full.S4Good,
+		"s4-rounds": full.S4Rounds, "s4-flood": full.S4Flood,
 		"s5-edits": full.S5Edits, "s6-claims": full.S6Claims, "s7-claims": full.S7Claims,
 		"s8-objects": full.S8Objects,
 		"s9-nodes":   full.S9Nodes, "s9-claims": full.S9Claims, "s9-crowd": full.S9Crowd,
@@ -87,6 +89,8 @@ func config(args []string) (harness.Config, error) {
 		f.sizes[name] = fs.Int(name, def, "Size of a scenario; see the issue. Ignored with -smoke.")
 	}
 	f.s3 = fs.String("s3-counts", "1,10,100,500", "Idle fleet sizes. Ignored with -smoke.")
+	f.s4 = fs.String("s4-cases", "", "Comma-separated cases of scenario 4 to run in each round, of "+
+		strings.Join(s4CaseNames(), ", ")+". Empty: all.")
 	if err := fs.Parse(args); err != nil {
 		return harness.Config{}, err
 	}
@@ -110,6 +114,7 @@ func (f flags) sized(full harness.Config) (harness.Config, error) {
 	} else {
 		cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims = *f.sizes["s1-claims"], *f.sizes["s2-tenants"], *f.sizes["s2-claims"]
 		cfg.S3PeerMax, cfg.S4Bad, cfg.S4Good = *f.sizes["s3-peer-max"], *f.sizes["s4-bad"], *f.sizes["s4-good"]
+		cfg.S4Rounds, cfg.S4Flood = *f.sizes["s4-rounds"], *f.sizes["s4-flood"]
 		cfg.S5Edits, cfg.S6Claims, cfg.S7Claims = *f.sizes["s5-edits"], *f.sizes["s6-claims"], *f.sizes["s7-claims"]
 		cfg.S8Objects = *f.sizes["s8-objects"]
 		cfg.S9Nodes, cfg.S9Claims, cfg.S9Crowd = *f.sizes["s9-nodes"], *f.sizes["s9-claims"], *f.sizes["s9-crowd"]
@@ -126,7 +131,37 @@ func (f flags) sized(full harness.Config) (harness.Config, error) {
 		}
 		cfg.Scenarios = list
 	}
+	if *f.s4 != "" {
+		cases, err := s4Cases(*f.s4)
+		if err != nil {
+			return cfg, fmt.Errorf("cannot parse -s4-cases: %w", err)
+		}
+		cfg.S4Cases = cases
+	}
 	return cfg, nil
+}
+
+// s4CaseNames are the cases of scenario 4 as -s4-cases names them: their
+// scenario names without "s4-".
+func s4CaseNames() []string {
+	names := make([]string, len(report.S4Cases))
+	for i, c := range report.S4Cases {
+		names[i] = strings.TrimPrefix(c, "s4-")
+	}
+	return names
+}
+
+// s4Cases are the scenario names of the cases a comma-separated list names.
+func s4Cases(list string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(s4CaseNames(), name) {
+			return nil, fmt.Errorf("no case %q, only %s", name, strings.Join(s4CaseNames(), ", "))
+		}
+		out = append(out, "s4-"+name)
+	}
+	return out, nil
 }
 
 // placed sets the folders of cfg from the flags, the repository's where

@@ -69,7 +69,7 @@ func TestSmoke(t *testing.T) {
 			[]string{report.SystemProvfleet, report.SystemUpstream, report.SystemLimit},
 		},
 		{
-			[]string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S4Settled, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL, report.S8Memory},
+			[]string{report.S3Idle, report.S4Alone, report.S4Noisy, report.S4Settled, report.S4Flood, report.S5Retune, report.S6SIGTERM, report.S6SIGKILL, report.S8Memory},
 			[]string{report.SystemProvfleet, report.SystemUpstream},
 		},
 		{

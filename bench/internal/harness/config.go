@@ -57,8 +57,13 @@ type Config struct {
 	// S4Bad claims of the failing tenant next to S4Good of the good one, in
 	// S4Rounds rounds of a run alone and a run next to the failing tenant,
 	// whose good-tenant latencies are pooled: the p99 of 50 claims is
-	// their slowest one, too noisy to compare on its own.
-	S4Bad, S4Good, S4Rounds int
+	// their slowest one, too noisy to compare on its own. S4Flood are the
+	// valid claims of the second tenant in case report.S4Flood (0: that
+	// case is not run).
+	S4Bad, S4Good, S4Rounds, S4Flood int
+	// S4Cases are the cases of scenario 4 each round runs, in the order of
+	// report.S4Cases; empty: all of them.
+	S4Cases []string
 	// S5Edits spec edits; the peer, which restarts to re-tune and so waits
 	// for its Lease to expire each time, does S5PeerRestarts.
 	S5Edits, S5PeerRestarts int
@@ -80,7 +85,9 @@ type Config struct {
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
-	// Profile takes CPU profiles of the manager in scenarios 1, 2, 3 and 7, and in the first round of scenario 4 next to a hostile NFS server.
+	// Profile takes CPU profiles of the manager in scenarios 1, 2, 3 and 7,
+	// and in the first round of scenario 4 next to a hostile NFS server and
+	// next to a flood.
 	Profile bool
 	// WaitTimeout bounds every wait.
 	WaitTimeout time.Duration
@@ -106,7 +113,7 @@ func Full() Config {
 		S2Tenants: 50, S2Claims: 20,
 		S3Counts: []int{1, 10, 100, 500}, S3PeerMax: 100,
 		S3Settle: 15 * time.Second, S3Window: 20 * time.Second,
-		S4Bad: 500, S4Good: 50, S4Rounds: 4,
+		S4Bad: 500, S4Good: 50, S4Rounds: 4, S4Flood: 2000,
 		S5Edits: 20, S5PeerRestarts: 3,
 		S6Claims: 20, S6Lease: defaultLease,
 		// As many as s1, so the two compare claim for claim.
@@ -130,7 +137,7 @@ func Smoke() Config {
 		S2Tenants: 2, S2Claims: 2,
 		S3Counts: []int{2}, S3PeerMax: 4,
 		S3Settle: 100 * time.Millisecond, S3Window: 500 * time.Millisecond,
-		S4Bad: 3, S4Good: 2, S4Rounds: 1,
+		S4Bad: 3, S4Good: 2, S4Rounds: 1, S4Flood: 5,
 		S5Edits: 2, S5PeerRestarts: 1,
 		S6Claims: 1, S6Lease: shortLease,
 		S7Claims:  3,

@@ -30,7 +30,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -75,8 +74,9 @@ type bench struct {
 	kubeconfigs struct{ manager, agent, upstream, limit string }
 	run         *report.Run
 	pprofAddrs  map[int]string
-	// hostileProfiled is set once a round of S4Hostile was profiled.
-	hostileProfiled atomic.Bool
+	// profiled holds the cases of scenario 4 of which a round was
+	// profiled.
+	profiled sync.Map
 
 	// mu guards what the systems of a scenario touch when they run at once.
 	mu  sync.Mutex
@@ -153,6 +153,7 @@ func newBench(cfg Config) *bench {
 			Started:      time.Now().UTC(),
 			Machine:      machine(),
 			LeaseTimeout: cfg.S6Lease.Duration + cfg.S6Lease.RetryPeriod,
+			FloodClaims:  cfg.S4Flood,
 			Settings:     settings(cfg),
 		},
 	}
@@ -374,9 +375,11 @@ func settings(cfg Config) []string {
 	out := []string{
 		fmt.Sprintf("client budget of every system: QPS %g, burst %d (the manager's for its whole fleet, each peer process's, the limit's)", cfg.QPS, cfg.Burst),
 		fmt.Sprintf("kube-controller-manager (PV binder) at --kube-api-qps=%d --kube-api-burst=%d", binderQPS, binderBurst),
-		fmt.Sprintf("s1: %d claims; s2: %d tenants x %d claims; s3: %v provisioners (peer up to %d processes), %v settle, %v window; s4: %d failing + %d good claims; s5: %d edits; s6: %d claims per failover, lease %v/%v/%v",
-			cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims, cfg.S3Counts, cfg.S3PeerMax, cfg.S3Settle, cfg.S3Window, cfg.S4Bad, cfg.S4Good, cfg.S5Edits, cfg.S6Claims,
+		fmt.Sprintf("s1: %d claims; s2: %d tenants x %d claims; s3: %v provisioners (peer up to %d processes), %v settle, %v window; s5: %d edits; s6: %d claims per failover, lease %v/%v/%v",
+			cfg.S1Claims, cfg.S2Tenants, cfg.S2Claims, cfg.S3Counts, cfg.S3PeerMax, cfg.S3Settle, cfg.S3Window, cfg.S5Edits, cfg.S6Claims,
 			cfg.S6Lease.Duration, cfg.S6Lease.RenewDeadline, cfg.S6Lease.RetryPeriod),
+		fmt.Sprintf("s4: %d good claims alone and next to %d failing claims, %d valid claims of a flooding tenant (in one namespace); cases %s, in turn, %d rounds pooled",
+			cfg.S4Good, cfg.S4Bad, cfg.S4Flood, strings.Join(s4Cases(cfg), ", "), cfg.S4Rounds),
 		fmt.Sprintf("both provisioners use provfleet's hostPath backend (the peer through an adapter to the library's interface), 4 workers, the PV finalizer on, Lease %v/%v/%v except in s6",
 			cfg.Lease.Duration, cfg.Lease.RenewDeadline, cfg.Lease.RetryPeriod),
 		fmt.Sprintf("s7: %d claims of one tenant on the nfs backend with no mount, against an NFSv3 server (go-nfs) on loopback in the harness's process; provfleet and the limit only",

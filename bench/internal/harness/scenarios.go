@@ -840,12 +840,13 @@ func (b *bench) idleProfiled(sys system, n int) bool {
 }
 
 // noisyScenario is scenario 4: a good tenant's claims alone, then next to a
-// tenant whose backend refuses every claim, in rounds whose latencies are
-// pooled per system and case.
+// tenant whose backend refuses every claim or one that floods its
+// provisioner with valid claims, in rounds whose latencies are pooled per
+// system and case.
 func (b *bench) noisyScenario(ctx context.Context) error {
 	var mu sync.Mutex
 	pools := map[noisyCase]*noisyPool{}
-	cases := []string{report.S4Alone, report.S4Noisy, report.S4Settled, report.S4Hostile}
+	cases := s4Cases(b.cfg)
 	for round := range b.cfg.S4Rounds {
 		for _, scenario := range cases {
 			var runs []func() error
@@ -873,11 +874,20 @@ func (b *bench) noisyScenario(ctx context.Context) error {
 	for _, sys := range b.systems() {
 		for _, scenario := range cases {
 			if pool := pools[noisyCase{sys.name(), scenario}]; pool != nil {
-				b.record(pool.measurement(b.cfg.S4Bad))
+				b.record(pool.measurement(b.neighbourClaims(scenario)))
 			}
 		}
 	}
 	return nil
+}
+
+// s4Cases are the cases of scenario 4 cfg runs, in the order of
+// report.S4Cases: those it names, all when it names none, the flood only
+// with claims to flood.
+func s4Cases(cfg Config) []string {
+	return slices.DeleteFunc(slices.Clone(report.S4Cases), func(c string) bool {
+		return (len(cfg.S4Cases) > 0 && !slices.Contains(cfg.S4Cases, c)) || (c == report.S4Flood && cfg.S4Flood == 0)
+	})
 }
 
 // noisySystems are the systems of a case of scenario 4: provfleet alone
@@ -893,29 +903,33 @@ type noisyCase struct {
 	system, scenario string
 }
 
-// noisyResult is one run of scenario 4: its figures and the good tenant's
-// latencies.
+// noisyResult is one run of scenario 4: its figures, the good tenant's
+// latencies and, in S4Flood, how long the flood took until its last claim
+// was bound.
 type noisyResult struct {
 	m             report.Measurement
 	toPV, toBound []time.Duration
+	flood         time.Duration
 }
 
 // noisyPool gathers the rounds of one system and case.
 type noisyPool struct {
 	runs          []report.Measurement
 	toPV, toBound []time.Duration
+	floods        []time.Duration
 }
 
 func (p *noisyPool) add(r noisyResult) {
 	p.runs = append(p.runs, r.m)
 	p.toPV = append(p.toPV, r.toPV...)
 	p.toBound = append(p.toBound, r.toBound...)
+	p.floods = append(p.floods, r.flood)
 }
 
 // measurement is the pool as one: latencies over every claim of every
 // round, the mean time, CPU and request rate of a round, the highest RSS
-// and watch count.
-func (p *noisyPool) measurement(bad int) report.Measurement {
+// and watch count; neighbours are the other tenant's claims of a round.
+func (p *noisyPool) measurement(neighbours int) report.Measurement {
 	m := p.runs[0]
 	m.Claims = len(p.toPV)
 	m.Seconds, m.CPUS, m.APIRPS = 0, 0, 0
@@ -930,11 +944,14 @@ func (p *noisyPool) measurement(bad int) report.Measurement {
 	latencies(&m, p.toPV, p.toBound)
 	switch m.Scenario {
 	case report.S4Noisy:
-		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, created right after %d failing claims", len(p.runs), bad)
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, created right after %d failing claims", len(p.runs), neighbours)
 	case report.S4Settled:
-		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d failing claims that each failed already", len(p.runs), bad)
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d failing claims that each failed already", len(p.runs), neighbours)
 	case report.S4Hostile:
-		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d claims of a provisioner whose NFS server answers every call with the worst replies", len(p.runs), bad)
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, next to %d claims of a provisioner whose NFS server answers every call with the worst replies", len(p.runs), neighbours)
+	case report.S4Flood:
+		m.Note = fmt.Sprintf("good tenant's claims over %d rounds, created right after %d valid claims of another tenant in one namespace; %s",
+			len(p.runs), neighbours, p.floodRate(neighbours))
 	default:
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds", len(p.runs))
 	}
@@ -942,19 +959,28 @@ func (p *noisyPool) measurement(bad int) report.Measurement {
 	return m
 }
 
+// floodRate is how long the floods of claims each took until their last
+// claim was bound, from the first one's creation.
+func (p *noisyPool) floodRate(claims int) string {
+	var sum time.Duration
+	for _, d := range p.floods {
+		sum += d
+	}
+	mean := sum / time.Duration(len(p.floods))
+	return fmt.Sprintf("each flood bound in %.1f s on average (%.0f claims/s), the slowest in %.1f s",
+		mean.Seconds(), float64(claims)/mean.Seconds(), slices.Max(p.floods).Seconds())
+}
+
 // noisyRun is one run of scenario 4: the good tenant alone (S4Alone), its
 // claims created right after the failing tenant's (S4Noisy), or once the
 // control plane annotated every failing claim and the system had Settle to
 // fail each (S4Settled), so that only the failing tenant's retries remain,
-// or right after the claims of a tenant on a hostile NFS server
-// (S4Hostile).
+// right after the claims of a tenant on a hostile NFS server (S4Hostile),
+// or right after a flood of another tenant's valid claims (S4Flood), which
+// the run also waits to see bound so that none is left to the next.
 func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (noisyResult, error) {
-	tenants := b.tenants(sys.name(), 2)
-	tenants[0].failing = true
+	tenants := b.noisyTenants(sys, scenario)
 	noisy := scenario != report.S4Alone
-	if !noisy {
-		tenants = tenants[1:]
-	}
 	good := tenants[len(tenants)-1]
 	ready, stop, err := b.hostileNeighbour(ctx, sys, scenario, &tenants[0])
 	if err != nil {
@@ -971,42 +997,74 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 	if err != nil {
 		return noisyResult{}, err
 	}
-	var all []claimRef
+	var neighbour []claimRef
+	neighbourStart := time.Now()
 	if noisy {
-		bad, err := b.createFailingClaims(ctx, ns, scenario, tenants[0])
-		if err != nil {
+		if neighbour, err = b.createNeighbourClaims(ctx, ns, scenario, tenants[0]); err != nil {
 			return noisyResult{}, err
 		}
-		all = append(all, bad...)
 	}
 	if err := ready(); err != nil {
 		return noisyResult{}, err
 	}
-	// The first round next to a hostile server shows where the shared
-	// process spends what that server costs it while the good tenant's
-	// claims are provisioned.
-	if scenario == report.S4Hostile && b.cfg.Profile && b.hostileProfiled.CompareAndSwap(false, true) {
-		defer b.addProfile(b.profile(ctx, sys.pids()[0], hostileProfileSpan, scenario), "provfleet CPU profile, s4 next to a hostile NFS server, first round")
-	}
+	defer b.addProfile(b.noisyProfile(ctx, sys, scenario))
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "good", []string{good.name}, b.cfg.S4Good)
 	if err != nil {
 		return noisyResult{}, err
 	}
-	all = append(all, refs...)
 	r, err := b.measureGoodTenant(ctx, sys, scenario, len(tenants), refs, start, w, baseline)
 	if err != nil {
 		return noisyResult{}, err
 	}
-	if _, err := b.deleteClaims(ctx, all); err != nil {
+	if scenario == report.S4Flood {
+		if r.flood, err = b.waitFlood(ctx, neighbour, neighbourStart); err != nil {
+			return noisyResult{}, err
+		}
+	}
+	if _, err := b.deleteClaims(ctx, append(neighbour, refs...)); err != nil {
 		return noisyResult{}, err
 	}
 	return r, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
 
-// hostileProfileSpan covers the provisioning of the good tenant's claims,
+// noisyTenants are the tenants of a run of scenario 4: the neighbour, valid
+// in S4Flood and failing else, unless the good tenant runs alone, and the
+// good tenant last.
+func (b *bench) noisyTenants(sys system, scenario string) []tenant {
+	tenants := b.tenants(sys.name(), 2)
+	if scenario == report.S4Alone {
+		return tenants[1:]
+	}
+	tenants[0].failing = scenario != report.S4Flood
+	return tenants
+}
+
+// noisyProfiles are the cases of scenario 4 whose first round is profiled:
+// where the shared process spends what the neighbour costs it while the
+// good tenant's claims are provisioned.
+var noisyProfiles = map[string]string{
+	report.S4Hostile: "provfleet CPU profile, s4 next to a hostile NFS server, first round",
+	report.S4Flood:   "provfleet CPU profile, s4 next to a flood of valid claims, first round",
+}
+
+// noisyProfile starts the CPU profile of provfleet's first round of a case
+// in noisyProfiles, when asked for, and returns it with its title for
+// addProfile; a nil channel when there is none to take.
+func (b *bench) noisyProfile(ctx context.Context, sys system, scenario string) (<-chan string, string) {
+	title, ok := noisyProfiles[scenario]
+	if !ok || !b.cfg.Profile || sys.name() != report.SystemProvfleet {
+		return nil, ""
+	}
+	if _, done := b.profiled.LoadOrStore(scenario, true); done {
+		return nil, ""
+	}
+	return b.profile(ctx, sys.pids()[0], noisyProfileSpan, scenario), title
+}
+
+// noisyProfileSpan covers the provisioning of the good tenant's claims,
 // from their creation on.
-const hostileProfileSpan = 5 * time.Second
+const noisyProfileSpan = 5 * time.Second
 
 // hostileNeighbour, for S4Hostile, puts tenant t on a hostile NFS server
 // (hostileBackend) and returns what waits until it has sent every attack
@@ -1026,21 +1084,46 @@ func (b *bench) hostileNeighbour(ctx context.Context, sys system, scenario strin
 	return ready, stop, nil
 }
 
-// createFailingClaims creates the failing tenant's claims; for S4Settled it
-// waits until the control plane annotated every one and the system had
-// Settle to fail each.
-func (b *bench) createFailingClaims(ctx context.Context, ns, scenario string, failing tenant) ([]claimRef, error) {
-	bad, err := b.createClaims(ctx, ns, "bad", []string{failing.name}, b.cfg.S4Bad)
+// createNeighbourClaims creates the other tenant's claims: the flood of
+// S4Flood, the failing tenant's else. For S4Settled it waits until the
+// control plane annotated every one and the system had Settle to fail each.
+func (b *bench) createNeighbourClaims(ctx context.Context, ns, scenario string, neighbour tenant) ([]claimRef, error) {
+	prefix := "bad"
+	if scenario == report.S4Flood {
+		prefix = "flood"
+	}
+	claims, err := b.createClaims(ctx, ns, prefix, []string{neighbour.name}, b.neighbourClaims(scenario))
 	if err != nil {
 		return nil, err
 	}
 	if scenario == report.S4Settled {
-		if err := b.waitAnnotated(ctx, bad); err != nil {
+		if err := b.waitAnnotated(ctx, claims); err != nil {
 			return nil, err
 		}
 		time.Sleep(b.cfg.Settle)
 	}
-	return bad, nil
+	return claims, nil
+}
+
+// neighbourClaims is the number of the other tenant's claims in a case of
+// scenario 4.
+func (b *bench) neighbourClaims(scenario string) int {
+	if scenario == report.S4Flood {
+		return b.cfg.S4Flood
+	}
+	return b.cfg.S4Bad
+}
+
+// waitFlood waits until every claim of a flood that began at start is
+// bound, and returns how long that took.
+func (b *bench) waitFlood(ctx context.Context, flood []claimRef, start time.Time) (time.Duration, error) {
+	st, err := b.waitProvisioned(ctx, flood, start)
+	if err != nil {
+		return 0, err
+	}
+	took := slices.Max(st.toBound)
+	b.logf("flood of %d claims bound in %.2fs (%.0f claims/s)", len(flood), took.Seconds(), float64(len(flood))/took.Seconds())
+	return took, nil
 }
 
 // measureGoodTenant waits until the good tenant's claims, created at start,

@@ -60,7 +60,14 @@ const (
 	// whose server answers every call with the worst replies (provfleet
 	// only: the peer has no NFS client).
 	S4Hostile = "s4-hostile"
+	// S4Flood is scenario 4's good tenant next to a second tenant of the
+	// same system whose many valid claims, all in one namespace, were
+	// created right before the good tenant's.
+	S4Flood = "s4-flood"
 )
+
+// S4Cases are the cases of scenario 4, in the order each round runs them.
+var S4Cases = []string{S4Alone, S4Noisy, S4Settled, S4Hostile, S4Flood}
 
 // Measurement is a Result plus what only the Markdown shows.
 type Measurement struct {
@@ -82,6 +89,8 @@ type Run struct {
 	Settings []string
 	// LeaseTimeout is leaseDuration + retryPeriod of the failover scenario.
 	LeaseTimeout time.Duration
+	// FloodClaims are the flooding tenant's claims of S4Flood.
+	FloodClaims  int
 	Measurements []Measurement
 	// Sections are further Markdown sections (profiles, notes), by title.
 	Sections []Section
@@ -179,7 +188,7 @@ func Ratios(run *Run) []Ratio {
 	n := r.idleGrowth()
 	r.idleRequests(n)
 	r.provisioning()
-	r.noisyNeighbour()
+	r.noisyNeighbour(run.FloodClaims)
 	r.retune()
 	r.failover(run.LeaseTimeout)
 	r.memory()
@@ -293,14 +302,15 @@ func (r *ratios) provisioning() {
 	r.add("s2 time until all PVs exist: provfleet / limit", "≤ 1.2", figure{v, pf != nil && lim != nil && lim.Seconds > 0}, "", v <= 1.2)
 }
 
-// noisyNeighbour compares the good tenant's p99 next to a failing tenant
-// with its p99 alone.
-func (r *ratios) noisyNeighbour() {
+// noisyNeighbour compares the good tenant's p99 next to a failing, hostile
+// or flooding tenant (of flood claims) with its p99 alone.
+func (r *ratios) noisyNeighbour(flood int) {
 	alone := r.find(S4Alone, SystemProvfleet, -1, -1)
 	for _, c := range []struct{ scenario, what string }{
 		{S4Noisy, "s4 good tenant's p99: with noisy neighbour / alone (provfleet)"},
 		{S4Settled, "s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)"},
 		{S4Hostile, "s4 good tenant's p99: next to a hostile NFS server / alone (provfleet)"},
+		{S4Flood, fmt.Sprintf("s4 good tenant's p99: next to a flood of %d valid claims / alone (provfleet)", flood)},
 	} {
 		next := r.find(c.scenario, SystemProvfleet, -1, -1)
 		v := ratio(next, alone, func(m *Measurement) float64 { return m.P99MS })

@@ -90,6 +90,7 @@ func measurement(scenario, system string, tenants, replicas int, set func(*Resul
 func TestRatios(t *testing.T) {
 	run := &Run{
 		LeaseTimeout: 17 * time.Second,
+		FloodClaims:  2000,
 		Measurements: []Measurement{
 			measurement(S3Idle, SystemProvfleet, 1, 1, func(r *Result) { r.RSSMiB = 50; r.Watches = 4 }),
 			measurement(S3Idle, SystemProvfleet, 100, 1, func(r *Result) { r.RSSMiB = 59.9; r.Watches = 4 }),
@@ -102,6 +103,8 @@ func TestRatios(t *testing.T) {
 			measurement(S4Noisy, SystemProvfleet, 2, 1, func(r *Result) { r.P99MS = 105 }),
 			measurement(S4Settled, SystemProvfleet, 2, 1, func(r *Result) { r.P99MS = 120 }),
 			measurement(S4Hostile, SystemProvfleet, 2, 1, func(r *Result) { r.P99MS = 108 }),
+			measurement(S4Flood, SystemProvfleet, 2, 1, func(r *Result) { r.P99MS = 111 }),
+			measurement(S4Flood, SystemUpstream, 2, 1, func(r *Result) { r.P99MS = 90 }),
 			measurement(S6SIGKILL, SystemProvfleet, 1, 2, func(r *Result) { r.Seconds = 16 }),
 			measurement(S8Memory, SystemProvfleet, 1, 1, func(r *Result) { r.Claims = 10000; r.RSSMiB = 38.5 }),
 		},
@@ -112,19 +115,20 @@ func TestRatios(t *testing.T) {
 		got[r.What] = row{r.Value, r.verdict()}
 	}
 	want := map[string]row{
-		"s3 idle RSS, 100 provisioners: provfleet / upstream":                           {"0.0207", "yes"},
-		"s3 provfleet RSS per extra idle provisioner (1 → 100)":                         {"102 KiB", "**no**"},
-		"s3 provfleet extra watches (1 → 100 provisioners)":                             {"0", "yes"},
-		"s3 apiserver req/s per provisioner, 100 provisioners, 2 replicas":              {"0.3", "**no**"},
-		"s2 CPU to provision: provfleet / upstream":                                     {"0.25", "**no**"},
-		"s2 time until all PVs exist: provfleet / limit":                                {"1.3", "**no**"},
-		"s4 good tenant's p99: with noisy neighbour / alone (provfleet)":                {"1.05", "yes"},
-		"s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)": {"1.2", "**no**"},
-		"s4 good tenant's p99: next to a hostile NFS server / alone (provfleet)":        {"1.08", "yes"},
-		"s5 re-tune in effect, p99 over the edits":                                      {"-", "n/a"},
-		"s6-sigterm pending claims provisioned again after the signal (provfleet)":      {"-", "n/a"},
-		"s6-sigkill pending claims provisioned again after the signal (provfleet)":      {"16 s", "yes"},
-		"s8 idle RSS of one provfleet process next to 10000 claims and PVs":             {"38.5 MiB", "yes"},
+		"s3 idle RSS, 100 provisioners: provfleet / upstream":                            {"0.0207", "yes"},
+		"s3 provfleet RSS per extra idle provisioner (1 → 100)":                          {"102 KiB", "**no**"},
+		"s3 provfleet extra watches (1 → 100 provisioners)":                              {"0", "yes"},
+		"s3 apiserver req/s per provisioner, 100 provisioners, 2 replicas":               {"0.3", "**no**"},
+		"s2 CPU to provision: provfleet / upstream":                                      {"0.25", "**no**"},
+		"s2 time until all PVs exist: provfleet / limit":                                 {"1.3", "**no**"},
+		"s4 good tenant's p99: with noisy neighbour / alone (provfleet)":                 {"1.05", "yes"},
+		"s4 good tenant's p99: next to a neighbour already failing / alone (provfleet)":  {"1.2", "**no**"},
+		"s4 good tenant's p99: next to a hostile NFS server / alone (provfleet)":         {"1.08", "yes"},
+		"s4 good tenant's p99: next to a flood of 2000 valid claims / alone (provfleet)": {"1.11", "**no**"},
+		"s5 re-tune in effect, p99 over the edits":                                       {"-", "n/a"},
+		"s6-sigterm pending claims provisioned again after the signal (provfleet)":       {"-", "n/a"},
+		"s6-sigkill pending claims provisioned again after the signal (provfleet)":       {"16 s", "yes"},
+		"s8 idle RSS of one provfleet process next to 10000 claims and PVs":              {"38.5 MiB", "yes"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ratios (-want +got):\n%s", diff)

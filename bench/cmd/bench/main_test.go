@@ -1,0 +1,77 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/provfleet/provfleet/bench/internal/report"
+)
+
+func TestConfigScenario4(t *testing.T) {
+	type s4 struct {
+		Cases               []string
+		Rounds, Flood, Good int
+		Scenarios           []int
+	}
+	tests := map[string]struct {
+		args    []string
+		want    s4
+		wantErr string
+	}{
+		"defaults": {
+			want: s4{Rounds: 4, Flood: 2000, Good: 50, Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		},
+		"the flood against the good tenant alone, in more rounds": {
+			args: []string{"-scenarios=4", "-s4-cases=alone, flood", "-s4-rounds=20", "-s4-flood=1000"},
+			want: s4{Cases: []string{report.S4Alone, report.S4Flood}, Rounds: 20, Flood: 1000, Good: 50, Scenarios: []int{4}},
+		},
+		"smoke keeps the cases": {
+			args: []string{"-smoke", "-s4-cases=flood"},
+			want: s4{Cases: []string{report.S4Flood}, Rounds: 1, Flood: 5, Good: 2, Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		},
+		"a case by its scenario name": {
+			args:    []string{"-s4-cases=s4-flood"},
+			wantErr: `cannot parse -s4-cases: no case "s4-flood", only alone, noisy, settled, hostile, flood`,
+		},
+		"no case": {
+			args:    []string{"-s4-cases=alone,"},
+			wantErr: `no case ""`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := config(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s4{Cases: cfg.S4Cases, Rounds: cfg.S4Rounds, Flood: cfg.S4Flood, Good: cfg.S4Good, Scenarios: cfg.Scenarios}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("scenario 4 (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
