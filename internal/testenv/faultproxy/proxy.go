@@ -25,6 +25,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,9 @@ const (
 	// Slow passes the request on after SlowDelay.
 	Slow Fault = "slow"
 	// CutWatch passes a watch on and ends its stream after a random share
-	// of WatchCutAfter. Other requests draw None instead.
+	// of WatchCutAfter. Other requests draw None instead. A watch is a
+	// request that lasts: one that drew no cut at its start draws it again,
+	// at its rate, for every WatchCutAfter it streams.
 	CutWatch Fault = "cut-watch"
 )
 
@@ -217,7 +220,8 @@ func (p *Proxy) Partition(name string, on bool) error {
 	return nil
 }
 
-// Injected returns how many requests drew each fault so far.
+// Injected returns how many requests drew each fault so far, and how many
+// watch streams were cut.
 func (p *Proxy) Injected() map[Fault]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -268,7 +272,8 @@ func (p *Proxy) draw(e *endpoint, r *http.Request) (Fault, float64) {
 	case fault == LostReply && !isWrite(r), fault == CutWatch && !isWatch(r):
 		fault = None
 	}
-	if fault != None {
+	// A cut is counted when it happens: the stream may end before.
+	if fault != None && fault != CutWatch {
 		p.mu.Lock()
 		p.injected[fault]++
 		p.mu.Unlock()
@@ -319,26 +324,67 @@ func (p *Proxy) handler(e *endpoint) http.Handler {
 			case <-r.Context().Done():
 				panic(http.ErrAbortHandler)
 			}
-			p.forward(proxy, e, w, r, 0)
+			p.forward(proxy, e, w, r, p.cutAfter(e, r, fault, extra))
 		case LostReply:
 			rec := &discardWriter{header: http.Header{}}
 			proxy.ServeHTTP(rec, r)
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "injected: the reply to this write was lost")
-		case CutWatch:
-			p.forward(proxy, e, w, r, time.Duration(extra*float64(p.opts.WatchCutAfter)))
 		default:
-			p.forward(proxy, e, w, r, 0)
+			p.forward(proxy, e, w, r, p.cutAfter(e, r, fault, extra))
 		}
 	})
 }
 
-// forward passes r on; cutAfter, when not 0, ends the reply's stream then.
-// While e is cut off the stream sends nothing.
+// cutAfter is when the stream of r, which drew fault at its start, is to be
+// cut; 0 for never: r is no watch, or no cut was drawn.
+func (p *Proxy) cutAfter(e *endpoint, r *http.Request, fault Fault, extra float64) time.Duration {
+	if !isWatch(r) {
+		return 0
+	}
+	p.mu.Lock()
+	rate := p.rates.CutWatch
+	p.mu.Unlock()
+	e.mu.Lock()
+	u := e.rand.Float64()
+	e.mu.Unlock()
+	return streamCut(fault == CutWatch, rate, u, extra, p.opts.WatchCutAfter)
+}
+
+// streamCut is when a stream is cut: within its first period when its
+// start drew the cut (cutNow), else after as many whole periods as a cut
+// of the given rate per period takes to come, drawn from u in [0, 1) (the
+// geometric law), plus the share extra of one; 0 for never.
+func streamCut(cutNow bool, rate, u, extra float64, period time.Duration) time.Duration {
+	switch {
+	case cutNow:
+		return time.Duration(extra * float64(period))
+	case rate <= 0:
+		return 0
+	case rate >= 1:
+		return time.Duration((1 + extra) * float64(period))
+	}
+	periods := 1 + math.Floor(math.Log1p(-u)/math.Log1p(-rate))
+	if limit := float64(math.MaxInt64) / float64(period); periods+extra >= limit {
+		return 0
+	}
+	return time.Duration((periods + extra) * float64(period))
+}
+
+// forward passes r on; cutAfter, when not 0, ends the reply's stream then,
+// unless the faults were turned off meanwhile. While e is cut off the
+// stream sends nothing.
 func (p *Proxy) forward(proxy *httputil.ReverseProxy, e *endpoint, w http.ResponseWriter, r *http.Request, cutAfter time.Duration) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	if cutAfter > 0 {
-		timer := time.AfterFunc(cutAfter, cancel)
+		timer := time.AfterFunc(cutAfter, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.rates.CutWatch > 0 && ctx.Err() == nil {
+				p.injected[CutWatch]++
+				cancel()
+			}
+		})
 		defer timer.Stop()
 	}
 	proxy.ServeHTTP(&stallingWriter{ResponseWriter: w, endpoint: e, ctx: ctx}, r.WithContext(ctx))

@@ -259,6 +259,31 @@ func TestCutWatch(t *testing.T) {
 	}
 }
 
+// A watch that drew no cut at its start draws one for every period it
+// streams: the longer it lives, the likelier its cut.
+func TestStreamCut(t *testing.T) {
+	const period = 10 * time.Second
+	for name, tc := range map[string]struct {
+		cutNow         bool
+		rate, u, extra float64
+		want           time.Duration
+	}{
+		"cut drawn at the start":         {cutNow: true, rate: 0.1, u: 0.99, extra: 0.5, want: 5 * time.Second},
+		"no cuts":                        {rate: 0, u: 0.5, extra: 0.5, want: 0},
+		"a cut every period":             {rate: 1, u: 0.99, extra: 0.25, want: 12500 * time.Millisecond},
+		"cut in the first period drawn":  {rate: 0.5, u: 0.25, extra: 0, want: period},
+		"cut in the second period drawn": {rate: 0.5, u: 0.6, extra: 0, want: 2 * period},
+		"a rare cut comes late":          {rate: 0.01, u: 0.5, extra: 0, want: 69 * period},
+		"later than a duration can say":  {rate: 1e-300, u: 0.5, extra: 0, want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, streamCut(tc.cutNow, tc.rate, tc.u, tc.extra, period)); diff != "" {
+				t.Errorf("cut after (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A partitioned endpoint answers nothing and its open watch delivers
 // nothing; restored, the watch delivers what was held and requests pass
 // again. Other endpoints are not concerned.
