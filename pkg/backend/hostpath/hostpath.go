@@ -130,8 +130,8 @@ type LocalPathPatterns = dirvol.LocalPathPatterns
 type Options = dirvol.Options
 
 // Provisioner provisions hostPath and local volumes. It implements
-// provisioning.Provisioner, Reclaimer and Prober and is safe for concurrent
-// use.
+// provisioning.Provisioner, Reclaimer, Prober and Expander and is safe for
+// concurrent use.
 type Provisioner struct {
 	volumeType VolumeType
 	// node is "" on a shared file system.
