@@ -45,9 +45,12 @@ var _ cache.TransformFunc = Transform
 // is its source, claim reference and reclaim policy, a class's parameters are
 // read by the backends, and a Node's spec is small.
 //
-// Of statuses only a phase stays: a PersistentVolume's, since a Released one
-// is deleted; a claim's, whose phase alone says whether it is bound, for
-// backends and logs (nothing in provfleet reads more of a claim's status).
+// Of statuses a phase stays: a PersistentVolume's, since a Released one
+// is deleted; a claim's, whose phase says whether it is bound, for
+// backends and logs. A claim also keeps its capacity and the size and
+// status of a resize (allocatedResources, allocatedResourceStatuses), from
+// which a bound claim's expansion is seen to be due; its conditions go, and
+// a resize reads them from the API when it writes the status.
 // A Node keeps no status at all: its selected-node handling reads the Node's
 // name and labels only, and its status (images, conditions, addresses,
 // capacity) is most of a Node object and changes with every heartbeat.
@@ -55,7 +58,10 @@ func Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.PersistentVolumeClaim:
 		trimMeta(&o.ObjectMeta)
-		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
+		o.Status = corev1.PersistentVolumeClaimStatus{
+			Phase: o.Status.Phase, Capacity: o.Status.Capacity,
+			AllocatedResources: o.Status.AllocatedResources, AllocatedResourceStatuses: o.Status.AllocatedResourceStatuses,
+		}
 	case *corev1.PersistentVolume:
 		trimMeta(&o.ObjectMeta)
 		o.Status = corev1.PersistentVolumeStatus{Phase: o.Status.Phase}

@@ -65,12 +65,18 @@ func TestTransform(t *testing.T) {
 	tests := map[string]struct {
 		in, out runtime.Object
 	}{
-		"claim keeps its spec and phase": {
+		"claim keeps its spec, phase, capacity and resize": {
 			in: &corev1.PersistentVolumeClaim{ObjectMeta: fullMeta("claim"), Spec: claimSpec, Status: corev1.PersistentVolumeClaimStatus{
 				Phase: corev1.ClaimBound, AccessModes: claimSpec.AccessModes, Capacity: claimSpec.Resources.Requests,
-				Conditions: []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue}},
+				Conditions:                []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue}},
+				AllocatedResources:        corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
+				AllocatedResourceStatuses: map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimControllerResizeInProgress},
 			}},
-			out: &corev1.PersistentVolumeClaim{ObjectMeta: trimmedMeta("claim"), Spec: claimSpec, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
+			out: &corev1.PersistentVolumeClaim{ObjectMeta: trimmedMeta("claim"), Spec: claimSpec, Status: corev1.PersistentVolumeClaimStatus{
+				Phase: corev1.ClaimBound, Capacity: claimSpec.Resources.Requests,
+				AllocatedResources:        corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
+				AllocatedResourceStatuses: map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimControllerResizeInProgress},
+			}},
 		},
 		"volume keeps its spec and phase": {
 			in: &corev1.PersistentVolume{ObjectMeta: fullMeta("pv-1"), Spec: volumeSpec, Status: corev1.PersistentVolumeStatus{

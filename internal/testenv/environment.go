@@ -50,9 +50,11 @@ const ServiceClusterIPRange = "10.0.0.0/24"
 // ControllerManagerControllers are the kube-controller-manager controllers a
 // provisioner talks to: the binder annotates and binds claims, the protection
 // controllers hold objects in use, the namespace controller empties deleted
-// namespaces.
+// namespaces, and the expander leaves the claims of volumes no in-tree plugin
+// expands to an external resizer, as in a cluster.
 var ControllerManagerControllers = []string{
 	"persistentvolume-binder-controller",
+	"persistentvolume-expander-controller",
 	"persistentvolume-protection-controller",
 	"persistentvolumeclaim-protection-controller",
 	"namespace-controller",

@@ -319,7 +319,7 @@ func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerCon
 	recorder := m.events.NewRecorder(m.scheme, corev1.EventSource{Component: "provfleet/" + cfg.ProvisionerName})
 	if spec.backend.NodeHostPath() != nil && spec.scope == nil {
 		inst.controller, err = m.nodes.NewCoordinator(pc.Name, cfg, spec.backend.HostPath, hostpathnodes.CoordinatorDeps{
-			Client: client, Informers: m.shared, EventRecorder: recorder, OnLeaderChange: onLeaderChange,
+			Client: client, Informers: m.shared, EventRecorder: recorder, OnLeaderChange: onLeaderChange, Metrics: m.metrics,
 		})
 	} else {
 		err = m.buildController(ctx, pc, spec, cfg, inst, provisioning.Dependencies{

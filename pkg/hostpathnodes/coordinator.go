@@ -51,6 +51,9 @@ type CoordinatorDeps struct {
 	// OnLeaderChange, if set, is called with the holder of the provisioner's
 	// Lease whenever it changes.
 	OnLeaderChange func(holderIdentity string)
+	// Metrics, if set, counts the expansions of volumes, in the series of
+	// the provision controllers.
+	Metrics *provisioning.Metrics
 }
 
 // coordinatorDeps are all a coordinator uses but does not own: what the
@@ -75,8 +78,9 @@ type coordinatorDeps struct {
 // Coordinator is the manager's instance of a hostPath ProvisionerConfig. The
 // node agents provision and delete its volumes, each on its own node; the
 // coordinator does what no node can do alone: it places the claims of
-// Immediate binding on one served node (placement.go) and handles the
-// volumes of nodes whose Node object is gone (noderemoval.go). It leads on
+// Immediate binding on one served node (placement.go), expands volumes
+// within their node's budget (expansion.go) and handles the volumes of
+// nodes whose Node object is gone (noderemoval.go). It leads on
 // the provisioner's own Lease, the one a manager that ran the whole hostPath
 // controller held, so an upgrade hands over without two leaders.
 //
@@ -101,6 +105,9 @@ type Coordinator struct {
 	// handovers is nil unless this process is localNode's agent too.
 	handovers *handovers
 	localNode string
+	// resizer expands the volumes of every node (expansion.go).
+	resizer       *provisioning.Resizer
+	resizeMetrics *provisioning.Metrics
 
 	mu   sync.Mutex
 	cfg  provisioning.Config
@@ -149,6 +156,12 @@ func buildCoordinator(configName string, cfg provisioning.Config, spec *v1alpha1
 		localNode:  deps.LocalNode,
 		cfg:        cfg,
 	}
+	c.resizeMetrics = deps.CoordinatorDeps.Metrics
+	c.resizer = provisioning.NewResizer(provisioning.ResizerDeps{
+		Name: c.name, KnownName: func(name string) bool { return c.config().KnownName(name) }, Client: deps.Client,
+		Volumes: deps.Informers.Volumes.GetStore(), Classes: deps.Informers.Classes.GetStore(),
+		EventRecorder: deps.EventRecorder, Metrics: c.resizeMetrics, Expander: nodeExpander{c: c},
+	})
 	var err error
 	c.Elected, err = provisioning.NewElected("hostPath coordinator", cfg.ProvisionerName, cfg.LeaderElection, provisioning.ElectedDeps{
 		Client: deps.Client, Informers: deps.Informers, Synced: []cache.InformerSynced{deps.NodeLeases.HasSynced},
@@ -256,6 +269,7 @@ func (c *Coordinator) Lead(ctx context.Context) (stop func()) {
 			}
 		}
 		c.metrics.deleteSeries(c.name)
+		c.resizeMetrics.DeleteResizeSeries(c.name)
 		logger.Info("Stopped leading")
 	}
 }
@@ -388,8 +402,8 @@ func (c *Coordinator) work(ctx context.Context, t *coordTerm) {
 	}
 }
 
-// sync places what waits for a node and handles the volumes of removed
-// nodes. It returns how soon to sync again without a change; zero: only on
+// sync places what waits for a node, expands the volumes of claims that
+// ask for more and handles the volumes of removed nodes. It returns how soon to sync again without a change; zero: only on
 // a change.
 func (c *Coordinator) sync(ctx context.Context, t *coordTerm) time.Duration {
 	cfg := c.config()
@@ -399,6 +413,7 @@ func (c *Coordinator) sync(ctx context.Context, t *coordTerm) time.Duration {
 	v := c.view(cfg)
 	c.forgetHandedOver(v)
 	next := c.place(ctx, t, v)
+	next = shorter(next, c.expand(ctx, v))
 	if removal := c.handleRemovedNodes(ctx, v); removal > 0 && (next == 0 || removal < next) {
 		next = removal
 	}

@@ -46,7 +46,8 @@ limitations under the License.
 // Fleet: reconcile a ProvisionerConfig again, run or stop a node instance.
 // To the API: the node's Lease and its annotations (the agent); the
 // selected-node annotation of placed claims, the node-gone annotation and
-// the deletion of the volumes of removed nodes, the removal lists
+// the deletion of the volumes of removed nodes, the capacity of expanded
+// volumes and the resize status of their claims, the removal lists
 // (RemovedListName), NodeVolumesParams and the deletion of the Leases of
 // nodes that are gone (the manager); Events on claims, volumes and
 // ProvisionerConfigs; the metric provisioner_removed_node_volumes.
@@ -95,7 +96,8 @@ limitations under the License.
 // has the Fleet run it. coordinator.go is the Coordinator: its Run (the
 // provisioning.Elected skeleton's) elects, its Lead starts a term whose
 // work calls sync, which places claims
-// (placement.go, handover.go) and handles the volumes of removed nodes
+// (placement.go, handover.go), expands volumes within their node's budget
+// (expansion.go) and handles the volumes of removed nodes
 // (noderemoval.go). nodelease.go, nodeservice.go and leaseclock.go are the
 // Lease protocol; nodestatus.go reads it into the status; nodewatch.go
 // queues what a node's change concerns.

@@ -91,10 +91,15 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 		if hasFinalizer(claim, c.finalizer) {
 			return claim.ResourceVersion, c.abandonClaim(ctx, claim, nil)
 		}
-		return claim.ResourceVersion, nil
+		// Bound to a PersistentVolume of another name, which may still be
+		// this provisioner's: one migrated from another provisioner.
+		return claim.ResourceVersion, c.resize(ctx, claim)
 	case claim.Spec.VolumeName != "":
 		claim, err := c.removeClaimFinalizer(ctx, claim)
-		return claim.ResourceVersion, err
+		if err != nil {
+			return claim.ResourceVersion, err
+		}
+		return claim.ResourceVersion, c.resize(ctx, claim)
 	}
 	should, err := c.shouldProvision(ctx, claim)
 	if err != nil || !should {
@@ -103,6 +108,15 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 	return c.provisionClaim(ctx, claim, func(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 		return c.provisionOperation(ctx, t, claim)
 	})
+}
+
+// resize grows the volume of a bound claim that asks for more, unless a
+// Scope leaves that to the provisioner's leader.
+func (c *Controller) resize(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	if c.resizer == nil {
+		return nil
+	}
+	return c.resizer.Sync(ctx, claim)
 }
 
 // abandoned reports whether a claim the informer shows no longer wants the

@@ -80,7 +80,9 @@ type Dependencies struct {
 	// its space Moved.
 	OnHealthChange func()
 	// Scope, if set, limits the controller to part of its provisioner's
-	// claims and volumes; nil: all of them.
+	// claims and volumes; nil: all of them. A controller with a Scope
+	// expands no volume: it leads no provisioner, and whoever leads the
+	// whole provisioner does (a fleet's hostPath coordinator).
 	Scope Scope
 }
 
@@ -128,7 +130,10 @@ type Controller struct {
 	// volumes; nil means the intent finalizer guards them.
 	reclaimer Reclaimer
 	// prober is the provisioner when it can be probed; nil otherwise.
-	prober    Prober
+	prober Prober
+	// resizer grows the volumes of bound claims; nil with a Scope, whose
+	// controller leads no provisioner.
+	resizer   *Resizer
 	scope     Scope
 	finalizer string
 	clock     clock.WithDelayedExecution
@@ -211,6 +216,14 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 			return nil, err
 		}
 		c.metrics = m
+	}
+	if c.scope == nil {
+		expander, _ := deps.Provisioner.(Expander)
+		c.resizer = NewResizer(ResizerDeps{
+			Name: c.name, KnownName: func(name string) bool { return c.config().KnownName(name) }, Client: c.client,
+			Volumes: inf.Volumes.GetStore(), Classes: inf.Classes.GetStore(), EventRecorder: c.recorder, Metrics: c.metrics,
+			Expander: expander, Call: c.claimCall,
+		})
 	}
 	c.Elected, err = NewElected("provision controller", cfg.ProvisionerName, cfg.LeaderElection, ElectedDeps{
 		Client: deps.Client, Informers: inf, Leader: c, OnLeaderChange: deps.OnLeaderChange, Metrics: c.metrics,

@@ -26,12 +26,14 @@ limitations under the License.
 // In: a Config (Reconfigure re-tunes a running controller), a Provisioner
 // (the backend, with its optional interfaces: Qualifier, BlockProvisioner,
 // DataSourceProvisioner, DeletionGuard, Reclaimer, Prober, BudgetReporter,
-// VolumeRecorder), and the events of the
+// VolumeRecorder, Expander), and the events of the
 // shared claim, volume, class and node informers, which the event router hands
 // to the controllers they concern.
 //
 // Out: PersistentVolumes created for claims and deleted with their backend
-// volumes, finalizer patches of claims and PersistentVolumes, Events on
+// volumes, finalizer patches of claims and PersistentVolumes, the capacity
+// of expanded PersistentVolumes and the resize status of their claims
+// (Resizer, which a fleet's hostPath coordinator runs too), Events on
 // claims and volumes, metric series labelled with the provisioner, and the
 // backend's Health, whose changes OnHealthChange is told of.
 //
@@ -74,7 +76,8 @@ limitations under the License.
 // PersistentVolume goes through syncVolume (delete.go), which first writes on
 // it what a VolumeRecorder decided (record.go). reclaim.go goes
 // through a Reclaimer's record, backendcall.go puts each backend call under
-// its deadline, health.go probes a Prober, room.go retries the claims
+// its deadline, health.go probes a Prober, expand.go grows the volumes of
+// bound claims that ask for more, room.go retries the claims
 // waiting for room, finalizers.go and names.go hold the finalizers, annotations
 // and names the others share.
 //

@@ -77,7 +77,8 @@ func (c *Controller) claimInteresting(claim *corev1.PersistentVolumeClaim) bool 
 	if !c.claimInScope(claim) {
 		return false
 	}
-	return hasFinalizer(claim, c.finalizer) || claim.Spec.VolumeName == "" && c.config().KnownName(StorageProvisioner(claim))
+	return hasFinalizer(claim, c.finalizer) || claim.Spec.VolumeName == "" && c.config().KnownName(StorageProvisioner(claim)) ||
+		c.resizer != nil && WantsResize(claim) && c.config().KnownName(StorageProvisioner(claim))
 }
 
 // claimInScope reports whether claim is in this controller's part of its

@@ -34,6 +34,7 @@ const (
 	labelQueue       = "name"
 	labelOperation   = "operation"
 	labelSource      = "source"
+	labelResult      = "result"
 
 	// provisionSubsystem prefixes the provision and delete series as
 	// sig-storage-lib-external-provisioner's controller does, so dashboards
@@ -52,6 +53,7 @@ type Metrics struct {
 	deleteTotal       *prometheus.CounterVec
 	deleteFailed      *prometheus.CounterVec
 	deleteDuration    *prometheus.HistogramVec
+	expandTotal       *prometheus.CounterVec
 	panics            *prometheus.CounterVec
 
 	queueDepth        *prometheus.GaugeVec
@@ -139,6 +141,10 @@ func (m *Metrics) declareOperationMetrics() {
 		Help:    "Latency in seconds of successful delete attempts, by storage class.",
 		Buckets: prometheus.DefBuckets,
 	}, byClass)
+	m.expandTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: provisionSubsystem, Name: "persistentvolumeclaim_expand_total",
+		Help: "Total number of volume expansions of claims, by storage class and result: succeeded, infeasible (refused for the budget or the size), failed (to be retried), not_allowed (the class does not allow expansion), unsupported (the backend cannot expand).",
+	}, []string{labelProvisioner, labelClass, labelResult})
 }
 
 // declareProbeMetrics declares the series of the backends' probes, which
@@ -265,7 +271,7 @@ func (m *Metrics) probeCollectors() []partialDeleter {
 func (m *Metrics) collectors() []partialDeleter {
 	return append([]partialDeleter{
 		m.provisionTotal, m.provisionFailed, m.provisionDuration,
-		m.deleteTotal, m.deleteFailed, m.deleteDuration, m.panics,
+		m.deleteTotal, m.deleteFailed, m.deleteDuration, m.expandTotal, m.panics,
 		m.queueDepth, m.queueAdds, m.queueLatency, m.queueWorkDuration, m.queueRetries,
 	}, m.probeCollectors()...)
 }
@@ -295,6 +301,25 @@ func (m *Metrics) observeDelete(provisionerName, class string, start time.Time, 
 	}
 	m.deleteDuration.WithLabelValues(provisionerName, class).Observe(time.Since(start).Seconds())
 	m.deleteTotal.WithLabelValues(provisionerName, class).Inc()
+}
+
+// observeResize counts one expansion of a claim by its result; a nil m
+// counts nothing.
+func (m *Metrics) observeResize(provisionerName, class, result string) {
+	if m == nil {
+		return
+	}
+	m.expandTotal.WithLabelValues(provisionerName, class, result).Inc()
+}
+
+// DeleteResizeSeries removes the expansion series of one provisioner, for
+// a caller that runs a Resizer outside a Controller, which deletes every
+// series of its own when it stops.
+func (m *Metrics) DeleteResizeSeries(provisionerName string) {
+	if m == nil {
+		return
+	}
+	m.expandTotal.DeletePartialMatch(prometheus.Labels{labelProvisioner: provisionerName})
 }
 
 func (m *Metrics) countPanic(provisionerName, operation string) {

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -303,8 +304,12 @@ func (c *Controller) checkBlock(ctx context.Context, claim *corev1.PersistentVol
 }
 
 func (c *Controller) classOf(claim *corev1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
-	name := claimClassName(claim)
-	obj, exists, err := c.informers.Classes.GetStore().GetByKey(name)
+	return classIn(c.informers.Classes.GetStore(), claimClassName(claim))
+}
+
+// classIn returns the StorageClass name from store, a class informer's.
+func classIn(store cache.Store, name string) (*storagev1.StorageClass, error) {
+	obj, exists, err := store.GetByKey(name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot get StorageClass %q: %w", name, err)
 	}

@@ -56,7 +56,8 @@ type ProvisionOptions struct {
 	PVName string
 	// PVC is the claim being provisioned. The manager's informers trim what
 	// no controller reads (internal/cachetrim), so it may lack its managed
-	// fields, the last-applied annotation and its status but the phase.
+	// fields, the last-applied annotation and its status but the phase,
+	// capacity and resize.
 	PVC *corev1.PersistentVolumeClaim
 	// SelectedNode is the node chosen by the scheduler for WaitForFirstConsumer
 	// classes, read from the shared node informer; nil otherwise. In the

@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
@@ -129,8 +130,8 @@ type LocalPathPatterns = dirvol.LocalPathPatterns
 type Options = dirvol.Options
 
 // Provisioner provisions hostPath and local volumes. It implements
-// provisioning.Provisioner, Reclaimer and Prober and is safe for concurrent
-// use.
+// provisioning.Provisioner, Reclaimer, Prober and Expander and is safe for
+// concurrent use.
 type Provisioner struct {
 	volumeType VolumeType
 	// node is "" on a shared file system.
@@ -160,6 +161,7 @@ var (
 	_ provisioning.Reclaimer      = (*Provisioner)(nil)
 	_ provisioning.Prober         = (*Provisioner)(nil)
 	_ provisioning.BudgetReporter = (*Provisioner)(nil)
+	_ provisioning.Expander       = (*Provisioner)(nil)
 )
 
 // CheckPathPattern refuses a pathPattern that New refuses, for the manager,
@@ -535,6 +537,21 @@ func (p *Provisioner) ReleaseRemoved(ctx context.Context, removed []backend.Remo
 		done = slices.DeleteFunc(done, func(name string) bool { return !slices.Contains(released, name) })
 	}
 	return done, errors.Join(errs...)
+}
+
+// Expand counts a volume of this node, or of the shared file system, at
+// size in the capacity budget, when it fits; the directory needs nothing,
+// since no file system limits its size.
+func (p *Provisioner) Expand(_ context.Context, pv *corev1.PersistentVolume, _ *corev1.PersistentVolumeClaim, size resource.Quantity) (resource.Quantity, error) {
+	b := p.baseOf(pv)
+	if _, err := p.ownDir(b.path, pv); err != nil {
+		return resource.Quantity{}, fmt.Errorf("cannot expand volume %s: %w", pv.Name, err)
+	}
+	// The stores share their count.
+	if err := b.store.Expand(pv, size); err != nil {
+		return resource.Quantity{}, err
+	}
+	return size, nil
 }
 
 // Budget returns the capacity budget and what this provisioner's volumes use

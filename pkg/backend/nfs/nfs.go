@@ -29,6 +29,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
@@ -103,6 +104,7 @@ var (
 	_ provisioning.Prober         = (*Provisioner)(nil)
 	_ provisioning.BudgetReporter = (*Provisioner)(nil)
 	_ provisioning.VolumeRecorder = (*Provisioner)(nil)
+	_ provisioning.Expander       = (*Provisioner)(nil)
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
@@ -266,6 +268,19 @@ func (p *Provisioner) Delete(ctx context.Context, pv *corev1.PersistentVolume) e
 		}
 	}
 	return p.store.Delete(ctx, pv)
+}
+
+// Expand counts a volume of this export at size in the capacity budget,
+// when it fits; the subdirectory needs nothing, since nothing on the server
+// limits its size.
+func (p *Provisioner) Expand(_ context.Context, pv *corev1.PersistentVolume, _ *corev1.PersistentVolumeClaim, size resource.Quantity) (resource.Quantity, error) {
+	if _, err := p.volumeDir(pv); err != nil {
+		return resource.Quantity{}, fmt.Errorf("cannot expand volume %s: %w", pv.Name, err)
+	}
+	if err := p.store.Expand(pv, size); err != nil {
+		return resource.Quantity{}, err
+	}
+	return size, nil
 }
 
 // Record returns, for a volume of the nfs-subdir-external-provisioner this

@@ -171,6 +171,9 @@ type shared struct {
 	// reservations are the directories of volumes being provisioned, or
 	// provisioned but whose PersistentVolume is not yet known, by PV name.
 	reservations map[string]*reservation
+	// grown are the sizes volumes were expanded to, by PV name, counted
+	// until their listed PersistentVolume shows that size.
+	grown map[string]resource.Quantity
 }
 
 type reservation struct {
@@ -207,7 +210,7 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidSpec, err)
 	}
-	s := &Store{cfg: cfg, pattern: pattern, now: cfg.Options.Now, shared: &shared{reservations: map[string]*reservation{}}, purging: map[string]bool{}}
+	s := &Store{cfg: cfg, pattern: pattern, now: cfg.Options.Now, shared: &shared{reservations: map[string]*reservation{}, grown: map[string]resource.Quantity{}}, purging: map[string]bool{}}
 	if cfg.ShareWith != nil {
 		s.shared = cfg.ShareWith.shared
 	}
@@ -478,8 +481,13 @@ func (s *Store) use(pvName string) (resource.Quantity, int, error) {
 		if pv.Name == pvName || !s.counts(pv) {
 			continue
 		}
-		used.Add(pv.Spec.Capacity[corev1.ResourceStorage])
+		used.Add(s.sizeOf(pv))
 		count++
+	}
+	for name := range s.grown {
+		if !listed[name] {
+			delete(s.grown, name)
+		}
 	}
 	for name, res := range s.reservations {
 		if name == pvName || listed[name] {
@@ -489,6 +497,48 @@ func (s *Store) use(pvName string) (resource.Quantity, int, error) {
 		count++
 	}
 	return used, count, nil
+}
+
+// sizeOf is what a listed volume counts towards the budget: its capacity,
+// or the size it was expanded to while its PersistentVolume does not show
+// that yet. Callers hold s.mu.
+func (s *Store) sizeOf(pv *corev1.PersistentVolume) resource.Quantity {
+	size := pv.Spec.Capacity[corev1.ResourceStorage]
+	grown, ok := s.grown[pv.Name]
+	switch {
+	case !ok:
+	case size.Cmp(grown) >= 0:
+		delete(s.grown, pv.Name)
+	default:
+		size = grown
+	}
+	return size
+}
+
+// Expand counts pv, a volume of this provisioner, at size from now on, when
+// that fits the storage limit of the capacity budget with every other
+// volume; the directory itself needs nothing, as no file system limits it.
+// A refusal wraps provisioning.ErrNoRoom. Expanding again to the same size
+// succeeds; a smaller size replaces a larger one not yet written to the
+// PersistentVolume, as when a claim's request is lowered after a refusal.
+func (s *Store) Expand(pv *corev1.PersistentVolume, size resource.Quantity) error {
+	limit := s.cfg.Capacity.Storage
+	if limit.IsZero() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used, _, err := s.use(pv.Name)
+	if err != nil {
+		return err
+	}
+	room := limit.DeepCopy()
+	room.Sub(used)
+	if size.Cmp(room) > 0 {
+		return fmt.Errorf("%w: capacity budget exhausted: the other volumes use %s of %s, the volume would grow to %s", provisioning.ErrNoRoom, used.String(), limit.String(), size.String())
+	}
+	s.grown[pv.Name] = size
+	return nil
 }
 
 // Budget returns the capacity budget and what the volumes use of it now,
