@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -284,6 +285,7 @@ func (c *Coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 	c.withPlacements(t, v)
 	served := c.candidates(v)
 	var next time.Duration
+	var chosen []*placement
 	pending := map[types.UID]bool{}
 	for _, claim := range v.claims {
 		if claim.DeletionTimestamp != nil {
@@ -313,9 +315,16 @@ func (c *Coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 				continue
 			}
 		}
-		if !c.placeClaim(ctx, t, claim, allowedBy(class, served, v.nodes)) {
+		p, ok := c.choosePlacement(t, claim, allowedBy(class, served, v.nodes))
+		if !ok {
 			next = shorter(next, v.retry)
 		}
+		if p != nil {
+			chosen = append(chosen, p)
+		}
+	}
+	if !c.writePlacements(ctx, t, chosen) {
+		next = shorter(next, v.retry)
 	}
 	for uid := range t.warned {
 		if !pending[uid] {
@@ -396,11 +405,23 @@ func termMatches(term corev1.TopologySelectorTerm, labels map[string]string) boo
 	return true
 }
 
-// placeClaim selects a node for claim and reports whether it did.
-func (c *Coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) bool {
-	logger := klog.FromContext(ctx)
+// placement is the node chosen for a claim in one sync, written into the
+// claim once every claim of that sync has its node.
+type placement struct {
+	claim   *corev1.PersistentVolumeClaim
+	node    nodeCandidate
+	fitting int
+	room    string
+	err     error
+}
+
+// choosePlacement chooses the node of claim among served and counts the
+// claim there, so that the next choice of the same sync sees it. It returns
+// no placement when the claim was handed over to its node's agent instead,
+// and false when no node has room.
+func (c *Coordinator) choosePlacement(t *coordTerm, claim *corev1.PersistentVolumeClaim, served map[string]*nodeCandidate) (*placement, bool) {
 	if c.handOver(claim, served) {
-		return true
+		return nil, true
 	}
 	list := make([]nodeCandidate, 0, len(served))
 	for _, n := range served {
@@ -411,25 +432,49 @@ func (c *Coordinator) placeClaim(ctx context.Context, t *coordTerm, claim *corev
 	node, ok := chooseNode(claim.UID, request, list, budget)
 	if !ok {
 		c.warnOnce(t, claim, EventNoNodeWithRoom, c.noRoomMessage(len(list), request))
-		return false
-	}
-	if err := c.selectNode(ctx, claim, node.Name); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// Changed or gone meanwhile: its event brings the next sync.
-			logger.V(2).Info("Claim changed before its placement", "claim", klog.KObj(claim), "err", err)
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, err, "Cannot place claim", "claim", klog.KObj(claim), "node", node.Name)
-		}
-		return false
+		return nil, false
 	}
 	served[node.Name].count(request)
-	delete(t.warned, claim.UID)
-	t.placed[claim.UID] = node.Name
-	logger.Info("Placed claim", "claim", klog.KObj(claim), "node", node.Name)
-	c.recorder.Eventf(claim, corev1.EventTypeNormal, EventNodeSelected,
-		"Node %s chosen for this Immediate claim among %d served nodes with room: it has the most room (%s), then the fewest volumes (%d); its node agent provisions the volume",
-		node.Name, countFitting(list, budget, request), c.roomText(budget, node), node.Volumes)
-	return true
+	return &placement{claim: claim, node: node, fitting: countFitting(list, budget, request), room: c.roomText(budget, node)}, true
+}
+
+// writePlacements writes the chosen nodes into their claims, as many at a
+// time as the provisioner has workers: each write is an API round trip, and
+// claims placed one after another would each wait for all those before it,
+// a wait that grows with the apiserver's latency when it is busy. It
+// reports whether every write succeeded; a claim whose write failed counted
+// on its node only for this sync.
+func (c *Coordinator) writePlacements(ctx context.Context, t *coordTerm, chosen []*placement) bool {
+	var writes errgroup.Group
+	writes.SetLimit(max(1, c.config().Workers))
+	for _, p := range chosen {
+		writes.Go(func() error {
+			p.err = c.selectNode(ctx, p.claim, p.node.Name)
+			return nil
+		})
+	}
+	_ = writes.Wait() // each write keeps its own error
+	logger := klog.FromContext(ctx)
+	all := true
+	for _, p := range chosen {
+		if p.err != nil {
+			all = false
+			if apierrors.IsConflict(p.err) || apierrors.IsNotFound(p.err) {
+				// Changed or gone meanwhile: its event brings the next sync.
+				logger.V(2).Info("Claim changed before its placement", "claim", klog.KObj(p.claim), "err", p.err)
+			} else {
+				utilruntime.HandleErrorWithContext(ctx, p.err, "Cannot place claim", "claim", klog.KObj(p.claim), "node", p.node.Name)
+			}
+			continue
+		}
+		delete(t.warned, p.claim.UID)
+		t.placed[p.claim.UID] = p.node.Name
+		logger.Info("Placed claim", "claim", klog.KObj(p.claim), "node", p.node.Name)
+		c.recorder.Eventf(p.claim, corev1.EventTypeNormal, EventNodeSelected,
+			"Node %s chosen for this Immediate claim among %d served nodes with room: it has the most room (%s), then the fewest volumes (%d); its node agent provisions the volume",
+			p.node.Name, p.fitting, p.room, p.node.Volumes)
+	}
+	return all
 }
 
 func countFitting(list []nodeCandidate, b nodeBudget, request int64) int {

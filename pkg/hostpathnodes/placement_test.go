@@ -20,7 +20,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"path"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +35,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
@@ -330,5 +337,64 @@ func volumeOnNodeA(name string, uid types.UID, size string, created time.Time) *
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Annotations: map[string]string{backend.AnnNode: "a"}},
 		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
 			ClaimRef: &corev1.ObjectReference{Namespace: "ns", Name: string(uid), UID: uid}},
+	}
+}
+
+// The placements of one sync are written as many at a time as the
+// provisioner has workers, never more: a burst of claims does not wait for
+// each write in turn. The apiserver here holds each write until as many as
+// the workers are under way (or a minute, which a writer that sends one at
+// a time would meet at every write), so the most seen at once shows how
+// they went out.
+func TestWritePlacementsAtOnce(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	workers := provisioning.DefaultConfig("provfleet.io/fake").Workers
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	allUnderWay := make(chan struct{})
+	apiserver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		if inFlight == workers {
+			close(allUnderWay)
+		}
+		mu.Unlock()
+		select {
+		case <-allUnderWay:
+		case <-time.After(time.Minute):
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&corev1.PersistentVolumeClaim{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: path.Base(r.URL.Path)},
+		})
+	}))
+	t.Cleanup(apiserver.Close)
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: apiserver.URL, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := fakeCoordinator(t, client, &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
+	term := &coordTerm{wake: make(chan struct{}, 1), warned: map[types.UID]string{}, placed: map[types.UID]string{}}
+	var chosen []*placement
+	want := map[types.UID]string{}
+	for i := range 3 * workers {
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("claim-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+		node := fmt.Sprintf("node-%d", i%3)
+		chosen = append(chosen, &placement{claim: claim, node: nodeCandidate{Name: node}})
+		want[claim.UID] = node
+	}
+	if !c.writePlacements(ctx, term, chosen) {
+		t.Fatal("a placement was not written")
+	}
+	if most != workers {
+		t.Errorf("%d placements were written at once, want %d (the workers)", most, workers)
+	}
+	if diff := cmp.Diff(want, term.placed); diff != "" {
+		t.Errorf("placed claims (-want +got):\n%s", diff)
 	}
 }
