@@ -326,6 +326,13 @@ func (c *Coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 	if !c.writePlacements(ctx, t, chosen) {
 		next = shorter(next, v.retry)
 	}
+	t.forgetAllBut(pending)
+	return next
+}
+
+// forgetAllBut forgets the warnings and placements of every claim not in
+// pending: provisioned, deleted or no longer this provisioner's.
+func (t *coordTerm) forgetAllBut(pending map[types.UID]bool) {
 	for uid := range t.warned {
 		if !pending[uid] {
 			delete(t.warned, uid)
@@ -336,7 +343,6 @@ func (c *Coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 			delete(t.placed, uid)
 		}
 	}
-	return next
 }
 
 // withPlacements puts into v's claims the placements of this term that the

@@ -218,12 +218,7 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		c.metrics = m
 	}
 	if c.scope == nil {
-		expander, _ := deps.Provisioner.(Expander)
-		c.resizer = NewResizer(ResizerDeps{
-			Name: c.name, KnownName: func(name string) bool { return c.config().KnownName(name) }, Client: c.client,
-			Volumes: inf.Volumes.GetStore(), Classes: inf.Classes.GetStore(), EventRecorder: c.recorder, Metrics: c.metrics,
-			Expander: expander, Call: c.claimCall,
-		})
+		c.resizer = c.newResizer(deps.Provisioner)
 	}
 	c.Elected, err = NewElected("provision controller", cfg.ProvisionerName, cfg.LeaderElection, ElectedDeps{
 		Client: deps.Client, Informers: inf, Leader: c, OnLeaderChange: deps.OnLeaderChange, Metrics: c.metrics,
@@ -232,6 +227,17 @@ func New(cfg Config, deps Dependencies) (*Controller, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newResizer returns the Resizer of a controller that is no node agent's:
+// only the manager changes a volume's spec.
+func (c *Controller) newResizer(provisioner Provisioner) *Resizer {
+	expander, _ := provisioner.(Expander)
+	return NewResizer(ResizerDeps{
+		Name: c.name, KnownName: func(name string) bool { return c.config().KnownName(name) }, Client: c.client,
+		Volumes: c.informers.Volumes.GetStore(), Classes: c.informers.Classes.GetStore(), EventRecorder: c.recorder, Metrics: c.metrics,
+		Expander: expander, Call: c.claimCall,
+	})
 }
 
 // routedInformers checks deps and returns its informers with their router,
