@@ -20,10 +20,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -239,7 +241,7 @@ func (r *Resizer) expand(ctx context.Context, claim *corev1.PersistentVolumeClai
 		return err
 	}
 	r.deps.Metrics.observeResize(r.deps.Name, className, resultResizeSucceeded)
-	r.deps.EventRecorder.Eventf(claim, corev1.EventTypeNormal, EventResizeSuccessful, "Expanded volume %s to %s; a directory volume needs no file system resize", volume.Name, size.String())
+	r.deps.EventRecorder.Eventf(claim, corev1.EventTypeNormal, EventResizeSuccessful, "Expanded volume %s to %s", volume.Name, size.String())
 	return nil
 }
 
@@ -323,33 +325,12 @@ func (r *Resizer) updateStatus(ctx context.Context, claim *corev1.PersistentVolu
 // conditions by type and status, so that an unchanged status is not
 // written again with a new transition time.
 func equalStatus(a, b corev1.PersistentVolumeClaimStatus) bool {
-	if !quantityEqual(a.Capacity, b.Capacity) || !quantityEqual(a.AllocatedResources, b.AllocatedResources) ||
-		len(a.AllocatedResourceStatuses) != len(b.AllocatedResourceStatuses) || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for k, v := range a.AllocatedResourceStatuses {
-		if b.AllocatedResourceStatuses[k] != v {
-			return false
-		}
-	}
-	for i := range a.Conditions {
-		if a.Conditions[i].Type != b.Conditions[i].Type || a.Conditions[i].Status != b.Conditions[i].Status {
-			return false
-		}
-	}
-	return true
-}
-
-func quantityEqual(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || v.Cmp(w) != 0 {
-			return false
-		}
-	}
-	return true
+	return equality.Semantic.DeepEqual(a.Capacity, b.Capacity) &&
+		equality.Semantic.DeepEqual(a.AllocatedResources, b.AllocatedResources) &&
+		maps.Equal(a.AllocatedResourceStatuses, b.AllocatedResourceStatuses) &&
+		slices.EqualFunc(a.Conditions, b.Conditions, func(x, y corev1.PersistentVolumeClaimCondition) bool {
+			return x.Type == y.Type && x.Status == y.Status
+		})
 }
 
 // markInProgress records that the controller grows the volume to want.
@@ -362,7 +343,7 @@ func markInProgress(status *corev1.PersistentVolumeClaimStatus, want resource.Qu
 }
 
 // finishResize records that the volume has size now, with no resize left
-// to do: a directory needs no file system resize on a node.
+// to do: an Expander's resize is a controller-only one, no node takes part.
 func finishResize(status *corev1.PersistentVolumeClaimStatus, size resource.Quantity) {
 	if status.Capacity == nil {
 		status.Capacity = corev1.ResourceList{}
@@ -396,15 +377,7 @@ func setAllocated(status *corev1.PersistentVolumeClaimStatus, size resource.Quan
 }
 
 func withoutResizeConditions(conditions []corev1.PersistentVolumeClaimCondition) []corev1.PersistentVolumeClaimCondition {
-	var kept []corev1.PersistentVolumeClaimCondition
-	for _, c := range conditions {
-		if !isResizeCondition(c.Type) {
-			kept = append(kept, c)
-		}
-	}
-	return kept
-}
-
-func isResizeCondition(t corev1.PersistentVolumeClaimConditionType) bool {
-	return slices.Contains(resizeConditions, t)
+	return slices.DeleteFunc(slices.Clone(conditions), func(c corev1.PersistentVolumeClaimCondition) bool {
+		return slices.Contains(resizeConditions, c.Type)
+	})
 }
