@@ -80,13 +80,8 @@ func nodeUse(v *fleetView, node, exclude string) int64 {
 // provisioner that asks for one. It returns how soon to try again those
 // that failed for a reason that may pass; zero when none did.
 func (c *Coordinator) expand(ctx context.Context, v *fleetView) time.Duration {
-	cfg := c.config()
 	var next time.Duration
-	for _, obj := range c.informers.Claims.GetStore().List() {
-		claim, ok := obj.(*corev1.PersistentVolumeClaim)
-		if !ok || !provisioning.WantsResize(claim) || !cfg.KnownName(provisioning.StorageProvisioner(claim)) {
-			continue
-		}
+	for _, claim := range v.resizing {
 		ctx := klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "claim", klog.KObj(claim)))
 		if err := c.resizer.Sync(ctx, claim); err != nil {
 			utilruntime.HandleErrorWithContext(ctx, err, "Cannot expand the volume of a claim")

@@ -61,6 +61,9 @@ type fleetView struct {
 	// node or count on one, and bound claims are most of a large cluster's.
 	volumes []*corev1.PersistentVolume
 	claims  []*corev1.PersistentVolumeClaim
+	// resizing are the bound claims of its names that ask for another size
+	// or carry an unsettled resize.
+	resizing []*corev1.PersistentVolumeClaim
 }
 
 func (c *Coordinator) view(cfg provisioning.Config) *fleetView {
@@ -76,8 +79,13 @@ func (c *Coordinator) view(cfg provisioning.Config) *fleetView {
 		}
 	}
 	for _, obj := range c.informers.Claims.GetStore().List() {
-		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName == "" && cfg.KnownName(provisioning.StorageProvisioner(claim)) {
+		claim, ok := obj.(*corev1.PersistentVolumeClaim)
+		switch {
+		case !ok || !cfg.KnownName(provisioning.StorageProvisioner(claim)):
+		case claim.Spec.VolumeName == "":
 			v.claims = append(v.claims, claim)
+		case provisioning.WantsResize(claim):
+			v.resizing = append(v.resizing, claim)
 		}
 	}
 	// Oldest first: a claim that waits longer is placed first.
