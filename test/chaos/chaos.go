@@ -44,6 +44,9 @@ type runner struct {
 	d            *disruptor
 	provisioners []*provisioner
 	result       *Result
+
+	// progressMu serialises progress lines: disruptions run at once.
+	progressMu sync.Mutex
 }
 
 // Run runs the system under faults for opts.Duration, turns the faults
@@ -79,6 +82,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 func (r *runner) progress(format string, args ...any) {
 	if r.opts.Progress != nil {
 		elapsed := time.Since(r.result.Started).Round(time.Second)
+		r.progressMu.Lock()
+		defer r.progressMu.Unlock()
 		fmt.Fprintf(r.opts.Progress, "%8v  %s\n", elapsed, fmt.Sprintf(format, args...))
 	}
 }

@@ -52,7 +52,8 @@ type Options struct {
 	// WorkDir holds the run's folders, logs and histories; it is kept
 	// when the run fails.
 	WorkDir string
-	// Progress, when set, receives a line per disruption.
+	// Progress, when set, receives a line per disruption, one line at a
+	// time.
 	Progress io.Writer
 }
 
