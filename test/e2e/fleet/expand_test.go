@@ -28,9 +28,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
@@ -202,4 +204,67 @@ func (f *fixture) waitResizeStatus(claim string, status corev1.ClaimResourceStat
 		}
 		return c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == status, nil
 	})
+}
+
+// Claims that local-path-provisioner made on a node, whose class allows
+// expansion and whose users raised their requests while it ignored them,
+// start resizing once a provisioner served by node agents answers to its
+// name: each within the budget of its own node, counting the node's other
+// volumes; past it refused with an Event, the volume and its data left as
+// they were.
+func TestExpansionOfMigratedLocalPathClaimsOnNodes(t *testing.T) {
+	const oldName = "rancher.io/local-path"
+	c := newNodeCluster(t)
+	node := c.nodes[0]
+	base := filepath.Join(c.disks[node], "volumes")
+	oldClass := c.prefix + "-local-path"
+	c.createClass(&storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: oldClass},
+		Provisioner:          oldName,
+		Parameters:           map[string]string{"nodePath": base},
+		ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode:    ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+		AllowVolumeExpansion: ptr.To(true),
+	})
+	dirs := map[string]string{}
+	for _, claim := range []string{"grown", "huge"} {
+		pvName := "pvc-" + c.prefix + "-" + claim
+		dirs[claim] = filepath.Join(base, fmt.Sprintf("%s_%s_%s", pvName, c.namespace, claim))
+		writeVolumeFile(t, dirs[claim])
+		pv := c.oldPV(pvName, claim, oldClass, oldName)
+		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: dirs[claim], Type: ptr.To(corev1.HostPathDirectoryOrCreate)}
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}}}
+		c.adopt(pv, claim)
+		c.annotateClaim(claim, map[string]string{provisioning.AnnStorageProvisioner: oldName, provisioning.AnnSelectedNode: node})
+	}
+	c.setRequest("grown", "3Mi")
+	c.setRequest("huge", "1Ti")
+
+	c.provisioner(c.prefix, storagev1.VolumeBindingWaitForFirstConsumer, func(hp *v1alpha1.HostPathBackend) {
+		hp.Capacity = &v1alpha1.CapacitySpec{Storage: ptrQuantity("10Mi")}
+	})
+	c.answerTo(c.prefix, oldName)
+
+	c.waitResized("grown", "3Mi")
+	c.waitEvent(c.namespace, "huge", corev1.EventTypeWarning, provisioning.EventResizeFailed, fmt.Sprintf("capacity budget of node %q is exhausted", node), "1Ti")
+	c.waitResizeStatus("huge", corev1.PersistentVolumeClaimControllerResizeInfeasible)
+
+	// The node's other volume counts: 1Mi of huge and 9.5Mi are past 10Mi.
+	c.setRequest("grown", "9728Ki")
+	c.waitEvent(c.namespace, "grown", corev1.EventTypeWarning, provisioning.EventResizeFailed, "its other volumes use 1Mi of 10Mi")
+	c.waitResizeStatus("grown", corev1.PersistentVolumeClaimControllerResizeInfeasible)
+	c.setRequest("grown", "9Mi")
+	c.waitResized("grown", "9Mi")
+
+	got := map[string]string{}
+	for _, claim := range []string{"grown", "huge"} {
+		capacity := c.boundVolume(claim).Spec.Capacity[corev1.ResourceStorage]
+		got[claim] = capacity.String()
+		checkVolumeFile(t, dirs[claim])
+	}
+	if diff := cmp.Diff(map[string]string{"grown": "9Mi", "huge": "1Mi"}, got); diff != "" {
+		t.Errorf("capacity of the volumes (-want +got):\n%s", diff)
+	}
 }
