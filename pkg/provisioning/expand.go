@@ -161,10 +161,9 @@ func (r *Resizer) Sync(ctx context.Context, claim *corev1.PersistentVolumeClaim)
 	if refusal, result := r.refusal(claim, want); refusal != "" {
 		r.deps.Metrics.observeResize(r.deps.Name, claimClassName(claim), result)
 		r.deps.EventRecorder.Event(claim, corev1.EventTypeWarning, EventResizeFailed, refusal)
-		if result == resultResizeInfeasible {
-			return r.markInfeasible(ctx, claim, want, refusal)
-		}
-		return nil
+		// Marked on the claim, a refusal is told and counted once per
+		// request, not at every sync of the claim.
+		return r.markInfeasible(ctx, claim, want, refusal)
 	}
 	return r.expand(ctx, claim, volume, want)
 }

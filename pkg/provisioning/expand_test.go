@@ -90,7 +90,13 @@ func TestExpansion(t *testing.T) {
 		},
 		"a backend without Expander refuses": {
 			request: "2Gi", capacity: "1Gi", volume: "1Gi", noExpand: true,
-			want: resizeOutcome{VolumeCapacity: "1Gi", Capacity: "1Gi", Events: []string{EventResizeFailed}, Metric: resultResizeNoExpander},
+			want: resizeOutcome{VolumeCapacity: "1Gi", Capacity: "1Gi", Allocated: "2Gi", Status: corev1.PersistentVolumeClaimControllerResizeInfeasible,
+				Conditions: []corev1.PersistentVolumeClaimConditionType{corev1.PersistentVolumeClaimControllerResizeError},
+				Events:     []string{EventResizeFailed}, Metric: resultResizeNoExpander},
+		},
+		"a refusal already on the claim is not told again": {
+			request: "2Gi", capacity: "1Gi", volume: "1Gi", noExpand: true, status: corev1.PersistentVolumeClaimControllerResizeInfeasible, allocated: "2Gi",
+			want: resizeOutcome{VolumeCapacity: "1Gi", Capacity: "1Gi", Allocated: "2Gi", Status: corev1.PersistentVolumeClaimControllerResizeInfeasible},
 		},
 		"over the budget is infeasible": {
 			request: "20Gi", capacity: "1Gi", volume: "1Gi",
@@ -112,7 +118,9 @@ func TestExpansion(t *testing.T) {
 		},
 		"a class that does not allow expansion refuses": {
 			request: "2Gi", capacity: "1Gi", volume: "1Gi", notAllow: true,
-			want: resizeOutcome{VolumeCapacity: "1Gi", Capacity: "1Gi", Events: []string{EventResizeFailed}, Metric: resultResizeNotAllowed},
+			want: resizeOutcome{VolumeCapacity: "1Gi", Capacity: "1Gi", Allocated: "2Gi", Status: corev1.PersistentVolumeClaimControllerResizeInfeasible,
+				Conditions: []corev1.PersistentVolumeClaimConditionType{corev1.PersistentVolumeClaimControllerResizeError},
+				Events:     []string{EventResizeFailed}, Metric: resultResizeNotAllowed},
 		},
 		"a paused provisioner does nothing": {
 			request: "2Gi", capacity: "1Gi", volume: "1Gi", paused: true,
