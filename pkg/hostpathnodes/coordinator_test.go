@@ -70,6 +70,7 @@ func TestCoordinator(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(env.Config())
 	t.Run("places by room, then by fewest volumes, on served nodes only", func(t *testing.T) { testPlacementByRoom(t, client) })
 	t.Run("a full budget waits until room frees up", func(t *testing.T) { testFullBudgetWaits(t, client) })
+	t.Run("a burst placed at once counts each choice against the budget", func(t *testing.T) { testBurstWithinBudget(t, client) })
 	t.Run("two racing leaders place a claim once", func(t *testing.T) { testRacingLeaders(t, client) })
 	t.Run("a claim selected to an unserved node is sent back to the scheduler, a bounded number of times", func(t *testing.T) { testUnservedNode(t, client) })
 	t.Run("a claim placed on an agent that stops is placed again", func(t *testing.T) { testAgentExpiry(t, client) })
@@ -439,6 +440,45 @@ func testFullBudgetWaits(t *testing.T, client kubernetes.Interface) {
 	e.forgetVolume("full-pv")
 	if diff := cmp.Diff("full-a", e.placedOn("waits")); diff != "" {
 		t.Errorf("node once room freed up (-want +got):\n%s", diff)
+	}
+}
+
+// testBurstWithinBudget starts the coordinator after a burst of claims
+// that the nodes' budgets cannot all take, so that it places them in one
+// go: each choice counts the earlier ones, and no node goes past its
+// budget.
+func testBurstWithinBudget(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	e := newCoordEnv(t, client, "burst")
+	nodes := []string{"burst-a", "burst-b"}
+	for _, n := range nodes {
+		e.node(n, nil)
+		e.agent(n, v1alpha1.ReasonRunning, true, ptr.To(100*gi))
+	}
+	class := e.class(storagev1.VolumeBindingImmediate)
+	var claims []string
+	for i := range 6 {
+		name := fmt.Sprintf("burst-%d", i)
+		e.claim(name, class, "1Gi", nil)
+		claims = append(claims, name)
+	}
+	e.start("replica-1", &v1alpha1.HostPathBackend{Path: "/var/lib/burst",
+		Capacity: &v1alpha1.CapacitySpec{Storage: ptr.To(resource.MustParse("2Gi"))}})
+
+	perNode := map[string]int{}
+	e.eventually("every claim of the burst placed or refused", func() (bool, error) {
+		clear(perNode)
+		for _, name := range claims {
+			if node := e.getClaim(name).Annotations[provisioning.AnnSelectedNode]; node != "" {
+				perNode[node]++
+			} else if len(e.events(e.ns, name, EventNoNodeWithRoom)) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if diff := cmp.Diff(map[string]int{"burst-a": 2, "burst-b": 2}, perNode); diff != "" {
+		t.Errorf("claims placed per node of a 2Gi budget (-want +got):\n%s", diff)
 	}
 }
 
