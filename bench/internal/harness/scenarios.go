@@ -910,6 +910,9 @@ type noisyResult struct {
 	m             report.Measurement
 	toPV, toBound []time.Duration
 	flood         time.Duration
+	// writes are the apiserver's write latencies while the good tenant's
+	// claims were provisioned (apiWriteProbe).
+	writes []time.Duration
 }
 
 // noisyPool gathers the rounds of one system and case.
@@ -917,6 +920,7 @@ type noisyPool struct {
 	runs          []report.Measurement
 	toPV, toBound []time.Duration
 	floods        []time.Duration
+	writes        []time.Duration
 }
 
 func (p *noisyPool) add(r noisyResult) {
@@ -924,6 +928,7 @@ func (p *noisyPool) add(r noisyResult) {
 	p.toPV = append(p.toPV, r.toPV...)
 	p.toBound = append(p.toBound, r.toBound...)
 	p.floods = append(p.floods, r.flood)
+	p.writes = append(p.writes, r.writes...)
 }
 
 // measurement is the pool as one: latencies over every claim of every
@@ -956,6 +961,10 @@ func (p *noisyPool) measurement(neighbours int) report.Measurement {
 		m.Note = fmt.Sprintf("good tenant's claims over %d rounds", len(p.runs))
 	}
 	m.Note += "; time, CPU and requests per round"
+	if len(p.writes) > 0 {
+		m.Note += fmt.Sprintf("; meanwhile the apiserver's writes (a ConfigMap created every %v by the harness) took p50 %.0f ms, p99 %.0f ms",
+			apiWriteProbeEvery, ms(measure.Percentile(p.writes, 50)), ms(measure.Percentile(p.writes, 99)))
+	}
 	return m
 }
 
@@ -1008,12 +1017,15 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		return noisyResult{}, err
 	}
 	defer b.addProfile(b.noisyProfile(ctx, sys, scenario))
+	writes := b.apiWriteProbe(ctx, ns)
 	start := time.Now()
 	refs, err := b.createClaims(ctx, ns, "good", []string{good.name}, b.cfg.S4Good)
 	if err != nil {
+		writes()
 		return noisyResult{}, err
 	}
 	r, err := b.measureGoodTenant(ctx, sys, scenario, len(tenants), refs, start, w, baseline)
+	r.writes = writes()
 	if err != nil {
 		return noisyResult{}, err
 	}
@@ -1026,6 +1038,43 @@ func (b *bench) noisyRun(ctx context.Context, sys system, scenario string) (nois
 		return noisyResult{}, err
 	}
 	return r, b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// apiWriteProbeEvery is how often apiWriteProbe writes.
+const apiWriteProbeEvery = 100 * time.Millisecond
+
+// apiWriteProbe creates a small ConfigMap in ns every apiWriteProbeEvery
+// until the returned function is called, which returns how long each
+// create took. It is what any client's write costs at the apiserver
+// meanwhile: a system's provisioning latency that grows by the same share
+// grows for the shared control plane, not for the system.
+func (b *bench) apiWriteProbe(ctx context.Context, ns string) (stop func() []time.Duration) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan []time.Duration)
+	go func() {
+		var took []time.Duration
+		ticker := time.NewTicker(apiWriteProbeEvery)
+		defer ticker.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				done <- took
+				return
+			case <-ticker.C:
+			}
+			start := time.Now()
+			_, err := b.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", i)},
+			}, metav1.CreateOptions{})
+			if err == nil {
+				took = append(took, time.Since(start))
+			}
+		}
+	}()
+	return func() []time.Duration {
+		cancel()
+		return <-done
+	}
 }
 
 // noisyTenants are the tenants of a run of scenario 4: the neighbour, valid
