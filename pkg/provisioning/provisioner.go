@@ -143,8 +143,12 @@ type Reclaimer interface {
 	// one, volume is a second backend volume made for that name (by an
 	// earlier attempt under another configuration): Saved deletes it and
 	// drops its record, since Delete is never handed it. If the backend
-	// cannot tell, Saved keeps the record and returns an error: nothing is
-	// deleted in doubt. Delete drops the record of the volume it deletes.
+	// cannot tell, Saved keeps the backend volume and drops its record:
+	// nothing is deleted in doubt, and a record kept would have reclaim
+	// delete the volume once saved and its claim are gone, whatever the
+	// reclaim policy of saved chose. An error is for a record Saved could
+	// not settle now, which the next reclaim hands it again. Delete drops
+	// the record of the volume it deletes.
 	Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error
 }
 

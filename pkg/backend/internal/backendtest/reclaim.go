@@ -19,7 +19,6 @@ package backendtest
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,12 +111,11 @@ func CheckReclaim(t *testing.T, p Reclaiming, opts provisioning.ProvisionOptions
 }
 
 // SavedCase is a PersistentVolume saved for a provisioned volume: Mutate
-// makes it from a copy of the provisioned one. Saved must return an error
-// containing WantErr, or none when WantErr is empty; Removed says it removes
-// the provisioned directory as a second one made for the PV.
+// makes it from a copy of the provisioned one. Saved must settle the record;
+// Removed says it removes the provisioned directory as a second one made
+// for the PV, else it keeps it.
 type SavedCase struct {
 	Mutate  func(*corev1.PersistentVolume)
-	WantErr string
 	Removed bool
 	// Files, when set, writes a file into the provisioned directory
 	// before Saved.
@@ -129,22 +127,6 @@ type SavedCase struct {
 type Fixture struct {
 	Backend   Reclaiming
 	LocalPath func(*corev1.PersistentVolume) string
-}
-
-// CheckSavedRefuses checks, in a subtest per case on a backend setup makes,
-// that Saved refuses each case's saved volume with its WantErr and keeps the
-// record.
-func CheckSavedRefuses(t *testing.T, cases map[string]SavedCase, setup func(t *testing.T) (Fixture, error)) {
-	t.Helper()
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f, err := setup(t)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkSavedRefuses(t, f.Backend, tc.Mutate, tc.WantErr)
-		})
-	}
 }
 
 // CheckSaved checks, in a subtest per case on a backend setup makes, what
@@ -162,31 +144,12 @@ func CheckSaved(t *testing.T, cases map[string]SavedCase, setup func(t *testing.
 	}
 }
 
-// checkSavedRefuses provisions a claim with p, changes a copy of its
-// PersistentVolume with mutate into the saved one, and checks that Saved
-// refuses it with an error containing wantErr and keeps the record.
-func checkSavedRefuses(t *testing.T, p Reclaiming, mutate func(*corev1.PersistentVolume), wantErr string) {
-	t.Helper()
-	pv, _, err := p.Provision(t.Context(), Options(Claim("team", "data", "1Gi"), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := pv.DeepCopy()
-	mutate(saved)
-	if err := p.Saved(t.Context(), pv, saved); err == nil || !strings.Contains(err.Error(), wantErr) {
-		t.Fatalf("Saved() error = %v, want %q", err, wantErr)
-	}
-	if diff := cmp.Diff([]string{"pvc-team-data"}, UnsavedNames(t, p)); diff != "" {
-		t.Errorf("on record after a refused Saved (-want +got):\n%s", diff)
-	}
-}
-
 // checkSaved provisions a claim with the fixture's backend, changes a copy of
 // its PersistentVolume with the case's Mutate into the saved one, and checks
-// what Saved does with the record of the provisioned volume: with an error
-// containing WantErr it keeps the record and the directory; without one it
-// drops the record, and removes the directory, a second one made for the PV,
-// when Removed is set.
+// that Saved drops the record of the provisioned volume, and removes its
+// directory, a second one made for the PV, when Removed is set, and keeps
+// it else: a record left would have the directory deleted once the saved
+// PersistentVolume and its claim are gone.
 func checkSaved(t *testing.T, f Fixture, tc SavedCase) {
 	t.Helper()
 	p := f.Backend
@@ -199,16 +162,11 @@ func checkSaved(t *testing.T, f Fixture, tc SavedCase) {
 	}
 	saved := pv.DeepCopy()
 	tc.Mutate(saved)
-	err = p.Saved(t.Context(), pv, saved)
-	if tc.WantErr == "" && err != nil || tc.WantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.WantErr)) {
-		t.Fatalf("Saved() error = %v, want %q", err, tc.WantErr)
+	if err := p.Saved(t.Context(), pv, saved); err != nil {
+		t.Fatalf("Saved: %v", err)
 	}
-	var wantUnsaved []string
-	if err != nil {
-		wantUnsaved = []string{pv.Name}
-	}
-	if diff := cmp.Diff(wantUnsaved, UnsavedNames(t, p)); diff != "" {
-		t.Errorf("on record after Saved (-want +got):\n%s", diff)
+	if names := UnsavedNames(t, p); len(names) != 0 {
+		t.Errorf("still on record after Saved: %v", names)
 	}
 	_, err = os.Stat(f.LocalPath(pv))
 	switch {

@@ -45,27 +45,27 @@ func (s *Store) Delete(ctx context.Context, pv *corev1.PersistentVolume) error {
 // earlier try made on this node: deleteUnused removes it when empty.
 // One directory: the record is dropped. Two apart: the recorded one is a
 // second directory made for the same PV (by an earlier attempt under another
-// pattern) and is removed like a deleted volume. One inside the other: it
-// cannot go without touching the saved volume's data, so the record is kept
-// and an error returned. A volume OwnDir refuses keeps the record too:
-// nothing is deleted in doubt.
+// pattern) and is removed like a deleted volume. One inside the other, or a
+// saved PersistentVolume that names no directory of this store (another
+// server, base or source): the recorded directory may hold the volume's
+// data, so it is kept and its record dropped (keepUnmatched). A record
+// kept instead would be deleted by the reclaim that follows the
+// PersistentVolume's deletion, even under a Retain policy.
 func (s *Store) Saved(ctx context.Context, volume, saved *corev1.PersistentVolume) error {
 	dir, err := s.cfg.OwnDir(volume)
 	if err != nil {
 		return fmt.Errorf("cannot drop the record of volume %s: %w", volume.Name, err)
 	}
 	savedDir, err := s.cfg.OwnDir(saved)
-	if errors.Is(err, backend.ErrOtherNode) {
-		return s.deleteUnused(ctx, volume.Name, dir)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot drop the record of volume %s: its PersistentVolume: %w", volume.Name, err)
-	}
 	switch {
+	case errors.Is(err, backend.ErrOtherNode):
+		return s.deleteUnused(ctx, volume.Name, dir)
+	case err != nil:
+		return s.keepUnmatched(ctx, volume.Name, dir, fmt.Sprintf("its saved PersistentVolume names no directory of this store: %v", err))
 	case dir == savedDir:
 		return s.Forget(ctx, volume.Name, dir)
 	case backend.Overlaps(dir, savedDir):
-		return fmt.Errorf("cannot tell directory %q of PV %s apart from its saved directory %q: one lies inside the other", dir, volume.Name, savedDir)
+		return s.keepUnmatched(ctx, volume.Name, dir, fmt.Sprintf("it and the saved directory %q lie one inside the other", savedDir))
 	}
 	klog.FromContext(ctx).Info("Removing a second directory made for a saved volume", "pv", volume.Name, "dir", dir, "savedDir", savedDir)
 	return s.DeleteByName(ctx, volume.Name, dir)
@@ -76,18 +76,28 @@ func (s *Store) Saved(ctx context.Context, volume, saved *corev1.PersistentVolum
 // before the claim went to another (this node was removed, or its agent
 // cut off, meanwhile). Empty, it never held data, and it goes whatever the
 // onDelete policy, as a create undone would; holding files, it may be a
-// volume's after all (a node renamed under its disk), so it is kept with
-// its record and the error says so.
+// volume's after all (a node renamed under its disk), so it is kept.
 func (s *Store) deleteUnused(ctx context.Context, pvName, dir string) error {
 	empty, err := s.isEmpty(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("cannot tell whether directory %q, made for PV %s of another node, holds files: %w", dir, pvName, err)
 	}
 	if !empty {
-		return fmt.Errorf("keeping directory %q made for PV %s, which lives on another node: it holds files", dir, pvName)
+		return s.keepUnmatched(ctx, pvName, dir, "it holds files, and its saved PersistentVolume lives on another node")
 	}
 	klog.FromContext(ctx).Info("Removing an empty directory made for a volume that lives on another node", "pv", pvName, "dir", dir)
 	return s.deleteDir(ctx, pvName, dir, removal{onDelete: backend.OnDeleteDelete})
+}
+
+// keepUnmatched keeps dir, made for PV pvName, which Saved cannot tell apart
+// from the directory of the saved PersistentVolume, and drops its record:
+// the record is what reclaim deletes once a claim has no PersistentVolume,
+// and this one had. The log says where the directory is, for an admin to
+// remove it by hand if it is no volume's.
+func (s *Store) keepUnmatched(ctx context.Context, pvName, dir, why string) error {
+	klog.FromContext(ctx).Info("Keeping a directory made for a volume whose PersistentVolume may use it, and dropping its record so that nothing deletes it",
+		"pv", pvName, "dir", dir, "reason", why)
+	return s.Forget(ctx, pvName, dir)
 }
 
 // isEmpty reports whether dir holds no entry, or is missing.
