@@ -61,7 +61,7 @@ func TestExpansionOfNFSVolumes(t *testing.T) {
 
 	f.setRequest("data", "20Mi")
 	f.waitEvent(f.namespace, "data", corev1.EventTypeWarning, provisioning.EventResizeFailed, "capacity budget exhausted", "20Mi")
-	f.waitResizeStatus("data", corev1.PersistentVolumeClaimControllerResizeInfeasible)
+	f.waitResizeRefused("data")
 	if got := f.boundVolume("data").Spec.Capacity[corev1.ResourceStorage]; got.String() != "4Mi" {
 		t.Errorf("capacity of the refused volume: %s, want 4Mi", got.String())
 	}
@@ -110,7 +110,7 @@ func TestExpansionOfMigratedClaims(t *testing.T) {
 	})
 	f.waitResized("grown", "3Mi")
 	f.waitEvent(f.namespace, "huge", corev1.EventTypeWarning, provisioning.EventResizeFailed, "capacity budget exhausted", "1Ti")
-	f.waitResizeStatus("huge", corev1.PersistentVolumeClaimControllerResizeInfeasible)
+	f.waitResizeRefused("huge")
 	if got := f.boundVolume("huge").Spec.Capacity[corev1.ResourceStorage]; got.String() != "1Mi" {
 		t.Errorf("capacity of the refused volume: %s, want 1Mi", got.String())
 	}
@@ -194,9 +194,11 @@ func (f *fixture) waitResized(claim, size string) {
 	})
 }
 
-// waitResizeStatus waits until the resize status of claim is status.
-func (f *fixture) waitResizeStatus(claim string, status corev1.ClaimResourceStatus) {
+// waitResizeRefused waits until the resize status of claim is
+// ControllerResizeInfeasible.
+func (f *fixture) waitResizeRefused(claim string) {
 	f.t.Helper()
+	const status = corev1.PersistentVolumeClaimControllerResizeInfeasible
 	f.eventually(fmt.Sprintf("claim %s's resize %s", claim, status), func(ctx context.Context) (bool, error) {
 		c, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Get(ctx, claim, metav1.GetOptions{})
 		if err != nil {
@@ -249,12 +251,12 @@ func TestExpansionOfMigratedLocalPathClaimsOnNodes(t *testing.T) {
 
 	c.waitResized("grown", "3Mi")
 	c.waitEvent(c.namespace, "huge", corev1.EventTypeWarning, provisioning.EventResizeFailed, fmt.Sprintf("capacity budget of node %q is exhausted", node), "1Ti")
-	c.waitResizeStatus("huge", corev1.PersistentVolumeClaimControllerResizeInfeasible)
+	c.waitResizeRefused("huge")
 
 	// The node's other volume counts: 1Mi of huge and 9.5Mi are past 10Mi.
 	c.setRequest("grown", "9728Ki")
 	c.waitEvent(c.namespace, "grown", corev1.EventTypeWarning, provisioning.EventResizeFailed, "its other volumes use 1Mi of 10Mi")
-	c.waitResizeStatus("grown", corev1.PersistentVolumeClaimControllerResizeInfeasible)
+	c.waitResizeRefused("grown")
 	c.setRequest("grown", "9Mi")
 	c.waitResized("grown", "9Mi")
 
