@@ -138,20 +138,29 @@ func (c *Client) create(ctx context.Context, dir []byte, base, name string, veri
 // new connection when its reply was lost: the server may have made the
 // file, and answers the same verifier with success for it.
 func (c *Client) createExclusive(ctx context.Context, dir []byte, base, name string, verifier createVerifier3) (made, error) {
-	args := nfs.Diropargs3{FH: dir, Filename: base}
-	d, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, args, createExclusive, verifier)
-	if err != nil && c.replyLost(ctx) {
-		klog.FromContext(ctx).V(2).Info("Reply to an exclusive NFS CREATE lost, sending it again", "server", c.nfsAddr, "path", name, "err", err)
-		if rerr := c.reconnect(ctx); rerr != nil {
-			return made{}, fmt.Errorf("%w; and cannot connect again to retry: %w", err, rerr)
-		}
-		d, err = c.call(ctx, nfs.NFSProc3Create, "CREATE", name, args, createExclusive, verifier)
-	}
+	d, _, err := c.callAgainIfLost(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir, Filename: base}, createExclusive, verifier)
 	if err != nil {
 		return made{}, c.taken(ctx, dir, name, err)
 	}
 	f, err := c.created(ctx, d, "CREATE", dir, name)
 	return made{file: f, verifierInTimes: true}, err
+}
+
+// callAgainIfLost makes a call that changes a directory, and makes it once
+// more on a new connection when its reply was lost, saying so: the server
+// may have run the first, and the answer to the second tells the caller
+// whether it did.
+func (c *Client) callAgainIfLost(ctx context.Context, proc uint32, op, name string, args ...any) (*decoder, bool, error) {
+	d, err := c.call(ctx, proc, op, name, args...)
+	if err == nil || !c.replyLost(ctx) {
+		return d, false, err
+	}
+	klog.FromContext(ctx).V(2).Info("Reply to an NFS call lost, sending it again", "server", c.nfsAddr, "op", op, "path", name, "err", err)
+	if rerr := c.reconnect(ctx); rerr != nil {
+		return nil, false, fmt.Errorf("%w; and cannot connect again to retry: %w", err, rerr)
+	}
+	d, err = c.call(ctx, proc, op, name, args...)
+	return d, true, err
 }
 
 // replyLost says the last call lost its connection with time left to retry.
