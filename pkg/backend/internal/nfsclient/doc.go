@@ -64,10 +64,10 @@ limitations under the License.
 // root handle (NFS3ERR_STALE, as after a go-nfs restart), then retries
 // once, since the server did not run it. Calls are not retried otherwise,
 // as a create or rename may have happened, but for an EXCLUSIVE CREATE, and
-// the MKDIR and SYMLINK of MkdirIn and Symlink, whose reply was lost: each
-// is sent once more on a new connection, and an answer that the name is
-// taken by what the first would have made (the file its verifier made, an
-// empty directory, a link to the same target) is success.
+// the calls of MkdirIn, CreateIn and Symlink, whose reply was lost: each is
+// sent once more on a new connection, and an answer that the name is taken
+// by what the first would have made (the file its verifier made, an empty
+// file, an empty directory, a link to the same target) is success.
 //
 // Creates: CreateFile is safe to retry. Where the server supports it,
 // CREATE is EXCLUSIVE with a verifier derived from the path, the data and

@@ -95,7 +95,8 @@ func (c *Client) emptyDir(ctx context.Context, f file) bool {
 // does, with a verifier of dir, name and perm: where the server supports
 // EXCLUSIVE, a CREATE whose reply was lost is sent again and answered with
 // the file the first made; a server that does not (go-nfs) is asked
-// GUARDED, and a lost reply fails the call, the file made. An existing name
+// GUARDED, sent again after a lost reply too, and an empty file found
+// there then is taken as the one the first made. Any other existing name
 // fails with fs.ErrExist. A server that checks permissions on WRITE
 // refuses data for a file whose mode does not let its owner write: make it
 // with the owner's write bit, and set perm with SetMode once written.
@@ -108,7 +109,7 @@ func (c *Client) CreateIn(ctx context.Context, dir Handle, name string, perm fs.
 	verifier := createVerifier(name, dir.fh, perm)
 	var h Handle
 	err := c.do(ctx, func(ctx context.Context) error {
-		f, err := c.create(ctx, dir.fh, name, name, verifier)
+		f, err := c.create(ctx, dir.fh, name, name, verifier, c.createGuardedAgain)
 		if err != nil {
 			return err
 		}

@@ -428,8 +428,8 @@ func TestReadDirPageCursorExpired(t *testing.T) {
 	}
 }
 
-// TestCallsSentAgainAfterALostReply: a MKDIR, SYMLINK or CREATE whose reply
-// was lost is sent again and succeeds for what the first made, once.
+// TestCallsSentAgainAfterALostReply: a MKDIR or SYMLINK whose reply was
+// lost is sent again and succeeds for what the first made, once.
 func TestCallsSentAgainAfterALostReply(t *testing.T) {
 	e := serve(t, nfsserver.Options{})
 	lose := &nfsserver.LoseReplies{Upstream: e.server.Addr(), Procedures: []uint32{nfs.NFSProc3Mkdir, nfs.NFSProc3Symlink}, Count: 1}
@@ -453,21 +453,43 @@ func TestCallsSentAgainAfterALostReply(t *testing.T) {
 		t.Errorf("export (-want +got):\n%s", diff)
 	}
 
-	script := &nfsserver.CreateScript{Exclusive: true, LoseReplies: 1}
-	dirOnHost, client := scripted(t, nfsserver.Options{}, script)
-	c = client()
-	f, err := c.CreateIn(ctx, openRoot(t, c), "file", 0o640)
-	if err != nil {
-		t.Fatalf("CreateIn: %v", err)
+}
+
+// TestCreateInAfterALostReply: a CREATE whose reply was lost is sent again
+// and CreateIn succeeds for the file the first made, EXCLUSIVE or GUARDED.
+func TestCreateInAfterALostReply(t *testing.T) {
+	tests := map[string]struct {
+		exclusive bool
+		// wantCreates are the modes of the CREATEs sent.
+		wantCreates []uint32
+	}{
+		"exclusive": {exclusive: true, wantCreates: []uint32{exclusiveMode, exclusiveMode}},
+		"guarded":   {wantCreates: []uint32{exclusiveMode, guardedMode, guardedMode}},
 	}
-	if err := c.WriteFileAt(ctx, f, []byte("content"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(script.Creates()); n != 2 {
-		t.Errorf("%d CREATEs, want 2", n)
-	}
-	if diff := cmp.Diff(hostFile{"content", 0o640}, readHostFile(t, filepath.Join(dirOnHost, "file"))); diff != "" {
-		t.Errorf("file made (-want +got):\n%s", diff)
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			script := &nfsserver.CreateScript{Exclusive: tt.exclusive, LoseReplies: 1}
+			dirOnHost, client := scripted(t, nfsserver.Options{}, script)
+			c := client()
+			ctx := t.Context()
+			f, err := c.CreateIn(ctx, openRoot(t, c), "file", 0o640)
+			if err != nil {
+				t.Fatalf("CreateIn: %v", err)
+			}
+			if err := c.WriteFileAt(ctx, f, []byte("content"), 0); err != nil {
+				t.Fatal(err)
+			}
+			var modes []uint32
+			for _, create := range script.Creates() {
+				modes = append(modes, create.How)
+			}
+			if diff := cmp.Diff(tt.wantCreates, modes); diff != "" {
+				t.Errorf("CREATEs (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(hostFile{"content", 0o640}, readHostFile(t, filepath.Join(dirOnHost, "file"))); diff != "" {
+				t.Errorf("file made (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
