@@ -17,6 +17,7 @@ limitations under the License.
 package harness
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,22 @@ func TestCloneEvents(t *testing.T) {
 				t.Errorf("last Event (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCloneSection: each copy's throughput is the tree's bytes over its
+// seconds, and its speed is told against cp -a's.
+func TestCloneSection(t *testing.T) {
+	st := treeStats{bytes: 100e6, files: 10, dirs: 3, symlinks: 2}
+	section := cloneSection(st, []cloneResult{{"cp -a", 2}, {"hostpath clone", 4}, {"nfs clone", 10}})
+	for _, want := range []string{
+		"| cp -a | 2.00 | 50.0 | 1.00 |",
+		"| hostpath clone | 4.00 | 25.0 | 0.50 |",
+		"| nfs clone | 10.00 | 10.0 | 0.20 |",
+		"A tree of 100.0 MB (10 files",
+	} {
+		if !strings.Contains(section.Body, want) {
+			t.Errorf("the section lacks %q:\n%s", want, section.Body)
+		}
 	}
 }
