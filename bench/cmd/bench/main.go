@@ -75,7 +75,7 @@ func config(args []string) (harness.Config, error) {
 		out:       fs.String("out", "", "Results folder. Empty: bench/results of the repository."),
 		work:      fs.String("work", "", "Scratch folder for volumes, logs and profiles. Empty: _output/bench of the repository."),
 		bin:       fs.String("bin", "", "Folder for the built binaries; kept between runs, only what changed is relinked. Empty: bin in the scratch folder."),
-		scenarios: fs.String("scenarios", "", "Comma-separated scenarios to run (1-10). Empty: all."),
+		scenarios: fs.String("scenarios", "", "Comma-separated scenarios to run (1-11). Empty: all."),
 		sizes:     map[string]*int{},
 	}
 	for name, def := range map[string]int{
@@ -83,8 +83,8 @@ func config(args []string) (harness.Config, error) {
 		"s3-peer-max": full.S3PeerMax, "s4-bad": full.S4Bad, "s4-good": full.S4Good,
 		"s4-rounds": full.S4Rounds, "s4-flood": full.S4Flood,
 		"s5-edits": full.S5Edits, "s6-claims": full.S6Claims, "s7-claims": full.S7Claims,
-		"s8-objects": full.S8Objects,
-		"s9-nodes":   full.S9Nodes, "s9-claims": full.S9Claims, "s9-crowd": full.S9Crowd,
+		"s8-objects": full.S8Objects, "s11-bytes": full.S11Bytes,
+		"s9-nodes": full.S9Nodes, "s9-claims": full.S9Claims, "s9-crowd": full.S9Crowd,
 	} {
 		f.sizes[name] = fs.Int(name, def, "Size of a scenario; see the issue. Ignored with -smoke.")
 	}
@@ -116,7 +116,7 @@ func (f flags) sized(full harness.Config) (harness.Config, error) {
 		cfg.S3PeerMax, cfg.S4Bad, cfg.S4Good = *f.sizes["s3-peer-max"], *f.sizes["s4-bad"], *f.sizes["s4-good"]
 		cfg.S4Rounds, cfg.S4Flood = *f.sizes["s4-rounds"], *f.sizes["s4-flood"]
 		cfg.S5Edits, cfg.S6Claims, cfg.S7Claims = *f.sizes["s5-edits"], *f.sizes["s6-claims"], *f.sizes["s7-claims"]
-		cfg.S8Objects = *f.sizes["s8-objects"]
+		cfg.S8Objects, cfg.S11Bytes = *f.sizes["s8-objects"], *f.sizes["s11-bytes"]
 		cfg.S9Nodes, cfg.S9Claims, cfg.S9Crowd = *f.sizes["s9-nodes"], *f.sizes["s9-claims"], *f.sizes["s9-crowd"]
 		counts, err := ints(*f.s3)
 		if err != nil {

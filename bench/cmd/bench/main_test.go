@@ -37,7 +37,7 @@ func TestConfigScenario4(t *testing.T) {
 		wantErr string
 	}{
 		"defaults": {
-			want: s4{Rounds: 4, Flood: 2000, Good: 50, Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+			want: s4{Rounds: 4, Flood: 2000, Good: 50, Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
 		},
 		"the flood against the good tenant alone, in more rounds": {
 			args: []string{"-scenarios=4", "-s4-cases=alone, flood", "-s4-rounds=20", "-s4-flood=1000"},
@@ -45,7 +45,7 @@ func TestConfigScenario4(t *testing.T) {
 		},
 		"smoke keeps the cases": {
 			args: []string{"-smoke", "-s4-cases=flood"},
-			want: s4{Cases: []string{report.S4Flood}, Rounds: 1, Flood: 5, Good: 2, Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+			want: s4{Cases: []string{report.S4Flood}, Rounds: 1, Flood: 5, Good: 2, Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
 		},
 		"a case by its scenario name": {
 			args:    []string{"-s4-cases=s4-flood"},
@@ -71,6 +71,28 @@ func TestConfigScenario4(t *testing.T) {
 			got := s4{Cases: cfg.S4Cases, Rounds: cfg.S4Rounds, Flood: cfg.S4Flood, Good: cfg.S4Good, Scenarios: cfg.Scenarios}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("scenario 4 (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfigScenario11(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		want int
+	}{
+		"a GiB by default":       {want: 1 << 30},
+		"a few MiB in the smoke": {args: []string{"-smoke"}, want: 4 << 20},
+		"as the flag says":       {args: []string{"-scenarios=11", "-s11-bytes=1048576"}, want: 1 << 20},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := config(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, cfg.S11Bytes); diff != "" {
+				t.Errorf("tree bytes (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -109,7 +109,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Ratios against the targets", "## Measurements", "| s3-idle | provfleet |", "## NFS against hostPath and the limit", "| provision | nfs | "} {
+	for _, want := range []string{"## Ratios against the targets", "## Measurements", "| s3-idle | provfleet |", "## NFS against hostPath and the limit", "| provision | nfs | ", "## Scenario 11: cloning a volume"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("the Markdown table lacks %q", want)
 		}

@@ -36,7 +36,7 @@ type Config struct {
 	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
 	// empty: RepoRoot/_output/controlplane.
 	ControlPlaneBin string
-	// Scenarios to run, 1 to 10.
+	// Scenarios to run, 1 to 11.
 	Scenarios []int
 	// QPS and Burst are every system's client budget: the manager's for its
 	// whole fleet, each peer process's, and the limit's.
@@ -82,6 +82,8 @@ type Config struct {
 	// S10Depths and S10Widths are the trees of scenario 10: chains of
 	// directories so deep, and directories of so many files.
 	S10Depths, S10Widths []int
+	// S11Bytes is the size of the tree scenario 11 clones.
+	S11Bytes int
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
@@ -106,7 +108,7 @@ var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * tim
 // two cores.
 func Full() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
 		QPS:       100, Burst: 200,
 		Lease: defaultLease, Settle: 2 * time.Second,
 		S1Claims:  500,
@@ -121,6 +123,7 @@ func Full() Config {
 		S8Objects: 10000,
 		S9Nodes:   10, S9Claims: 500, S9Crowd: 10000,
 		S10Depths: []int{1000, 5000, 20000}, S10Widths: []int{1000, 10000, 100000},
+		S11Bytes:    1 << 30,
 		Profile:     true,
 		WaitTimeout: 10 * time.Minute,
 	}
@@ -130,7 +133,7 @@ func Full() Config {
 // harness works; its figures mean nothing.
 func Smoke() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
 		QPS:       100, Burst: 200,
 		Lease:     shortLease,
 		S1Claims:  3,
@@ -144,6 +147,7 @@ func Smoke() Config {
 		S8Objects: 20,
 		S9Nodes:   2, S9Claims: 6, S9Crowd: 20,
 		S10Depths: []int{10, 100}, S10Widths: []int{10, 100},
+		S11Bytes:      4 << 20,
 		SystemsAtOnce: true,
 		WaitTimeout:   2 * time.Minute,
 	}

@@ -28,5 +28,8 @@ limitations under the License.
 // none of that: it deletes volumes holding deep and wide trees through the
 // hostpath and nfs backends in its own process (NFS against an export held
 // in memory) and samples its own open files and live heap meanwhile; run
-// alone, it starts no control plane.
+// alone, it starts no control plane. Scenario 11 writes a tree of mixed file
+// sizes, times cp -a of it, moves it into a claim's volume on hostPath and
+// on an export of its own NFS server (a rename, no copy), and times a claim
+// cloning that one until it is Bound, then checks the clone holds the tree.
 package harness

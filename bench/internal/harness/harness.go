@@ -386,6 +386,8 @@ func settings(cfg Config) []string {
 			cfg.S7Claims),
 		fmt.Sprintf("s8: one idle provisioner of each system, %v settle, %v window, next to %d claims (each with a kubectl last-applied annotation) and %d PVs bound to them, made by the harness and served by neither",
 			cfg.S3Settle, cfg.S3Window, cfg.S8Objects, cfg.S8Objects),
+		fmt.Sprintf("s11: a tree of %d MiB of mixed file sizes cloned on hostPath and on NFS (no mount, the go-nfs server in the harness's process), next to cp -a of it on the same file system",
+			cfg.S11Bytes>>20),
 		fmt.Sprintf("s9: %d nodes, a node agent and a peer process each, %d claims placed evenly on them (WaitForFirstConsumer, selected-node set at creation), the idle agent also next to %d claims and PVs of no node of its own",
 			cfg.S9Nodes, cfg.S9Claims, cfg.S9Crowd),
 	}

@@ -71,6 +71,8 @@ func (b *bench) scenarios(ctx context.Context) error {
 			err = b.nodesScenario(ctx)
 		case 10:
 			err = b.treeScenario(ctx)
+		case 11:
+			err = b.cloneScenario(ctx)
 		default:
 			err = fmt.Errorf("no scenario %d", n)
 		}

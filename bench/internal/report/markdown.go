@@ -56,6 +56,10 @@ const (
 	// S10TreeDelete, with the backend's name after it, is one volume whose
 	// directory holds a deep or wide tree deleted, in the harness's process.
 	S10TreeDelete = "s10-tree-delete"
+	// S11Clone, with the backend's name after it, is a volume holding a
+	// tree of mixed file sizes cloned by a claim whose data source is its
+	// claim.
+	S11Clone = "s11-clone"
 	// S4Hostile is scenario 4's good tenant next to an NFS provisioner
 	// whose server answers every call with the worst replies (provfleet
 	// only: the peer has no NFS client).

@@ -39,7 +39,10 @@ limitations under the License.
 //	    Faults{Upstream, Seed, Rate}.Answer fails a seeded share of the
 //	    calls that change the file system: NFS3ERR_IO, NFS3ERR_NOSPC or
 //	    NFS3ERR_ROFS answered for the server, or passed on and the reply
-//	    dropped; Injected() counts them by kind
+//	    dropped; Injected() counts them by kind;
+//	    LoseReplies{Upstream, Procedures, Count}.Answer carries out the
+//	    first Count calls of each of those procedures and loses their
+//	    replies, for tests of calls sent again
 //	StartSilent(ctx) ──▶ *Silent, a server that never answers
 //
 // What it serves: Dir through go-billy's bound osfs, which does not follow a
@@ -75,5 +78,6 @@ limitations under the License.
 // serving its calls (two with go-nfs's write serializer), and one per
 // refused connection answering its calls; a Hostile server one accepting
 // and one per connection (a CreateScript or a Faults starts none: it
-// reaches the server on the goroutine of the call). Stop ends them all.
+// reaches the server on the goroutine of the call, as a LoseReplies does).
+// Stop ends them all.
 package nfsserver

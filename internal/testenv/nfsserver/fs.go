@@ -31,10 +31,10 @@ import (
 var errRoot = errors.New("the export's root cannot be removed or renamed")
 
 // linkSafeFS is the bound osfs with Remove and Rename acting on a link
-// itself, and Create and MkdirAll never following one: the bound osfs
-// resolves the last element too, so removing a link would remove what it
-// points to (re-rooted in the folder), and creating over one would create
-// its target, unlike a real server.
+// itself, and Create, MkdirAll and Symlink never following one: the bound
+// osfs resolves the last element too, so removing a link would remove what
+// it points to (re-rooted in the folder), and creating over one, a link
+// included, would create its target, unlike a real server.
 type linkSafeFS struct {
 	billy.Filesystem
 	dir string
@@ -101,4 +101,14 @@ func (f linkSafeFS) MkdirAll(name string, perm os.FileMode) error {
 		return err
 	}
 	return os.Mkdir(path, perm)
+}
+
+// Symlink makes the link name holding target as it is, and fails on
+// anything in the way, a dangling link included.
+func (f linkSafeFS) Symlink(target, name string) error {
+	path, err := f.entry(name)
+	if err != nil {
+		return err
+	}
+	return os.Symlink(target, path)
 }

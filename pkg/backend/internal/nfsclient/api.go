@@ -96,25 +96,47 @@ func (c *Client) taken(ctx context.Context, dir []byte, name string, err error) 
 	return err
 }
 
-// write writes data from start, each chunk FILE_SYNC. A server that
-// writes part of a chunk is sent the rest; one that says it wrote more
-// than it was sent, or nothing, fails the write.
+// write writes data from start, each chunk FILE_SYNC.
 func (c *Client) write(ctx context.Context, fh []byte, name string, start uint64, data []byte) error {
-	const fileSync = uint32(2) // on stable storage before the reply
+	return c.writeChunks(ctx, fh, name, start, data, chunking{size: ioChunk, how: fileSync}, func(w written) error {
+		if w.committed != fileSync {
+			return fmt.Errorf("cannot write %q: the server wrote with stability %d, not FILE_SYNC", name, w.committed)
+		}
+		return nil
+	})
+}
+
+// WRITE's stable_how (RFC 1813).
+const (
+	unstable = uint32(0)
+	fileSync = uint32(2) // on stable storage before the reply
+)
+
+// chunking is how writeChunks cuts and sends data: chunks of at most
+// size bytes, each WRITE asking for stability how.
+type chunking struct {
+	size int
+	how  uint32
+}
+
+// writeChunks writes data from start as chunking says, each reply passed
+// to check. A server that writes part of a chunk is sent the rest; one
+// that says it wrote more than it was sent, or nothing, fails the write.
+func (c *Client) writeChunks(ctx context.Context, fh []byte, name string, start uint64, data []byte, cut chunking, check func(written) error) error {
 	for offset := 0; offset < len(data); {
-		chunk := data[offset:min(offset+ioChunk, len(data))]
-		d, err := c.call(ctx, nfs.NFSProc3Write, "WRITE", name, fh, start+uint64(offset), uint32(len(chunk)), fileSync, chunk) //nolint:gosec // chunks are small
+		chunk := data[offset:min(offset+cut.size, len(data))]
+		d, err := c.call(ctx, nfs.NFSProc3Write, "WRITE", name, fh, start+uint64(offset), uint32(len(chunk)), cut.how, chunk) //nolint:gosec // chunks are small
 		if err != nil {
 			return err
 		}
-		count, committed, err := writeReply(d, len(chunk))
+		w, err := writeReply(d, len(chunk))
 		if err != nil {
 			return fmt.Errorf("cannot write %q: %w", name, err)
 		}
-		if committed != fileSync {
-			return fmt.Errorf("cannot write %q: the server wrote with stability %d, not FILE_SYNC", name, committed)
+		if err := check(w); err != nil {
+			return err
 		}
-		offset += count
+		offset += w.count
 	}
 	return nil
 }

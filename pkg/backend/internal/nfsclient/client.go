@@ -93,6 +93,11 @@ type Client struct {
 	// guardedOnly is set once the server answered NFS3ERR_NOTSUPP to an
 	// EXCLUSIVE CREATE (go-nfs does), so it is not asked again.
 	guardedOnly bool
+	// sizes are the server's READ and WRITE sizes, from FSINFO once.
+	sizes transferSizes
+	// uncommitted holds the write verifier of each file written UNSTABLE
+	// and not committed yet, by handle.
+	uncommitted map[string]writeVerifier
 	// closing ends with Close, cutting short the call that runs.
 	closing context.Context
 	close   context.CancelFunc

@@ -63,7 +63,7 @@ func (c *Client) CreateFile(ctx context.Context, name string, data []byte, perm 
 		if err != nil {
 			return err
 		}
-		f, err := c.create(ctx, dir.fh, base, name, verifier)
+		f, err := c.create(ctx, dir.fh, base, name, verifier, c.createGuarded)
 		if err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ type made struct {
 
 // create makes the file base in the directory dir, with no attributes,
 // EXCLUSIVE unless the server does not support it.
-func (c *Client) create(ctx context.Context, dir []byte, base, name string, verifier createVerifier3) (made, error) {
+func (c *Client) create(ctx context.Context, dir []byte, base, name string, verifier createVerifier3, guarded guardedCreate) (made, error) {
 	if !c.guardedOnly {
 		made, err := c.createExclusive(ctx, dir, base, name, verifier)
 		var status *StatusError
@@ -126,6 +126,16 @@ func (c *Client) create(ctx context.Context, dir []byte, base, name string, veri
 		c.guardedOnly = true
 		klog.FromContext(ctx).V(2).Info("NFS server does not support exclusive CREATE, creating GUARDED from now on", "server", c.nfsAddr, "path", c.opts.Path)
 	}
+	return guarded(ctx, dir, base, name)
+}
+
+// guardedCreate makes the file base in the directory dir with a GUARDED
+// CREATE carrying no attributes.
+type guardedCreate func(ctx context.Context, dir []byte, base, name string) (made, error)
+
+// createGuarded sends a GUARDED CREATE once: when its reply is lost, the
+// call fails and the file may be made.
+func (c *Client) createGuarded(ctx context.Context, dir []byte, base, name string) (made, error) {
 	d, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir, Filename: base}, createGuarded, nfs.Sattr3{})
 	if err != nil {
 		return made{}, c.taken(ctx, dir, name, err)
@@ -134,24 +144,52 @@ func (c *Client) create(ctx context.Context, dir []byte, base, name string, veri
 	return made{file: f}, err
 }
 
+// createGuardedAgain sends a GUARDED CREATE, and sends it again once on a
+// new connection when its reply was lost: an empty regular file found
+// there then is taken as the one the first made.
+func (c *Client) createGuardedAgain(ctx context.Context, dir []byte, base, name string) (made, error) {
+	d, again, err := c.callAgainIfLost(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir, Filename: base}, createGuarded, nfs.Sattr3{})
+	var f file
+	switch {
+	case err == nil:
+		f, err = c.created(ctx, d, "CREATE", dir, name)
+	case again:
+		f, err = c.madeBefore(ctx, dir, name, err, func(_ context.Context, f file) bool {
+			return f.attr.Mode.IsRegular() && f.attr.Size == 0
+		})
+	default:
+		err = c.taken(ctx, dir, name, err)
+	}
+	return made{file: f}, err
+}
+
 // createExclusive sends an EXCLUSIVE CREATE, and sends it again once on a
 // new connection when its reply was lost: the server may have made the
 // file, and answers the same verifier with success for it.
 func (c *Client) createExclusive(ctx context.Context, dir []byte, base, name string, verifier createVerifier3) (made, error) {
-	args := nfs.Diropargs3{FH: dir, Filename: base}
-	d, err := c.call(ctx, nfs.NFSProc3Create, "CREATE", name, args, createExclusive, verifier)
-	if err != nil && c.replyLost(ctx) {
-		klog.FromContext(ctx).V(2).Info("Reply to an exclusive NFS CREATE lost, sending it again", "server", c.nfsAddr, "path", name, "err", err)
-		if rerr := c.reconnect(ctx); rerr != nil {
-			return made{}, fmt.Errorf("%w; and cannot connect again to retry: %w", err, rerr)
-		}
-		d, err = c.call(ctx, nfs.NFSProc3Create, "CREATE", name, args, createExclusive, verifier)
-	}
+	d, _, err := c.callAgainIfLost(ctx, nfs.NFSProc3Create, "CREATE", name, nfs.Diropargs3{FH: dir, Filename: base}, createExclusive, verifier)
 	if err != nil {
 		return made{}, c.taken(ctx, dir, name, err)
 	}
 	f, err := c.created(ctx, d, "CREATE", dir, name)
 	return made{file: f, verifierInTimes: true}, err
+}
+
+// callAgainIfLost makes a call that changes a directory, and makes it once
+// more on a new connection when its reply was lost, saying so: the server
+// may have run the first, and the answer to the second tells the caller
+// whether it did.
+func (c *Client) callAgainIfLost(ctx context.Context, proc uint32, op, name string, args ...any) (*decoder, bool, error) {
+	d, err := c.call(ctx, proc, op, name, args...)
+	if err == nil || !c.replyLost(ctx) {
+		return d, false, err
+	}
+	klog.FromContext(ctx).V(2).Info("Reply to an NFS call lost, sending it again", "server", c.nfsAddr, "op", op, "path", name, "err", err)
+	if rerr := c.reconnect(ctx); rerr != nil {
+		return nil, false, fmt.Errorf("%w; and cannot connect again to retry: %w", err, rerr)
+	}
+	d, err = c.call(ctx, proc, op, name, args...)
+	return d, true, err
 }
 
 // replyLost says the last call lost its connection with time left to retry.

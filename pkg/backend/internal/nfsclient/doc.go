@@ -45,9 +45,15 @@ limitations under the License.
 // option, and that neither port proves anything about the caller. The client connects from a reserved port (512-1023) when the
 // process may bind one, else from any port.
 //
-// Durability: WRITE is FILE_SYNC, on the server's stable storage before it
-// answers, and the procedures that change a directory are synchronous in
-// NFSv3 (RFC 1813), so no COMMIT is ever needed.
+// Durability: the calls by path WRITE FILE_SYNC, on the server's stable
+// storage before it answers, and the procedures that change a directory
+// are synchronous in NFSv3 (RFC 1813), so they need no COMMIT. WriteFileAt
+// writes by handle UNSTABLE, for speed, and Commit makes it stable: the
+// client keeps the server's write verifier of each file written and not
+// committed (64 files at most), and a verifier that changed by the next
+// write or the COMMIT (the server restarted, and may have lost the data)
+// fails it with an error wrapping ErrWriteVerifierChanged: the caller
+// writes the file again.
 //
 // Deadlines: every call takes a context; its deadline, or Options.Timeout
 // when sooner, bounds the whole operation, connecting included, so a dead
@@ -57,8 +63,11 @@ limitations under the License.
 // connects again, and mounts again when the server no longer knows the
 // root handle (NFS3ERR_STALE, as after a go-nfs restart), then retries
 // once, since the server did not run it. Calls are not retried otherwise,
-// as a create or rename may have happened, but for an EXCLUSIVE CREATE whose
-// reply was lost: it is sent once more on a new connection.
+// as a create or rename may have happened, but for an EXCLUSIVE CREATE, and
+// the calls of MkdirIn, CreateIn and Symlink, whose reply was lost: each is
+// sent once more on a new connection, and an answer that the name is taken
+// by what the first would have made (the file its verifier made, an empty
+// file, an empty directory, a link to the same target) is success.
 //
 // Creates: CreateFile is safe to retry. Where the server supports it,
 // CREATE is EXCLUSIVE with a verifier derived from the path, the data and
@@ -82,14 +91,18 @@ limitations under the License.
 // Bounds: a server is not trusted. A reply record is at most 256 KiB, its
 // buffer grown only as bytes arrive; every length in it is checked against
 // the bytes left and the protocol's limits (file handles 64 bytes, names
-// 255, verifiers 400, READ data what was asked) before anything is
+// 255, verifiers 400, READ data what was asked, link targets 4096) before anything is
 // allocated, so reading a reply obeys the call's deadline and decoding it
 // takes no longer. A record of more than 64 fragments, or more than 4
 // replies to calls not made before the call's own, fail the call at once:
 // a server flooding them would otherwise be read until the deadline. A listing fails when a READDIR page does not move it on
 // (no entry, or a cookie already sent, short of its end) or when it passes
 // 262,144 entries or 16 MiB of names; a listed name that is not one path
-// element fails it too. A WRITE that says it wrote nothing or more than it
+// element fails it too. ReadDirPage keeps at most the names it was asked
+// for of a reply, whatever the reply holds, and the listing goes on from
+// the last one it kept; it fails on a page that does not move on or on four
+// pages in a row with no name. A server's FSINFO sizes are kept within 4
+// to 64 KiB. A WRITE that says it wrote nothing or more than it
 // was sent fails, a short one is sent the rest; a READ with more data than
 // asked, or a count other than its data's, fails.
 //
@@ -107,5 +120,18 @@ limitations under the License.
 // ReadNamesIn (a bounded part of a listing), RemoveIn and RenameIn act by
 // a Handle and one name, so a walk over a deep tree costs one call per
 // step rather than its depth, and acts on the directory it opened, as a
-// descriptor does, whatever is renamed meanwhile.
+// descriptor does, whatever is renamed meanwhile. A copy of a tree reads
+// and writes by handles too:
+//
+//	ReadDirPage(dir, cursor, limit) ──▶ names, next cursor, done: a
+//	    listing resumed page by page (READDIR with its cookie and
+//	    verifier); ErrCursorExpired when the server no longer honours
+//	    the cursor, and the caller lists the directory again
+//	LookupIn ──▶ Handle whose Attr tells the type (regular, directory,
+//	    symlink, FIFO, device, socket), mode and size
+//	ReadAt, Readlink ──▶ a file's data in READs of FSINFO's rtmax, a
+//	    link's target as stored
+//	MkdirIn, CreateIn, Symlink, WriteFileAt, Commit, SetMode ──▶ the
+//	    copy, each new object's handle returned, a link's target stored
+//	    as given and never resolved
 package nfsclient

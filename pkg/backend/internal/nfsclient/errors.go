@@ -39,6 +39,7 @@ const (
 	statusNoSpace   = nfs.NFS3ErrNoSpc
 	statusQuota     = nfs.NFS3ErrDQuot
 	statusNotSupp   = nfs.NFS3ErrNotSupp
+	statusBadCookie = nfs.NFS3ErrBadCookie
 )
 
 // ErrNotDirectory is what a path element that must be a directory and is
@@ -48,11 +49,24 @@ var ErrNotDirectory = fmt.Errorf("not a directory, and links are not followed: %
 // ErrClosed is returned by calls on a closed Client.
 var ErrClosed = errors.New("NFS client is closed")
 
+// ErrCursorExpired is what a listing's page wraps when the server no
+// longer honours its DirCursor (NFS3ERR_BAD_COOKIE, as when the directory
+// changed since the listing began): the caller lists the directory again
+// from its start.
+var ErrCursorExpired = errors.New("the server no longer honours the listing's cursor")
+
+// ErrWriteVerifierChanged is what a write or a Commit wraps when the
+// server's write verifier changed since data was written UNSTABLE to the
+// file: the server restarted and may have lost that data, so the caller
+// writes the file again.
+var ErrWriteVerifierChanged = errors.New("the server's write verifier changed: it may have lost data written before, write the file again")
+
 // StatusError is an NFS or MOUNT procedure that the server answered with a
 // status other than OK. errors.Is matches it against fs.ErrNotExist,
 // fs.ErrExist, fs.ErrPermission (NFS3ERR_PERM and NFS3ERR_ACCES, what a
 // refused chown under root_squash answers), syscall.ENOSPC and
-// syscall.EDQUOT, as the errors of a local file system match.
+// syscall.EDQUOT, as the errors of a local file system match, and
+// NFS3ERR_BAD_COOKIE against ErrCursorExpired.
 type StatusError struct {
 	Op     string
 	Path   string
@@ -98,6 +112,8 @@ func (e *StatusError) Is(target error) bool {
 		return e.Status == statusNoSpace
 	case syscall.EDQUOT:
 		return e.Status == statusQuota
+	case ErrCursorExpired:
+		return e.Status == statusBadCookie
 	}
 	return false
 }

@@ -19,6 +19,9 @@ package nfsclient
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +83,7 @@ func everyOperation(tb testing.TB, c *Client) {
 		func() error { _, err := c.FSStat(ctx); return err },
 		func() error { return c.Rename(ctx, "dir/file", "dir/renamed") },
 		func() error { return c.Remove(ctx, "dir/renamed") },
+		func() error { return handleOperations(ctx, c) },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {
@@ -89,6 +93,43 @@ func everyOperation(tb testing.TB, c *Client) {
 	if _, err := c.Lstat(ctx, "missing"); err == nil {
 		tb.Fatal("Lstat of a missing name succeeded")
 	}
+}
+
+// handleOperations runs each operation by handle once.
+func handleOperations(ctx context.Context, c *Client) error {
+	root, err := c.Open(ctx, ".")
+	if err != nil {
+		return err
+	}
+	dir, err := c.MkdirIn(ctx, root, "copy", 0o755)
+	if err != nil {
+		return err
+	}
+	f, err := c.CreateIn(ctx, dir, "file", 0o644)
+	if err != nil {
+		return err
+	}
+	if err := c.WriteFileAt(ctx, f, []byte("data"), 0); err != nil {
+		return err
+	}
+	if err := c.Commit(ctx, f); err != nil {
+		return err
+	}
+	if _, err := c.ReadAt(ctx, f, make([]byte, 10), 0); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("ReadAt past the end: %w", err)
+	}
+	if err := c.Symlink(ctx, dir, "link", "file"); err != nil {
+		return err
+	}
+	link, err := c.LookupIn(ctx, dir, "link")
+	if err != nil {
+		return err
+	}
+	if _, err := c.Readlink(ctx, link); err != nil {
+		return err
+	}
+	_, _, _, err = c.ReadDirPage(ctx, dir, DirCursor{}, 10)
+	return err
 }
 
 // FuzzReplies decodes any record as the reply to each procedure the client
@@ -140,8 +181,8 @@ var replyDecoders = map[string]func(d *decoder) (int, error){
 		return checkHandle(fh), err
 	},
 	"WRITE": func(d *decoder) (int, error) {
-		count, _, err := writeReply(d, asked)
-		if err == nil && (count < 1 || count > asked) {
+		w, err := writeReply(d, asked)
+		if err == nil && (w.count < 1 || w.count > asked) {
 			return 1 << 30, err
 		}
 		return 0, err
@@ -154,7 +195,10 @@ var replyDecoders = map[string]func(d *decoder) (int, error){
 		return len(data), err
 	},
 	"READDIR": func(d *decoder) (int, error) {
-		page, err := readDirReply(d)
+		page, err := readDirReply(d, asked)
+		if len(page.names) > asked {
+			return 1 << 30, err
+		}
 		size := 0
 		for _, name := range page.names {
 			if checkName(name) != nil || len(name) > maxNameBytes || name == "." || name == ".." {
@@ -165,6 +209,23 @@ var replyDecoders = map[string]func(d *decoder) (int, error){
 		return size, err
 	},
 	"FSSTAT": func(d *decoder) (int, error) { _, err := fsstatReply(d); return 0, err },
+	"COMMIT": func(d *decoder) (int, error) { _, err := commitReply(d); return 0, err },
+	"READLINK": func(d *decoder) (int, error) {
+		target, err := readlinkReply(d)
+		if checkTarget(target) != nil && err == nil {
+			return 1 << 30, err
+		}
+		return len(target), err
+	},
+	"FSINFO": func(d *decoder) (int, error) {
+		sizes, err := fsinfoReply(d)
+		for _, size := range []int{sizes.read, sizes.write} {
+			if err == nil && (size < minTransfer || size > maxTransfer) {
+				return 1 << 30, err
+			}
+		}
+		return 0, err
+	},
 }
 
 // checkHandle is the size of a handle, or too much for any record when it

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -36,10 +37,19 @@ const (
 	procFSStat  = 18
 )
 
-// Sizes of READ and WRITE chunks and READDIR replies: small files only.
+// Sizes of READ and WRITE chunks of the calls by path (small files only)
+// and of READDIR replies.
 const (
 	ioChunk      = 32 << 10
 	readDirBytes = 32 << 10
+)
+
+// Bounds of the READ and WRITE chunks of the calls by handle, whatever
+// FSINFO says: maxTransfer keeps a READ reply well within a record, and
+// is what a server that does not answer FSINFO is sent.
+const (
+	minTransfer = 4 << 10
+	maxTransfer = 64 << 10
 )
 
 // Attr is what LOOKUP and GETATTR tell of a file, a link not followed.
@@ -249,7 +259,7 @@ func (c *Client) readDir(ctx context.Context, fh []byte, name string, limit int)
 		if err != nil {
 			return nil, err
 		}
-		page, err := readDirReply(d)
+		page, err := readDirReply(d, math.MaxInt)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ limitations under the License.
 package nfsclient
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -118,23 +119,45 @@ func createdReply(d *decoder, op string) ([]byte, *Attr, error) {
 // writeVerifierBytes is NFS3_WRITEVERFSIZE (RFC 1813).
 const writeVerifierBytes = 8
 
-// writeReply reads how many bytes WRITE wrote, which must be some of the
-// sent ones, and how durably.
-func writeReply(d *decoder, sent int) (int, uint32, error) {
-	d.wccData()
-	count, committed := d.uint32(), d.uint32()
-	d.take(writeVerifierBytes)
-	if err := d.check("WRITE"); err != nil {
-		return 0, 0, err
-	}
-	if count == 0 || int64(count) > int64(sent) {
-		return 0, 0, fmt.Errorf("malformed WRITE reply: %d bytes written of %d sent", count, sent)
-	}
-	return int(count), committed, nil
+// writeVerifier is a server's writeverf3: it changes when the server
+// restarts, and with it what it had not written to stable storage.
+type writeVerifier [writeVerifierBytes]byte
+
+// written is what a WRITE reply says: how many of the sent bytes it
+// wrote, how durably, and the server's verifier.
+type written struct {
+	count     int
+	committed uint32
+	verifier  writeVerifier
 }
 
-// readReply reads the data READ returned, at most the asked bytes, a copy,
-// and whether the file ends there.
+// writeReply reads how many bytes WRITE wrote, which must be some of the
+// sent ones, how durably, and the verifier.
+func writeReply(d *decoder, sent int) (written, error) {
+	d.wccData()
+	count, committed := d.uint32(), d.uint32()
+	var w written
+	copy(w.verifier[:], d.take(writeVerifierBytes))
+	if err := d.check("WRITE"); err != nil {
+		return written{}, err
+	}
+	if count == 0 || int64(count) > int64(sent) {
+		return written{}, fmt.Errorf("malformed WRITE reply: %d bytes written of %d sent", count, sent)
+	}
+	w.count, w.committed = int(count), committed
+	return w, nil
+}
+
+// commitReply reads the verifier of a COMMIT reply.
+func commitReply(d *decoder) (writeVerifier, error) {
+	d.wccData()
+	var v writeVerifier
+	copy(v[:], d.take(writeVerifierBytes))
+	return v, d.check("COMMIT")
+}
+
+// readReply reads the data READ returned, at most the asked bytes, within
+// the reply (callers keeping it copy it), and whether the file ends there.
 func readReply(d *decoder, asked int) ([]byte, bool, error) {
 	d.postOpAttr()
 	count, eof := d.uint32(), d.bool()
@@ -145,26 +168,85 @@ func readReply(d *decoder, asked int) ([]byte, bool, error) {
 	if int(count) != len(data) {
 		return nil, false, fmt.Errorf("malformed READ reply: count %d for %d bytes of data", count, len(data))
 	}
-	return append([]byte(nil), data...), eof, nil
+	return data, eof, nil
 }
 
-// dirPage is one READDIR reply.
+// maxLinkBytes bounds a symlink's target: PATH_MAX of Linux.
+const maxLinkBytes = 4096
+
+// readlinkReply reads the target of READLINK, a copy: at most
+// maxLinkBytes, neither empty nor holding a NUL, as no local link can.
+func readlinkReply(d *decoder) (string, error) {
+	d.postOpAttr()
+	target := d.opaque("link target", maxLinkBytes)
+	if err := d.check("READLINK"); err != nil {
+		return "", err
+	}
+	if err := checkTarget(string(target)); err != nil {
+		return "", fmt.Errorf("malformed READLINK reply: %w", err)
+	}
+	return string(target), nil
+}
+
+// checkTarget refuses a link target no local link can have.
+func checkTarget(target string) error {
+	switch {
+	case target == "":
+		return errors.New("empty link target")
+	case len(target) > maxLinkBytes:
+		return fmt.Errorf("link target of %d bytes, more than %d", len(target), maxLinkBytes)
+	case strings.Contains(target, "\x00"):
+		return errors.New("link target holding a NUL byte")
+	}
+	return nil
+}
+
+// transferSizes are the largest READ and WRITE a server takes, from
+// FSINFO's rtmax and wtmax.
+type transferSizes struct {
+	read, write int
+}
+
+// fsinfoReply reads rtmax and wtmax of FSINFO, each brought within
+// [minTransfer, maxTransfer]: more than a server takes only costs a short
+// transfer, which the callers complete, and a server's word cannot make
+// a reply larger than a record or a transfer byte by byte.
+func fsinfoReply(d *decoder) (transferSizes, error) {
+	d.postOpAttr()
+	rtmax := d.uint32()
+	d.uint32() // rtpref
+	d.uint32() // rtmult
+	wtmax := d.uint32()
+	if err := d.check("FSINFO"); err != nil {
+		return transferSizes{}, err
+	}
+	clamp := func(size uint32) int { return int(min(max(size, minTransfer), maxTransfer)) }
+	return transferSizes{read: clamp(rtmax), write: clamp(wtmax)}, nil
+}
+
+// dirPage is one READDIR reply, or as much of it as was taken.
 type dirPage struct {
-	names    []string
-	entries  int
+	names []string
+	// entries counts the entries taken, "." and ".." included.
+	entries int
+	// last is the cookie of the last entry taken: where the listing
+	// goes on.
 	last     uint64
 	verifier [nfs.NFS3_COOKIEVERFSIZE]byte
-	eof      bool
+	// eof says the listing is complete: the reply said so, and every
+	// entry in it was taken.
+	eof bool
 }
 
-// readDirReply reads one page of a directory's entries: their names but
-// "." and "..", each a single path element, the cookie of the last one and
-// whether the listing is complete.
-func readDirReply(d *decoder) (dirPage, error) {
+// readDirReply reads one page of a directory's entries, at most limit
+// names of them: their names but "." and "..", each a single path
+// element, the cookie of the last entry taken and whether the listing is
+// complete.
+func readDirReply(d *decoder, limit int) (dirPage, error) {
 	var page dirPage
 	d.postOpAttr()
 	copy(page.verifier[:], d.take(nfs.NFS3_COOKIEVERFSIZE))
-	for d.err == nil && d.bool() {
+	for len(page.names) < limit && d.err == nil && d.bool() {
 		d.uint64() // file id
 		name := d.opaque("name", maxNameBytes)
 		page.last = d.uint64()
@@ -179,7 +261,9 @@ func readDirReply(d *decoder) (dirPage, error) {
 			page.names = append(page.names, n)
 		}
 	}
-	page.eof = d.bool()
+	if len(page.names) < limit {
+		page.eof = d.bool()
+	}
 	return page, d.check("READDIR")
 }
 

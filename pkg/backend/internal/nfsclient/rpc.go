@@ -45,7 +45,7 @@ const (
 	rejectAuth    = 1
 	lastFragment  = 1 << 31
 	// maxRecordBytes bounds a reply record, its fragments together: the
-	// largest reply asked for is a READ or READDIR of 32 KiB.
+	// largest reply asked for is a READ of 64 KiB.
 	maxRecordBytes = 256 << 10
 	// maxRecordFragments bounds the fragments of one record: servers send
 	// one, and empty ones would otherwise be read until the deadline.
