@@ -86,11 +86,19 @@ func (s *Store) Clone(ctx context.Context, req Request, source CloneSource) (Vol
 	return Volume{Dir: dir}, copied, nil
 }
 
-// DropClone removes what Clone made for PV pvName in dir, the half copy
+// DropClone removes what Clone made for the request, the half copy
 // included, and its record and reservation, whatever the onDelete policy:
-// no claim ever had that volume.
-func (s *Store) DropClone(ctx context.Context, pvName, dir string) error {
-	return s.deleteDir(ctx, pvName, dir, removal{onDelete: backend.OnDeleteDelete})
+// no claim ever had that volume. The directory is the one Clone chose, or
+// its pattern's after a restart; any other an earlier process chose is
+// removed by the delete of its recorded volume.
+func (s *Store) DropClone(ctx context.Context, req Request) error {
+	s.mu.Lock()
+	dir, err := s.dirFor(req)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("cannot drop the clone %s: %w", req.PVName, err)
+	}
+	return s.deleteDir(ctx, req.PVName, dir, removal{onDelete: backend.OnDeleteDelete})
 }
 
 // startClone checks, counts and records the clone's directory as Create

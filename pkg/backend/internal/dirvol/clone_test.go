@@ -164,7 +164,7 @@ func TestCloneRefusals(t *testing.T) {
 				t.Fatalf("Clone: %v; want an error saying %q, wrapping %v", err, tc.wantErr, tc.wantIs)
 			}
 			if tc.copied {
-				if err := f.store.DropClone(t.Context(), req.PVName, "team/copy"); err != nil {
+				if err := f.store.DropClone(t.Context(), req); err != nil {
 					t.Fatalf("DropClone: %v", err)
 				}
 			}
@@ -292,7 +292,7 @@ func TestCloneSourceDeleted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the source was deleted during the copy") {
 		t.Fatalf("Clone = %q, %v; want the source deleted", vol.Dir, err)
 	}
-	if err := f.store.DropClone(t.Context(), req.PVName, "team/copy"); err != nil {
+	if err := f.store.DropClone(t.Context(), req); err != nil {
 		t.Fatalf("DropClone: %v", err)
 	}
 	if diff := cmp.Diff([]string{JournalDir + "/"}, backendtest.Tree(t, f.base)); diff != "" {
