@@ -58,6 +58,10 @@ func (p *Provisioner) Close() {
 // in the background: the first call starts the copy, later calls report
 // it under way until it finished. A copy that failed leaves nothing.
 func (p *Provisioner) clone(ctx context.Context, opts provisioning.ProvisionOptions, req dirvol.Request, b base) (*dirvol.Volume, provisioning.ProvisioningState, error) {
+	if opts.CloneSource == nil {
+		// An empty volume would pass for the copy the claim asked for.
+		return nil, provisioning.ProvisioningFinished, fmt.Errorf("the claim to clone, %s, was not found", opts.DataSource.Name)
+	}
 	source, err := p.cloneSource(opts.CloneSource, b)
 	if err != nil {
 		return nil, provisioning.ProvisioningFinished, err

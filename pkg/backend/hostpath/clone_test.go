@@ -74,6 +74,7 @@ func newCloneFixture(t *testing.T) *cloneFixture {
 	}
 	f.opts = backendtest.Options(backendtest.Claim("team", "copy", "1Gi"), backendtest.Class(nil))
 	f.opts.CloneSource = &provisioning.CloneSource{Claim: sourceClaim, Volume: f.source}
+	f.opts.DataSource = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: sourceClaim.Name, Namespace: &sourceClaim.Namespace}
 	f.opts.Eventf = func(eventType, reason, format string, args ...any) {
 		f.events = append(f.events, eventType+" "+reason+" "+fmt.Sprintf(format, args...))
 	}
@@ -139,6 +140,12 @@ func TestCloneRefused(t *testing.T) {
 			},
 			wantIs: backend.ErrOtherNode,
 		},
+		"a source the controller did not find": {
+			change: func(f *cloneFixture) {
+				f.opts.CloneSource = nil
+			},
+			wantErr: "the claim to clone, source, was not found",
+		},
 		"a source bound to no volume": {
 			change:  func(f *cloneFixture) { f.opts.CloneSource.Volume = nil },
 			wantErr: "bound to no volume",
@@ -151,8 +158,9 @@ func TestCloneRefused(t *testing.T) {
 		},
 		"a source larger than the request": {
 			change: func(f *cloneFixture) {
+				cloneSource, dataSource := f.opts.CloneSource, f.opts.DataSource
 				f.opts = backendtest.Options(backendtest.Claim("team", "copy", "10"), backendtest.Class(nil))
-				f.opts.CloneSource = &provisioning.CloneSource{Volume: f.source}
+				f.opts.CloneSource, f.opts.DataSource = cloneSource, dataSource
 			},
 			wantIs: dirvol.ErrTooLarge,
 		},

@@ -426,7 +426,7 @@ func (p *Provisioner) volume(ctx context.Context, opts provisioning.ProvisionOpt
 	switch {
 	case opts.Abandoned:
 		return nil, provisioning.ProvisioningFinished, p.abandonClone(ctx, req, b)
-	case opts.CloneSource != nil:
+	case opts.DataSource != nil:
 		return p.clone(ctx, opts, req, b)
 	}
 	vol, err := b.store.Create(ctx, req)
