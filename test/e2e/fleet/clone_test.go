@@ -1,0 +1,142 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+)
+
+// A claim whose data source is a hostPath claim holding data is bound to a
+// copy of that data, links as links; a clone deleted as soon as it was
+// made leaves no directory once reclaimed.
+func TestCloneOfAHostPathClaim(t *testing.T) {
+	f := newFixture(t)
+	f.startManager("clone")
+	pcName := f.prefix + "-clone"
+	base := filepath.Join(f.root, pcName)
+	f.provisioner(pcName)
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+	f.claim("source", pcName)
+	f.waitBound("source")
+	source := f.boundVolume("source")
+	sourceDir := filepath.Join(base, source.Name)
+	for name, content := range map[string]string{"data": "the source's data", "sub/deeper/more": "more data"} {
+		p := filepath.Join(sourceDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(sourceDir, "sub", "link")); err != nil {
+		t.Fatal(err)
+	}
+
+	f.cloneClaim("copy", pcName, "source")
+	dropped := f.cloneClaim("dropped", pcName, "source")
+	if err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Delete(f.ctx, "dropped", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitBound("copy")
+	clone := f.boundVolume("copy")
+	if diff := cmp.Diff(describe(t, sourceDir), describe(t, filepath.Join(base, clone.Name))); diff != "" {
+		t.Errorf("the clone (-source +clone):\n%s", diff)
+	}
+
+	droppedPV := "pvc-" + string(dropped.UID)
+	f.eventually("nothing left of the deleted clone", func(context.Context) (bool, error) {
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), droppedPV) }), nil
+	})
+}
+
+// cloneClaim creates a claim of class whose data source is the claim
+// source, and returns it.
+func (f *fixture) cloneClaim(name, class, source string) *corev1.PersistentVolumeClaim {
+	f.t.Helper()
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(class),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			},
+			DataSource: &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: source},
+		},
+	}
+	created, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Create(f.ctx, claim, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatalf("cannot create claim %s: %v", name, err)
+	}
+	return created
+}
+
+// describe describes every entry below dir by its path: a directory's or
+// file's mode, a file's content, a link's target.
+func describe(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	tree := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			tree[rel] = "link " + target
+			return err
+		case d.IsDir():
+			tree[rel] = "dir " + info.Mode().Perm().String()
+		default:
+			data, err := os.ReadFile(p)
+			tree[rel] = info.Mode().Perm().String() + " " + string(data)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
