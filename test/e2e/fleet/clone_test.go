@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -80,6 +81,37 @@ func TestCloneOfAHostPathClaim(t *testing.T) {
 		}
 		return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), droppedPV) }), nil
 	})
+}
+
+// Clones of Immediate binding on a cluster of node agents are placed on
+// their source's node, whose agent alone reads it, and hold its data.
+func TestClonesOnTheSourcesNode(t *testing.T) {
+	c := newNodeCluster(t)
+	const name = "clones"
+	c.provisioner(name, storagev1.VolumeBindingImmediate)
+	c.waitReady(name, 1, v1alpha1.ReasonRunning)
+	c.waitNodes(name, "3/3")
+	c.claim("source", name)
+	c.waitBound("source")
+	source := c.boundVolume("source")
+	sourceDir := source.Spec.HostPath.Path
+	if err := os.WriteFile(filepath.Join(sourceDir, "data"), []byte("the source's data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clones := []string{"copy-0", "copy-1", "copy-2"}
+	for _, clone := range clones {
+		c.cloneClaim(clone, name, "source")
+	}
+	c.waitBound(clones...)
+	placements := c.placements()
+	for _, clone := range clones {
+		if got, want := placements[clone], placements["source"]; got != want {
+			t.Errorf("clone %s is on %+v, its source on %+v", clone, got, want)
+		}
+		if diff := cmp.Diff(describe(t, sourceDir), describe(t, c.boundVolume(clone).Spec.HostPath.Path)); diff != "" {
+			t.Errorf("clone %s (-source +clone):\n%s", clone, diff)
+		}
+	}
 }
 
 // cloneClaim creates a claim of class whose data source is the claim
