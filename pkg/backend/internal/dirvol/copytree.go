@@ -92,7 +92,8 @@ var ErrTooLarge = errors.New("the source holds more data than the new volume's s
 // are skipped and counted. Directories and files keep their permission and
 // sticky bits (copiedModeMask), not their owners or times: what is made
 // belongs to the caller. The source is only read, and may change under
-// the copy: an entry gone between its listing and its copy is skipped.
+// the copy: an entry gone between its listing and its copy is skipped, and
+// one listed twice copied once.
 //
 // A tenant wrote the source, so the walk is bounded whatever its shape:
 // it is iterative, holds one page of names (RemoveBatch) at a time and,
@@ -206,7 +207,13 @@ func (c *treeCopy[D]) dir(ctx context.Context, level *copyLevel[D], name string,
 	if len(c.levels) > MaxCopyDepth {
 		return nil, fmt.Errorf("the source holds directories more than %d levels deep, the most a copy goes (a path of 4096 bytes has at most that many components)", MaxCopyDepth)
 	}
-	if err := level.dst.Mkdir(ctx, name, 0o700); err != nil {
+	err := level.dst.Mkdir(ctx, name, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		// Listed again (a listing that shifted as the source changed):
+		// copied already.
+		return nil, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cannot make directory %q: %w", name, err)
 	}
 	src, err := level.src.OpenDir(ctx, name)
@@ -239,6 +246,9 @@ func (c *treeCopy[D]) file(ctx context.Context, level *copyLevel[D], name string
 	}
 	defer r.Close()
 	w, err := level.dst.CreateFile(ctx, name, nil, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("cannot create %q: %w", name, err)
 	}
@@ -294,7 +304,11 @@ func (c *treeCopy[D]) link(ctx context.Context, level *copyLevel[D], name string
 	if err != nil {
 		return fmt.Errorf("cannot read symlink %q in the source: %w", name, err)
 	}
-	if err := level.dst.Symlink(ctx, target, name); err != nil {
+	err = level.dst.Symlink(ctx, target, name)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("cannot make symlink %q: %w", name, err)
 	}
 	c.copied.Links++

@@ -25,6 +25,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -508,4 +509,106 @@ func chainDepth(t *testing.T, dir, name string) (int, bool) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	return depth, unix.Fstatat(fd, "leaf", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// TestReadPageResumes: a listing read in pages, each from a Dir opened
+// anew at the position the last page ended, names every entry once.
+func TestReadPageResumes(t *testing.T) {
+	root := t.TempDir()
+	mkdirMode(t, filepath.Join(root, "d"), 0o755)
+	makeFiles(t, filepath.Join(root, "d"), 1000)
+	base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	seen := map[string]int{}
+	var from dirvol.ListPos
+	for {
+		d, err := base.OpenDir(t.Context(), "d")
+		if err == nil {
+			var page []dirvol.ListEntry
+			page, err = d.ReadPage(t.Context(), from, 7)
+			d.Close()
+			if len(page) == 0 && err == nil {
+				break
+			}
+			for _, e := range page {
+				seen[e.Name]++
+				from = e.Next
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int{}
+	for i := range 1000 {
+		want["file-"+strconv.Itoa(i)] = 1
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("names listed (-want +got):\n%s", diff)
+	}
+}
+
+// repeatingDir is a source directory whose listings name every entry
+// twice, as a listing that shifts under changes may.
+type repeatingDir struct {
+	dirvol.Dir
+}
+
+func (d repeatingDir) OpenDir(ctx context.Context, name string) (dirvol.Dir, error) {
+	sub, err := d.Dir.OpenDir(ctx, name)
+	return repeatingDir{Dir: sub}, err
+}
+
+func (d repeatingDir) ReadPage(ctx context.Context, from dirvol.ListPos, limit int) ([]dirvol.ListEntry, error) {
+	entries, err := d.Dir.ReadPage(ctx, from, limit)
+	if len(entries) == 0 {
+		return entries, err
+	}
+	again := append([]dirvol.ListEntry(nil), entries...)
+	for i := range again[:len(again)-1] {
+		again[i].Next = from
+	}
+	return append(entries[:len(entries):len(entries)], again...), err
+}
+
+// TestCopyTreeListedTwice: entries a listing names twice are copied once.
+func TestCopyTreeListedTwice(t *testing.T) {
+	root := t.TempDir()
+	src, dst := filepath.Join(root, "src"), filepath.Join(root, "dst")
+	mkdirMode(t, src, 0o755)
+	mkdirMode(t, dst, 0o755)
+	mkdirMode(t, filepath.Join(src, "dir"), 0o755)
+	writeFile(t, filepath.Join(src, "dir", "file"), 10, 0o644)
+	writeFile(t, filepath.Join(src, "file"), 20, 0o644)
+	if err := os.Symlink("file", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	from, err := base.OpenDir(t.Context(), "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	into, err := base.OpenDir(t.Context(), "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer into.Close()
+	copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), repeatingDir{Dir: from}, into, 1<<20)
+	if err != nil {
+		t.Fatalf("CopyTree: %v", err)
+	}
+	if diff := cmp.Diff(describeTree(t, src), describeTree(t, dst)); diff != "" {
+		t.Errorf("the copy (-source +copy):\n%s", diff)
+	}
+	if diff := cmp.Diff(dirvol.Copied{Dirs: 1, Files: 2, Links: 1, Bytes: 30}, copied); diff != "" {
+		t.Errorf("what was copied (-want +got):\n%s", diff)
+	}
 }
