@@ -299,3 +299,32 @@ func TestCloneSourceDeleted(t *testing.T) {
 		t.Errorf("left in the base (-want +got):\n%s", diff)
 	}
 }
+
+// TestCloneCancelled: a copy whose context ends midway stops with its
+// error, leaves no volume directory, and what it made is reclaimed.
+func TestCloneCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f := newFixture(t, func(cfg *Config) {
+		cfg.FS = sourceGoingFS{Filesystem: cfg.FS, once: &sync.Once{}, delete: cancel}
+	})
+	source := sourceVolume(t, f)
+	before := backendtest.Tree(t, f.base)
+	req := request(t, "team", "copy", "1Gi", nsPattern)
+	if _, _, err := f.store.Clone(ctx, req, source); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Clone: %v, want %v", err, context.Canceled)
+	}
+	if _, err := os.Lstat(filepath.Join(f.base, "team", "copy")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a half copy is in the volume's place: %v", err)
+	}
+	unsaved, err := f.store.Unsaved(t.Context(), func(dir string) *corev1.PersistentVolume { return volume("", dir, "1Gi", testProvisioner) })
+	if err != nil || len(unsaved) != 1 {
+		t.Fatalf("Unsaved = %d volumes, %v; want the clone's", len(unsaved), err)
+	}
+	if err := f.store.Delete(t.Context(), unsaved[0].Volume); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if diff := cmp.Diff(before, backendtest.Tree(t, f.base)); diff != "" {
+		t.Errorf("left in the base after reclaim (-before +after):\n%s", diff)
+	}
+}
