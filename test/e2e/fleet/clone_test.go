@@ -22,12 +22,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -61,6 +64,9 @@ func TestCloneOfAHostPathClaim(t *testing.T) {
 	if err := os.Symlink("/etc/hostname", filepath.Join(sourceDir, "sub", "link")); err != nil {
 		t.Fatal(err)
 	}
+	if err := unix.Mkfifo(filepath.Join(sourceDir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	f.cloneClaim("copy", pcName, "source")
 	dropped := f.cloneClaim("dropped", pcName, "source")
@@ -69,9 +75,12 @@ func TestCloneOfAHostPathClaim(t *testing.T) {
 	}
 	f.waitBound("copy")
 	clone := f.boundVolume("copy")
-	if diff := cmp.Diff(describe(t, sourceDir), describe(t, filepath.Join(base, clone.Name))); diff != "" {
-		t.Errorf("the clone (-source +clone):\n%s", diff)
+	want := describe(t, sourceDir)
+	delete(want, "fifo")
+	if diff := cmp.Diff(want, describe(t, filepath.Join(base, clone.Name))); diff != "" {
+		t.Errorf("the clone (-source less its FIFO +clone):\n%s", diff)
 	}
+	f.waitEvent(f.namespace, "copy", corev1.EventTypeWarning, "SpecialFilesSkipped", "left out 1 special files", "fifo")
 
 	droppedPV := "pvc-" + string(dropped.UID)
 	f.eventually("nothing left of the deleted clone", func(context.Context) (bool, error) {
@@ -81,6 +90,45 @@ func TestCloneOfAHostPathClaim(t *testing.T) {
 		}
 		return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), droppedPV) }), nil
 	})
+}
+
+// A clone claim deleted while its source is being copied leaves no
+// directory once its copy stopped and was reclaimed.
+func TestCloneDeletedWhileCopying(t *testing.T) {
+	f := newFixture(t)
+	f.startManager("clone-deleted")
+	pcName := f.prefix + "-clone"
+	base := filepath.Join(f.root, pcName)
+	f.provisioner(pcName)
+	f.waitReady(pcName, 1, v1alpha1.ReasonRunning)
+	f.claim("source", pcName)
+	f.waitBound("source")
+	sourceDir := filepath.Join(base, f.boundVolume("source").Name)
+	// Enough files that the copy is still under way when the claim goes.
+	for i := range 50_000 {
+		if err := os.WriteFile(filepath.Join(sourceDir, "file-"+strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copying := f.cloneClaim("copying", pcName, "source")
+	pvName := "pvc-" + string(copying.UID)
+	f.eventually("the copy under way", func(context.Context) (bool, error) {
+		_, err := os.Lstat(filepath.Join(base, "."+pvName+".provfleet-copying"))
+		return err == nil, nil
+	})
+	if err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Delete(f.ctx, "copying", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("nothing left of the deleted clone", func(context.Context) (bool, error) {
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), pvName) }), nil
+	})
+	if _, err := f.kube.CoreV1().PersistentVolumes().Get(f.ctx, pvName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the deleted clone has a PersistentVolume: %v", err)
+	}
 }
 
 // Clones of Immediate binding on a cluster of node agents are placed on
@@ -158,6 +206,8 @@ func describe(t *testing.T, dir string) map[string]string {
 			target, err := os.Readlink(p)
 			tree[rel] = "link " + target
 			return err
+		case d.Type()&fs.ModeNamedPipe != 0:
+			tree[rel] = "fifo"
 		case d.IsDir():
 			tree[rel] = "dir " + info.Mode().Perm().String()
 		default:
