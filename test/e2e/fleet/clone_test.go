@@ -68,8 +68,8 @@ func TestCloneOfAHostPathClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f.cloneClaim("copy", pcName, "source")
-	dropped := f.cloneClaim("dropped", pcName, "source")
+	f.cloneClaim("copy", pcName)
+	dropped := f.cloneClaim("dropped", pcName)
 	if err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Delete(f.ctx, "dropped", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestCloneDeletedWhileCopying(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	copying := f.cloneClaim("copying", pcName, "source")
+	copying := f.cloneClaim("copying", pcName)
 	pvName := "pvc-" + string(copying.UID)
 	f.eventually("the copy under way", func(context.Context) (bool, error) {
 		_, err := os.Lstat(filepath.Join(base, "."+pvName+".provfleet-copying"))
@@ -148,7 +148,7 @@ func TestClonesOnTheSourcesNode(t *testing.T) {
 	}
 	clones := []string{"copy-0", "copy-1", "copy-2"}
 	for _, clone := range clones {
-		c.cloneClaim(clone, name, "source")
+		c.cloneClaim(clone, name)
 	}
 	c.waitBound(clones...)
 	placements := c.placements()
@@ -163,8 +163,8 @@ func TestClonesOnTheSourcesNode(t *testing.T) {
 }
 
 // cloneClaim creates a claim of class whose data source is the claim
-// source, and returns it.
-func (f *fixture) cloneClaim(name, class, source string) *corev1.PersistentVolumeClaim {
+// "source", and returns it.
+func (f *fixture) cloneClaim(name, class string) *corev1.PersistentVolumeClaim {
 	f.t.Helper()
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.namespace},
@@ -174,7 +174,7 @@ func (f *fixture) cloneClaim(name, class, source string) *corev1.PersistentVolum
 			Resources: corev1.VolumeResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
 			},
-			DataSource: &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: source},
+			DataSource: &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "source"},
 		},
 	}
 	created, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Create(f.ctx, claim, metav1.CreateOptions{})
