@@ -54,7 +54,8 @@ type CloneSource struct {
 // as Create does, then source is copied (CopyTree, at most the request's
 // size) into a hidden directory beside it, which is renamed into place
 // once complete and given the mode and owner Create would give it. It runs
-// outside the lock, as long as the copy takes; only the rename says the
+// outside the lock, as long as the copy takes; what it copies gets the
+// owner the volume's directory gets, if any. Only the rename says the
 // copy is complete, so a volume directory is never half a copy.
 //
 // Calling it again for the same PV returns the directory without copying
@@ -207,11 +208,11 @@ func (s *Store) copyInto(ctx context.Context, req Request, source CloneSource, d
 		return Copied{}, err
 	}
 	defer into.Close()
-	copied, err := s.copySource(ctx, base, source, into, req.Size.Value())
+	settings := req.Directory.Or(s.cfg.Directory)
+	copied, err := s.copySource(ctx, base, source, into, req.Size.Value(), ownerOf(settings))
 	if err != nil {
 		return copied, err
 	}
-	settings := req.Directory.Or(s.cfg.Directory)
 	mode := backend.DefaultDirectoryMode
 	if settings.Mode != nil {
 		mode = *settings.Mode
@@ -235,7 +236,7 @@ func (s *Store) copyInto(ctx context.Context, req Request, source CloneSource, d
 // copySource opens the source's directory, once its owner marker proves it
 // the source volume's, copies it into into, and checks that it is still
 // there: a source deleted under the copy reads as emptied, not as gone.
-func (s *Store) copySource(ctx context.Context, base Dir, source CloneSource, into Dir, limit int64) (Copied, error) {
+func (s *Store) copySource(ctx context.Context, base Dir, source CloneSource, into Dir, limit int64, owner Owner) (Copied, error) {
 	parent, leaf, err := openParent(ctx, base, source.Dir)
 	if err != nil {
 		return Copied{}, fmt.Errorf("cannot open the source: %w", err)
@@ -249,7 +250,7 @@ func (s *Store) copySource(ctx context.Context, base Dir, source CloneSource, in
 		return Copied{}, fmt.Errorf("cannot open the source: %w", err)
 	}
 	defer from.Close()
-	copied, err := CopyTree(ctx, from, into, limit)
+	copied, err := CopyTree(ctx, from, into, limit, owner)
 	if err != nil {
 		return copied, err
 	}
@@ -260,6 +261,19 @@ func (s *Store) copySource(ctx context.Context, base Dir, source CloneSource, in
 		return copied, fmt.Errorf("the source was deleted during the copy: %w", err)
 	}
 	return copied, nil
+}
+
+// ownerOf is the owner settings give a volume's directory, and what a
+// clone copies into it, so that the claim's pods may write what they find.
+func ownerOf(settings backend.Directory) Owner {
+	owner := NoOwner
+	if settings.UID != nil {
+		owner.UID = int(*settings.UID)
+	}
+	if settings.GID != nil {
+		owner.GID = int(*settings.GID)
+	}
+	return owner
 }
 
 // checkSourceMarker refuses a source directory whose owner marker does not

@@ -63,8 +63,18 @@ type CopyDir[D any] interface {
 	Symlink(ctx context.Context, target, name string) error
 	Remove(ctx context.Context, name string) error
 	Chmod(ctx context.Context, perm fs.FileMode) error
+	Chown(ctx context.Context, uid, gid int) error
 	Close() error
 }
+
+// Owner is the user and group what a copy makes is given; -1 leaves
+// either the copier's.
+type Owner struct {
+	UID, GID int
+}
+
+// NoOwner leaves what a copy makes to the copier.
+var NoOwner = Owner{UID: -1, GID: -1}
 
 // Copied is what CopyTree copied, and the special files it skipped.
 type Copied struct {
@@ -91,7 +101,7 @@ var ErrTooLarge = errors.New("the source holds more data than the new volume's s
 // with their target verbatim, never followed; FIFOs, sockets and devices
 // are skipped and counted. Directories and files keep their permission and
 // sticky bits (copiedModeMask), not their owners or times: what is made
-// belongs to the caller. The source is only read, and may change under
+// belongs to owner (symlinks to the caller). The source is only read, and may change under
 // the copy: an entry gone between its listing and its copy is skipped, and
 // one listed twice copied once.
 //
@@ -104,8 +114,8 @@ var ErrTooLarge = errors.New("the source holds more data than the new volume's s
 // copyChunk bytes. A climb past the open window reopens the directories
 // by name from the top, never through "..". The caller keeps src and dst
 // open and closes them.
-func CopyTree[D CopyDir[D]](ctx context.Context, src, dst D, limit int64) (Copied, error) {
-	c := &treeCopy[D]{limit: limit, buf: make([]byte, copyChunk)}
+func CopyTree[D CopyDir[D]](ctx context.Context, src, dst D, limit int64, owner Owner) (Copied, error) {
+	c := &treeCopy[D]{limit: limit, owner: owner, buf: make([]byte, copyChunk)}
 	c.levels = []copyLevel[D]{{src: src, dst: dst, open: true}}
 	defer c.closeAll()
 	for len(c.levels) > 0 {
@@ -133,6 +143,7 @@ type copyLevel[D any] struct {
 // treeCopy is the state of one CopyTree.
 type treeCopy[D CopyDir[D]] struct {
 	limit  int64
+	owner  Owner
 	buf    []byte
 	levels []copyLevel[D]
 	copied Copied
@@ -227,6 +238,11 @@ func (c *treeCopy[D]) dir(ctx context.Context, level *copyLevel[D], name string,
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("cannot open the copy of %q: %w", name, err), src.Close())
 	}
+	if c.owner != NoOwner {
+		if err := dst.Chown(ctx, c.owner.UID, c.owner.GID); err != nil {
+			return nil, errors.Join(fmt.Errorf("cannot give the copy of %q its owner: %w", name, err), src.Close(), dst.Close())
+		}
+	}
 	c.copied.Dirs++
 	return &copyLevel[D]{name: name, mode: mode, src: src, dst: dst, open: true}, nil
 }
@@ -253,6 +269,9 @@ func (c *treeCopy[D]) file(ctx context.Context, level *copyLevel[D], name string
 		return fmt.Errorf("cannot create %q: %w", name, err)
 	}
 	err = c.pour(ctx, r, w, name)
+	if err == nil && c.owner != NoOwner {
+		err = w.Chown(ctx, c.owner.UID, c.owner.GID)
+	}
 	if err == nil {
 		err = w.Chmod(ctx, mode)
 	}

@@ -121,7 +121,7 @@ func copyBetween(ctx context.Context, t *testing.T, root, src, dst string, limit
 		t.Fatal(err)
 	}
 	defer into.Close()
-	return dirvol.CopyTree(ctx, from, into, limit)
+	return dirvol.CopyTree(ctx, from, into, limit, dirvol.NoOwner)
 }
 
 // TestCopyTree: what a source holds is copied as the rules say, and what
@@ -373,7 +373,7 @@ func TestCopyTreeSourceChanging(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer into.Close()
-	copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), vanishingDir{Dir: from, host: src}, into, 1<<20)
+	copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), vanishingDir{Dir: from, host: src}, into, 1<<20, dirvol.NoOwner)
 	if err != nil {
 		t.Fatalf("CopyTree: %v", err)
 	}
@@ -465,7 +465,7 @@ func TestCopyTreeBounded(t *testing.T) {
 			defer into.Close()
 			var copyErr error
 			dirvoltest.CheckRemoval(t, func(ctx context.Context) error {
-				_, copyErr = dirvol.CopyTree(ctx, from, into, 1<<30)
+				_, copyErr = dirvol.CopyTree(ctx, from, into, 1<<30, dirvol.NoOwner)
 				if ctx.Err() != nil {
 					return copyErr
 				}
@@ -601,7 +601,7 @@ func TestCopyTreeListedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer into.Close()
-	copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), repeatingDir{Dir: from}, into, 1<<20)
+	copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), repeatingDir{Dir: from}, into, 1<<20, dirvol.NoOwner)
 	if err != nil {
 		t.Fatalf("CopyTree: %v", err)
 	}
@@ -610,5 +610,52 @@ func TestCopyTreeListedTwice(t *testing.T) {
 	}
 	if diff := cmp.Diff(dirvol.Copied{Dirs: 1, Files: 2, Links: 1, Bytes: 30}, copied); diff != "" {
 		t.Errorf("what was copied (-want +got):\n%s", diff)
+	}
+}
+
+// TestCopyTreeOwner: the directories and files a copy makes get the owner
+// it is given; its symlinks stay the copier's.
+func TestCopyTreeOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root gives files away")
+	}
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	mkdirMode(t, src, 0o755)
+	mkdirMode(t, filepath.Join(root, "dst"), 0o755)
+	mkdirMode(t, filepath.Join(src, "dir"), 0o750)
+	writeFile(t, filepath.Join(src, "dir", "file"), 10, 0o640)
+	if err := os.Symlink("dir", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	from, err := base.OpenDir(t.Context(), "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	into, err := base.OpenDir(t.Context(), "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer into.Close()
+	if _, err := dirvol.CopyTree(t.Context(), from, into, 100, dirvol.Owner{UID: 1234, GID: 5678}); err != nil {
+		t.Fatalf("CopyTree: %v", err)
+	}
+	got := map[string]string{}
+	for _, name := range []string{"dir", "dir/file", "link"} {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(root, "dst", name), &st); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = fmt.Sprintf("%d:%d %o", st.Uid, st.Gid, st.Mode&0o7777)
+	}
+	want := map[string]string{"dir": "1234:5678 750", "dir/file": "1234:5678 640", "link": "0:0 777"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("owners and modes of the copy (-want +got):\n%s", diff)
 	}
 }

@@ -128,6 +128,9 @@ type File interface {
 	Write(ctx context.Context, data []byte) error
 	// Chmod sets the file's permission bits, whatever the umask.
 	Chmod(ctx context.Context, perm fs.FileMode) error
+	// Chown gives the file to user uid and group gid, as Dir.Chown gives
+	// a directory.
+	Chown(ctx context.Context, uid, gid int) error
 	// Sync makes what was written durable.
 	Sync(ctx context.Context) error
 	// Close releases the file.

@@ -417,6 +417,8 @@ func (f localFile) Write(_ context.Context, data []byte) error {
 
 func (f localFile) Chmod(_ context.Context, perm fs.FileMode) error { return f.f.Chmod(perm) }
 
+func (f localFile) Chown(_ context.Context, uid, gid int) error { return f.f.Chown(uid, gid) }
+
 func (f localFile) Sync(context.Context) error { return f.f.Sync() }
 
 func (f localFile) Close() error { return f.f.Close() }

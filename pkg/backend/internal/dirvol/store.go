@@ -723,14 +723,8 @@ func (e *undoneError) Unwrap() error { return e.err }
 // clear the setuid and setgid bits, then its mode: Mkdir's is subject to
 // the umask.
 func setOwnerAndMode(ctx context.Context, volume Dir, settings backend.Directory, mode fs.FileMode) error {
-	if settings.UID != nil || settings.GID != nil {
-		uid, gid := -1, -1
-		if settings.UID != nil {
-			uid = int(*settings.UID)
-		}
-		if settings.GID != nil {
-			gid = int(*settings.GID)
-		}
+	if owner := ownerOf(settings); owner != NoOwner {
+		uid, gid := owner.UID, owner.GID
 		err := volume.Chown(ctx, uid, gid)
 		if errors.Is(err, fs.ErrPermission) {
 			return &ownerRefusedError{uid: uid, gid: gid, err: err}

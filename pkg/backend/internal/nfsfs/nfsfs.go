@@ -276,6 +276,10 @@ func (f *file) Chmod(ctx context.Context, perm fs.FileMode) error {
 	return f.client.Chmod(ctx, f.path, perm)
 }
 
+func (f *file) Chown(ctx context.Context, uid, gid int) error {
+	return f.client.Chown(ctx, f.path, uid, gid)
+}
+
 // Sync has nothing to do: every write was FILE_SYNC.
 func (f *file) Sync(context.Context) error { return nil }
 
