@@ -56,13 +56,13 @@ chaos-build:
 chaos: controlplane chaos-build ## Run provfleet under API, store, NFS, kill and partition faults and check it (CHAOS_FLAGS='-duration=10m -seed=1'); results in test/chaos/results.
 	go run ./test/chaos/cmd/chaos -manager=$(CHAOS_BIN) $(CHAOS_FLAGS)
 
-# The removal tests build trees a tenth of their size under the race
-# detector, which slows every NFS round trip tenfold: this runs them at full
-# size without it.
+# The removal and copy tests build trees a tenth of their size under the
+# race detector, which slows every NFS round trip tenfold: this runs them at
+# full size without it.
 .PHONY: big-trees
-big-trees: ## Run the removal tests of big trees (100,000 files, 20,000 levels) at full size, without the race detector.
+big-trees: ## Run the removal and copy tests of big trees (100,000 files, 20,000 levels; copies 2,048 deep) at full size, without the race detector.
 	$(TEST_BUILD) ./pkg/backend/internal/dirvol/ ./pkg/backend/internal/nfsfs/ >/dev/null
-	go test -count=1 -timeout 30m -run 'RemoveAllBounded' ./pkg/backend/internal/dirvol/ ./pkg/backend/internal/nfsfs/
+	go test -count=1 -timeout 30m -run 'RemoveAllBounded|CopyTreeBounded' ./pkg/backend/internal/dirvol/ ./pkg/backend/internal/nfsfs/
 
 # The image: the manager for each of IMAGE_ARCHS (GOARCHes of linux; several
 # make an OCI image index), tagged IMAGE_REPOSITORY:VERSION, dated

@@ -58,7 +58,7 @@ type Entry struct {
 	// Identity is the process's (IdentityEnv).
 	Identity string `json:"identity"`
 	// Op is the method of dirvol.Dir: Mkdir, CreateFile, RewriteFile,
-	// Rename, Move, Remove, RemoveAll, Chmod or Chown.
+	// Symlink, Rename, Move, Remove, RemoveAll, Chmod or Chown.
 	Op string `json:"op"`
 	// Root is the root the base was opened in: a host path, or an export's.
 	Root string `json:"root"`

@@ -29,7 +29,9 @@ limitations under the License.
 // The manager reads those reports (nodeservice.go, by its own clock:
 // leaseclock.go) to count the served nodes in the status, to place the
 // claims of Immediate binding on the served node with the most room
-// (placement.go), and to tell the agents that stopped renewing.
+// (placement.go; a clone goes to the node of its source's volume, whose
+// agent alone reads it and copies it: cloneplacement.go), and to tell the
+// agents that stopped renewing.
 //
 // # In and out
 //

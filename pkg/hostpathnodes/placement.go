@@ -323,7 +323,12 @@ func (c *Coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 				continue
 			}
 		}
-		p, ok := c.choosePlacement(t, claim, allowedBy(class, served, v.nodes))
+		allowed, ok := c.clonePlaces(t, claim, allowedBy(class, served, v.nodes))
+		if !ok {
+			next = shorter(next, v.retry)
+			continue
+		}
+		p, ok := c.choosePlacement(t, claim, allowed)
 		if !ok {
 			next = shorter(next, v.retry)
 		}

@@ -69,6 +69,14 @@ type ProvisionOptions struct {
 	// set; nil for an empty volume. It is set only for kinds the backend
 	// supports (DataSourceProvisioner).
 	DataSource *corev1.TypedObjectReference
+	// CloneSource is the claim to copy and its bound PersistentVolume,
+	// checked by the controller (same namespace, class, provisioner, size,
+	// node); nil for an empty volume.
+	CloneSource *CloneSource
+	// Abandoned says that the claim no longer wants its volume: Provision
+	// is called so that the backend stops its background work, removes
+	// what it made and returns ProvisioningFinished.
+	Abandoned bool
 	// Eventf, when set, records an Event on the claim: what a backend did
 	// that the claim's owner should hear of beyond ProvisioningSucceeded.
 	// Use ProvisionOptions.Event, which takes it unset.
@@ -78,6 +86,12 @@ type ProvisionOptions struct {
 	// Provision decided about a volume it took something from. Use
 	// ProvisionOptions.AnnotateVolume, which takes it unset.
 	Annotate func(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) error
+}
+
+// CloneSource is the claim a new volume is a copy of, and its volume.
+type CloneSource struct {
+	Claim  *corev1.PersistentVolumeClaim
+	Volume *corev1.PersistentVolume
 }
 
 // Event records an Event on the claim through Eventf; nothing without it.

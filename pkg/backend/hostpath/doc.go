@@ -35,7 +35,21 @@ limitations under the License.
 // overlap other volumes of the node. ReleaseRemoved takes the
 // PersistentVolumes the manager deleted while the node was gone, each with
 // the onDelete policy its Delete would have applied, and applies it to their
-// directories. The Provisioner runs no
-// goroutine: its methods run on the caller's goroutine (the controller's
-// workers, or the node agent's for ReleaseRemoved).
+// directories.
+//
+// A claim whose data source is another claim (ProvisionOptions.CloneSource)
+// of the same node and base gets a copy of that claim's volume
+// (dirvol.Store.Clone): the first Provision starts the copy in the
+// background and answers ProvisioningInBackground, later ones the same
+// until it finished, then the PersistentVolume; a copy that failed leaves
+// nothing, a claim that abandoned it (ProvisionOptions.Abandoned) stops it
+// and removes what it made, and the special files it skipped are told in a
+// Warning Event. The source's directory is found from its
+// PersistentVolume's path, taken only when it lies in the base and the
+// owner marker beside it names that volume.
+//
+// Goroutines: at most maxCopies copies, each in its own goroutine
+// (backend.Background), which Close stops and waits for; every other
+// method runs on the caller's goroutine (the controller's workers, or the
+// node agent's for ReleaseRemoved).
 package hostpath

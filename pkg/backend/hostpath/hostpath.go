@@ -143,6 +143,8 @@ type Provisioner struct {
 	// StorageClasses, each its own store. The stores share their lock and
 	// capacity count.
 	bases []base
+	// copies are the clones being copied.
+	copies *backend.Background[clone]
 	// defaults are the indexes in bases of Path and AdditionalPaths, and
 	// classes those of each class of StorageClasses: where a claim's
 	// volume may go.
@@ -162,6 +164,8 @@ var (
 	_ provisioning.Prober         = (*Provisioner)(nil)
 	_ provisioning.BudgetReporter = (*Provisioner)(nil)
 	_ provisioning.Expander       = (*Provisioner)(nil)
+
+	_ provisioning.DataSourceProvisioner = (*Provisioner)(nil)
 )
 
 // CheckPathPattern refuses a pathPattern that New refuses, for the manager,
@@ -183,6 +187,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		shared:      cfg.Shared,
 		affinityKey: AffinityKey(cfg.NodeAffinityKey),
 		patterns:    cfg.LocalPathPatterns,
+		copies:      backend.NewBackground[clone](maxCopies),
 	}
 	if p.volumeType == "" {
 		p.volumeType = VolumeTypeLocal
@@ -389,9 +394,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	if p.volumeType == VolumeTypeHostPath && len(mountOptions) > 0 {
 		return nil, provisioning.ProvisioningFinished, errors.New("hostPath volumes take no mount options: remove mountOptions from the StorageClass or use volumeType Local")
 	}
-	vol, err := b.store.Create(ctx, req)
-	if err != nil {
-		return nil, provisioning.ProvisioningFinished, err
+	vol, state, err := p.volume(ctx, opts, req, b)
+	if err != nil || state != provisioning.ProvisioningFinished || vol == nil {
+		return nil, state, err
 	}
 	pv := dirvol.NewPV(opts, req, p.source(b.path, vol.Dir))
 	if pv.Annotations == nil {
@@ -408,10 +413,27 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 			}}}},
 		}}
 	}
-	if err := dirvol.RecordAdoption(ctx, opts, pv, vol); err != nil {
+	if err := dirvol.RecordAdoption(ctx, opts, pv, *vol); err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
 	return pv, provisioning.ProvisioningFinished, nil
+}
+
+// volume makes the claim's directory in b: an empty one, a copy of the
+// source claim's volume, in the background, or none for a claim that
+// abandoned its clone.
+func (p *Provisioner) volume(ctx context.Context, opts provisioning.ProvisionOptions, req dirvol.Request, b base) (*dirvol.Volume, provisioning.ProvisioningState, error) {
+	switch {
+	case opts.Abandoned:
+		return nil, provisioning.ProvisioningFinished, p.abandonClone(ctx, req, b)
+	case opts.DataSource != nil:
+		return p.clone(ctx, opts, req, b)
+	}
+	vol, err := b.store.Create(ctx, req)
+	if err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
+	return &vol, provisioning.ProvisioningFinished, nil
 }
 
 // parse reads the request of opts and picks the base it goes in. The class

@@ -68,6 +68,13 @@ limitations under the License.
 // record, or by the configured policy where there is none; ArchiveAsNFSSubdir
 // moves a directory to archived-<name> at the top of the base, and
 // DeleteUndecided keeps a directory whose fate is not known.
+// Clone is Create for a volume that is a copy of another volume of the
+// store (clone.go): the copy (CopyTree, bounded in memory, descriptors and
+// depth whatever the source's shape, and in bytes by the claim's request)
+// is made outside the lock into a hidden directory beside the volume's,
+// renamed into place once complete, so a crash leaves a record and a half
+// copy that the delete of the recorded volume removes, never half a
+// volume; DropClone removes what a failed or abandoned clone made.
 // With Config.Adopt, Create adopts an existing unmarked directory instead of
 // refusing it when one released, retained PersistentVolume of the same
 // claim namespace and name names exactly it (adopt.go): it writes the owner

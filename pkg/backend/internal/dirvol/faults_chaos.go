@@ -280,6 +280,22 @@ func (d *faultDir) ReadSomeNames(ctx context.Context, limit int) ([]string, erro
 	return d.inner.ReadSomeNames(ctx, limit)
 }
 
+func (d *faultDir) ReadPage(ctx context.Context, from ListPos, limit int) ([]ListEntry, error) {
+	return d.inner.ReadPage(ctx, from, limit)
+}
+
+func (d *faultDir) OpenRead(ctx context.Context, name string) (Reader, error) {
+	return d.inner.OpenRead(ctx, name)
+}
+
+func (d *faultDir) Readlink(ctx context.Context, name string) (string, error) {
+	return d.inner.Readlink(ctx, name)
+}
+
+func (d *faultDir) Symlink(ctx context.Context, target, name string) error {
+	return d.run("Symlink", name, "", func() error { return d.inner.Symlink(ctx, target, name) })
+}
+
 func (d *faultDir) Rename(ctx context.Context, oldName, newName string) error {
 	return d.run("Rename", oldName, path.Join(d.path, newName), func() error { return d.inner.Rename(ctx, oldName, newName) })
 }

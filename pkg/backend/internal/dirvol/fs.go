@@ -75,6 +75,22 @@ type Dir interface {
 	// directory is empty. Its memory is bounded however many names the
 	// directory holds.
 	ReadSomeNames(ctx context.Context, limit int) ([]string, error)
+	// ReadPage lists at most limit (at least one) entries of the
+	// directory, in no given order, from the position from (the zero
+	// ListPos: the start); each entry comes with the position after it,
+	// from which a later call resumes, on this Dir or another opened on
+	// the same directory. None means the end. Its memory is bounded
+	// however many names the directory holds, and it keeps no state
+	// between calls.
+	ReadPage(ctx context.Context, from ListPos, limit int) ([]ListEntry, error)
+	// OpenRead opens the regular file name for reading, and fails on
+	// anything else, a symlink included.
+	OpenRead(ctx context.Context, name string) (Reader, error)
+	// Readlink returns the target of the symlink name, and fails on
+	// anything else or a target longer than MaxLinkTarget bytes.
+	Readlink(ctx context.Context, name string) (string, error)
+	// Symlink makes the symlink name pointing to target, verbatim.
+	Symlink(ctx context.Context, target, name string) error
 	// Rename renames oldName to newName in this directory. Like rename(2)
 	// it replaces an existing file or empty directory newName.
 	Rename(ctx context.Context, oldName, newName string) error
@@ -110,10 +126,42 @@ type Dir interface {
 type File interface {
 	// Write appends all of data.
 	Write(ctx context.Context, data []byte) error
+	// Chmod sets the file's permission bits, whatever the umask.
+	Chmod(ctx context.Context, perm fs.FileMode) error
+	// Chown gives the file to user uid and group gid, as Dir.Chown gives
+	// a directory.
+	Chown(ctx context.Context, uid, gid int) error
 	// Sync makes what was written durable.
 	Sync(ctx context.Context) error
 	// Close releases the file.
 	Close() error
+}
+
+// Reader is a regular file opened for reading by Dir.OpenRead.
+type Reader interface {
+	// ReadAt reads into p from offset off, as io.ReaderAt does: fewer
+	// bytes than p holds come with an error, io.EOF at the end.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Close releases the file.
+	Close() error
+}
+
+// MaxLinkTarget bounds what Readlink returns: Linux's PATH_MAX, more
+// than any symlink a local file system holds.
+const MaxLinkTarget = 4096
+
+// ListPos is where Dir.ReadPage resumes a listing; the zero ListPos is
+// its start. Only the Filesystem that gave it knows what it means: a
+// directory offset, or an NFS cookie and its verifier.
+type ListPos struct {
+	Cookie   uint64
+	Verifier [8]byte
+}
+
+// ListEntry is a name Dir.ReadPage listed, and the position after it.
+type ListEntry struct {
+	Name string
+	Next ListPos
 }
 
 // NewSpace is the space of a file system that reports available and total

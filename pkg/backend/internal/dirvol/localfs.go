@@ -17,7 +17,9 @@ limitations under the License.
 package dirvol
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -215,6 +217,110 @@ func (d *localDir) ReadSomeNames(_ context.Context, limit int) ([]string, error)
 	return names, nil
 }
 
+// direntBuffer is what one getdents(2) of ReadPage reads: a few dozen
+// entries of the longest names, whatever the directory holds.
+const direntBuffer = 16 << 10
+
+// ReadPage reads with getdents(2) from a descriptor of its own, positioned
+// at from: a directory offset (d_off), which the kernel keeps valid across
+// descriptors (seekdir(3)). Names past limit in the last read are dropped
+// and read again by the next call.
+func (d *localDir) ReadPage(_ context.Context, from ListPos, limit int) ([]ListEntry, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("cannot list %d names: %w", limit, fs.ErrInvalid)
+	}
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	if _, err := unix.Seek(fd, int64(from.Cookie), io.SeekStart); err != nil { //nolint:gosec // an offset the kernel gave
+		return nil, &os.PathError{Op: "lseek", Path: d.root.Name(), Err: err}
+	}
+	buf := make([]byte, direntBuffer)
+	var entries []ListEntry
+	for len(entries) < limit {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return nil, &os.PathError{Op: "getdents", Path: d.root.Name(), Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		entries = appendDirents(entries, buf[:n], limit)
+	}
+	return entries, nil
+}
+
+// appendDirents appends the linux_dirent64 records of buf to entries, up
+// to limit, less "." and "..".
+func appendDirents(entries []ListEntry, buf []byte, limit int) []ListEntry {
+	const nameOffset = 19 // d_ino, d_off, d_reclen, d_type
+	for len(buf) >= nameOffset && len(entries) < limit {
+		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+		if reclen < nameOffset || reclen > len(buf) {
+			break
+		}
+		name := buf[nameOffset:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		next := ListPos{Cookie: binary.NativeEndian.Uint64(buf[8:16])}
+		if s := string(name); s != "." && s != ".." {
+			entries = append(entries, ListEntry{Name: s, Next: next})
+		}
+		buf = buf[reclen:]
+	}
+	return entries
+}
+
+// OpenRead opens without blocking, so a file swapped for a FIFO after
+// the check does not hang the caller, and compares what it opened with
+// what it checked, as ReadFile does.
+func (d *localDir) OpenRead(ctx context.Context, name string) (Reader, error) {
+	checked, err := d.Lstat(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !checked.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is not a regular file (%s)", name, checked.Mode().Type())
+	}
+	f, err := d.root.OpenFile(name, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := f.Stat()
+	if err == nil && !os.SameFile(checked, opened) {
+		err = fmt.Errorf("%q changed while being opened", name)
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return localReader{f: f}, nil
+}
+
+func (d *localDir) Readlink(_ context.Context, name string) (string, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	target, err := d.root.Readlink(name)
+	if err != nil {
+		return "", err
+	}
+	if len(target) > MaxLinkTarget {
+		return "", fmt.Errorf("the target of symlink %q is longer than %d bytes", name, MaxLinkTarget)
+	}
+	return target, nil
+}
+
+func (d *localDir) Symlink(_ context.Context, target, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	return d.root.Symlink(target, name)
+}
+
 func (d *localDir) Rename(_ context.Context, oldName, newName string) error {
 	if err := errors.Join(CheckName(oldName), CheckName(newName)); err != nil {
 		return err
@@ -309,6 +415,20 @@ func (f localFile) Write(_ context.Context, data []byte) error {
 	return err
 }
 
+func (f localFile) Chmod(_ context.Context, perm fs.FileMode) error { return f.f.Chmod(perm) }
+
+func (f localFile) Chown(_ context.Context, uid, gid int) error { return f.f.Chown(uid, gid) }
+
 func (f localFile) Sync(context.Context) error { return f.f.Sync() }
 
 func (f localFile) Close() error { return f.f.Close() }
+
+type localReader struct {
+	f *os.File
+}
+
+func (r localReader) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	return r.f.ReadAt(p, off)
+}
+
+func (r localReader) Close() error { return r.f.Close() }

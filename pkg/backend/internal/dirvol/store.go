@@ -598,6 +598,19 @@ var errNotOurs = errors.New("the directory is not this volume's")
 // when the marker was not taken, and so is the record of a directory that
 // was removed again.
 func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, adopted *corev1.PersistentVolume) error {
+	claim := func(ctx context.Context, base Dir) (bool, error) {
+		if adopted != nil {
+			return s.adoptVolume(ctx, base, dir, req.PVName)
+		}
+		return s.makeVolume(ctx, base, dir, req.PVName, req.Directory.Or(s.cfg.Directory))
+	}
+	return s.recordAnd(ctx, base, req, dir, adopted, claim)
+}
+
+// recordAnd records dir for the request's PV, then claims it with claim,
+// which reports whether the owner marker is the PV's, as create says.
+func (s *Store) recordAnd(ctx context.Context, base Dir, req Request, dir string, adopted *corev1.PersistentVolume,
+	claim func(context.Context, Dir) (bool, error)) error {
 	written, err := s.writeRecord(ctx, base, req, dir, adopted)
 	switch {
 	case errors.Is(err, backend.ErrUnavailable):
@@ -607,12 +620,7 @@ func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, a
 	case err != nil:
 		return fmt.Errorf("%w: cannot record the volume: %w", backend.ErrUnavailable, err)
 	}
-	var claimed bool
-	if adopted != nil {
-		claimed, err = s.adoptVolume(ctx, base, dir, req.PVName)
-	} else {
-		claimed, err = s.makeVolume(ctx, base, dir, req.PVName, req.Directory.Or(s.cfg.Directory))
-	}
+	claimed, err := claim(ctx, base)
 	// An earlier record may have a marker this call failed to read: keep it,
 	// unless the directory is certainly not the volume's, or gone.
 	if err != nil && !claimed && (written || errors.Is(err, errNotOurs) || errors.As(err, new(*undoneError))) {
@@ -627,22 +635,11 @@ func (s *Store) create(ctx context.Context, base Dir, req Request, dir string, a
 // is the PV's. The marker is created exclusively first, so two processes
 // sharing a base cannot both take one directory.
 func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string, settings backend.Directory) (bool, error) {
-	components := strings.Split(dir, "/")
-	parents, leaf := components[:len(components)-1], components[len(components)-1]
-	parent, err := createDir(ctx, base, parents)
+	parent, parents, leaf, err := s.markLeaf(ctx, base, dir, pvName)
 	if err != nil {
-		s.removeEmptyParents(ctx, base, parents)
 		return false, err
 	}
 	defer parent.Close()
-	err = claimMarker(ctx, parent, leaf, pvName)
-	if errors.Is(err, errEmptyMarker) {
-		err = s.takeEmptyMarker(ctx, base, parent, dir, leaf, pvName)
-	}
-	if err != nil {
-		s.removeEmptyParents(ctx, base, parents)
-		return false, err
-	}
 	mode := backend.DefaultDirectoryMode
 	if settings.Mode != nil {
 		mode = *settings.Mode
@@ -670,6 +667,29 @@ func (s *Store) makeVolume(ctx context.Context, base Dir, dir, pvName string, se
 		return s.undoVolume(ctx, base, parent, parents, leaf, err)
 	}
 	return true, err
+}
+
+// markLeaf makes the folders above dir and creates its owner marker
+// naming pvName, or checks that an existing one names it, and returns the
+// folder that holds dir, open, the folders' names and dir's own.
+func (s *Store) markLeaf(ctx context.Context, base Dir, dir, pvName string) (Dir, []string, string, error) {
+	components := strings.Split(dir, "/")
+	parents, leaf := components[:len(components)-1], components[len(components)-1]
+	parent, err := createDir(ctx, base, parents)
+	if err != nil {
+		s.removeEmptyParents(ctx, base, parents)
+		return nil, nil, "", err
+	}
+	err = claimMarker(ctx, parent, leaf, pvName)
+	if errors.Is(err, errEmptyMarker) {
+		err = s.takeEmptyMarker(ctx, base, parent, dir, leaf, pvName)
+	}
+	if err != nil {
+		parent.Close()
+		s.removeEmptyParents(ctx, base, parents)
+		return nil, nil, "", err
+	}
+	return parent, parents, leaf, nil
 }
 
 // ownerRefusedError is a chown the file system refused, with what to do.
@@ -703,14 +723,8 @@ func (e *undoneError) Unwrap() error { return e.err }
 // clear the setuid and setgid bits, then its mode: Mkdir's is subject to
 // the umask.
 func setOwnerAndMode(ctx context.Context, volume Dir, settings backend.Directory, mode fs.FileMode) error {
-	if settings.UID != nil || settings.GID != nil {
-		uid, gid := -1, -1
-		if settings.UID != nil {
-			uid = int(*settings.UID)
-		}
-		if settings.GID != nil {
-			gid = int(*settings.GID)
-		}
+	if owner := ownerOf(settings); owner != NoOwner {
+		uid, gid := owner.UID, owner.GID
 		err := volume.Chown(ctx, uid, gid)
 		if errors.Is(err, fs.ErrPermission) {
 			return &ownerRefusedError{uid: uid, gid: gid, err: err}
@@ -1074,11 +1088,38 @@ func (s *Store) releaseMarked(ctx context.Context, dir, pvName string, how remov
 			return false, err
 		}
 	}
-	if err := parent.Remove(ctx, markerName(leaf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("cannot remove owner marker: %w", err)
+	if err := dropBeside(ctx, base, parent, leaf); err != nil {
+		return false, err
 	}
 	s.removeEmptyParents(ctx, base, parents)
 	return found, nil
+}
+
+// dropBeside removes what lies beside the released directory leaf in
+// parent: the half copy a clone left, if any, moved into the trash
+// whatever the policy (it was never a volume), then the owner marker.
+func dropBeside(ctx context.Context, base, parent Dir, leaf string) error {
+	if err := dropCopy(ctx, base, parent, leaf); err != nil {
+		return err
+	}
+	if err := parent.Remove(ctx, markerName(leaf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove owner marker: %w", err)
+	}
+	return nil
+}
+
+func dropCopy(ctx context.Context, base, parent Dir, leaf string) error {
+	_, err := parent.Lstat(ctx, copyingName(leaf))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cannot look up the copy of a clone: %w", err)
+	}
+	if err := moveAside(ctx, base, parent, copyingName(leaf)); err != nil {
+		return fmt.Errorf("cannot remove the copy of a clone: %w", err)
+	}
+	return nil
 }
 
 // applyPolicy applies the onDelete policy to the existing directory leaf in

@@ -159,6 +159,32 @@ func (d *dir) ReadSomeNames(ctx context.Context, limit int) ([]string, error) {
 	return d.client.ReadNamesIn(ctx, h, limit)
 }
 
+// errNoCopy is what the methods a copy needs, and the NFS client does
+// not offer yet, return: cloning a volume on NFS is not supported.
+var errNoCopy = fmt.Errorf("copying over NFS is not implemented yet: %w", errors.ErrUnsupported)
+
+// ReadPage needs a listing that resumes from a cookie, which the client
+// does not offer: ReadNamesIn lists from the start.
+func (d *dir) ReadPage(context.Context, dirvol.ListPos, int) ([]dirvol.ListEntry, error) {
+	return nil, errNoCopy
+}
+
+// OpenRead needs reads at an offset, which the client does not offer:
+// ReadHead reads from the start.
+func (d *dir) OpenRead(context.Context, string) (dirvol.Reader, error) {
+	return nil, errNoCopy
+}
+
+// Readlink needs READLINK, which the client does not offer.
+func (d *dir) Readlink(context.Context, string) (string, error) {
+	return "", errNoCopy
+}
+
+// Symlink needs SYMLINK, which the client does not offer.
+func (d *dir) Symlink(context.Context, string, string) error {
+	return errNoCopy
+}
+
 func (d *dir) Rename(ctx context.Context, oldName, newName string) error {
 	return d.Move(ctx, oldName, d, newName)
 }
@@ -244,6 +270,14 @@ func (f *file) Write(ctx context.Context, data []byte) error {
 	}
 	f.size += uint64(len(data))
 	return nil
+}
+
+func (f *file) Chmod(ctx context.Context, perm fs.FileMode) error {
+	return f.client.Chmod(ctx, f.path, perm)
+}
+
+func (f *file) Chown(ctx context.Context, uid, gid int) error {
+	return f.client.Chown(ctx, f.path, uid, gid)
 }
 
 // Sync has nothing to do: every write was FILE_SYNC.

@@ -24,6 +24,8 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 )
 
 // Big trees the removal tests build, the sizes a tenant's volume may
@@ -33,6 +35,9 @@ import (
 const (
 	ManyFiles  = 100_000 / raceScale
 	ChainDepth = 20_000 / raceScale
+	// CopyDepth is the chain the copy tests copy whole: as deep as a copy
+	// goes (dirvol.MaxCopyDepth), a tenth of it under the race detector.
+	CopyDepth = dirvol.MaxCopyDepth / raceScale
 )
 
 // Bounds of a removal, beyond what the process held before it: a few open
