@@ -47,12 +47,12 @@ func TestProvisionDataSource(t *testing.T) {
 	populators := "populators.example.com"
 	withSource := func(kind string, group *string) *corev1.PersistentVolumeClaim {
 		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "origin"}
+		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "claim"}
 		return c
 	}
 	withSourceRef := func(kind string, group, namespace *string) *corev1.PersistentVolumeClaim {
 		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "origin", Namespace: namespace}
+		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "claim", Namespace: namespace}
 		return c
 	}
 	clones := []schema.GroupKind{{Kind: "PersistentVolumeClaim"}}
@@ -84,15 +84,16 @@ func TestProvisionDataSource(t *testing.T) {
 		"snapshot by reference, unsupported":   {claim: withSourceRef("VolumeSnapshot", &snapshots, nil), want: refused},
 		"claim of another namespace":           {claim: withSourceRef("PersistentVolumeClaim", nil, &other), want: refused},
 		"snapshot of another group":            {claim: withSource("VolumeSnapshot", &other), kinds: []schema.GroupKind{{Group: snapshots, Kind: "VolumeSnapshot"}}, want: refused},
-		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
-		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
+		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/claim")},
+		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/claim")},
 		"snapshot, clones supported":           {claim: withSource("VolumeSnapshot", &snapshots), kinds: clones, want: refused},
 		"populator kind":                       {claim: withSourceRef("Sample", &populators, nil), want: want{Events: []string{EventProvisioning}}},
-		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisionedFrom("Sample.populators.example.com default/origin")},
+		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisionedFrom("Sample.populators.example.com default/claim")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			objects := []runtime.Object{tc.claim, newClass("fast", testProvisioner)}
+			origin, originVolume, _ := boundClaim("1Gi", "1Gi", "1Gi", "fast")
+			objects := []runtime.Object{tc.claim, newClass("fast", testProvisioner), origin, originVolume}
 			f := newFixture(t, objects...)
 			f.fill(objects...)
 			backend := newFakeBackend()

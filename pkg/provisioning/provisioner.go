@@ -69,6 +69,21 @@ type ProvisionOptions struct {
 	// set; nil for an empty volume. It is set only for kinds the backend
 	// supports (DataSourceProvisioner).
 	DataSource *corev1.TypedObjectReference
+	// CloneSource is the claim whose volume this one is to be a copy of,
+	// for a claim whose data source is a PersistentVolumeClaim; nil
+	// otherwise. The controller checked it before calling Provision (same
+	// namespace and StorageClass, Bound to a PersistentVolume of this
+	// provisioner, no larger than the request, on the selected node when
+	// its volume is bound to nodes), when the provisioning began: later
+	// calls of a provisioning in the background get the same source.
+	CloneSource *CloneSource
+	// Abandoned is set when the claim no longer wants its volume (it is
+	// deleted, or bound to another PersistentVolume) and Provision is
+	// called only so that the backend can finish or stop what it runs in
+	// the background: the backend stops that work, removes what it made of
+	// the volume, and returns ProvisioningFinished with no volume, or with
+	// the volume it had finished, which the controller then deletes.
+	Abandoned bool
 	// Eventf, when set, records an Event on the claim: what a backend did
 	// that the claim's owner should hear of beyond ProvisioningSucceeded.
 	// Use ProvisionOptions.Event, which takes it unset.
@@ -78,6 +93,15 @@ type ProvisionOptions struct {
 	// Provision decided about a volume it took something from. Use
 	// ProvisionOptions.AnnotateVolume, which takes it unset.
 	Annotate func(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) error
+}
+
+// CloneSource is the source of a clone: a claim and the PersistentVolume it
+// is bound to, both as the shared informers hold them, which the backend
+// must not modify. In the manager they are trimmed as ProvisionOptions.PVC
+// is.
+type CloneSource struct {
+	Claim  *corev1.PersistentVolumeClaim
+	Volume *corev1.PersistentVolume
 }
 
 // Event records an Event on the claim through Eventf; nothing without it.
