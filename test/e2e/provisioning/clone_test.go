@@ -102,8 +102,8 @@ func (f *fixture) waitRefused(backend *dirBackend, claim *corev1.PersistentVolum
 // A backend that clones is handed the source claim and its volume; a clone
 // of another StorageClass, one that requests less than its source holds and
 // one of a source not Bound yet are refused with a Warning that says so and
-// stay Pending, with no empty volume made for them; a clone refused until
-// its source is Bound is provisioned once it is.
+// stay Pending, with no empty volume made for them; a clone refused while
+// its source was Pending is provisioned once the source is Bound.
 func TestCloneAdmission(t *testing.T) {
 	f := newFixture(t)
 	backend := &cloningBackend{dirBackend: &dirBackend{root: t.TempDir()}, sources: map[string]string{}}
@@ -135,6 +135,43 @@ func TestCloneAdmission(t *testing.T) {
 	f.waitRefused(backend.dirBackend, otherClass, `its StorageClass is "`+f.class+`" and the clone's "`+other.Name+`"`)
 	f.waitRefused(backend.dirBackend, small, "the clone requests 1Mi, less than the 2Mi of its source's volume")
 	f.waitRefused(backend.dirBackend, ofPending, "cannot clone claim "+f.namespace+"/pending: it is Pending, not Bound to a PersistentVolume")
+
+	// The binder binds the pending source to a volume of this provisioner
+	// made for its selector; its clone, retried, is provisioned then.
+	f.createVolumeFor(pending, "1Mi", t.TempDir())
+	f.waitBound(pending.Name)
+	f.waitBound(ofPending.Name)
+	if diff := cmp.Diff(pending.Name+" "+pending.Name+"-volume", backend.sourceOf(volumeName(ofPending))); diff != "" {
+		t.Errorf("source given to the backend (-want +got):\n%s", diff)
+	}
+}
+
+// createVolumeFor makes a PersistentVolume of this provisioner, named after
+// claim, of size and with path, that the binder binds to claim and no other:
+// it is bound to claim beforehand and carries the labels of its selector.
+func (f *fixture) createVolumeFor(claim *corev1.PersistentVolumeClaim, size, path string) {
+	f.t.Helper()
+	volume := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        claim.Name + "-volume",
+			Labels:      claim.Spec.Selector.MatchLabels,
+			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": f.provisioner},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
+			AccessModes:                   claim.Spec.AccessModes,
+			StorageClassName:              *claim.Spec.StorageClassName,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}},
+		},
+	}
+	if _, err := f.admin.CoreV1().PersistentVolumes().Create(f.t.Context(), volume, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		_ = f.admin.CoreV1().PersistentVolumes().Delete(context.Background(), volume.Name, metav1.DeleteOptions{})
+	})
 }
 
 // A claim whose data source is a VolumeSnapshot is refused by a backend
