@@ -263,6 +263,8 @@ func TestCloneInBackground(t *testing.T) {
 		InProgress  bool
 		Volume      bool
 		DeletedBack []string
+		// Provisioned and Failed are what the metrics counted.
+		Provisioned, Failed float64
 	}
 	source := "default/claim"
 	tests := map[string]struct {
@@ -271,7 +273,7 @@ func TestCloneInBackground(t *testing.T) {
 		want    want
 	}{
 		"continued": {
-			want: want{Calls: []call{{Source: source}, {Source: source}}, Volume: true},
+			want: want{Calls: []call{{Source: source}, {Source: source}}, Volume: true, Provisioned: 1},
 		},
 		"source deleted during the copy": {
 			between: func(f *fixture, _, source *corev1.PersistentVolumeClaim) {
@@ -279,7 +281,7 @@ func TestCloneInBackground(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: want{Calls: []call{{Source: source}, {Source: source}}, Volume: true},
+			want: want{Calls: []call{{Source: source}, {Source: source}}, Volume: true, Provisioned: 1},
 		},
 		"clone being deleted": {
 			between: func(f *fixture, clone, _ *corev1.PersistentVolumeClaim) {
@@ -330,7 +332,11 @@ func TestCloneInBackground(t *testing.T) {
 			_, err := c.syncClaim(context.Background(), tm, keyOfClaim(clone))
 			_, inProgress := c.inProgress.Load(clone.UID)
 			_, _, deleted := backend.snapshot()
-			got := want{InProgress: inProgress, Volume: f.volumeExists("pvc-uid-c"), DeletedBack: deleted}
+			got := want{
+				InProgress: inProgress, Volume: f.volumeExists("pvc-uid-c"), DeletedBack: deleted,
+				Provisioned: testutil.ToFloat64(f.metrics.provisionTotal.WithLabelValues(testProvisioner, "fast", "PersistentVolumeClaim")),
+				Failed:      testutil.ToFloat64(f.metrics.provisionFailed.WithLabelValues(testProvisioner, "fast", "PersistentVolumeClaim")),
+			}
 			for _, options := range backend.options {
 				got.Calls = append(got.Calls, call{Abandoned: options.Abandoned, Source: options.CloneSource.Claim.Namespace + "/" + options.CloneSource.Claim.Name})
 			}

@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,8 +65,10 @@ func TestProvisionDataSource(t *testing.T) {
 		Intent bool
 		// Source is the data source the backend was given.
 		Source string
+		// Provisioned is what the metrics counted as provisioned.
+		Provisioned float64
 	}
-	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true}
+	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true, Provisioned: 1}
 	provisionedFrom := func(source string) want {
 		w := provisioned
 		w.Source = source
@@ -108,6 +111,11 @@ func TestProvisionDataSource(t *testing.T) {
 				Volume: f.volumeExists("pvc-uid-c"),
 				Intent: hasFinalizer(f.getClaim("c"), c.finalizer),
 			}
+			var kind string
+			if source := dataSourceOf(tc.claim); source != nil {
+				kind = source.Kind
+			}
+			got.Provisioned = testutil.ToFloat64(f.metrics.provisionTotal.WithLabelValues(testProvisioner, "fast", kind))
 			if calls > 0 && backend.options[0].DataSource != nil {
 				got.Source = describeSource(backend.options[0].DataSource)
 			}

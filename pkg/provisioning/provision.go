@@ -43,9 +43,10 @@ type background struct {
 	since time.Time
 	// clone is the source checked when the provisioning began.
 	clone *CloneSource
-	// asked tells that the backend was asked for the volume: an operation
-	// that found nothing to provision is no provision attempt.
-	asked bool
+	// attempt tells that the backend was asked for a volume the claim
+	// wants, which the metrics count: an operation that found nothing to
+	// provision, or finished for an abandoned claim, is no attempt.
+	attempt bool
 }
 
 // provisionClaim runs one provision operation, records its metrics and keeps
@@ -67,7 +68,7 @@ func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.Persisten
 		c.inProgress.Store(claim.UID, work)
 		return latest.ResourceVersion, err
 	}
-	if work.asked || err != nil {
+	if work.attempt || err != nil {
 		var source string
 		if ref := dataSourceOf(claim); ref != nil {
 			source = ref.Kind
@@ -96,7 +97,7 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *cor
 	}
 	options.PVC = claim
 	defer c.markProvisioning(options.PVName)()
-	work.asked = true
+	work.attempt = true
 	volume, state, err := c.provisionVolume(ctx, *options)
 	if err != nil || state == ProvisioningReschedule {
 		return c.provisionFailed(ctx, claim, state, err)
@@ -314,6 +315,7 @@ func (c *Controller) finishAbandoned(ctx context.Context, claim *corev1.Persiste
 	}
 	options.Abandoned = true
 	options.CloneSource = work.clone
+	work.attempt = false
 	defer c.markProvisioning(options.PVName)()
 	volume, state, err := c.provisionVolume(ctx, *options)
 	if err != nil && (state == ProvisioningInBackground || state == ProvisioningNoChange) {
