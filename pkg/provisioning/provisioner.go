@@ -282,7 +282,10 @@ type BlockProvisioner interface {
 // from a data source. A claim with a data source (a claim to clone or a
 // VolumeSnapshot) whose kind the backend does not support is refused with an
 // Event and left Pending, never provisioned as an empty volume. Other kinds,
-// unless supported, belong to volume populators and are left to them.
+// unless supported, belong to volume populators and are left to them. A
+// backend that supports PersistentVolumeClaim is handed the checked source
+// of each clone in ProvisionOptions.CloneSource; a copy whose source goes
+// away under it must fail, never finish short.
 type DataSourceProvisioner interface {
 	Provisioner
 	SupportsDataSource(ctx context.Context, kind schema.GroupKind) bool
