@@ -316,8 +316,11 @@ func (c *Controller) finishAbandoned(ctx context.Context, claim *corev1.Persiste
 	options.Abandoned = true
 	options.CloneSource = work.clone
 	work.attempt = false
-	defer c.markProvisioning(options.PVName)()
+	unmark := c.markProvisioning(options.PVName)
 	volume, state, err := c.provisionVolume(ctx, *options)
+	// Once the backend answered, what it made is not to be saved: a reclaim
+	// that abandon asks for must not find it still marked and keep it.
+	unmark()
 	if err != nil && (state == ProvisioningInBackground || state == ProvisioningNoChange) {
 		return claim, state, err
 	}
