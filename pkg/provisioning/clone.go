@@ -17,7 +17,9 @@ limitations under the License.
 package provisioning
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -27,13 +29,65 @@ import (
 
 var claimKind = schema.GroupKind{Kind: "PersistentVolumeClaim"}
 
-// Source protection: no finalizer keeps a clone's source claim, unlike
-// external-provisioner's pvc-as-source-protection. A copy reads a
-// directory another process (a user, a node agent, a restarted manager)
-// may delete at any time anyway, so a backend's copy must fail rather than
-// finish short when its source goes; a finalizer would not spare it that,
-// and would cost two writes per clone and one more thing to remove for
-// certain on every path a clone can end by.
+// errCopying is the error of a volume whose backend volume is kept while
+// clones are copied from it.
+var errCopying = errors.New("clones are being copied from it")
+
+// copies counts, by PersistentVolume name, the clones being copied from
+// each source volume: from their admission until their provisioning ends,
+// in the background too. The backend volume of a source is not deleted
+// while any is, so a source claim deleted during a copy does not take the
+// data from under it. Only this process knows of its copies, and it alone
+// deletes its provisioner's volumes (or, with node agents, those of the
+// agent's node, where a local clone and its source both are), so no API
+// write is needed: no finalizer on the source claim, such as
+// external-provisioner's pvc-as-source-protection, which would cost two
+// writes per clone and would have to be removed on every way a clone ends.
+type copies struct {
+	mu      sync.Mutex
+	sources map[string]int
+}
+
+func (p *copies) begin(source string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sources == nil {
+		p.sources = map[string]int{}
+	}
+	p.sources[source]++
+}
+
+// end reports whether the last copy from source ended.
+func (p *copies) end(source string) (last bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sources[source]--
+	if p.sources[source] > 0 {
+		return false
+	}
+	delete(p.sources, source)
+	return true
+}
+
+func (p *copies) from(source string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sources[source] > 0
+}
+
+// copyEnded is told that a copy from source ended, and queues source at
+// once when it was the last, as its deletion may wait for it.
+func (c *Controller) copyEnded(source string) {
+	if !c.copies.end(source) {
+		return
+	}
+	c.mu.Lock()
+	t := c.term
+	c.mu.Unlock()
+	if t != nil {
+		t.volumes.queue.Add(source)
+	}
+}
 
 // cloneSourceOf resolves and checks the claim whose volume the volume of
 // options is to be a copy of; nil when its data source is no claim. The

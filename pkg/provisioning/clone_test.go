@@ -380,3 +380,42 @@ func TestCloneAbandonedPromptly(t *testing.T) {
 		t.Errorf("the last call was not told the claim abandoned its volume")
 	}
 }
+
+// The backend volume of a source claim deleted while a clone is copied from
+// it in the background is kept until the copy ends, a wait that does not
+// count as a failure, and deleted then.
+func TestCloneKeepsItsSource(t *testing.T) {
+	origin, volume, _ := boundClaim("1Gi", "1Gi", "1Gi", "fast")
+	// The source claim is deleted: its volume is Released.
+	volume.Status.Phase = corev1.VolumeReleased
+	clone := newClaim("c", "fast", testProvisioner)
+	clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: origin.Name}
+	objects := []runtime.Object{clone, origin, volume, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := copyingBackend(2)
+	c := f.newController(testConfig(testProvisioner), sourceBackend{backend, []schema.GroupKind{claimKind}}, &testRecorder{})
+	tm := newTestTerm(t, c)
+	type step struct {
+		Deleted []string
+		Waits   bool
+	}
+	var got []step
+	syncSource := func() {
+		_, err := c.syncVolume(context.Background(), volume.Name)
+		_, _, waits := c.volumeWaits(volume.Name, err)
+		_, _, deleted := backend.snapshot()
+		got = append(got, step{Deleted: deleted, Waits: err != nil && waits})
+	}
+
+	_, _ = c.syncClaim(context.Background(), tm, keyOfClaim(clone))
+	syncSource()
+	if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(clone)); err != nil {
+		t.Fatal(err)
+	}
+	syncSource()
+	want := []step{{Waits: true}, {Deleted: []string{volume.Name}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("source volume synced during and after the copy (-want +got):\n%s", diff)
+	}
+}

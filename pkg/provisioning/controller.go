@@ -151,6 +151,8 @@ type Controller struct {
 	// backend still works on in the background, so that work continues
 	// even after the claim is gone.
 	inProgress sync.Map
+	// copies are the clones being copied, by source volume.
+	copies copies
 	// provisioning holds the names of the PersistentVolumes a worker is
 	// provisioning or saving right now, which reclaim leaves alone.
 	provisioning sync.Map

@@ -68,6 +68,9 @@ func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.Persisten
 		c.inProgress.Store(claim.UID, work)
 		return latest.ResourceVersion, err
 	}
+	if _, still := c.inProgress.Load(claim.UID); !still && work.clone != nil {
+		c.copyEnded(work.clone.Volume.Name)
+	}
 	if work.attempt || err != nil {
 		var source string
 		if ref := dataSourceOf(claim); ref != nil {
@@ -112,7 +115,8 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *cor
 // claim is tried again with the backoff of other failures, since its source
 // may yet exist or be bound. A provisioning that goes on in the background
 // keeps the source it began with, so that a source deleted since cannot
-// leave it unfinished.
+// leave it unfinished, and the backend volume of that source is kept until
+// it ends (copies).
 func (c *Controller) admitClone(ctx context.Context, options *ProvisionOptions, work *background) error {
 	if work.clone == nil {
 		clone, err := c.cloneSourceOf(options)
@@ -120,6 +124,9 @@ func (c *Controller) admitClone(ctx context.Context, options *ProvisionOptions, 
 			c.recorder.Event(options.PVC, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 			klog.FromContext(ctx).Info("Cannot provision", "reason", err)
 			return err
+		}
+		if clone != nil {
+			c.copies.begin(clone.Volume.Name)
 		}
 		work.clone = clone
 	}

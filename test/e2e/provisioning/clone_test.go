@@ -18,8 +18,12 @@ package provisioning_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +40,9 @@ import (
 // source claim and volume each Provision call was given, by volume name.
 type cloningBackend struct {
 	*dirBackend
+	// copying, while set, has each call for a clone answer that its copy
+	// goes on in the background.
+	copying atomic.Bool
 
 	mu      sync.Mutex
 	sources map[string]string
@@ -50,6 +57,9 @@ func (b *cloningBackend) Provision(ctx context.Context, options provisioning.Pro
 		b.mu.Lock()
 		b.sources[options.PVName] = source.Claim.Name + " " + source.Volume.Name
 		b.mu.Unlock()
+		if b.copying.Load() {
+			return nil, provisioning.ProvisioningInBackground, errors.New("still copying")
+		}
 	}
 	return b.dirBackend.Provision(ctx, options)
 }
@@ -188,5 +198,49 @@ func TestSnapshotSourceRefused(t *testing.T) {
 	f.waitRefused(backend.dirBackend, claim, "cannot fill a volume from data source VolumeSnapshot.snapshot.storage.k8s.io "+f.namespace+"/snap")
 	if announced := ours(f.events(claim, provisioning.EventProvisioning)); len(announced) != 0 {
 		t.Errorf("a refused snapshot restore was announced as provisioning")
+	}
+}
+
+// A source claim deleted while a clone is copied from it in the background
+// goes, and its PersistentVolume is Released, but its backend volume is
+// kept until the copy ends, and deleted then.
+func TestCloneSourceDeletedDuringCopy(t *testing.T) {
+	f := newFixture(t)
+	backend := &cloningBackend{dirBackend: &dirBackend{root: t.TempDir()}, sources: map[string]string{}}
+	cfg := f.config()
+	cfg.Retry.InitialDelay = 100 * time.Millisecond
+	cfg.Retry.MaxDelay = 400 * time.Millisecond
+	// The copy is retried until the test lets it end.
+	cfg.Retry.ProvisionFailureThreshold = 0
+	f.start(cfg, backend)
+	f.createClass(f.class, nil)
+	origin := f.waitBound(f.createClaim("origin", f.class, nil).Name)
+	backend.copying.Store(true)
+	clone := f.createClaim("clone", f.class, cloneOf(origin.Name))
+	f.eventually("the copy begun", func(context.Context) (bool, error) {
+		return backend.sourceOf(volumeName(clone)) != "", nil
+	})
+
+	f.deleteClaim(origin.Name)
+	f.waitClaimGone(origin.Name)
+	f.eventually("the source's volume Released", func(ctx context.Context) (bool, error) {
+		volume, err := f.admin.CoreV1().PersistentVolumes().Get(ctx, origin.Spec.VolumeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			// Deleted already: the check below tells.
+			return true, nil
+		}
+		return err == nil && volume.Status.Phase == corev1.VolumeReleased, err
+	})
+	// Ten times the longest backoff: a deletion would show up.
+	time.Sleep(10 * cfg.Retry.MaxDelay)
+	if !slices.Contains(mustVolumes(t, backend.dirBackend), origin.Spec.VolumeName) {
+		t.Fatalf("the source's backend volume was deleted during the copy")
+	}
+
+	backend.copying.Store(false)
+	f.waitBound(clone.Name)
+	f.waitVolumeGone(origin.Spec.VolumeName)
+	if diff := cmp.Diff([]string{volumeName(clone)}, mustVolumes(t, backend.dirBackend)); diff != "" {
+		t.Errorf("backend volumes once the copy ended (-want +got):\n%s", diff)
 	}
 }
