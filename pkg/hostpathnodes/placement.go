@@ -323,7 +323,7 @@ func (c *Coordinator) place(ctx context.Context, t *coordTerm, v *fleetView) tim
 				continue
 			}
 		}
-		p, ok := c.choosePlacement(t, claim, allowedBy(class, served, v.nodes))
+		p, ok := c.choosePlacement(t, claim, c.withCloneSource(claim, allowedBy(class, served, v.nodes)))
 		if !ok {
 			next = shorter(next, v.retry)
 		}
@@ -405,6 +405,33 @@ func allowedBy(class *storagev1.StorageClass, served map[string]*nodeCandidate, 
 		}) {
 			allowed[name] = n
 		}
+	}
+	return allowed
+}
+
+// withCloneSource narrows the nodes a clone may be placed on to the node of
+// its source's volume, among allowed, sharing its count with allowed: a
+// copy is made where its source is, and a node agent refuses a clone placed
+// elsewhere. A clone whose source is not bound yet, or on no node allowed,
+// is placed as any claim, and its agent's refusal says why.
+func (c *Coordinator) withCloneSource(claim *corev1.PersistentVolumeClaim, allowed map[string]*nodeCandidate) map[string]*nodeCandidate {
+	name := provisioning.CloneSourceName(claim)
+	if name == "" {
+		return allowed
+	}
+	obj, exists, err := c.informers.Claims.GetStore().GetByKey(claim.Namespace + "/" + name)
+	source, ok := obj.(*corev1.PersistentVolumeClaim)
+	if err != nil || !exists || !ok || source.Spec.VolumeName == "" {
+		return allowed
+	}
+	obj, exists, err = c.informers.Volumes.GetStore().GetByKey(source.Spec.VolumeName)
+	volume, ok := obj.(*corev1.PersistentVolume)
+	if err != nil || !exists || !ok {
+		return allowed
+	}
+	node := backend.VolumeNode(volume)
+	if n, ok := allowed[node]; ok {
+		return map[string]*nodeCandidate{node: n}
 	}
 	return allowed
 }

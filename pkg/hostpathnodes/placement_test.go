@@ -398,3 +398,53 @@ func TestWritePlacementsAtOnce(t *testing.T) {
 		t.Errorf("placed claims (-want +got):\n%s", diff)
 	}
 }
+
+// A clone is placed on the node of its source's volume when the class
+// allows that node; otherwise, or while its source has no volume, as any
+// claim, for its node agent to refuse with an Event that says why.
+func TestWithCloneSource(t *testing.T) {
+	c, _ := fakeCoordinator(t, kubefake.NewClientset(), &v1alpha1.HostPathBackend{Path: "/var/lib/fake"})
+	onNode := func(name, node string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{backend.AnnNode: node}}}
+	}
+	source := func(name, volume string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}}
+	}
+	for _, obj := range []any{source("on-b", "pv-b"), source("on-c", "pv-c"), source("pending", ""), source("lost", "pv-gone")} {
+		if err := c.informers.Claims.GetStore().Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, obj := range []any{onNode("pv-b", "b"), onNode("pv-c", "c")} {
+		if err := c.informers.Volumes.GetStore().Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cloneOf := func(name string, namespace *string) *corev1.PersistentVolumeClaim {
+		claim := claimOnNodeA("clone", "")
+		claim.Spec.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: name, Namespace: namespace}
+		return claim
+	}
+	other := "other"
+	tests := map[string]struct {
+		claim *corev1.PersistentVolumeClaim
+		want  []string
+	}{
+		"no clone":                    {claim: claimOnNodeA("claim", ""), want: []string{"a", "b"}},
+		"source on an allowed node":   {claim: cloneOf("on-b", nil), want: []string{"b"}},
+		"source on another node":      {claim: cloneOf("on-c", nil), want: []string{"a", "b"}},
+		"source pending":              {claim: cloneOf("pending", nil), want: []string{"a", "b"}},
+		"source's volume gone":        {claim: cloneOf("lost", nil), want: []string{"a", "b"}},
+		"source missing":              {claim: cloneOf("missing", nil), want: []string{"a", "b"}},
+		"source of another namespace": {claim: cloneOf("on-b", &other), want: []string{"a", "b"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			allowed := map[string]*nodeCandidate{"a": {Name: "a"}, "b": {Name: "b"}}
+			got := slices.Sorted(maps.Keys(c.withCloneSource(tc.claim, allowed)))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("nodes the clone may be placed on (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

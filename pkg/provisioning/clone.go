@@ -89,6 +89,17 @@ func (c *Controller) copyEnded(source string) {
 	}
 }
 
+// CloneSourceName is the name of the claim whose volume the volume of claim
+// is to be a copy of, for a claim whose data source is a claim of its own
+// namespace; "" otherwise.
+func CloneSourceName(claim *corev1.PersistentVolumeClaim) string {
+	ref := dataSourceOf(claim)
+	if ref == nil || sourceKind(ref) != claimKind || *ref.Namespace != claim.Namespace {
+		return ""
+	}
+	return ref.Name
+}
+
 // cloneSourceOf resolves and checks the claim whose volume the volume of
 // options is to be a copy of; nil when its data source is no claim. The
 // source is refused unless it is of the claim's namespace and StorageClass,
