@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // EventCloneSourceNotServed is the reason of the Event of a clone that no
@@ -30,41 +31,14 @@ import (
 // source.
 const EventCloneSourceNotServed = "CloneSourceNotServed"
 
-// clonedClaim returns the name of the claim that claim's data source
-// names, if it is a claim: "" for none or another kind.
-func clonedClaim(claim *corev1.PersistentVolumeClaim) (string, error) {
-	var group, kind, name string
-	var namespace *string
-	switch ref, old := claim.Spec.DataSourceRef, claim.Spec.DataSource; {
-	case ref != nil:
-		kind, name, namespace = ref.Kind, ref.Name, ref.Namespace
-		if ref.APIGroup != nil {
-			group = *ref.APIGroup
-		}
-	case old != nil:
-		kind, name = old.Kind, old.Name
-		if old.APIGroup != nil {
-			group = *old.APIGroup
-		}
-	default:
-		return "", nil
-	}
-	if group != "" || kind != "PersistentVolumeClaim" {
-		return "", nil
-	}
-	if namespace != nil && *namespace != "" && *namespace != claim.Namespace {
-		return "", fmt.Errorf("the claim to clone, %s/%s, is in another namespace", *namespace, name)
-	}
-	return name, nil
-}
-
 // cloneSourceNode returns the node of the volume of the claim that claim
-// clones, found with claimOf and volumeOf, and whether it clones one.
+// clones, found with claimOf and volumeOf, and whether it clones one. A
+// source in another namespace is no clone here: the controller refuses it.
 func cloneSourceNode(claim *corev1.PersistentVolumeClaim, claimOf func(namespace, name string) *corev1.PersistentVolumeClaim,
 	volumeOf func(name string) *corev1.PersistentVolume) (string, bool, error) {
-	name, err := clonedClaim(claim)
-	if err != nil || name == "" {
-		return "", err != nil, err
+	name := provisioning.CloneSourceName(claim)
+	if name == "" {
+		return "", false, nil
 	}
 	source := claimOf(claim.Namespace, name)
 	if source == nil || source.Spec.VolumeName == "" {

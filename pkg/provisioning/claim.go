@@ -63,7 +63,7 @@ func (c *Controller) lookupClaim(key claimKey) (claim *corev1.PersistentVolumeCl
 		}
 	}
 	if obj, ok := c.inProgress.Load(key.UID); ok {
-		return obj.(*corev1.PersistentVolumeClaim), false
+		return obj.(*background).claim, false
 	}
 	return nil, false
 }
@@ -105,8 +105,8 @@ func (c *Controller) syncClaim(ctx context.Context, t *term, key claimKey) (stri
 	if err != nil || !should {
 		return claim.ResourceVersion, err
 	}
-	return c.provisionClaim(ctx, claim, func(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
-		return c.provisionOperation(ctx, t, claim)
+	return c.provisionClaim(ctx, claim, func(ctx context.Context, claim *corev1.PersistentVolumeClaim, work *background) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
+		return c.provisionOperation(ctx, t, claim, work)
 	})
 }
 

@@ -147,9 +147,12 @@ type Controller struct {
 	claimRetries  *workqueue.Retries[claimKey]
 	volumeRetries *workqueue.Retries[string]
 	room          *roomWaits
-	// inProgress holds the claims (by UID) a backend still works on in the
-	// background, so that work continues even after the claim is gone.
+	// inProgress holds the provisionings (*background, by claim UID) a
+	// backend still works on in the background, so that work continues
+	// even after the claim is gone.
 	inProgress sync.Map
+	// copies are the clones being copied, by source volume.
+	copies copies
 	// provisioning holds the names of the PersistentVolumes a worker is
 	// provisioning or saving right now, which reclaim leaves alone.
 	provisioning sync.Map

@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,12 +48,12 @@ func TestProvisionDataSource(t *testing.T) {
 	populators := "populators.example.com"
 	withSource := func(kind string, group *string) *corev1.PersistentVolumeClaim {
 		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "origin"}
+		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: group, Kind: kind, Name: "claim"}
 		return c
 	}
 	withSourceRef := func(kind string, group, namespace *string) *corev1.PersistentVolumeClaim {
 		c := newClaim("c", "fast", testProvisioner)
-		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "origin", Namespace: namespace}
+		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: group, Kind: kind, Name: "claim", Namespace: namespace}
 		return c
 	}
 	clones := []schema.GroupKind{{Kind: "PersistentVolumeClaim"}}
@@ -64,8 +65,10 @@ func TestProvisionDataSource(t *testing.T) {
 		Intent bool
 		// Source is the data source the backend was given.
 		Source string
+		// Provisioned is what the metrics counted as provisioned.
+		Provisioned float64
 	}
-	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true}
+	provisioned := want{Calls: 1, Events: []string{EventProvisioning, EventProvisioningSucceeded}, Volume: true, Provisioned: 1}
 	provisionedFrom := func(source string) want {
 		w := provisioned
 		w.Source = source
@@ -84,15 +87,16 @@ func TestProvisionDataSource(t *testing.T) {
 		"snapshot by reference, unsupported":   {claim: withSourceRef("VolumeSnapshot", &snapshots, nil), want: refused},
 		"claim of another namespace":           {claim: withSourceRef("PersistentVolumeClaim", nil, &other), want: refused},
 		"snapshot of another group":            {claim: withSource("VolumeSnapshot", &other), kinds: []schema.GroupKind{{Group: snapshots, Kind: "VolumeSnapshot"}}, want: refused},
-		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
-		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/origin")},
+		"claim, clones supported":              {claim: withSource("PersistentVolumeClaim", nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/claim")},
+		"claim by reference, clones supported": {claim: withSourceRef("PersistentVolumeClaim", nil, nil), kinds: clones, want: provisionedFrom("PersistentVolumeClaim default/claim")},
 		"snapshot, clones supported":           {claim: withSource("VolumeSnapshot", &snapshots), kinds: clones, want: refused},
 		"populator kind":                       {claim: withSourceRef("Sample", &populators, nil), want: want{Events: []string{EventProvisioning}}},
-		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisionedFrom("Sample.populators.example.com default/origin")},
+		"populator kind, supported":            {claim: withSourceRef("Sample", &populators, nil), kinds: []schema.GroupKind{{Group: populators, Kind: "Sample"}}, want: provisionedFrom("Sample.populators.example.com default/claim")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			objects := []runtime.Object{tc.claim, newClass("fast", testProvisioner)}
+			origin, originVolume, _ := boundClaim("1Gi", "1Gi", "1Gi", "fast")
+			objects := []runtime.Object{tc.claim, newClass("fast", testProvisioner), origin, originVolume}
 			f := newFixture(t, objects...)
 			f.fill(objects...)
 			backend := newFakeBackend()
@@ -107,6 +111,11 @@ func TestProvisionDataSource(t *testing.T) {
 				Volume: f.volumeExists("pvc-uid-c"),
 				Intent: hasFinalizer(f.getClaim("c"), c.finalizer),
 			}
+			var kind string
+			if source := dataSourceOf(tc.claim); source != nil {
+				kind = source.Kind
+			}
+			got.Provisioned = testutil.ToFloat64(f.metrics.provisionTotal.WithLabelValues(testProvisioner, "fast", kind))
 			if calls > 0 && backend.options[0].DataSource != nil {
 				got.Source = describeSource(backend.options[0].DataSource)
 			}

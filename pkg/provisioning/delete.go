@@ -77,6 +77,9 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (string, error
 	if volume, err = c.ensureVolumeFinalizer(ctx, volume); err != nil {
 		return volume.ResourceVersion, err
 	}
+	if c.copies.from(volume.Name) {
+		return volume.ResourceVersion, fmt.Errorf("cannot delete the backend volume yet: %w", errCopying)
+	}
 	start := time.Now()
 	err = c.deleteVolume(ctx, volume)
 	c.metrics.observeDelete(c.name, volume.Spec.StorageClassName, start, err)

@@ -105,12 +105,20 @@ limitations under the License.
 //
 // Claim in progress: a claim whose provisioning the backend continues in the
 // background (ProvisioningInBackground). It is remembered even once the claim
-// is deleted, so that whatever the backend makes is deleted and never leaked.
+// is deleted, so that whatever the backend makes is deleted and never leaked,
+// with the clone source it was admitted with and when it began, from which
+// its duration is counted once it ends.
 //
 // Abandoned claim: a claim that no longer wants the volume made for it: gone
 // (only the claims in progress still know it), being deleted, or bound to
 // another PersistentVolume. Abandoning it deletes its backend volume unless a
-// PersistentVolume took the volume over, and removes its intent finalizer.
+// PersistentVolume took the volume over, and removes its intent finalizer; a
+// claim in progress has its backend called once more with
+// ProvisionOptions.Abandoned first, to stop what it runs in the background.
+//
+// Clone: a claim whose data source is another claim. Its source is admitted
+// (clone.go) before the backend is asked, and handed to it as
+// ProvisionOptions.CloneSource.
 //
 // Intent finalizer: a claim finalizer (IntentFinalizer) with which a
 // controller whose backend is no Reclaimer records, before it asks the

@@ -18,6 +18,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -68,9 +69,13 @@ func (c *Controller) backendWaits() (retryIn time.Duration, why string, waits bo
 }
 
 // volumeWaits reports whether the failure of a volume is waited out rather
-// than counted: volumes wait for an unavailable backend only, claims for
-// room too (claimWaits).
-func (c *Controller) volumeWaits(string, error) (retryIn time.Duration, why string, waits bool) {
+// than counted: volumes wait for an unavailable backend and for the clones
+// copied from them, claims for room too (claimWaits). The last copy's end
+// queues its source at once; the retry is a fallback.
+func (c *Controller) volumeWaits(_ string, err error) (retryIn time.Duration, why string, waits bool) {
+	if errors.Is(err, errCopying) {
+		return c.config().Retry.MaxDelay, "clones are being copied from it", true
+	}
 	return c.backendWaits()
 }
 

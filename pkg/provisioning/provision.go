@@ -29,32 +29,61 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// provisionFunc is one provision operation on a claim. It returns the claim
-// as last written and how far the backend got.
-type provisionFunc func(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error)
+// provisionFunc is one provision operation on a claim, which work follows
+// across the calls of a provisioning in the background. It returns the
+// claim as last written and how far the backend got.
+type provisionFunc func(ctx context.Context, claim *corev1.PersistentVolumeClaim, work *background) (*corev1.PersistentVolumeClaim, ProvisioningState, error)
+
+// background is a provisioning that may go on in the background, kept in
+// the claims-in-progress set between its calls.
+type background struct {
+	// claim is the claim as last written, for the calls after it is gone.
+	claim *corev1.PersistentVolumeClaim
+	// since is when the provisioning began: its duration counts from then.
+	since time.Time
+	// clone is the source checked when the provisioning began.
+	clone *CloneSource
+	// attempt tells that the backend was asked for a volume the claim
+	// wants, which the metrics count: an operation that found nothing to
+	// provision, or finished for an abandoned claim, is no attempt.
+	attempt bool
+}
 
 // provisionClaim runs one provision operation, records its metrics and keeps
 // the claims-in-progress set, and returns the claim's last resource version.
+// A call that leaves the provisioning in the background is not counted: the
+// provisioning is counted once, when it ends.
 func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, provision provisionFunc) (string, error) {
-	start := time.Now()
-	latest, state, err := provision(ctx, claim)
-	var source string
-	if claim.Spec.DataSource != nil {
-		source = claim.Spec.DataSource.Kind
+	work := &background{since: time.Now()}
+	if obj, ok := c.inProgress.Load(claim.UID); ok {
+		continued := *obj.(*background)
+		work = &continued
 	}
-	c.metrics.observeProvision(c.name, claimClassName(claim), source, start, err)
+	latest, state, err := provision(ctx, claim, work)
 	switch {
 	case err == nil || state == ProvisioningFinished:
 		c.inProgress.Delete(claim.UID)
 	case state == ProvisioningInBackground:
-		c.inProgress.Store(claim.UID, latest)
+		work.claim = latest
+		c.inProgress.Store(claim.UID, work)
+		return latest.ResourceVersion, err
+	}
+	if _, still := c.inProgress.Load(claim.UID); !still && work.clone != nil {
+		c.copyEnded(work.clone.Volume.Name)
+	}
+	if work.attempt || err != nil {
+		var source string
+		if ref := dataSourceOf(claim); ref != nil {
+			source = ref.Kind
+		}
+		c.metrics.observeProvision(c.name, claimClassName(claim), source, work.since, err)
 	}
 	return latest.ResourceVersion, err
 }
 
 // provisionOperation provisions a volume for a claim that wants one and
 // saves its PersistentVolume.
-func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
+func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *corev1.PersistentVolumeClaim, work *background) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	claim, done, err := c.skipProvisioning(ctx, t, claim)
 	if done {
 		return claim, ProvisioningFinished, err
@@ -63,11 +92,15 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *cor
 	if options == nil {
 		return claim, state, err
 	}
+	if err := c.admitClone(ctx, options, work); err != nil {
+		return claim, ProvisioningNoChange, err
+	}
 	if claim, err = c.recordIntent(ctx, claim); err != nil {
 		return claim, ProvisioningNoChange, err
 	}
 	options.PVC = claim
 	defer c.markProvisioning(options.PVName)()
+	work.attempt = true
 	volume, state, err := c.provisionVolume(ctx, *options)
 	if err != nil || state == ProvisioningReschedule {
 		return c.provisionFailed(ctx, claim, state, err)
@@ -75,6 +108,30 @@ func (c *Controller) provisionOperation(ctx context.Context, t *term, claim *cor
 	klog.FromContext(ctx).Info("Backend provisioned a volume", "volume", options.PVName)
 	c.fillVolume(volume, claim, options.StorageClass)
 	return c.saveVolume(ctx, t, claim, volume)
+}
+
+// admitClone sets the source of a clone in options, checked when its
+// provisioning begins; a refusal is a Warning Event on the claim, and the
+// claim is tried again with the backoff of other failures, since its source
+// may yet exist or be bound. A provisioning that goes on in the background
+// keeps the source it began with, so that a source deleted since cannot
+// leave it unfinished, and the backend volume of that source is kept until
+// it ends (copies).
+func (c *Controller) admitClone(ctx context.Context, options *ProvisionOptions, work *background) error {
+	if work.clone == nil {
+		clone, err := c.cloneSourceOf(options)
+		if err != nil {
+			c.recorder.Event(options.PVC, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
+			klog.FromContext(ctx).Info("Cannot provision", "reason", err)
+			return err
+		}
+		if clone != nil {
+			c.copies.begin(clone.Volume.Name)
+		}
+		work.clone = clone
+	}
+	options.CloneSource = work.clone
+	return nil
 }
 
 // skipProvisioning reports whether there is nothing to provision for a claim
@@ -242,28 +299,35 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *corev1.Persiste
 // finishForAbandonedClaim continues a background provisioning of a claim that
 // the informer shows being deleted or bound elsewhere: whatever the backend
 // made is deleted, then the intent finalizer removed.
-func (c *Controller) finishForAbandonedClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
-	return c.finishAbandoned(ctx, claim, c.abandonClaim)
+func (c *Controller) finishForAbandonedClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, work *background) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
+	return c.finishAbandoned(ctx, claim, work, c.abandonClaim)
 }
 
 // finishForGoneClaim continues a background provisioning of a claim that is
 // gone: whatever the backend made is deleted; a claim that is gone has no
 // finalizer to remove.
-func (c *Controller) finishForGoneClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
-	return c.finishAbandoned(ctx, claim, c.deleteAbandonedVolume)
+func (c *Controller) finishForGoneClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, work *background) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
+	return c.finishAbandoned(ctx, claim, work, c.deleteAbandonedVolume)
 }
 
 // finishAbandoned continues a background provisioning of a claim that no
-// longer wants its volume: once the backend is done, abandon deletes whatever
-// it made.
-func (c *Controller) finishAbandoned(ctx context.Context, claim *corev1.PersistentVolumeClaim,
+// longer wants its volume, telling the backend so (Abandoned) that it can
+// stop rather than finish: once the backend is done, abandon deletes
+// whatever it made.
+func (c *Controller) finishAbandoned(ctx context.Context, claim *corev1.PersistentVolumeClaim, work *background,
 	abandon func(context.Context, *corev1.PersistentVolumeClaim, *corev1.PersistentVolume) error) (*corev1.PersistentVolumeClaim, ProvisioningState, error) {
 	options, state, err := c.provisionOptions(ctx, claim)
 	if options == nil {
 		return claim, state, err
 	}
-	defer c.markProvisioning(options.PVName)()
+	options.Abandoned = true
+	options.CloneSource = work.clone
+	work.attempt = false
+	unmark := c.markProvisioning(options.PVName)
 	volume, state, err := c.provisionVolume(ctx, *options)
+	// Once the backend answered, what it made is not to be saved: a reclaim
+	// that abandon asks for must not find it still marked and keep it.
+	unmark()
 	if err != nil && (state == ProvisioningInBackground || state == ProvisioningNoChange) {
 		return claim, state, err
 	}

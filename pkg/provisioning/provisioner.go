@@ -69,13 +69,20 @@ type ProvisionOptions struct {
 	// set; nil for an empty volume. It is set only for kinds the backend
 	// supports (DataSourceProvisioner).
 	DataSource *corev1.TypedObjectReference
-	// CloneSource is the claim to copy and its bound PersistentVolume,
-	// checked by the controller (same namespace, class, provisioner, size,
-	// node); nil for an empty volume.
+	// CloneSource is the claim whose volume this one is to be a copy of,
+	// for a claim whose data source is a PersistentVolumeClaim; nil
+	// otherwise. The controller checked it before calling Provision (same
+	// namespace and StorageClass, Bound to a PersistentVolume of this
+	// provisioner, no larger than the request, on the selected node when
+	// its volume is bound to nodes), when the provisioning began: later
+	// calls of a provisioning in the background get the same source.
 	CloneSource *CloneSource
-	// Abandoned says that the claim no longer wants its volume: Provision
-	// is called so that the backend stops its background work, removes
-	// what it made and returns ProvisioningFinished.
+	// Abandoned is set when the claim no longer wants its volume (it is
+	// deleted, or bound to another PersistentVolume) and Provision is
+	// called only so that the backend can finish or stop what it runs in
+	// the background: the backend stops that work, removes what it made of
+	// the volume, and returns ProvisioningFinished with no volume, or with
+	// the volume it had finished, which the controller then deletes.
 	Abandoned bool
 	// Eventf, when set, records an Event on the claim: what a backend did
 	// that the claim's owner should hear of beyond ProvisioningSucceeded.
@@ -88,7 +95,10 @@ type ProvisionOptions struct {
 	Annotate func(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) error
 }
 
-// CloneSource is the claim a new volume is a copy of, and its volume.
+// CloneSource is the source of a clone: a claim and the PersistentVolume it
+// is bound to, both as the shared informers hold them, which the backend
+// must not modify. In the manager they are trimmed as ProvisionOptions.PVC
+// is.
 type CloneSource struct {
 	Claim  *corev1.PersistentVolumeClaim
 	Volume *corev1.PersistentVolume
@@ -276,7 +286,10 @@ type BlockProvisioner interface {
 // from a data source. A claim with a data source (a claim to clone or a
 // VolumeSnapshot) whose kind the backend does not support is refused with an
 // Event and left Pending, never provisioned as an empty volume. Other kinds,
-// unless supported, belong to volume populators and are left to them.
+// unless supported, belong to volume populators and are left to them. A
+// backend that supports PersistentVolumeClaim is handed the checked source
+// of each clone in ProvisionOptions.CloneSource; a copy whose source goes
+// away under it must fail, never finish short.
 type DataSourceProvisioner interface {
 	Provisioner
 	SupportsDataSource(ctx context.Context, kind schema.GroupKind) bool

@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -460,8 +459,7 @@ func (c *Controller) enqueuePending(t *term) {
 	c.claimRetries.Requeue(t.claims.queue)
 	c.volumeRetries.Requeue(t.volumes.queue)
 	c.inProgress.Range(func(_, obj any) bool {
-		claim := obj.(*corev1.PersistentVolumeClaim)
-		t.claims.queue.Add(keyOfClaim(claim))
+		t.claims.queue.Add(keyOfClaim(obj.(*background).claim))
 		return true
 	})
 }
