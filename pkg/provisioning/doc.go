@@ -107,7 +107,8 @@ limitations under the License.
 // background (ProvisioningInBackground). It is remembered even once the claim
 // is deleted, so that whatever the backend makes is deleted and never leaked,
 // with the clone source it was admitted with and when it began, from which
-// its duration is counted once it ends.
+// its duration is counted once it ends. Its calls are no failures: each is
+// a Normal Event, none counts towards the failure threshold.
 //
 // Abandoned claim: a claim that no longer wants the volume made for it: gone
 // (only the claims in progress still know it), being deleted, or bound to

@@ -291,6 +291,11 @@ func (c *Controller) provisionFailed(ctx context.Context, claim *corev1.Persiste
 		}
 		return updated, ProvisioningFinished, errors.Join(err, rerr)
 	}
+	if state == ProvisioningInBackground {
+		// Work under way, such as a copy, is no failure to warn of.
+		c.recorder.Eventf(claim, corev1.EventTypeNormal, EventProvisioning, "The volume is still being made: %v", err)
+		return claim, state, err
+	}
 	err = fmt.Errorf("cannot provision a volume with StorageClass %q: %w", claimClassName(claim), err)
 	c.recorder.Event(claim, corev1.EventTypeWarning, EventProvisioningFailed, err.Error())
 	return claim, state, err

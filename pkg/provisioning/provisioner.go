@@ -37,7 +37,9 @@ const (
 	ProvisioningFinished ProvisioningState = "Finished"
 	// ProvisioningInBackground means the backend is still working and a retry must
 	// continue the same operation, even if the claim was deleted meanwhile, so the
-	// backend can clean up.
+	// backend can clean up. Its error says what the backend is doing: the claim
+	// gets it in a Normal Event, and it never counts as a failure; a backend
+	// whose work failed returns ProvisioningFinished with the error.
 	ProvisioningInBackground ProvisioningState = "InBackground"
 	// ProvisioningNoChange means nothing changed since the previous call; keep whatever
 	// in-progress state the claim had.

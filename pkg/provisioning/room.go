@@ -89,10 +89,14 @@ func (w *roomWaits) generation() uint64 {
 // claimWaits reports whether the failure err of the claim key is waited out
 // rather than counted towards the failure threshold and, if so, when to try
 // the claim again and why: the backend is unavailable, as its probes or its
-// error say, or has no room for it.
+// error say, has no room for it, or still works on it in the background (a
+// long copy is no failure, however many times it is asked after).
 func (c *Controller) claimWaits(key claimKey, err error) (retryIn time.Duration, why string, waits bool) {
 	if retryIn, why, waits := c.backendWaits(); waits {
 		return retryIn, why, waits
+	}
+	if _, working := c.inProgress.Load(key.UID); working {
+		return c.room.backoff.When(key), "working in the background", true
 	}
 	switch {
 	case errors.Is(err, ErrNoRoom):

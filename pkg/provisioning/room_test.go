@@ -99,6 +99,43 @@ func TestNoRoomIsNotGivenUp(t *testing.T) {
 	}
 }
 
+// TestBackgroundWorkIsNotGivenUp: a backend that answers a claim with
+// ProvisioningInBackground while it works, as a long copy does, is asked
+// again past the failure threshold, each time with a Normal Event and no
+// Warning, until its volume is made.
+func TestBackgroundWorkIsNotGivenUp(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	f.createClass("fast", testProvisioner)
+	backend := newFakeBackend()
+	var working atomic.Bool
+	working.Store(true)
+	backend.provision = func(context.Context, int, ProvisionOptions) (ProvisioningState, error) {
+		if working.Load() {
+			return ProvisioningInBackground, errors.New("copying the source volume")
+		}
+		return ProvisioningFinished, nil
+	}
+	cfg := testConfig(testProvisioner)
+	cfg.Retry.ProvisionFailureThreshold = 1
+	recorder := &testRecorder{}
+	c := f.newController(cfg, backend, recorder)
+	startController(t, c)
+	f.createClaim(newClaim("c", "fast", testProvisioner))
+	key := claimKey{Namespace: "default", Name: "c", UID: "uid-c"}
+
+	// Well past the threshold of one retry.
+	polltest.Eventually(t, "calls past the threshold", func() bool { calls, _, _ := backend.snapshot(); return calls > 4 })
+	if c.claimRetries.GaveUp(key) {
+		t.Error("a claim whose volume is made in the background was given up")
+	}
+	if n := countEvents(recorder, EventProvisioningFailed); n != 0 {
+		t.Errorf("%d ProvisioningFailed Events for work under way, want none", n)
+	}
+	working.Store(false)
+	polltest.Eventually(t, "the claim provisioned", func() bool { return f.volumeExists("pvc-uid-c") })
+}
+
 // TestRoomFreedRetriesAtOnce: a claim refused for want of room is tried
 // again as soon as room may have freed up, long before its backoff of an
 // hour is over: when the controller deleted a backend volume, when a
