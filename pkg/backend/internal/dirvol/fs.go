@@ -91,6 +91,12 @@ type Dir interface {
 	Readlink(ctx context.Context, name string) (string, error)
 	// Symlink makes the symlink name pointing to target, verbatim.
 	Symlink(ctx context.Context, target, name string) error
+	// CopyTo copies everything in this directory into into, an empty Dir
+	// of the same Filesystem, as CopyTree does, through the cheapest
+	// directories the Filesystem has (by file handles over NFS): it holds
+	// what CopyTree holds, whatever the tree's shape. Another Filesystem's
+	// Dir may be refused.
+	CopyTo(ctx context.Context, into Dir, limit int64, owner Owner) (Copied, error)
 	// Rename renames oldName to newName in this directory. Like rename(2)
 	// it replaces an existing file or empty directory newName.
 	Rename(ctx context.Context, oldName, newName string) error
