@@ -67,6 +67,15 @@ type CopyDir[D any] interface {
 	Close() error
 }
 
+// DescriptorFree is a CopyDir whose open directories hold no descriptor
+// (file handles of an NFS server): CopyTree keeps every directory of its
+// walk open, a few hundred bytes each at most MaxCopyDepth deep, rather
+// than reopen by name those beyond copyWindow, so that a chain of depth d
+// costs d opens on each side instead of about d*d/(2*copyWindow).
+type DescriptorFree interface {
+	HoldsNoDescriptor()
+}
+
 // Owner is the user and group what a copy makes is given; -1 leaves
 // either the copier's.
 type Owner struct {
@@ -109,13 +118,17 @@ var ErrTooLarge = errors.New("the source holds more data than the new volume's s
 // it is iterative, holds one page of names (RemoveBatch) at a time and,
 // per level, a name and a listing position (ReadPage resumes a directory
 // where the walk left it), refuses a tree deeper than MaxCopyDepth, holds
-// open the tops and the copyWindow deepest directories on each side, one
+// open the tops and the copyWindow deepest directories on each side (all
+// of them for a DescriptorFree src), one
 // file to read and one to write, and copies through one buffer of
 // copyChunk bytes. A climb past the open window reopens the directories
 // by name from the top, never through "..". The caller keeps src and dst
 // open and closes them.
 func CopyTree[D CopyDir[D]](ctx context.Context, src, dst D, limit int64, owner Owner) (Copied, error) {
-	c := &treeCopy[D]{limit: limit, owner: owner, buf: make([]byte, copyChunk)}
+	c := &treeCopy[D]{limit: limit, owner: owner, buf: make([]byte, copyChunk), window: copyWindow}
+	if _, ok := any(src).(DescriptorFree); ok {
+		c.window = MaxCopyDepth + 1
+	}
 	c.levels = []copyLevel[D]{{src: src, dst: dst, open: true}}
 	defer c.closeAll()
 	for len(c.levels) > 0 {
@@ -142,7 +155,9 @@ type copyLevel[D any] struct {
 
 // treeCopy is the state of one CopyTree.
 type treeCopy[D CopyDir[D]] struct {
-	limit  int64
+	limit int64
+	// window is how many of the deepest directories stay open.
+	window int
 	owner  Owner
 	buf    []byte
 	levels []copyLevel[D]
@@ -338,7 +353,7 @@ func (c *treeCopy[D]) link(ctx context.Context, level *copyLevel[D], name string
 // window.
 func (c *treeCopy[D]) push(child copyLevel[D]) error {
 	c.levels = append(c.levels, child)
-	if leaving := len(c.levels) - 1 - copyWindow; leaving > 0 {
+	if leaving := len(c.levels) - 1 - c.window; leaving > 0 {
 		return c.close(leaving)
 	}
 	return nil
@@ -389,7 +404,7 @@ func (c *treeCopy[D]) reopen(ctx context.Context, depth int) (*copyLevel[D], err
 			return nil, errors.Join(fmt.Errorf("cannot open the copy of %q again: %w", c.levels[i].name, err), src.Close())
 		}
 		c.levels[i].src, c.levels[i].dst, c.levels[i].open = src, dst, true
-		if leaving := i - copyWindow; leaving > 0 && c.levels[leaving].open {
+		if leaving := i - c.window; leaving > 0 && c.levels[leaving].open {
 			if err := c.close(leaving); err != nil {
 				return nil, err
 			}

@@ -659,3 +659,66 @@ func TestCopyTreeOwner(t *testing.T) {
 		t.Errorf("owners and modes of the copy (-want +got):\n%s", diff)
 	}
 }
+
+// countingDir counts the directories opened below it, and holds no
+// descriptor when free says so.
+type countingDir struct {
+	dirvol.Dir
+	opens *int
+}
+
+func (d countingDir) OpenDir(ctx context.Context, name string) (countingDir, error) {
+	*d.opens++
+	sub, err := d.Dir.OpenDir(ctx, name)
+	return countingDir{Dir: sub, opens: d.opens}, err
+}
+
+// freeDir is a countingDir that says it holds no descriptor.
+type freeDir struct {
+	countingDir
+}
+
+func (d freeDir) OpenDir(ctx context.Context, name string) (freeDir, error) {
+	sub, err := d.countingDir.OpenDir(ctx, name)
+	return freeDir{sub}, err
+}
+
+func (freeDir) HoldsNoDescriptor() {}
+
+// TestCopyTreeOfAChainOpens: a chain is opened once per level on each
+// side when the directories hold no descriptor, and reopened by name past
+// the window of open directories otherwise.
+func TestCopyTreeOfAChainOpens(t *testing.T) {
+	const depth = 50
+	root := t.TempDir()
+	src, dst := filepath.Join(root, "src"), filepath.Join(root, "dst")
+	mkdirMode(t, src, 0o755)
+	makeChain(t, src, "d", depth)
+	mkdirMode(t, dst, 0o755)
+	open := func(name string) dirvol.Dir {
+		t.Helper()
+		d, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	var descriptorOpens, freeOpens int
+	if _, err := dirvol.CopyTree(t.Context(), countingDir{open("src"), &descriptorOpens}, countingDir{open("dst"), &descriptorOpens}, 1<<20, dirvol.NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	mkdirMode(t, dst, 0o755)
+	if _, err := dirvol.CopyTree(t.Context(), freeDir{countingDir{open("src"), &freeOpens}}, freeDir{countingDir{open("dst"), &freeOpens}}, 1<<20, dirvol.NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	if freeOpens != 2*depth {
+		t.Errorf("directories holding no descriptor: %d opens for a chain of %d, want %d", freeOpens, depth, 2*depth)
+	}
+	if descriptorOpens <= 2*depth {
+		t.Errorf("directories holding descriptors: %d opens for a chain of %d, want the reopens past the window too", descriptorOpens, depth)
+	}
+}

@@ -38,7 +38,12 @@ type treeDir struct {
 var (
 	_ dirvol.TreeDir[treeDir] = treeDir{}
 	_ dirvol.CopyDir[treeDir] = treeDir{}
+	_ dirvol.DescriptorFree   = treeDir{}
 )
+
+// HoldsNoDescriptor tells CopyTree to keep every directory of its walk:
+// reopening one by name costs a LOOKUP per level.
+func (treeDir) HoldsNoDescriptor() {}
 
 func (d treeDir) lookup(ctx context.Context, name string) (nfsclient.Handle, error) {
 	if err := dirvol.CheckName(name); err != nil {
