@@ -18,14 +18,23 @@ package nfsfs
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"path"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/willscott/go-nfs-client/nfs"
+
 	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol/dirvoltest"
+	"github.com/provfleet/provfleet/pkg/backend/internal/nfsclient"
 )
 
 // Sizes of the trees the copy tests copy over NFS: pages of a listing,
@@ -103,6 +112,75 @@ func TestCopyToBounded(t *testing.T) {
 			}
 			if err := tc.check(memory); err != nil {
 				t.Errorf("the copy is not whole: %v", err)
+			}
+		})
+	}
+}
+
+// TestCopyToWriteVerifierChanged: a server whose write verifier changes
+// between the UNSTABLE writes of a file, or between them and the COMMIT,
+// as after a restart that lost them, fails the copy rather than let it end
+// with a file short of its data.
+func TestCopyToWriteVerifierChanged(t *testing.T) {
+	// WRITE and COMMIT replies, answered without writing: status OK, no
+	// attributes before or after, then a WRITE's count and stability.
+	const statusOK, unstable = 0, 0
+	verifier := func(v byte) []byte { return []byte{v, v, v, v, v, v, v, v} }
+	tests := map[string]func(writes int) byte{
+		"between writes":            func(writes int) byte { return byte(writes) },
+		"between writes and COMMIT": func(int) byte { return 1 },
+	}
+	for name, writeVerifier := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			backendtest.WriteFile(t, filepath.Join(dir, "victim", "file"), strings.Repeat("data ", 100_000))
+			upstream := start(t, dir)
+			var mu sync.Mutex
+			writes := 0
+			hostile, err := nfsserver.StartHostile(t.Context(), nfsserver.HostileOptions{
+				Upstream: upstream.Addr(),
+				Answer: func(_ context.Context, call nfsserver.Call, w io.Writer) (bool, error) {
+					var reply []byte
+					switch {
+					case call.Program != nfs.Nfs3Prog:
+						return false, nil
+					case call.Procedure == nfs.NFSProc3Write:
+						mu.Lock()
+						writes++
+						v := writeVerifier(writes)
+						mu.Unlock()
+						// WRITE3args: the handle, the offset, then the count.
+						at := 4 + (binary.BigEndian.Uint32(call.Args)+3)&^3 + 8
+						count := binary.BigEndian.Uint32(call.Args[at:])
+						reply = append(nfsserver.Success(call.XID, statusOK, 0, 0, count, unstable), verifier(v)...)
+					case call.Procedure == nfs.NFSProc3Commit:
+						reply = append(nfsserver.Success(call.XID, statusOK, 0, 0), verifier(2)...)
+					default:
+						return false, nil
+					}
+					_, err := w.Write(nfsserver.Frame(reply))
+					return true, err
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := hostile.Stop(); err != nil {
+					t.Error(err)
+				}
+			})
+			client, err := nfsclient.Dial(t.Context(), nfsclient.Options{Server: hostile.Host(), Path: exportPath, Port: hostile.Port(), SourcePort: nfsclient.Unreserved})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(client.Close)
+			base, err := New(client, exportPath).OpenBase(t.Context(), exportPath, ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := copyVictim(t.Context(), base); !errors.Is(err, nfsclient.ErrWriteVerifierChanged) {
+				t.Fatalf("copy: %v, want an error wrapping %v", err, nfsclient.ErrWriteVerifierChanged)
 			}
 		})
 	}
