@@ -39,6 +39,11 @@ const (
 	copyWindow = 4
 	// copyChunk is the buffer files are copied through, reused for each.
 	copyChunk = 1 << 20
+	// maxRelists is how many times a directory's listing starts again
+	// when its position expired (the source directory changed under the
+	// copy) before the copy fails: a directory that keeps changing would
+	// hold the copy forever.
+	maxRelists = 8
 	// maxSkippedNames is how many names of skipped special files a copy
 	// keeps for its report.
 	maxSkippedNames = 5
@@ -117,7 +122,8 @@ var ErrTooLarge = errors.New("the source holds more data than the new volume's s
 // A tenant wrote the source, so the walk is bounded whatever its shape:
 // it is iterative, holds one page of names (RemoveBatch) at a time and,
 // per level, a name and a listing position (ReadPage resumes a directory
-// where the walk left it), refuses a tree deeper than MaxCopyDepth, holds
+// where the walk left it, or lists it again from its start, at most
+// maxRelists times, when the position expired), refuses a tree deeper than MaxCopyDepth, holds
 // open the tops and the copyWindow deepest directories on each side (all
 // of them for a DescriptorFree src), one
 // file to read and one to write, and copies through one buffer of
@@ -146,8 +152,10 @@ func CopyTree[D CopyDir[D]](ctx context.Context, src, dst D, limit int64, owner 
 // the tops), where its listing resumes, the mode its copy gets once
 // filled, and its two sides while open.
 type copyLevel[D any] struct {
-	name     string
-	next     ListPos
+	name string
+	next ListPos
+	// relists counts the listings started again after next expired.
+	relists  int
 	mode     fs.FileMode
 	src, dst D
 	open     bool
@@ -179,6 +187,13 @@ func (c *treeCopy[D]) step(ctx context.Context) error {
 		return err
 	}
 	entries, err := cur.src.ReadPage(ctx, cur.next, RemoveBatch)
+	if errors.Is(err, ErrListPosExpired) && cur.next != (ListPos{}) && cur.relists < maxRelists {
+		// What was listed before is copied, and is skipped when listed
+		// again.
+		cur.next = ListPos{}
+		cur.relists++
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("cannot list a directory of the source: %w", err)
 	}

@@ -722,3 +722,82 @@ func TestCopyTreeOfAChainOpens(t *testing.T) {
 		t.Errorf("directories holding descriptors: %d opens for a chain of %d, want the reopens past the window too", descriptorOpens, depth)
 	}
 }
+
+// expiringDir is a source directory whose listings resumed from a
+// position fail as expired while expirations lasts.
+type expiringDir struct {
+	dirvol.Dir
+	expirations *int
+}
+
+func (d expiringDir) OpenDir(ctx context.Context, name string) (dirvol.Dir, error) {
+	sub, err := d.Dir.OpenDir(ctx, name)
+	return expiringDir{Dir: sub, expirations: d.expirations}, err
+}
+
+func (d expiringDir) ReadPage(ctx context.Context, from dirvol.ListPos, limit int) ([]dirvol.ListEntry, error) {
+	if from != (dirvol.ListPos{}) && *d.expirations > 0 {
+		*d.expirations--
+		return nil, fmt.Errorf("a changed directory: %w", dirvol.ErrListPosExpired)
+	}
+	return d.Dir.ReadPage(ctx, from, limit)
+}
+
+// TestCopyTreeListingExpired: a directory whose listing position expired
+// is listed again from its start, what was copied skipped; one whose
+// position keeps expiring fails the copy.
+func TestCopyTreeListingExpired(t *testing.T) {
+	tests := map[string]struct {
+		expirations int
+		wantErr     error
+	}{
+		"expired once":     {expirations: 1},
+		"expired for ever": {expirations: 1000, wantErr: dirvol.ErrListPosExpired},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			src, dst := filepath.Join(root, "src"), filepath.Join(root, "dst")
+			mkdirMode(t, src, 0o755)
+			mkdirMode(t, dst, 0o755)
+			// Each directory met resumes its parent's listing after it.
+			for _, dir := range []string{"a", "b", "c"} {
+				mkdirMode(t, filepath.Join(src, dir), 0o755)
+				writeFile(t, filepath.Join(src, dir, "file"), 10, 0o644)
+			}
+			writeFile(t, filepath.Join(src, "file"), 20, 0o644)
+			base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer base.Close()
+			from, err := base.OpenDir(t.Context(), "src")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer from.Close()
+			into, err := base.OpenDir(t.Context(), "dst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer into.Close()
+			expirations := tc.expirations
+			copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), expiringDir{Dir: from, expirations: &expirations}, into, 1<<20, dirvol.NoOwner)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("CopyTree: %v, want an error wrapping %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("CopyTree: %v", err)
+			}
+			if diff := cmp.Diff(describeTree(t, src), describeTree(t, dst)); diff != "" {
+				t.Errorf("the copy (-source +copy):\n%s", diff)
+			}
+			if diff := cmp.Diff(dirvol.Copied{Dirs: 3, Files: 4, Bytes: 50}, copied); diff != "" {
+				t.Errorf("what was copied (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -185,3 +185,25 @@ func TestCopyToWriteVerifierChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestReadPageExpired: a position the server no longer honours, as one of
+// a listing of the directory before it changed, fails with
+// dirvol.ErrListPosExpired, so that a copy lists the directory again.
+func TestReadPageExpired(t *testing.T) {
+	dir := t.TempDir()
+	backendtest.WriteFile(t, filepath.Join(dir, "a"), "")
+	backendtest.WriteFile(t, filepath.Join(dir, "b"), "")
+	base, err := New(serve(t, dir), exportPath).OpenBase(t.Context(), exportPath, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := base.ReadPage(t.Context(), dirvol.ListPos{}, 1)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("first page: %v, %v", page, err)
+	}
+	stale := page[0].Next
+	stale.Verifier[0]++
+	if _, err := base.ReadPage(t.Context(), stale, 1); !errors.Is(err, dirvol.ErrListPosExpired) {
+		t.Errorf("a page from a position of another listing: %v, want an error wrapping %v", err, dirvol.ErrListPosExpired)
+	}
+}

@@ -95,10 +95,13 @@ func (d treeDir) Remove(ctx context.Context, name string) error {
 
 // ReadPage lists a page of READDIR by the cookie and verifier of from. A
 // position the server no longer honours (the directory changed) fails
-// with an error wrapping nfsclient.ErrCursorExpired: a copy fails, and is
-// made again from the start.
+// with an error wrapping dirvol.ErrListPosExpired and
+// nfsclient.ErrCursorExpired.
 func (d treeDir) ReadPage(ctx context.Context, from dirvol.ListPos, limit int) ([]dirvol.ListEntry, error) {
 	page, _, _, err := d.client.ReadDirPage(ctx, d.handle, nfsclient.DirCursor(from), limit)
+	if errors.Is(err, nfsclient.ErrCursorExpired) {
+		return nil, fmt.Errorf("%w: %w", dirvol.ErrListPosExpired, err)
+	}
 	if err != nil {
 		return nil, err
 	}
