@@ -182,6 +182,7 @@ func TestCloneRefused(t *testing.T) {
 		},
 		"a directory of the export that is no volume of the store": {
 			change: func(t *testing.T, f *cloneFixture) {
+				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.export, "planted", "secret"), "not a volume")
 				f.source.Spec.NFS.Path = "/export/planted"
 			},

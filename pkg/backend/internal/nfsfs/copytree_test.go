@@ -127,7 +127,7 @@ func TestCopyToWriteVerifierChanged(t *testing.T) {
 	const statusOK, unstable = 0, 0
 	verifier := func(v byte) []byte { return []byte{v, v, v, v, v, v, v, v} }
 	tests := map[string]func(writes int) byte{
-		"between writes":            func(writes int) byte { return byte(writes) },
+		"between writes":            func(writes int) byte { return byte(writes) }, //nolint:gosec // a few writes
 		"between writes and COMMIT": func(int) byte { return 1 },
 	}
 	for name, writeVerifier := range tests {

@@ -29,36 +29,10 @@ import (
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
 )
 
-// copyCases are those of the operations a copy reads and writes with.
-func copyCases() map[string]contractCase {
+// copyReadCases are those of the operations a copy reads the source with.
+func copyReadCases() map[string]contractCase {
 	return map[string]contractCase{
-		"list pages resumed from each position": {op: func(ctx context.Context, d dirvol.Dir) error {
-			var names []string
-			var from dirvol.ListPos
-			for range len(initialTree) + 1 {
-				page, err := d.ReadPage(ctx, from, 2)
-				if err != nil || len(page) == 0 {
-					slices.Sort(names)
-					return errors.Join(err, expect("names", fmt.Sprint(names), "[dir file link-dir link-file link-out link-up link-within]"))
-				}
-				if len(page) > 2 {
-					return fmt.Errorf("a page of %d names for a limit of 2", len(page))
-				}
-				for _, e := range page {
-					names = append(names, e.Name)
-				}
-				// Resuming after the first entry of the page names the
-				// second next.
-				if len(page) == 2 {
-					next, err := d.ReadPage(ctx, page[0].Next, 1)
-					if err != nil || len(next) != 1 || next[0].Name != page[1].Name {
-						return fmt.Errorf("resumed after %q: %v, %v; want %q", page[0].Name, next, err, page[1].Name)
-					}
-				}
-				from = page[len(page)-1].Next
-			}
-			return errors.New("the listing does not end")
-		}},
+		"list pages resumed from each position": {op: checkPages},
 		"read a file at offsets": {op: func(ctx context.Context, d dirvol.Dir) error {
 			r, err := d.OpenRead(ctx, "file")
 			if err != nil {
@@ -99,6 +73,13 @@ func copyCases() map[string]contractCase {
 			_, err := d.Readlink(ctx, "missing")
 			return err
 		}, wantErr: fs.ErrNotExist},
+	}
+}
+
+// copyWriteCases are those of the operations a copy writes with, and of
+// the copy itself.
+func copyWriteCases() map[string]contractCase {
+	return map[string]contractCase{
 		"make a link leading out, not followed": {op: func(ctx context.Context, d dirvol.Dir) error {
 			return d.Symlink(ctx, "../../../elsewhere", "new-link")
 		}, want: without(nil, "new-link"), check: func(host string) error {
@@ -132,4 +113,35 @@ func openRead(ctx context.Context, d dirvol.Dir, name string) error {
 		return err
 	}
 	return r.Close()
+}
+
+// checkPages lists d by pages of two names, each resumed from the position
+// after the last, and checks that resuming after the first entry of a page
+// names its second next.
+func checkPages(ctx context.Context, d dirvol.Dir) error {
+	var names []string
+	var from dirvol.ListPos
+	for range len(initialTree) + 1 {
+		page, err := d.ReadPage(ctx, from, 2)
+		if err != nil || len(page) == 0 {
+			slices.Sort(names)
+			return errors.Join(err, expect("names", fmt.Sprint(names), "[dir file link-dir link-file link-out link-up link-within]"))
+		}
+		if len(page) > 2 {
+			return fmt.Errorf("a page of %d names for a limit of 2", len(page))
+		}
+		for _, e := range page {
+			names = append(names, e.Name)
+		}
+		// Resuming after the first entry of the page names the second
+		// next.
+		if len(page) == 2 {
+			next, err := d.ReadPage(ctx, page[0].Next, 1)
+			if err != nil || len(next) != 1 || next[0].Name != page[1].Name {
+				return fmt.Errorf("resumed after %q: %v, %w; want %q", page[0].Name, next, err, page[1].Name)
+			}
+		}
+		from = page[len(page)-1].Next
+	}
+	return errors.New("the listing does not end")
 }
