@@ -138,9 +138,20 @@ func TestCloneProvision(t *testing.T) {
 			if f.p.SupportsDataSource(t.Context(), schema.GroupKind{Group: "snapshot.storage.k8s.io", Kind: "VolumeSnapshot"}) {
 				t.Error("SupportsDataSource accepts snapshots")
 			}
-			pv, err := f.provisionUntilDone(t)
-			if err != nil {
-				t.Fatalf("Provision: %v", err)
+			woken := make(chan struct{})
+			f.opts.Wake = func() { close(woken) }
+			if _, state, err := f.p.Provision(t.Context(), f.opts); state != provisioning.ProvisioningInBackground {
+				t.Fatalf("Provision = %s, %v; want InBackground", state, err)
+			}
+			// The copy's end wakes the claim, whose next Provision is done.
+			select {
+			case <-woken:
+			case <-t.Context().Done():
+				t.Fatal("the copy's end did not wake the claim")
+			}
+			pv, state, err := f.p.Provision(t.Context(), f.opts)
+			if err != nil || state != provisioning.ProvisioningFinished {
+				t.Fatalf("Provision once woken = %s, %v; want Finished", state, err)
 			}
 			if got, want := pv.Spec.NFS.Path, "/export/"+f.opts.PVName; got != want {
 				t.Errorf("the clone's path is %q, want %q", got, want)

@@ -65,7 +65,8 @@ func (c *Cloner) Close() {
 // volume of the backend: whoever may write PersistentVolumes wrote its
 // path, so it is only taken as a name, which Store.Clone copies only when
 // the owner marker beside it names the volume. A copy that failed leaves
-// nothing.
+// nothing. The copy's end wakes the claim (ProvisionOptions.Wake), whose
+// next Provision reports it.
 func (c *Cloner) Clone(ctx context.Context, store *Store, opts provisioning.ProvisionOptions, req Request, sourceDir func(*corev1.PersistentVolume) (string, error)) (*Volume, provisioning.ProvisioningState, error) {
 	if opts.CloneSource == nil {
 		// An empty volume would pass for the copy the claim asked for.
@@ -88,7 +89,7 @@ func (c *Cloner) Clone(ctx context.Context, store *Store, opts provisioning.Prov
 			err = errors.Join(err, store.DropClone(ctx, req))
 		}
 		return cloned{volume: vol, copied: copied}, err
-	})
+	}, opts.Wake)
 	switch {
 	case errors.Is(err, backend.ErrBusy):
 		return nil, provisioning.ProvisioningInBackground, fmt.Errorf("waiting to copy the source volume %s: %d copies are under way, the most at once", source.PVName, maxCopies)
