@@ -63,7 +63,9 @@ func NewBackground[T any](limit int) *Background[T] {
 // error, once (done is true); while it runs, nothing; when there is none,
 // it starts op, with the logger of ctx and a context that Cancel and Close
 // end, unless as many run already (ErrBusy). A panic in op is its error.
-func (b *Background[T]) Poll(ctx context.Context, name string, op func(context.Context) (T, error)) (result T, done bool, err error) {
+// ended, when not nil, is called once the operation finished and Poll
+// reports it: a caller polling on its retries asks for one at once.
+func (b *Background[T]) Poll(ctx context.Context, name string, op func(context.Context) (T, error), ended func()) (result T, done bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if j, ok := b.jobs[name]; ok {
@@ -95,6 +97,9 @@ func (b *Background[T]) Poll(ctx context.Context, name string, op func(context.C
 			b.running--
 			b.mu.Unlock()
 			close(j.done)
+			if ended != nil {
+				ended()
+			}
 		}()
 		j.result, j.err = op(jobCtx)
 	})

@@ -39,7 +39,7 @@ func waitDone(t *testing.T, b *backend.Background[string], name string) (string,
 		result, done, err := b.Poll(t.Context(), name, func(context.Context) (string, error) {
 			t.Fatalf("%s started again", name)
 			return "", nil
-		})
+		}, nil)
 		if done {
 			return result, err
 		}
@@ -55,21 +55,21 @@ func waitDone(t *testing.T, b *backend.Background[string], name string) (string,
 func TestBackground(t *testing.T) {
 	b := backend.NewBackground[string](2)
 	for _, name := range []string{"a", "b"} {
-		if _, done, err := b.Poll(t.Context(), name, blocked); done || err != nil {
+		if _, done, err := b.Poll(t.Context(), name, blocked, nil); done || err != nil {
 			t.Fatalf("Poll(%s) = done %v, %v; want started", name, done, err)
 		}
 	}
-	if _, _, err := b.Poll(t.Context(), "c", blocked); !errors.Is(err, backend.ErrBusy) {
+	if _, _, err := b.Poll(t.Context(), "c", blocked, nil); !errors.Is(err, backend.ErrBusy) {
 		t.Fatalf("Poll(c) with two running: %v, want %v", err, backend.ErrBusy)
 	}
 	b.Cancel("a")
-	if _, done, err := b.Poll(t.Context(), "c", func(context.Context) (string, error) { return "made", nil }); done || err != nil {
+	if _, done, err := b.Poll(t.Context(), "c", func(context.Context) (string, error) { return "made", nil }, nil); done || err != nil {
 		t.Fatalf("Poll(c) once a was cancelled = done %v, %v; want started", done, err)
 	}
 	if result, err := waitDone(t, b, "c"); result != "made" || err != nil {
 		t.Fatalf("c finished with %q, %v; want made", result, err)
 	}
-	if _, _, err := b.Poll(t.Context(), "d", func(context.Context) (string, error) { panic("boom") }); err != nil {
+	if _, _, err := b.Poll(t.Context(), "d", func(context.Context) (string, error) { panic("boom") }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := waitDone(t, b, "d"); err == nil || !strings.Contains(err.Error(), "boom") {
@@ -79,7 +79,26 @@ func TestBackground(t *testing.T) {
 	if _, err := waitDone(t, b, "b"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("b finished with %v after Close, want %v", err, context.Canceled)
 	}
-	if _, _, err := b.Poll(t.Context(), "e", blocked); err == nil {
+	if _, _, err := b.Poll(t.Context(), "e", blocked, nil); err == nil {
 		t.Fatal("Poll after Close started an operation")
+	}
+}
+
+// TestBackgroundEnded: ended is called once an operation finished, when a
+// Poll reports it done.
+func TestBackgroundEnded(t *testing.T) {
+	b := backend.NewBackground[string](1)
+	defer b.Close()
+	ended := make(chan struct{})
+	if _, done, err := b.Poll(t.Context(), "a", func(context.Context) (string, error) { return "made", nil }, func() { close(ended) }); done || err != nil {
+		t.Fatalf("Poll(a) = done %v, %v; want started", done, err)
+	}
+	<-ended
+	result, done, err := b.Poll(t.Context(), "a", func(context.Context) (string, error) {
+		t.Fatal("a started again")
+		return "", nil
+	}, nil)
+	if !done || result != "made" || err != nil {
+		t.Fatalf("Poll(a) once ended = %q, done %v, %v; want made, done", result, done, err)
 	}
 }

@@ -419,3 +419,41 @@ func TestCloneKeepsItsSource(t *testing.T) {
 		t.Errorf("source volume synced during and after the copy (-want +got):\n%s", diff)
 	}
 }
+
+// A backend whose work in the background ended wakes its claim, which is
+// queued at once rather than after its backoff; once the provisioner
+// stopped, waking does nothing.
+func TestWakeQueuesTheClaim(t *testing.T) {
+	origin, volume, _ := boundClaim("1Gi", "1Gi", "1Gi", "fast")
+	clone := newClaim("c", "fast", testProvisioner)
+	clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: origin.Name}
+	objects := []runtime.Object{clone, origin, volume, newClass("fast", testProvisioner)}
+	f := newFixture(t, objects...)
+	f.fill(objects...)
+	backend := copyingBackend(2)
+	c := f.newController(testConfig(testProvisioner), sourceBackend{backend, []schema.GroupKind{claimKind}}, &testRecorder{})
+	tm := newTestTerm(t, c)
+	c.mu.Lock()
+	c.term = tm
+	c.mu.Unlock()
+	if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(clone)); err == nil {
+		t.Fatal("the first call left the copy in the background without an error")
+	}
+	backend.mu.Lock()
+	wake := backend.options[0].Wake
+	backend.mu.Unlock()
+	if n := tm.claims.queue.Len(); n != 0 {
+		t.Fatalf("%d claims queued before the wake, want none", n)
+	}
+	wake()
+	if n := tm.claims.queue.Len(); n != 1 {
+		t.Fatalf("%d claims queued once woken, want the clone", n)
+	}
+	if key, _ := tm.claims.queue.Get(); key != keyOfClaim(clone) {
+		t.Errorf("queued %v, want the clone %v", key, keyOfClaim(clone))
+	}
+	c.mu.Lock()
+	c.term = nil
+	c.mu.Unlock()
+	wake()
+}

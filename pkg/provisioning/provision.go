@@ -192,6 +192,7 @@ func (c *Controller) provisionOptions(ctx context.Context, claim *corev1.Persist
 			_, err := c.patchAnnotations(ctx, volume, annotations)
 			return err
 		},
+		Wake: func() { c.wake(keyOfClaim(claim)) },
 	}
 	if nodeName := claim.Annotations[AnnSelectedNode]; nodeName != "" {
 		obj, exists, err := c.informers.Nodes.GetStore().GetByKey(nodeName)
@@ -390,4 +391,16 @@ func classIn(store cache.Store, name string) (*storagev1.StorageClass, error) {
 		return nil, fmt.Errorf("cannot use StorageClass %q of type %T", name, obj)
 	}
 	return class, nil
+}
+
+// wake queues the claim of key at once, rather than after its backoff: its
+// backend's work in the background ended. Without a term there is nothing
+// to queue: the next term lists every claim.
+func (c *Controller) wake(key claimKey) {
+	c.mu.Lock()
+	t := c.term
+	c.mu.Unlock()
+	if t != nil {
+		t.claims.queue.Add(key)
+	}
 }

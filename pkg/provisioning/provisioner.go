@@ -95,6 +95,12 @@ type ProvisionOptions struct {
 	// Provision decided about a volume it took something from. Use
 	// ProvisionOptions.AnnotateVolume, which takes it unset.
 	Annotate func(ctx context.Context, volume *corev1.PersistentVolume, annotations map[string]string) error
+	// Wake, when set, asks for the claim to be provisioned again at once
+	// rather than after its backoff: a backend whose work in the background
+	// (ProvisioningInBackground) ended calls it, so that the claim does not
+	// wait a retry's delay to be told. It may be called from any goroutine,
+	// and does nothing once the provisioner stopped.
+	Wake func()
 }
 
 // CloneSource is the source of a clone: a claim and the PersistentVolume it

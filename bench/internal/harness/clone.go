@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -218,8 +219,12 @@ func (b *bench) cloneRun(ctx context.Context, kind string, tree cloneTree) (floa
 	if err := moveEntries(tree.dir, sourceDir); err != nil {
 		return 0, err
 	}
+	// The tree goes back before the source claim is deleted, which
+	// deletes its volume's directory, and the tree with it, for the next
+	// run.
+	moveBack := sync.OnceValue(func() error { return moveEntries(sourceDir, tree.dir) })
 	defer func() {
-		if err := moveEntries(sourceDir, tree.dir); err != nil {
+		if err := moveBack(); err != nil {
 			b.logf("%v", err)
 		}
 	}()
@@ -230,6 +235,9 @@ func (b *bench) cloneRun(ctx context.Context, kind string, tree cloneTree) (floa
 		return 0, err
 	}
 	if err := b.checkClone(ctx, clone, target, tree.digest); err != nil {
+		return 0, err
+	}
+	if err := moveBack(); err != nil {
 		return 0, err
 	}
 	if _, err := b.deleteClaims(ctx, []claimRef{clone, source}); err != nil {

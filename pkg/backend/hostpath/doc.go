@@ -48,8 +48,8 @@ limitations under the License.
 // PersistentVolume's path, taken only when it lies in the base and the
 // owner marker beside it names that volume.
 //
-// Goroutines: at most maxCopies copies, each in its own goroutine
-// (backend.Background), which Close stops and waits for; every other
+// Goroutines: at most two copies, each in its own goroutine
+// (dirvol.Cloner), which Close stops and waits for; every other
 // method runs on the caller's goroutine (the controller's workers, or the
 // node agent's for ReleaseRemoved).
 package hostpath

@@ -143,8 +143,8 @@ type Provisioner struct {
 	// StorageClasses, each its own store. The stores share their lock and
 	// capacity count.
 	bases []base
-	// copies are the clones being copied.
-	copies *backend.Background[clone]
+	// cloner copies the clones.
+	cloner *dirvol.Cloner
 	// defaults are the indexes in bases of Path and AdditionalPaths, and
 	// classes those of each class of StorageClasses: where a claim's
 	// volume may go.
@@ -187,7 +187,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		shared:      cfg.Shared,
 		affinityKey: AffinityKey(cfg.NodeAffinityKey),
 		patterns:    cfg.LocalPathPatterns,
-		copies:      backend.NewBackground[clone](maxCopies),
+		cloner:      dirvol.NewCloner(),
 	}
 	if p.volumeType == "" {
 		p.volumeType = VolumeTypeLocal
@@ -425,7 +425,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 func (p *Provisioner) volume(ctx context.Context, opts provisioning.ProvisionOptions, req dirvol.Request, b base) (*dirvol.Volume, provisioning.ProvisioningState, error) {
 	switch {
 	case opts.Abandoned:
-		return nil, provisioning.ProvisioningFinished, p.abandonClone(ctx, req, b)
+		return nil, provisioning.ProvisioningFinished, p.cloner.Abandon(ctx, b.store, req)
 	case opts.DataSource != nil:
 		return p.clone(ctx, opts, req, b)
 	}

@@ -45,11 +45,20 @@ limitations under the License.
 // Delete acts on it; Delete keeps the directory of such a volume while no
 // fate is recorded.
 //
+// A claim whose data source is a claim with a volume of this export gets
+// a copy of that volume's subdirectory (provisioning.DataSourceProvisioner):
+// dirvol.Cloner copies it in the background through dirvol.Store.Clone,
+// speaking NFS by file handles (or through the mount), with no mount of
+// the export; the source's path is taken only on this server and export,
+// and only when the owner marker beside it names its volume.
+//
 // New takes a Config (backend.nfs of a ProvisionerConfig) and Options, whose
 // Volumes, usually a backend.PathIndex, it reads to count capacity and refuse
 // subdirectories that overlap other volumes of the server, which
 // backend.NFSServer names by host and port. Speaking NFS, New does not wait
-// for the server, and Close releases the connection. The Provisioner runs no
-// goroutine: its methods run on the controller's workers, and share the one
-// connection to the server, one call at a time.
+// for the server, and Close stops the copies and releases the connection.
+// The Provisioner runs at most two copies, each in its own goroutine
+// (dirvol.Cloner), which Close stops and waits for; its other methods run
+// on the controller's workers. All share the one connection to the server,
+// one call at a time.
 package nfs

@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
@@ -96,6 +97,8 @@ type Provisioner struct {
 	client *nfsclient.Client
 	// subdir is Config.NFSSubdir, nil when there is none.
 	subdir *backend.NFSSubdir
+	// cloner copies the clones, through client when there is no mount.
+	cloner *dirvol.Cloner
 }
 
 var (
@@ -105,6 +108,8 @@ var (
 	_ provisioning.BudgetReporter = (*Provisioner)(nil)
 	_ provisioning.VolumeRecorder = (*Provisioner)(nil)
 	_ provisioning.Expander       = (*Provisioner)(nil)
+
+	_ provisioning.DataSourceProvisioner = (*Provisioner)(nil)
 )
 
 // New checks cfg and returns its Provisioner. Errors wrap
@@ -126,6 +131,7 @@ func New(cfg Config, opts Options) (*Provisioner, error) {
 		serverName:   backend.NFSServer(cfg.Server, cfg.Port),
 		mountOptions: mountOptions,
 		subdir:       cfg.NFSSubdir,
+		cloner:       dirvol.NewCloner(),
 	}
 	var fsys dirvol.Filesystem = dirvol.LocalFS{}
 	root := cfg.MountPath
@@ -192,15 +198,24 @@ func (p *Provisioner) Probe(ctx context.Context) (provisioning.Space, error) {
 	return space, err
 }
 
-// Close releases the connection to the server; the Provisioner must not be
-// used after it.
+// Close stops the copies under way (dirvol.Cloner.Close) and releases the
+// connection to the server; the Provisioner must not be used after it.
 func (p *Provisioner) Close() {
+	p.cloner.Close()
 	if p.client != nil {
 		p.client.Close()
 	}
 }
 
-// Provision creates the claim's subdirectory and returns its PersistentVolume.
+// SupportsDataSource answers for claims to clone: a claim's volume on this
+// export is copied into the new one.
+func (p *Provisioner) SupportsDataSource(_ context.Context, kind schema.GroupKind) bool {
+	return kind == schema.GroupKind{Kind: "PersistentVolumeClaim"}
+}
+
+// Provision creates the claim's subdirectory, empty or, for a claim with a
+// data source, a copy of its source's volume made in the background, and
+// returns its PersistentVolume.
 func (p *Provisioner) Provision(ctx context.Context, opts provisioning.ProvisionOptions) (*corev1.PersistentVolume, provisioning.ProvisioningState, error) {
 	req, err := p.parseRequest(opts)
 	if err != nil {
@@ -212,9 +227,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 			return nil, provisioning.ProvisioningFinished, fmt.Errorf("StorageClass %s: mountOptions: %w", opts.StorageClass.Name, err)
 		}
 	}
-	vol, err := p.store.Create(ctx, req)
-	if err != nil {
-		return nil, provisioning.ProvisioningFinished, err
+	vol, state, err := p.volume(ctx, opts, req)
+	if err != nil || state != provisioning.ProvisioningFinished || vol == nil {
+		return nil, state, err
 	}
 	if p.ofSubdir(opts) {
 		// Decided by the directory, now known, and recorded on the volume.
@@ -224,10 +239,27 @@ func (p *Provisioner) Provision(ctx context.Context, opts provisioning.Provision
 	}
 	pv := dirvol.NewPV(opts, req, p.source(vol.Dir))
 	pv.Spec.MountOptions = mountOptions
-	if err := dirvol.RecordAdoption(ctx, opts, pv, vol); err != nil {
+	if err := dirvol.RecordAdoption(ctx, opts, pv, *vol); err != nil {
 		return nil, provisioning.ProvisioningFinished, err
 	}
 	return pv, provisioning.ProvisioningFinished, nil
+}
+
+// volume makes the claim's subdirectory: an empty one, a copy of the
+// source claim's volume, which must be a volume of this export, or none
+// for a claim that abandoned its clone.
+func (p *Provisioner) volume(ctx context.Context, opts provisioning.ProvisionOptions, req dirvol.Request) (*dirvol.Volume, provisioning.ProvisioningState, error) {
+	switch {
+	case opts.Abandoned:
+		return nil, provisioning.ProvisioningFinished, p.cloner.Abandon(ctx, p.store, req)
+	case opts.DataSource != nil:
+		return p.cloner.Clone(ctx, p.store, opts, req, p.volumeDir)
+	}
+	vol, err := p.store.Create(ctx, req)
+	if err != nil {
+		return nil, provisioning.ProvisioningFinished, err
+	}
+	return &vol, provisioning.ProvisioningFinished, nil
 }
 
 // parseRequest reads a claim of a StorageClass of the

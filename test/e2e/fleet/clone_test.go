@@ -36,6 +36,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/testenv/nfsserver"
 )
 
 // A claim whose data source is a hostPath claim holding data is bound to a
@@ -90,6 +91,43 @@ func TestCloneOfAHostPathClaim(t *testing.T) {
 		}
 		return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), droppedPV) }), nil
 	})
+}
+
+// A claim whose data source is an NFS claim holding data is bound to a
+// copy of it on the same export, links as links, made by the manager over
+// NFS with no mount.
+func TestCloneOfAnNFSClaim(t *testing.T) {
+	f := newFixture(t)
+	f.startManager("clone-nfs")
+	e := f.serveNFS(nfsserver.Options{})
+	f.provisioner(f.prefix, func(pc *v1alpha1.ProvisionerConfig) { f.nfsSpec(pc, e) })
+	class := f.prefix
+	f.waitReady(class, 1, v1alpha1.ReasonRunning)
+	f.claim("source", class)
+	f.waitBound("source")
+	sourceDir := e.hostDir(t, f.boundVolume("source"))
+	for name, content := range map[string]string{"data": "the source's data", "sub/deeper/more": strings.Repeat("more data ", 50_000)} {
+		p := filepath.Join(sourceDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("deeper/more", filepath.Join(sourceDir, "sub", "link")); err != nil {
+		t.Fatal(err)
+	}
+
+	f.cloneClaim("copy", class)
+	f.waitBound("copy")
+	clone := f.boundVolume("copy")
+	if clone.Spec.NFS == nil || clone.Spec.NFS.Path == f.boundVolume("source").Spec.NFS.Path {
+		t.Fatalf("the clone's volume is not a subdirectory of its own: %+v", clone.Spec.PersistentVolumeSource)
+	}
+	if diff := cmp.Diff(describe(t, sourceDir), describe(t, e.hostDir(t, clone))); diff != "" {
+		t.Errorf("the clone (-source +clone):\n%s", diff)
+	}
 }
 
 // A clone claim deleted while its source is being copied leaves no

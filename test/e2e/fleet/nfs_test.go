@@ -474,6 +474,20 @@ func (f *fixture) serveNFS(opts nfsserver.Options) *nfsExport {
 	return e
 }
 
+// hostDir is the host folder of the subdirectory of the export that pv,
+// an NFS volume of it, names.
+func (e *nfsExport) hostDir(t *testing.T, pv *corev1.PersistentVolume) string {
+	t.Helper()
+	if pv.Spec.NFS == nil {
+		t.Fatalf("volume %s is not an NFS volume", pv.Name)
+	}
+	rel, err := filepath.Rel(exportPath, pv.Spec.NFS.Path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		t.Fatalf("volume %s is no subdirectory of the export: %q", pv.Name, pv.Spec.NFS.Path)
+	}
+	return filepath.Join(e.dir, rel)
+}
+
 func (e *nfsExport) start(f *fixture) {
 	f.t.Helper()
 	server, err := nfsserver.Start(f.ctx, e.opts)

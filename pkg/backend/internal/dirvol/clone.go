@@ -250,7 +250,7 @@ func (s *Store) copySource(ctx context.Context, base Dir, source CloneSource, in
 		return Copied{}, fmt.Errorf("cannot open the source: %w", err)
 	}
 	defer from.Close()
-	copied, err := CopyTree(ctx, from, into, limit, owner)
+	copied, err := from.CopyTo(ctx, into, limit, owner)
 	if err != nil {
 		return copied, err
 	}

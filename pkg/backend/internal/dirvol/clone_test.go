@@ -268,6 +268,11 @@ func (d sourceGoingDir) Move(ctx context.Context, oldName string, to Dir, newNam
 	return d.Dir.Move(ctx, oldName, to, newName)
 }
 
+// CopyTo copies through the wrapper, whose listing deletes the source.
+func (d sourceGoingDir) CopyTo(ctx context.Context, into Dir, limit int64, owner Owner) (Copied, error) {
+	return CopyTree[Dir](ctx, d, into, limit, owner)
+}
+
 func (d sourceGoingDir) ReadPage(ctx context.Context, from ListPos, limit int) ([]ListEntry, error) {
 	d.fs.once.Do(d.fs.delete)
 	return d.Dir.ReadPage(ctx, from, limit)

@@ -39,6 +39,11 @@ const (
 	copyWindow = 4
 	// copyChunk is the buffer files are copied through, reused for each.
 	copyChunk = 1 << 20
+	// maxRelists is how many times a directory's listing starts again
+	// when its position expired (the source directory changed under the
+	// copy) before the copy fails: a directory that keeps changing would
+	// hold the copy forever.
+	maxRelists = 8
 	// maxSkippedNames is how many names of skipped special files a copy
 	// keeps for its report.
 	maxSkippedNames = 5
@@ -65,6 +70,15 @@ type CopyDir[D any] interface {
 	Chmod(ctx context.Context, perm fs.FileMode) error
 	Chown(ctx context.Context, uid, gid int) error
 	Close() error
+}
+
+// DescriptorFree is a CopyDir whose open directories hold no descriptor
+// (file handles of an NFS server): CopyTree keeps every directory of its
+// walk open, a few hundred bytes each at most MaxCopyDepth deep, rather
+// than reopen by name those beyond copyWindow, so that a chain of depth d
+// costs d opens on each side instead of about d*d/(2*copyWindow).
+type DescriptorFree interface {
+	HoldsNoDescriptor()
 }
 
 // Owner is the user and group what a copy makes is given; -1 leaves
@@ -108,14 +122,19 @@ var ErrTooLarge = errors.New("the source holds more data than the new volume's s
 // A tenant wrote the source, so the walk is bounded whatever its shape:
 // it is iterative, holds one page of names (RemoveBatch) at a time and,
 // per level, a name and a listing position (ReadPage resumes a directory
-// where the walk left it), refuses a tree deeper than MaxCopyDepth, holds
-// open the tops and the copyWindow deepest directories on each side, one
+// where the walk left it, or lists it again from its start, at most
+// maxRelists times, when the position expired), refuses a tree deeper than MaxCopyDepth, holds
+// open the tops and the copyWindow deepest directories on each side (all
+// of them for a DescriptorFree src), one
 // file to read and one to write, and copies through one buffer of
 // copyChunk bytes. A climb past the open window reopens the directories
 // by name from the top, never through "..". The caller keeps src and dst
 // open and closes them.
 func CopyTree[D CopyDir[D]](ctx context.Context, src, dst D, limit int64, owner Owner) (Copied, error) {
-	c := &treeCopy[D]{limit: limit, owner: owner, buf: make([]byte, copyChunk)}
+	c := &treeCopy[D]{limit: limit, owner: owner, buf: make([]byte, copyChunk), window: copyWindow}
+	if _, ok := any(src).(DescriptorFree); ok {
+		c.window = MaxCopyDepth + 1
+	}
 	c.levels = []copyLevel[D]{{src: src, dst: dst, open: true}}
 	defer c.closeAll()
 	for len(c.levels) > 0 {
@@ -133,8 +152,10 @@ func CopyTree[D CopyDir[D]](ctx context.Context, src, dst D, limit int64, owner 
 // the tops), where its listing resumes, the mode its copy gets once
 // filled, and its two sides while open.
 type copyLevel[D any] struct {
-	name     string
-	next     ListPos
+	name string
+	next ListPos
+	// relists counts the listings started again after next expired.
+	relists  int
 	mode     fs.FileMode
 	src, dst D
 	open     bool
@@ -142,7 +163,9 @@ type copyLevel[D any] struct {
 
 // treeCopy is the state of one CopyTree.
 type treeCopy[D CopyDir[D]] struct {
-	limit  int64
+	limit int64
+	// window is how many of the deepest directories stay open.
+	window int
 	owner  Owner
 	buf    []byte
 	levels []copyLevel[D]
@@ -164,6 +187,13 @@ func (c *treeCopy[D]) step(ctx context.Context) error {
 		return err
 	}
 	entries, err := cur.src.ReadPage(ctx, cur.next, RemoveBatch)
+	if errors.Is(err, ErrListPosExpired) && cur.next != (ListPos{}) && cur.relists < maxRelists {
+		// What was listed before is copied, and is skipped when listed
+		// again.
+		cur.next = ListPos{}
+		cur.relists++
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("cannot list a directory of the source: %w", err)
 	}
@@ -338,7 +368,7 @@ func (c *treeCopy[D]) link(ctx context.Context, level *copyLevel[D], name string
 // window.
 func (c *treeCopy[D]) push(child copyLevel[D]) error {
 	c.levels = append(c.levels, child)
-	if leaving := len(c.levels) - 1 - copyWindow; leaving > 0 {
+	if leaving := len(c.levels) - 1 - c.window; leaving > 0 {
 		return c.close(leaving)
 	}
 	return nil
@@ -389,7 +419,7 @@ func (c *treeCopy[D]) reopen(ctx context.Context, depth int) (*copyLevel[D], err
 			return nil, errors.Join(fmt.Errorf("cannot open the copy of %q again: %w", c.levels[i].name, err), src.Close())
 		}
 		c.levels[i].src, c.levels[i].dst, c.levels[i].open = src, dst, true
-		if leaving := i - copyWindow; leaving > 0 && c.levels[leaving].open {
+		if leaving := i - c.window; leaving > 0 && c.levels[leaving].open {
 			if err := c.close(leaving); err != nil {
 				return nil, err
 			}

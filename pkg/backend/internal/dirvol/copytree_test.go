@@ -659,3 +659,145 @@ func TestCopyTreeOwner(t *testing.T) {
 		t.Errorf("owners and modes of the copy (-want +got):\n%s", diff)
 	}
 }
+
+// countingDir counts the directories opened below it, and holds no
+// descriptor when free says so.
+type countingDir struct {
+	dirvol.Dir
+	opens *int
+}
+
+func (d countingDir) OpenDir(ctx context.Context, name string) (countingDir, error) {
+	*d.opens++
+	sub, err := d.Dir.OpenDir(ctx, name)
+	return countingDir{Dir: sub, opens: d.opens}, err
+}
+
+// freeDir is a countingDir that says it holds no descriptor.
+type freeDir struct {
+	countingDir
+}
+
+func (d freeDir) OpenDir(ctx context.Context, name string) (freeDir, error) {
+	sub, err := d.countingDir.OpenDir(ctx, name)
+	return freeDir{sub}, err
+}
+
+func (freeDir) HoldsNoDescriptor() {}
+
+// TestCopyTreeOfAChainOpens: a chain is opened once per level on each
+// side when the directories hold no descriptor, and reopened by name past
+// the window of open directories otherwise.
+func TestCopyTreeOfAChainOpens(t *testing.T) {
+	const depth = 50
+	root := t.TempDir()
+	src, dst := filepath.Join(root, "src"), filepath.Join(root, "dst")
+	mkdirMode(t, src, 0o755)
+	makeChain(t, src, "d", depth)
+	mkdirMode(t, dst, 0o755)
+	open := func(name string) dirvol.Dir {
+		t.Helper()
+		d, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	var descriptorOpens, freeOpens int
+	if _, err := dirvol.CopyTree(t.Context(), countingDir{open("src"), &descriptorOpens}, countingDir{open("dst"), &descriptorOpens}, 1<<20, dirvol.NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	mkdirMode(t, dst, 0o755)
+	if _, err := dirvol.CopyTree(t.Context(), freeDir{countingDir{open("src"), &freeOpens}}, freeDir{countingDir{open("dst"), &freeOpens}}, 1<<20, dirvol.NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	if freeOpens != 2*depth {
+		t.Errorf("directories holding no descriptor: %d opens for a chain of %d, want %d", freeOpens, depth, 2*depth)
+	}
+	if descriptorOpens <= 2*depth {
+		t.Errorf("directories holding descriptors: %d opens for a chain of %d, want the reopens past the window too", descriptorOpens, depth)
+	}
+}
+
+// expiringDir is a source directory whose listings resumed from a
+// position fail as expired while expirations lasts.
+type expiringDir struct {
+	dirvol.Dir
+	expirations *int
+}
+
+func (d expiringDir) OpenDir(ctx context.Context, name string) (dirvol.Dir, error) {
+	sub, err := d.Dir.OpenDir(ctx, name)
+	return expiringDir{Dir: sub, expirations: d.expirations}, err
+}
+
+func (d expiringDir) ReadPage(ctx context.Context, from dirvol.ListPos, limit int) ([]dirvol.ListEntry, error) {
+	if from != (dirvol.ListPos{}) && *d.expirations > 0 {
+		*d.expirations--
+		return nil, fmt.Errorf("a changed directory: %w", dirvol.ErrListPosExpired)
+	}
+	return d.Dir.ReadPage(ctx, from, limit)
+}
+
+// TestCopyTreeListingExpired: a directory whose listing position expired
+// is listed again from its start, what was copied skipped; one whose
+// position keeps expiring fails the copy.
+func TestCopyTreeListingExpired(t *testing.T) {
+	tests := map[string]struct {
+		expirations int
+		wantErr     error
+	}{
+		"expired once":     {expirations: 1},
+		"expired for ever": {expirations: 1000, wantErr: dirvol.ErrListPosExpired},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			src, dst := filepath.Join(root, "src"), filepath.Join(root, "dst")
+			mkdirMode(t, src, 0o755)
+			mkdirMode(t, dst, 0o755)
+			// Each directory met resumes its parent's listing after it.
+			for _, dir := range []string{"a", "b", "c"} {
+				mkdirMode(t, filepath.Join(src, dir), 0o755)
+				writeFile(t, filepath.Join(src, dir, "file"), 10, 0o644)
+			}
+			writeFile(t, filepath.Join(src, "file"), 20, 0o644)
+			base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer base.Close()
+			from, err := base.OpenDir(t.Context(), "src")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer from.Close()
+			into, err := base.OpenDir(t.Context(), "dst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer into.Close()
+			expirations := tc.expirations
+			copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), expiringDir{Dir: from, expirations: &expirations}, into, 1<<20, dirvol.NoOwner)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("CopyTree: %v, want an error wrapping %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("CopyTree: %v", err)
+			}
+			if diff := cmp.Diff(describeTree(t, src), describeTree(t, dst)); diff != "" {
+				t.Errorf("the copy (-source +copy):\n%s", diff)
+			}
+			if diff := cmp.Diff(dirvol.Copied{Dirs: 3, Files: 4, Bytes: 50}, copied); diff != "" {
+				t.Errorf("what was copied (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

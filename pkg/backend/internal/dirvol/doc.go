@@ -74,7 +74,10 @@ limitations under the License.
 // is made outside the lock into a hidden directory beside the volume's,
 // renamed into place once complete, so a crash leaves a record and a half
 // copy that the delete of the recorded volume removes, never half a
-// volume; DropClone removes what a failed or abandoned clone made.
+// volume; DropClone removes what a failed or abandoned clone made. The copy
+// goes through Dir.CopyTo, so that a Filesystem walks by its cheapest
+// directories (file handles over NFS), and Cloner runs the copies of a
+// backend's clones in the background (cloner.go), as hostpath and nfs do.
 // With Config.Adopt, Create adopts an existing unmarked directory instead of
 // refusing it when one released, retained PersistentVolume of the same
 // claim namespace and name names exactly it (adopt.go): it writes the owner

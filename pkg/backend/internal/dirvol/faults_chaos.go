@@ -309,6 +309,11 @@ func (d *faultDir) Move(ctx context.Context, oldName string, to Dir, newName str
 	return d.run("Move", oldName, path.Join(into, newName), func() error { return d.inner.Move(ctx, oldName, target, newName) })
 }
 
+// CopyTo copies over faultDirs, so that each step of the copy may fail.
+func (d *faultDir) CopyTo(ctx context.Context, into Dir, limit int64, owner Owner) (Copied, error) {
+	return CopyTree[Dir](ctx, d, into, limit, owner)
+}
+
 func (d *faultDir) Remove(ctx context.Context, name string) error {
 	return d.run("Remove", name, "", func() error { return d.inner.Remove(ctx, name) })
 }

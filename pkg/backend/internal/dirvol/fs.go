@@ -18,6 +18,7 @@ package dirvol
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"math"
 
@@ -81,7 +82,10 @@ type Dir interface {
 	// from which a later call resumes, on this Dir or another opened on
 	// the same directory. None means the end. Its memory is bounded
 	// however many names the directory holds, and it keeps no state
-	// between calls.
+	// between calls. A position the file system no longer honours (an
+	// NFS cookie of a directory that changed since) fails with an error
+	// wrapping ErrListPosExpired: the listing starts again from the zero
+	// ListPos.
 	ReadPage(ctx context.Context, from ListPos, limit int) ([]ListEntry, error)
 	// OpenRead opens the regular file name for reading, and fails on
 	// anything else, a symlink included.
@@ -91,6 +95,12 @@ type Dir interface {
 	Readlink(ctx context.Context, name string) (string, error)
 	// Symlink makes the symlink name pointing to target, verbatim.
 	Symlink(ctx context.Context, target, name string) error
+	// CopyTo copies everything in this directory into into, an empty Dir
+	// of the same Filesystem, as CopyTree does, through the cheapest
+	// directories the Filesystem has (by file handles over NFS): it holds
+	// what CopyTree holds, whatever the tree's shape. Another Filesystem's
+	// Dir may be refused.
+	CopyTo(ctx context.Context, into Dir, limit int64, owner Owner) (Copied, error)
 	// Rename renames oldName to newName in this directory. Like rename(2)
 	// it replaces an existing file or empty directory newName.
 	Rename(ctx context.Context, oldName, newName string) error
@@ -157,6 +167,10 @@ type ListPos struct {
 	Cookie   uint64
 	Verifier [8]byte
 }
+
+// ErrListPosExpired is wrapped by the error of a Dir.ReadPage from a
+// position the file system no longer honours.
+var ErrListPosExpired = errors.New("the listing's position is no longer honoured: the directory changed")
 
 // ListEntry is a name Dir.ReadPage listed, and the position after it.
 type ListEntry struct {

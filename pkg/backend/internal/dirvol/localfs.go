@@ -361,6 +361,11 @@ func (d *localDir) Remove(_ context.Context, name string) error {
 	return d.root.Remove(name)
 }
 
+// CopyTo copies with CopyTree over localDirs, whose descriptors it bounds.
+func (d *localDir) CopyTo(ctx context.Context, into Dir, limit int64, owner Owner) (Copied, error) {
+	return CopyTree[Dir](ctx, d, into, limit, owner)
+}
+
 // RemoveAll walks with RemoveTree: os.Root.RemoveAll holds a descriptor
 // per level of the tree, so a deep one runs out of them.
 func (d *localDir) RemoveAll(ctx context.Context, name string) error {

@@ -272,24 +272,49 @@ func (c *Client) Chmod(ctx context.Context, name string, perm fs.FileMode) error
 // one as it is, as with os.Chown. Under root_squash the server runs the call
 // as nobody and refuses it: the error wraps fs.ErrPermission.
 func (c *Client) Chown(ctx context.Context, name string, uid, gid int) error {
-	if uid > math.MaxUint32 || gid > math.MaxUint32 {
-		return fmt.Errorf("cannot chown %q to %d:%d: %w", name, uid, gid, fs.ErrInvalid)
-	}
-	attrs := nfs.Sattr3{
-		UID: nfs.SetUID{SetIt: uid >= 0, UID: uint32(max(uid, 0))},
-		GID: nfs.SetUID{SetIt: gid >= 0, UID: uint32(max(gid, 0))},
+	attrs, err := ownerAttrs(name, uid, gid)
+	if err != nil {
+		return err
 	}
 	return c.do(ctx, func(ctx context.Context) error {
 		f, err := c.walk(ctx, name)
 		if err != nil {
 			return err
 		}
-		err = c.setattr(ctx, f.fh, name, attrs)
-		if errors.Is(err, fs.ErrPermission) {
-			return fmt.Errorf("cannot chown %q to %d:%d (an export with root_squash refuses it): %w", name, uid, gid, err)
-		}
-		return err
+		return c.setOwner(ctx, f.fh, name, uid, gid, attrs)
 	})
+}
+
+// SetOwner sets the owner of the file, directory or link by its handle, as
+// Chown does by a path.
+func (c *Client) SetOwner(ctx context.Context, file Handle, uid, gid int) error {
+	const name = "a file by handle"
+	attrs, err := ownerAttrs(name, uid, gid)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, func(ctx context.Context) error {
+		return c.setOwner(ctx, file.fh, name, uid, gid, attrs)
+	})
+}
+
+// ownerAttrs is the SETATTR of uid and gid; a negative one is left out.
+func ownerAttrs(name string, uid, gid int) (nfs.Sattr3, error) {
+	if uid > math.MaxUint32 || gid > math.MaxUint32 {
+		return nfs.Sattr3{}, fmt.Errorf("cannot chown %q to %d:%d: %w", name, uid, gid, fs.ErrInvalid)
+	}
+	return nfs.Sattr3{
+		UID: nfs.SetUID{SetIt: uid >= 0, UID: uint32(max(uid, 0))},
+		GID: nfs.SetUID{SetIt: gid >= 0, UID: uint32(max(gid, 0))},
+	}, nil
+}
+
+func (c *Client) setOwner(ctx context.Context, fh []byte, name string, uid, gid int, attrs nfs.Sattr3) error {
+	err := c.setattr(ctx, fh, name, attrs)
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("cannot chown %q to %d:%d (an export with root_squash refuses it): %w", name, uid, gid, err)
+	}
+	return err
 }
 
 // FSStat is the space of the export's file system, in bytes.

@@ -123,7 +123,8 @@ limitations under the License.
 // descriptor does, whatever is renamed meanwhile. A copy of a tree reads
 // and writes by handles too:
 //
-//	ReadDirPage(dir, cursor, limit) ──▶ names, next cursor, done: a
+//	ReadDirPage(dir, cursor, limit) ──▶ names each with the cursor
+//	    after it, next cursor, done: a
 //	    listing resumed page by page (READDIR with its cookie and
 //	    verifier); ErrCursorExpired when the server no longer honours
 //	    the cursor, and the caller lists the directory again

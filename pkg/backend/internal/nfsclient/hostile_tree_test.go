@@ -183,14 +183,16 @@ func TestReadDirPageOfAHostilePage(t *testing.T) {
 	var cursor DirCursor
 	cost := measureHeap(func() {
 		for range 3 {
-			var page []string
+			var page []DirEntry
 			if page, cursor, _, err = c.ReadDirPage(t.Context(), dir, cursor, limit); err != nil {
 				t.Fatal(err)
 			}
-			if len(page) != limit {
-				t.Fatalf("%d names, want %d", len(page), limit)
+			if len(page) != limit || page[limit-1].Next != cursor {
+				t.Fatalf("%d names, the last going on at %v, want %d going on at %v", len(page), page[len(page)-1].Next, limit, cursor)
 			}
-			names = append(names, page...)
+			for _, e := range page {
+				names = append(names, e.Name)
+			}
 		}
 	})
 	if cost.allocated > callHeapBound {

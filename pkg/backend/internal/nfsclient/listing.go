@@ -24,12 +24,21 @@ import (
 	"github.com/willscott/go-nfs-client/nfs"
 )
 
-// DirCursor is where a listing by ReadDirPage goes on: the cookie of the
-// last entry returned and the server's cookie verifier. The zero DirCursor
-// is the start of a listing.
+// DirCursor is where a listing by ReadDirPage goes on: the cookie of an
+// entry and the server's cookie verifier. The zero DirCursor is the start
+// of a listing. Only the server knows what a cookie means: one made up, or
+// kept too long, is answered with ErrCursorExpired or a listing that
+// starts elsewhere.
 type DirCursor struct {
-	cookie   uint64
-	verifier [nfs.NFS3_COOKIEVERFSIZE]byte
+	Cookie   uint64
+	Verifier [nfs.NFS3_COOKIEVERFSIZE]byte
+}
+
+// DirEntry is a name ReadDirPage listed, and the cursor that goes on
+// after it.
+type DirEntry struct {
+	Name string
+	Next DirCursor
 }
 
 // maxNamelessPages bounds the READDIR replies one ReadDirPage reads that
@@ -37,14 +46,15 @@ type DirCursor struct {
 const maxNamelessPages = 4
 
 // ReadDirPage lists at most limit names of the directory dir from cursor
-// on, "." and ".." left out, each name one path element, and returns the
-// cursor to go on from and whether the listing is done. It returns fewer
+// on, "." and ".." left out, each name one path element with the cursor
+// after it, and returns the cursor to go on from after the page and
+// whether the listing is done. It returns fewer
 // names than limit when the server's page held fewer, and keeps at most
 // limit names and one reply whatever the server sends, so a directory of
 // any size is listed in bounded memory, a page per call. A cursor the
 // server no longer honours (the directory changed) fails with an error
 // wrapping ErrCursorExpired: list again from the zero DirCursor.
-func (c *Client) ReadDirPage(ctx context.Context, dir Handle, cursor DirCursor, limit int) ([]string, DirCursor, bool, error) {
+func (c *Client) ReadDirPage(ctx context.Context, dir Handle, cursor DirCursor, limit int) ([]DirEntry, DirCursor, bool, error) {
 	if limit < 1 {
 		return nil, cursor, false, fmt.Errorf("cannot list %d names: %w", limit, fs.ErrInvalid)
 	}
@@ -57,14 +67,18 @@ func (c *Client) ReadDirPage(ctx context.Context, dir Handle, cursor DirCursor, 
 	if err != nil {
 		return nil, cursor, false, err
 	}
-	return page.names, DirCursor{cookie: page.last, verifier: page.verifier}, page.eof, nil
+	entries := make([]DirEntry, len(page.names))
+	for i, name := range page.names {
+		entries[i] = DirEntry{Name: name, Next: DirCursor{Cookie: page.cookies[i], Verifier: page.verifier}}
+	}
+	return entries, DirCursor{Cookie: page.last, Verifier: page.verifier}, page.eof, nil
 }
 
 // readDirPage reads READDIR replies from cursor until one holds a name or
 // ends the listing, each required to move the listing on.
 func (c *Client) readDirPage(ctx context.Context, fh []byte, cursor DirCursor, limit int) (dirPage, error) {
 	for range maxNamelessPages {
-		d, err := c.call(ctx, procReadDir, "READDIR", "a directory by handle", fh, cursor.cookie, cursor.verifier, uint32(readDirBytes))
+		d, err := c.call(ctx, procReadDir, "READDIR", "a directory by handle", fh, cursor.Cookie, cursor.Verifier, uint32(readDirBytes))
 		if err != nil {
 			return dirPage{}, err
 		}
@@ -74,15 +88,15 @@ func (c *Client) readDirPage(ctx context.Context, fh []byte, cursor DirCursor, l
 			return dirPage{}, err
 		case page.eof:
 			if page.entries == 0 {
-				page.last = cursor.cookie
+				page.last = cursor.Cookie
 			}
 			return page, nil
-		case page.entries == 0 || page.last == cursor.cookie:
-			return dirPage{}, fmt.Errorf("cannot list a directory by handle: the server's READDIR does not move on from cookie %d", cursor.cookie)
+		case page.entries == 0 || page.last == cursor.Cookie:
+			return dirPage{}, fmt.Errorf("cannot list a directory by handle: the server's READDIR does not move on from cookie %d", cursor.Cookie)
 		case len(page.names) > 0:
 			return page, nil
 		}
-		cursor = DirCursor{cookie: page.last, verifier: page.verifier}
+		cursor = DirCursor{Cookie: page.last, Verifier: page.verifier}
 	}
 	return dirPage{}, fmt.Errorf("cannot list a directory by handle: %d READDIR replies in a row hold no name", maxNamelessPages)
 }

@@ -227,6 +227,9 @@ func fsinfoReply(d *decoder) (transferSizes, error) {
 // dirPage is one READDIR reply, or as much of it as was taken.
 type dirPage struct {
 	names []string
+	// cookies holds the cookie of each name: where a listing goes on
+	// after it.
+	cookies []uint64
 	// entries counts the entries taken, "." and ".." included.
 	entries int
 	// last is the cookie of the last entry taken: where the listing
@@ -259,6 +262,7 @@ func readDirReply(d *decoder, limit int) (dirPage, error) {
 				return dirPage{}, fmt.Errorf("malformed READDIR reply: %w", err)
 			}
 			page.names = append(page.names, n)
+			page.cookies = append(page.cookies, page.last)
 		}
 	}
 	if len(page.names) < limit {

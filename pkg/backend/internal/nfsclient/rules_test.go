@@ -158,28 +158,42 @@ func TestRootSquashRefusesChown(t *testing.T) {
 			e := serve(t, nfsserver.Options{RootSquash: tt.rootSquash})
 			c := e.dial(t, Options{})
 			ctx := context.Background()
-			if err := c.Mkdir(ctx, "vol", 0o755); err != nil {
-				t.Fatal(err)
+			chowns := map[string]func(name string, uid, gid int) error{
+				"by-path": func(name string, uid, gid int) error { return c.Chown(ctx, name, uid, gid) },
+				"by-handle": func(name string, uid, gid int) error {
+					h, err := c.Open(ctx, name)
+					if err != nil {
+						return err
+					}
+					return c.SetOwner(ctx, h, uid, gid)
+				},
+			}
+			for way := range chowns {
+				if err := c.Mkdir(ctx, way, 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if !tt.rootSquash && os.Geteuid() != 0 {
 				t.Skip("only a server running as root may give a file away")
 			}
 			uid, gid := 1234, 5678
-			err := c.Chown(ctx, "vol", uid, gid)
-			switch {
-			case tt.want == nil && err != nil:
-				t.Fatalf("Chown: %v", err)
-			case tt.want != nil && !errors.Is(err, tt.want):
-				t.Fatalf("Chown: %v, want an error wrapping %v", err, tt.want)
-			case tt.want != nil && !strings.Contains(err.Error(), "root_squash"):
-				t.Errorf("Chown: %q does not name root_squash", err)
-			}
-			attr, err := c.Lstat(ctx, "vol")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.want == nil && (int(attr.UID) != uid || int(attr.GID) != gid) {
-				t.Errorf("owner %d:%d, want %d:%d", attr.UID, attr.GID, uid, gid)
+			for way, chown := range chowns {
+				err := chown(way, uid, gid)
+				switch {
+				case tt.want == nil && err != nil:
+					t.Fatalf("%s: %v", way, err)
+				case tt.want != nil && !errors.Is(err, tt.want):
+					t.Fatalf("%s: %v, want an error wrapping %v", way, err, tt.want)
+				case tt.want != nil && !strings.Contains(err.Error(), "root_squash"):
+					t.Errorf("%s: %q does not name root_squash", way, err)
+				}
+				attr, err := c.Lstat(ctx, way)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.want == nil && (int(attr.UID) != uid || int(attr.GID) != gid) {
+					t.Errorf("%s: owner %d:%d, want %d:%d", way, attr.UID, attr.GID, uid, gid)
+				}
 			}
 		})
 	}

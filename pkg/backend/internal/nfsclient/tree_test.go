@@ -352,16 +352,18 @@ func TestReadDirPage(t *testing.T) {
 		if pages > files {
 			t.Fatal("the listing does not end")
 		}
-		var names []string
+		var entries []DirEntry
 		var err error
-		names, cursor, done, err = c.ReadDirPage(t.Context(), root, cursor, limit)
+		entries, cursor, done, err = c.ReadDirPage(t.Context(), root, cursor, limit)
 		if err != nil {
 			t.Fatalf("page %d: %v", pages, err)
 		}
-		if len(names) > limit || (len(names) == 0 && !done) {
-			t.Fatalf("page %d: %d names for a limit of %d", pages, len(names), limit)
+		if len(entries) > limit || (len(entries) == 0 && !done) {
+			t.Fatalf("page %d: %d names for a limit of %d", pages, len(entries), limit)
 		}
-		got = append(got, names...)
+		for _, e := range entries {
+			got = append(got, e.Name)
+		}
 	}
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -369,6 +371,43 @@ func TestReadDirPage(t *testing.T) {
 	}
 	if pages < files/limit {
 		t.Errorf("%d pages, want at least %d", pages, files/limit)
+	}
+}
+
+// TestReadDirPageFromAnEntry: a listing resumed from the cursor of any
+// entry of a page goes on with the names after it, each once.
+func TestReadDirPageFromAnEntry(t *testing.T) {
+	e := serve(t, nfsserver.Options{})
+	c := e.dial(t, Options{})
+	const files = 30
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(e.dir, fmt.Sprintf("f%02d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := openRoot(t, c)
+	first, _, _, err := c.ReadDirPage(t.Context(), root, DirCursor{}, files)
+	if err != nil || len(first) != files {
+		t.Fatalf("first page: %d names, %v; want %d", len(first), err, files)
+	}
+	for _, at := range []int{0, 7, files - 2} {
+		var got []string
+		for cursor, done := first[at].Next, false; !done; {
+			var entries []DirEntry
+			if entries, cursor, done, err = c.ReadDirPage(t.Context(), root, cursor, 4); err != nil {
+				t.Fatalf("from entry %d: %v", at, err)
+			}
+			for _, e := range entries {
+				got = append(got, e.Name)
+			}
+		}
+		var want []string
+		for _, e := range first[at+1:] {
+			want = append(want, e.Name)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("listed from entry %d (-want +got):\n%s", at, diff)
+		}
 	}
 }
 
@@ -417,11 +456,11 @@ func TestReadDirPageCursorExpired(t *testing.T) {
 	}
 	count := 0
 	for cursor, done := (DirCursor{}), false; !done; {
-		var names []string
-		if names, cursor, done, err = c.ReadDirPage(ctx, big, cursor, 50); err != nil {
+		var entries []DirEntry
+		if entries, cursor, done, err = c.ReadDirPage(ctx, big, cursor, 50); err != nil {
 			t.Fatal(err)
 		}
-		count += len(names)
+		count += len(entries)
 	}
 	if count != 301 {
 		t.Errorf("listed again: %d names, want 301", count)

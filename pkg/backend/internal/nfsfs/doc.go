@@ -27,16 +27,22 @@ limitations under the License.
 // A Dir is the client and a path: it holds no file handle, and every call
 // walks the path again from the export's root with LOOKUP, which follows no
 // symlink, so a link planted on the export (or a directory swapped for one)
-// fails the call instead of sending it elsewhere. RemoveAll alone walks by
-// file handles (dirvol.RemoveTree over a treeDir): it opens the directory
-// to remove by its path once, then every step is one or two procedures on a
-// handle and one name, so a tree of any depth costs a bounded number of
-// calls per entry, and a rename elsewhere cannot redirect it.
+// fails the call instead of sending it elsewhere. RemoveAll and CopyTo walk
+// by file handles (dirvol.RemoveTree and dirvol.CopyTree over a treeDir):
+// each opens its directories by their paths once, then every step is one
+// or two procedures on a handle and one name, so a tree of any depth costs
+// a bounded number of calls per entry, and a rename elsewhere cannot
+// redirect it. ReadPage, OpenRead, Readlink and Symlink of a Dir walk its
+// path once, then act by handle too.
 //
-// Durability: NFSv3 directory procedures (CREATE, MKDIR, RENAME, REMOVE,
-// RMDIR) commit to stable storage before the server answers (RFC 1813) and
-// nfsclient writes with FILE_SYNC, so Dir.Sync and File.Sync have nothing
-// left to do. An export with knfsd's "async" option breaks that promise on
+// Durability: NFSv3 directory procedures (CREATE, MKDIR, SYMLINK, RENAME,
+// REMOVE, RMDIR) commit to stable storage before the server answers (RFC
+// 1813) and nfsclient writes the store's files with FILE_SYNC, so Dir.Sync
+// and File.Sync have nothing left to do. A copy writes its files UNSTABLE,
+// faster, and commits each (COMMIT) before it is closed or its mode or
+// owner changes: a write verifier that changed meanwhile, a server that
+// restarted and may have lost the data, fails the copy with
+// nfsclient.ErrWriteVerifierChanged. An export with knfsd's "async" option breaks that promise on
 // the server's side, as it does for every client.
 //
 // Creates: Dir.CreateFile hands the file's data to nfsclient.CreateFile,

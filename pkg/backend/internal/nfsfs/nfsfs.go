@@ -159,30 +159,69 @@ func (d *dir) ReadSomeNames(ctx context.Context, limit int) ([]string, error) {
 	return d.client.ReadNamesIn(ctx, h, limit)
 }
 
-// errNoCopy is what the methods a copy needs, and the NFS client does
-// not offer yet, return: cloning a volume on NFS is not supported.
-var errNoCopy = fmt.Errorf("copying over NFS is not implemented yet: %w", errors.ErrUnsupported)
-
-// ReadPage needs a listing that resumes from a cookie, which the client
-// does not offer: ReadNamesIn lists from the start.
-func (d *dir) ReadPage(context.Context, dirvol.ListPos, int) ([]dirvol.ListEntry, error) {
-	return nil, errNoCopy
+// tree opens the directory by its handle, walking its path once.
+func (d *dir) tree(ctx context.Context) (treeDir, error) {
+	h, err := d.client.Open(ctx, d.path)
+	if err != nil {
+		return treeDir{}, err
+	}
+	if !h.Attr().Mode.IsDir() {
+		return treeDir{}, fmt.Errorf("%q is not a directory (%s): %w", d.path, h.Attr().Mode.Type(), nfsclient.ErrNotDirectory)
+	}
+	return treeDir{client: d.client, handle: h}, nil
 }
 
-// OpenRead needs reads at an offset, which the client does not offer:
-// ReadHead reads from the start.
-func (d *dir) OpenRead(context.Context, string) (dirvol.Reader, error) {
-	return nil, errNoCopy
+func (d *dir) ReadPage(ctx context.Context, from dirvol.ListPos, limit int) ([]dirvol.ListEntry, error) {
+	t, err := d.tree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.ReadPage(ctx, from, limit)
 }
 
-// Readlink needs READLINK, which the client does not offer.
-func (d *dir) Readlink(context.Context, string) (string, error) {
-	return "", errNoCopy
+func (d *dir) OpenRead(ctx context.Context, name string) (dirvol.Reader, error) {
+	t, err := d.tree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.OpenRead(ctx, name)
 }
 
-// Symlink needs SYMLINK, which the client does not offer.
-func (d *dir) Symlink(context.Context, string, string) error {
-	return errNoCopy
+func (d *dir) Readlink(ctx context.Context, name string) (string, error) {
+	t, err := d.tree(ctx)
+	if err != nil {
+		return "", err
+	}
+	return t.Readlink(ctx, name)
+}
+
+func (d *dir) Symlink(ctx context.Context, target, name string) error {
+	t, err := d.tree(ctx)
+	if err != nil {
+		return err
+	}
+	return t.Symlink(ctx, target, name)
+}
+
+// CopyTo walks with dirvol.CopyTree by file handles, as RemoveAll does:
+// by paths, each call would walk its path again from the export's root.
+// Files are written UNSTABLE and committed before they are closed, so a
+// server that restarts during the copy fails it rather than leave a file
+// short.
+func (d *dir) CopyTo(ctx context.Context, into dirvol.Dir, limit int64, owner dirvol.Owner) (dirvol.Copied, error) {
+	target, ok := into.(*dir)
+	if !ok || target.client != d.client {
+		return dirvol.Copied{}, fmt.Errorf("cannot copy into a directory of another file system: %w", syscall.EXDEV)
+	}
+	src, err := d.tree(ctx)
+	if err != nil {
+		return dirvol.Copied{}, err
+	}
+	dst, err := target.tree(ctx)
+	if err != nil {
+		return dirvol.Copied{}, err
+	}
+	return dirvol.CopyTree(ctx, src, dst, limit, owner)
 }
 
 func (d *dir) Rename(ctx context.Context, oldName, newName string) error {
@@ -222,11 +261,11 @@ func (d *dir) RemoveAll(ctx context.Context, name string) error {
 	if err := dirvol.CheckName(name); err != nil {
 		return err
 	}
-	h, err := d.client.Open(ctx, d.path)
+	t, err := d.tree(ctx)
 	if err != nil {
 		return err
 	}
-	return dirvol.RemoveTree(ctx, treeDir{client: d.client, handle: h}, name)
+	return dirvol.RemoveTree(ctx, t, name)
 }
 
 func (d *dir) Chmod(ctx context.Context, perm fs.FileMode) error {

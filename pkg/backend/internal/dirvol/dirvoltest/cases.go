@@ -107,6 +107,7 @@ func checkNames(ctx context.Context, d dirvol.Dir) error {
 		_, lerr := d.Lstat(ctx, name)
 		_, cerr := d.CreateFile(ctx, name, nil, 0o600)
 		_, _, rerr := d.ReadFile(ctx, name, 10)
+		_, lnerr := d.Readlink(ctx, name)
 		for op, err := range map[string]error{
 			"OpenDir":     withDir(ctx, d, name, func(dirvol.Dir) error { return nil }),
 			"Lstat":       lerr,
@@ -120,6 +121,9 @@ func checkNames(ctx context.Context, d dirvol.Dir) error {
 			"Move to":     d.Move(ctx, "file", d, name),
 			"Remove":      d.Remove(ctx, name),
 			"RemoveAll":   d.RemoveAll(ctx, name),
+			"OpenRead":    openRead(ctx, d, name),
+			"Readlink":    lnerr,
+			"Symlink":     d.Symlink(ctx, "target", name),
 		} {
 			switch {
 			case err == nil:

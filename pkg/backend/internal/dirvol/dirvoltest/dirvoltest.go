@@ -76,7 +76,7 @@ func TestFilesystem(t *testing.T, serve Serve, lacking ...backendtest.Capability
 	t.Run("OpenBase", func(t *testing.T) { checkOpenBase(t, fsys, root, base, export) })
 	t.Run("Space", func(t *testing.T) { checkSpace(t, fsys, root, base, export) })
 	cases := map[string]contractCase{}
-	for _, group := range []map[string]contractCase{lookupCases(), someNamesCases(), fileCases(), dirCases(), ownerCases(), renameCases(), removeCases()} {
+	for _, group := range []map[string]contractCase{lookupCases(), someNamesCases(), fileCases(), dirCases(), ownerCases(), renameCases(), removeCases(), copyReadCases(), copyWriteCases()} {
 		for name, tc := range group {
 			cases[name] = tc
 		}

@@ -1,0 +1,302 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
+	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// cloneFixture is a provisioner with a source volume holding data, and
+// the options of a claim to clone it.
+type cloneFixture struct {
+	p      *Provisioner
+	cfg    Config
+	export string
+	source *corev1.PersistentVolume
+	opts   provisioning.ProvisionOptions
+	events []string
+}
+
+func newCloneFixture(t *testing.T, r reach) *cloneFixture {
+	t.Helper()
+	f := &cloneFixture{cfg: Config{Path: "/export"}}
+	f.export = r(t, &f.cfg)
+	var err error
+	if f.p, err = New(f.cfg, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.p.Close)
+	sourceClaim := backendtest.Claim("team", "source", "1Gi")
+	f.source, _, err = f.p.Provision(t.Context(), backendtest.Options(sourceClaim, backendtest.Class(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.Saved(t.Context(), f.source, f.source); err != nil {
+		t.Fatal(err)
+	}
+	dir := f.hostDir(t, f.source)
+	backendtest.WriteFile(t, filepath.Join(dir, "data"), "the source's data")
+	backendtest.WriteFile(t, filepath.Join(dir, "sub", "deeper", "more"), strings.Repeat("more data ", 20_000))
+	backendtest.Symlink(t, "sub/deeper/more", filepath.Join(dir, "link"))
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.opts = backendtest.Options(backendtest.Claim("team", "copy", "1Gi"), backendtest.Class(nil))
+	f.opts.CloneSource = &provisioning.CloneSource{Claim: sourceClaim, Volume: f.source}
+	f.opts.DataSource = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: sourceClaim.Name, Namespace: &sourceClaim.Namespace}
+	f.opts.Eventf = func(eventType, reason, format string, args ...any) {
+		f.events = append(f.events, eventType+" "+reason+" "+fmt.Sprintf(format, args...))
+	}
+	return f
+}
+
+// hostDir is the host folder of the subdirectory pv names.
+func (f *cloneFixture) hostDir(t *testing.T, pv *corev1.PersistentVolume) string {
+	t.Helper()
+	rel, err := filepath.Rel(f.cfg.Path, pv.Spec.NFS.Path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		t.Fatalf("volume %s is not on the export: %q", pv.Name, pv.Spec.NFS.Path)
+	}
+	return filepath.Join(f.export, rel)
+}
+
+// provisionUntilDone calls Provision until it is no longer in the
+// background, as the controller's retries do.
+func (f *cloneFixture) provisionUntilDone(t *testing.T) (*corev1.PersistentVolume, error) {
+	t.Helper()
+	for {
+		pv, state, err := f.p.Provision(t.Context(), f.opts)
+		if state != provisioning.ProvisioningInBackground {
+			if state != provisioning.ProvisioningFinished {
+				t.Fatalf("Provision: state %s, want Finished", state)
+			}
+			return pv, err
+		}
+		if err == nil || !strings.Contains(err.Error(), "copying the source volume") {
+			t.Fatalf("Provision in the background: %v, want it to say it copies", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// snapshot is the tree below dir, by paths relative to it.
+func snapshot(t *testing.T, dir string) map[string]backendtest.Entry {
+	t.Helper()
+	rel := map[string]backendtest.Entry{}
+	for p, e := range backendtest.Snapshot(t, dir, "") {
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != "." {
+			rel[r] = e
+		}
+	}
+	return rel
+}
+
+// TestCloneProvision: a clone is copied in the background, a link as a
+// link and its FIFO skipped with an Event, into a subdirectory of the
+// export, and its PersistentVolume given once done.
+func TestCloneProvision(t *testing.T) {
+	for name, r := range reaches {
+		t.Run(name, func(t *testing.T) {
+			f := newCloneFixture(t, r)
+			if !f.p.SupportsDataSource(t.Context(), schema.GroupKind{Kind: "PersistentVolumeClaim"}) {
+				t.Error("SupportsDataSource refuses claims")
+			}
+			if f.p.SupportsDataSource(t.Context(), schema.GroupKind{Group: "snapshot.storage.k8s.io", Kind: "VolumeSnapshot"}) {
+				t.Error("SupportsDataSource accepts snapshots")
+			}
+			woken := make(chan struct{})
+			f.opts.Wake = func() { close(woken) }
+			if _, state, err := f.p.Provision(t.Context(), f.opts); state != provisioning.ProvisioningInBackground {
+				t.Fatalf("Provision = %s, %v; want InBackground", state, err)
+			}
+			// The copy's end wakes the claim, whose next Provision is done.
+			select {
+			case <-woken:
+			case <-t.Context().Done():
+				t.Fatal("the copy's end did not wake the claim")
+			}
+			pv, state, err := f.p.Provision(t.Context(), f.opts)
+			if err != nil || state != provisioning.ProvisioningFinished {
+				t.Fatalf("Provision once woken = %s, %v; want Finished", state, err)
+			}
+			if got, want := pv.Spec.NFS.Path, "/export/"+f.opts.PVName; got != want {
+				t.Errorf("the clone's path is %q, want %q", got, want)
+			}
+			want := snapshot(t, f.hostDir(t, f.source))
+			delete(want, "fifo")
+			if diff := cmp.Diff(want, snapshot(t, f.hostDir(t, pv))); diff != "" {
+				t.Errorf("the clone (-source +clone):\n%s", diff)
+			}
+			wantEvents := []string{"Warning SpecialFilesSkipped The clone of " + f.source.Name + " left out 1 special files (FIFOs, sockets, devices), such as fifo"}
+			if diff := cmp.Diff(wantEvents, f.events); diff != "" {
+				t.Errorf("Events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCloneRefused: a clone of a volume that is not this export's or this
+// store's, or that does not fit the request, fails and leaves nothing.
+func TestCloneRefused(t *testing.T) {
+	tests := map[string]struct {
+		change  func(t *testing.T, f *cloneFixture)
+		wantErr string
+		wantIs  error
+	}{
+		"a source on another server": {
+			change:  func(_ *testing.T, f *cloneFixture) { f.source.Spec.NFS.Server = "elsewhere.example.com" },
+			wantErr: "is on server",
+		},
+		"a source of another export": {
+			change:  func(_ *testing.T, f *cloneFixture) { f.source.Spec.NFS.Path = "/other/" + f.source.Name },
+			wantErr: "cannot clone volume",
+		},
+		"a source of another kind": {
+			change: func(_ *testing.T, f *cloneFixture) {
+				f.source.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/export/x"}}
+			},
+			wantErr: "not an nfs volume",
+		},
+		"a directory of the export that is no volume of the store": {
+			change: func(t *testing.T, f *cloneFixture) {
+				t.Helper()
+				backendtest.WriteFile(t, filepath.Join(f.export, "planted", "secret"), "not a volume")
+				f.source.Spec.NFS.Path = "/export/planted"
+			},
+			wantErr: "is not a volume of this store",
+		},
+		"another volume's directory": {
+			change:  func(_ *testing.T, f *cloneFixture) { f.source.Name = "pvc-another" },
+			wantErr: "is not the directory of volume pvc-another",
+		},
+		"a source the controller did not find": {
+			change:  func(_ *testing.T, f *cloneFixture) { f.opts.CloneSource = nil },
+			wantErr: "the claim to clone, source, was not found",
+		},
+		"a source bound to no volume": {
+			change:  func(_ *testing.T, f *cloneFixture) { f.opts.CloneSource.Volume = nil },
+			wantErr: "bound to no volume",
+		},
+		"a source larger than the request": {
+			change: func(_ *testing.T, f *cloneFixture) {
+				cloneSource, dataSource, eventf := f.opts.CloneSource, f.opts.DataSource, f.opts.Eventf
+				f.opts = backendtest.Options(backendtest.Claim("team", "copy", "1000"), backendtest.Class(nil))
+				f.opts.CloneSource, f.opts.DataSource, f.opts.Eventf = cloneSource, dataSource, eventf
+			},
+			wantIs: dirvol.ErrTooLarge,
+		},
+	}
+	for reachName, r := range reaches {
+		for name, tc := range tests {
+			t.Run(reachName+"/"+name, func(t *testing.T) {
+				f := newCloneFixture(t, r)
+				f.source = f.source.DeepCopy()
+				f.opts.CloneSource.Volume = f.source
+				tc.change(t, f)
+				before := backendtest.Tree(t, f.export)
+				_, err := f.provisionUntilDone(t)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || (tc.wantIs != nil && !errors.Is(err, tc.wantIs)) {
+					t.Fatalf("Provision: %v; want an error saying %q, wrapping %v", err, tc.wantErr, tc.wantIs)
+				}
+				if diff := cmp.Diff(before, backendtest.Tree(t, f.export)); diff != "" {
+					t.Errorf("left behind (-before +after):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestCloneAbandoned: a claim that abandons its clone stops the copy and
+// leaves nothing.
+func TestCloneAbandoned(t *testing.T) {
+	for name, r := range reaches {
+		t.Run(name, func(t *testing.T) {
+			f := newCloneFixture(t, r)
+			before := backendtest.Tree(t, f.export)
+			if _, state, err := f.p.Provision(t.Context(), f.opts); state != provisioning.ProvisioningInBackground {
+				t.Fatalf("Provision = %s, %v; want InBackground", state, err)
+			}
+			f.opts.Abandoned = true
+			pv, state, err := f.p.Provision(t.Context(), f.opts)
+			if pv != nil || state != provisioning.ProvisioningFinished || err != nil {
+				t.Fatalf("Provision abandoned = %v, %s, %v; want nothing, Finished", pv, state, err)
+			}
+			if diff := cmp.Diff(before, backendtest.Tree(t, f.export)); diff != "" {
+				t.Errorf("left behind (-before +after):\n%s", diff)
+			}
+			unsaved, err := f.p.Unsaved(t.Context())
+			if err != nil || len(unsaved) != 0 {
+				t.Errorf("Unsaved = %d volumes, %v; want none", len(unsaved), err)
+			}
+		})
+	}
+}
+
+// TestCloneStopped: a provisioner closed during a copy stops it; the
+// record it leaves is reclaimed by the next one, which leaves nothing.
+func TestCloneStopped(t *testing.T) {
+	for name, r := range reaches {
+		t.Run(name, func(t *testing.T) {
+			f := newCloneFixture(t, r)
+			before := backendtest.Tree(t, f.export)
+			if _, state, err := f.p.Provision(t.Context(), f.opts); state != provisioning.ProvisioningInBackground {
+				t.Fatalf("Provision = %s, %v; want InBackground", state, err)
+			}
+			f.p.Close()
+			next, err := New(f.cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Close()
+			unsaved, err := next.Unsaved(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range unsaved {
+				if err := next.Delete(context.Background(), u.Volume); err != nil {
+					t.Fatalf("Delete: %v", err)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(f.export, f.opts.PVName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the clone's directory is left after reclaim: %v", err)
+			}
+			if diff := cmp.Diff(before, backendtest.Tree(t, f.export)); diff != "" {
+				t.Errorf("left behind (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
