@@ -17,14 +17,11 @@ limitations under the License.
 package nfs
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -94,18 +91,14 @@ func (f *cloneFixture) hostDir(t *testing.T, pv *corev1.PersistentVolume) string
 // background, as the controller's retries do.
 func (f *cloneFixture) provisionUntilDone(t *testing.T) (*corev1.PersistentVolume, error) {
 	t.Helper()
-	for {
-		pv, state, err := f.p.Provision(t.Context(), f.opts)
-		if state != provisioning.ProvisioningInBackground {
-			if state != provisioning.ProvisioningFinished {
-				t.Fatalf("Provision: state %s, want Finished", state)
-			}
-			return pv, err
-		}
-		if err == nil || !strings.Contains(err.Error(), "copying the source volume") {
-			t.Fatalf("Provision in the background: %v, want it to say it copies", err)
-		}
-		time.Sleep(time.Millisecond)
+	return backendtest.ProvisionUntilDone(t, f.p, f.opts)
+}
+
+// shared is the fixture as backendtest's clone checks take it.
+func (f *cloneFixture) shared() backendtest.CloneFixture {
+	return backendtest.CloneFixture{
+		Backend: f.p, Root: f.export, Source: f.source, Options: f.opts,
+		Reopen: func(*testing.T) (backendtest.Cloning, error) { return New(f.cfg, Options{}) },
 	}
 }
 
@@ -244,25 +237,7 @@ func TestCloneRefused(t *testing.T) {
 // leaves nothing.
 func TestCloneAbandoned(t *testing.T) {
 	for name, r := range reaches {
-		t.Run(name, func(t *testing.T) {
-			f := newCloneFixture(t, r)
-			before := backendtest.Tree(t, f.export)
-			if _, state, err := f.p.Provision(t.Context(), f.opts); state != provisioning.ProvisioningInBackground {
-				t.Fatalf("Provision = %s, %v; want InBackground", state, err)
-			}
-			f.opts.Abandoned = true
-			pv, state, err := f.p.Provision(t.Context(), f.opts)
-			if pv != nil || state != provisioning.ProvisioningFinished || err != nil {
-				t.Fatalf("Provision abandoned = %v, %s, %v; want nothing, Finished", pv, state, err)
-			}
-			if diff := cmp.Diff(before, backendtest.Tree(t, f.export)); diff != "" {
-				t.Errorf("left behind (-before +after):\n%s", diff)
-			}
-			unsaved, err := f.p.Unsaved(t.Context())
-			if err != nil || len(unsaved) != 0 {
-				t.Errorf("Unsaved = %d volumes, %v; want none", len(unsaved), err)
-			}
-		})
+		t.Run(name, func(t *testing.T) { backendtest.CheckCloneAbandoned(t, newCloneFixture(t, r).shared()) })
 	}
 }
 
@@ -270,33 +245,6 @@ func TestCloneAbandoned(t *testing.T) {
 // record it leaves is reclaimed by the next one, which leaves nothing.
 func TestCloneStopped(t *testing.T) {
 	for name, r := range reaches {
-		t.Run(name, func(t *testing.T) {
-			f := newCloneFixture(t, r)
-			before := backendtest.Tree(t, f.export)
-			if _, state, err := f.p.Provision(t.Context(), f.opts); state != provisioning.ProvisioningInBackground {
-				t.Fatalf("Provision = %s, %v; want InBackground", state, err)
-			}
-			f.p.Close()
-			next, err := New(f.cfg, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer next.Close()
-			unsaved, err := next.Unsaved(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, u := range unsaved {
-				if err := next.Delete(context.Background(), u.Volume); err != nil {
-					t.Fatalf("Delete: %v", err)
-				}
-			}
-			if _, err := os.Lstat(filepath.Join(f.export, f.opts.PVName)); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("the clone's directory is left after reclaim: %v", err)
-			}
-			if diff := cmp.Diff(before, backendtest.Tree(t, f.export)); diff != "" {
-				t.Errorf("left behind (-before +after):\n%s", diff)
-			}
-		})
+		t.Run(name, func(t *testing.T) { backendtest.CheckCloneStopped(t, newCloneFixture(t, r).shared()) })
 	}
 }
