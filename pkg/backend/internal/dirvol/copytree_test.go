@@ -103,24 +103,30 @@ func mkdirMode(t *testing.T, p string, mode fs.FileMode) {
 	}
 }
 
+// openCopyDirs opens root and the directories src and dst below it, closed
+// when the test ends.
+func openCopyDirs(t *testing.T, root, src, dst string) (base, from, into dirvol.Dir) {
+	t.Helper()
+	base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { base.Close() })
+	if from, err = base.OpenDir(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { from.Close() })
+	if into, err = base.OpenDir(t.Context(), dst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { into.Close() })
+	return base, from, into
+}
+
 // copyBetween opens src and dst below root and copies src into dst.
 func copyBetween(ctx context.Context, t *testing.T, root, src, dst string, limit int64) (dirvol.Copied, error) {
 	t.Helper()
-	base, err := dirvol.LocalFS{}.OpenBase(ctx, root, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	from, err := base.OpenDir(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer from.Close()
-	into, err := base.OpenDir(ctx, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer into.Close()
+	_, from, into := openCopyDirs(t, root, src, dst)
 	return dirvol.CopyTree(ctx, from, into, limit, dirvol.NoOwner)
 }
 
@@ -358,21 +364,7 @@ func TestCopyTreeSourceChanging(t *testing.T) {
 	writeFile(t, filepath.Join(src, "kept", "file"), 10, 0o644)
 	writeFile(t, filepath.Join(src, "kept", "gone-too"), 10, 0o644)
 
-	base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	from, err := base.OpenDir(t.Context(), "src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer from.Close()
-	into, err := base.OpenDir(t.Context(), "dst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer into.Close()
+	_, from, into := openCopyDirs(t, root, "src", "dst")
 	copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), vanishingDir{Dir: from, host: src}, into, 1<<20, dirvol.NoOwner)
 	if err != nil {
 		t.Fatalf("CopyTree: %v", err)
@@ -440,11 +432,7 @@ func TestCopyTreeBounded(t *testing.T) {
 			mkdirMode(t, filepath.Join(root, "src"), 0o755)
 			mkdirMode(t, filepath.Join(root, "dst"), 0o755)
 			tc.build(t, filepath.Join(root, "src"))
-			base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer base.Close()
+			base, from, into := openCopyDirs(t, root, "src", "dst")
 			// Deeper than os.RemoveAll, which t.TempDir's cleanup uses, goes.
 			defer func() {
 				for _, d := range []string{"src", "dst"} {
@@ -453,16 +441,6 @@ func TestCopyTreeBounded(t *testing.T) {
 					}
 				}
 			}()
-			from, err := base.OpenDir(t.Context(), "src")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer from.Close()
-			into, err := base.OpenDir(t.Context(), "dst")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer into.Close()
 			var copyErr error
 			dirvoltest.CheckRemoval(t, func(ctx context.Context) error {
 				_, copyErr = dirvol.CopyTree(ctx, from, into, 1<<30, dirvol.NoOwner)
@@ -586,21 +564,7 @@ func TestCopyTreeListedTwice(t *testing.T) {
 	if err := os.Symlink("file", filepath.Join(src, "link")); err != nil {
 		t.Fatal(err)
 	}
-	base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	from, err := base.OpenDir(t.Context(), "src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer from.Close()
-	into, err := base.OpenDir(t.Context(), "dst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer into.Close()
+	_, from, into := openCopyDirs(t, root, "src", "dst")
 	copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), repeatingDir{Dir: from}, into, 1<<20, dirvol.NoOwner)
 	if err != nil {
 		t.Fatalf("CopyTree: %v", err)
@@ -628,21 +592,7 @@ func TestCopyTreeOwner(t *testing.T) {
 	if err := os.Symlink("dir", filepath.Join(src, "link")); err != nil {
 		t.Fatal(err)
 	}
-	base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	from, err := base.OpenDir(t.Context(), "src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer from.Close()
-	into, err := base.OpenDir(t.Context(), "dst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer into.Close()
+	_, from, into := openCopyDirs(t, root, "src", "dst")
 	if _, err := dirvol.CopyTree(t.Context(), from, into, 100, dirvol.Owner{UID: 1234, GID: 5678}); err != nil {
 		t.Fatalf("CopyTree: %v", err)
 	}
@@ -766,21 +716,7 @@ func TestCopyTreeListingExpired(t *testing.T) {
 				writeFile(t, filepath.Join(src, dir, "file"), 10, 0o644)
 			}
 			writeFile(t, filepath.Join(src, "file"), 20, 0o644)
-			base, err := dirvol.LocalFS{}.OpenBase(t.Context(), root, ".")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer base.Close()
-			from, err := base.OpenDir(t.Context(), "src")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer from.Close()
-			into, err := base.OpenDir(t.Context(), "dst")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer into.Close()
+			_, from, into := openCopyDirs(t, root, "src", "dst")
 			expirations := tc.expirations
 			copied, err := dirvol.CopyTree[dirvol.Dir](t.Context(), expiringDir{Dir: from, expirations: &expirations}, into, 1<<20, dirvol.NoOwner)
 			if tc.wantErr != nil {
