@@ -18,85 +18,44 @@ package hostpath
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/provfleet/provfleet/pkg/backend"
 	"github.com/provfleet/provfleet/pkg/backend/internal/backendtest"
 	"github.com/provfleet/provfleet/pkg/backend/internal/dirvol"
-	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // cloneFixture is a provisioner of node-a with a source volume holding
 // data, and the options of a claim to clone it.
 type cloneFixture struct {
-	p      *Provisioner
-	vols   string
-	source *corev1.PersistentVolume
-	opts   provisioning.ProvisionOptions
-	events []string
+	*backendtest.CloneFixture
+	p    *Provisioner
+	vols string
 }
 
 func newCloneFixture(t *testing.T) *cloneFixture {
 	t.Helper()
 	_, root := layout(t)
 	f := &cloneFixture{vols: filepath.Join(root, "vols")}
+	cfg := Config{Path: f.vols, HostPathRoot: root, NodeName: "node-a"}
 	var err error
-	f.p, err = New(Config{Path: f.vols, HostPathRoot: root, NodeName: "node-a"}, Options{})
-	if err != nil {
+	if f.p, err = New(cfg, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.p.Close)
-	sourceClaim := backendtest.Claim("team", "source", "1Gi")
-	f.source, _, err = f.p.Provision(t.Context(), backendtest.Options(sourceClaim, backendtest.Class(nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.source.Name = "pvc-" + string(sourceClaim.UID)
-	if err := f.p.Saved(t.Context(), f.source, f.source); err != nil {
-		t.Fatal(err)
-	}
-	dir := localPath(f.source)
-	backendtest.WriteFile(t, filepath.Join(dir, "data"), "the source's data")
-	backendtest.WriteFile(t, filepath.Join(dir, "sub", "more"), "more data")
-	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.opts = backendtest.Options(backendtest.Claim("team", "copy", "1Gi"), backendtest.Class(nil))
-	f.opts.CloneSource = &provisioning.CloneSource{Claim: sourceClaim, Volume: f.source}
-	f.opts.DataSource = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: sourceClaim.Name, Namespace: &sourceClaim.Namespace}
-	f.opts.Eventf = func(eventType, reason, format string, args ...any) {
-		f.events = append(f.events, eventType+" "+reason+" "+fmt.Sprintf(format, args...))
-	}
+	reopen := func(*testing.T) (backendtest.Cloning, error) { return New(cfg, Options{}) }
+	f.CloneFixture = backendtest.NewCloneFixture(t, f.p, f.vols, localPath, reopen)
 	return f
 }
 
-// provisionUntilDone calls Provision until it is no longer in the
-// background, as the controller's retries do.
-func (f *cloneFixture) provisionUntilDone(t *testing.T) (*corev1.PersistentVolume, error) {
-	t.Helper()
-	return backendtest.ProvisionUntilDone(t, f.p, f.opts)
-}
-
-// shared is the fixture as backendtest's clone checks take it.
-func (f *cloneFixture) shared() backendtest.CloneFixture {
-	return backendtest.CloneFixture{
-		Backend: f.p, Root: f.vols, Source: f.source, Options: f.opts,
-		Reopen: func(*testing.T) (backendtest.Cloning, error) {
-			return New(Config{Path: f.vols, HostPathRoot: filepath.Dir(f.vols), NodeName: "node-a"}, Options{})
-		},
-	}
-}
-
-// TestCloneProvision: a clone is copied in the background, its special
-// files skipped with an Event, and its PersistentVolume given once done.
+// TestCloneProvision: a clone is copied in the background, a link as a
+// link and its FIFO skipped with an Event, and its PersistentVolume given
+// once done.
 func TestCloneProvision(t *testing.T) {
 	f := newCloneFixture(t)
 	if !f.p.SupportsDataSource(t.Context(), schema.GroupKind{Kind: "PersistentVolumeClaim"}) {
@@ -105,18 +64,20 @@ func TestCloneProvision(t *testing.T) {
 	if f.p.SupportsDataSource(t.Context(), schema.GroupKind{Group: "snapshot.storage.k8s.io", Kind: "VolumeSnapshot"}) {
 		t.Error("SupportsDataSource accepts snapshots")
 	}
-	pv, err := f.provisionUntilDone(t)
+	pv, err := backendtest.ProvisionUntilDone(t, f.p, f.Options)
 	if err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
-	if got, want := localPath(pv), filepath.Join(f.vols, f.opts.PVName); got != want {
+	if got, want := localPath(pv), filepath.Join(f.vols, f.Options.PVName); got != want {
 		t.Errorf("the clone's path is %q, want %q", got, want)
 	}
-	if diff := cmp.Diff([]string{"data", "sub/", "sub/more"}, backendtest.Tree(t, localPath(pv))); diff != "" {
-		t.Errorf("the clone (-want +got):\n%s", diff)
+	want := backendtest.SnapshotBelow(t, localPath(f.Source))
+	delete(want, "fifo")
+	if diff := cmp.Diff(want, backendtest.SnapshotBelow(t, localPath(pv))); diff != "" {
+		t.Errorf("the clone (-source +clone):\n%s", diff)
 	}
-	want := []string{"Warning SpecialFilesSkipped The clone of " + f.source.Name + " left out 1 special files (FIFOs, sockets, devices), such as fifo"}
-	if diff := cmp.Diff(want, f.events); diff != "" {
+	wantEvents := []string{"Warning SpecialFilesSkipped The clone of " + f.Source.Name + " left out 1 special files (FIFOs, sockets, devices), such as fifo"}
+	if diff := cmp.Diff(wantEvents, f.Events); diff != "" {
 		t.Errorf("Events (-want +got):\n%s", diff)
 	}
 }
@@ -131,31 +92,31 @@ func TestCloneRefused(t *testing.T) {
 	}{
 		"a source of another node": {
 			change: func(f *cloneFixture) {
-				f.source.Annotations[backend.AnnNode] = "node-b"
+				f.Source.Annotations[backend.AnnNode] = "node-b"
 			},
 			wantIs: backend.ErrOtherNode,
 		},
 		"a source the controller did not find": {
 			change: func(f *cloneFixture) {
-				f.opts.CloneSource = nil
+				f.Options.CloneSource = nil
 			},
 			wantErr: "the claim to clone, source, was not found",
 		},
 		"a source bound to no volume": {
-			change:  func(f *cloneFixture) { f.opts.CloneSource.Volume = nil },
+			change:  func(f *cloneFixture) { f.Options.CloneSource.Volume = nil },
 			wantErr: "bound to no volume",
 		},
 		"a source path outside the provisioner's": {
 			change: func(f *cloneFixture) {
-				f.source.Spec.Local.Path = filepath.Join(filepath.Dir(f.vols), "other")
+				f.Source.Spec.Local.Path = filepath.Join(filepath.Dir(f.vols), "other")
 			},
 			wantErr: "cannot clone volume",
 		},
 		"a source larger than the request": {
 			change: func(f *cloneFixture) {
-				cloneSource, dataSource := f.opts.CloneSource, f.opts.DataSource
-				f.opts = backendtest.Options(backendtest.Claim("team", "copy", "10"), backendtest.Class(nil))
-				f.opts.CloneSource, f.opts.DataSource = cloneSource, dataSource
+				cloneSource, dataSource := f.Options.CloneSource, f.Options.DataSource
+				f.Options = backendtest.Options(backendtest.Claim("team", "copy", "10"), backendtest.Class(nil))
+				f.Options.CloneSource, f.Options.DataSource = cloneSource, dataSource
 			},
 			wantIs: dirvol.ErrTooLarge,
 		},
@@ -164,10 +125,10 @@ func TestCloneRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newCloneFixture(t)
 			before := backendtest.Tree(t, f.vols)
-			f.source = f.source.DeepCopy()
-			f.opts.CloneSource.Volume = f.source
+			f.Source = f.Source.DeepCopy()
+			f.Options.CloneSource.Volume = f.Source
 			tc.change(f)
-			_, err := f.provisionUntilDone(t)
+			_, err := backendtest.ProvisionUntilDone(t, f.p, f.Options)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || (tc.wantIs != nil && !errors.Is(err, tc.wantIs)) {
 				t.Fatalf("Provision: %v; want an error saying %q, wrapping %v", err, tc.wantErr, tc.wantIs)
 			}
@@ -181,11 +142,11 @@ func TestCloneRefused(t *testing.T) {
 // TestCloneAbandoned: a claim that abandons its clone stops the copy and
 // leaves nothing.
 func TestCloneAbandoned(t *testing.T) {
-	backendtest.CheckCloneAbandoned(t, newCloneFixture(t).shared())
+	backendtest.CheckCloneAbandoned(t, newCloneFixture(t).CloneFixture)
 }
 
 // TestCloneStopped: a provisioner closed during a copy stops it; the
 // record it leaves is reclaimed by the next one, which leaves nothing.
 func TestCloneStopped(t *testing.T) {
-	backendtest.CheckCloneStopped(t, newCloneFixture(t).shared())
+	backendtest.CheckCloneStopped(t, newCloneFixture(t).CloneFixture)
 }

@@ -18,13 +18,11 @@ package nfs
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -36,12 +34,10 @@ import (
 // cloneFixture is a provisioner with a source volume holding data, and
 // the options of a claim to clone it.
 type cloneFixture struct {
+	*backendtest.CloneFixture
 	p      *Provisioner
 	cfg    Config
 	export string
-	source *corev1.PersistentVolume
-	opts   provisioning.ProvisionOptions
-	events []string
 }
 
 func newCloneFixture(t *testing.T, r reach) *cloneFixture {
@@ -53,27 +49,8 @@ func newCloneFixture(t *testing.T, r reach) *cloneFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.p.Close)
-	sourceClaim := backendtest.Claim("team", "source", "1Gi")
-	f.source, _, err = f.p.Provision(t.Context(), backendtest.Options(sourceClaim, backendtest.Class(nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.p.Saved(t.Context(), f.source, f.source); err != nil {
-		t.Fatal(err)
-	}
-	dir := f.hostDir(t, f.source)
-	backendtest.WriteFile(t, filepath.Join(dir, "data"), "the source's data")
-	backendtest.WriteFile(t, filepath.Join(dir, "sub", "deeper", "more"), strings.Repeat("more data ", 20_000))
-	backendtest.Symlink(t, "sub/deeper/more", filepath.Join(dir, "link"))
-	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.opts = backendtest.Options(backendtest.Claim("team", "copy", "1Gi"), backendtest.Class(nil))
-	f.opts.CloneSource = &provisioning.CloneSource{Claim: sourceClaim, Volume: f.source}
-	f.opts.DataSource = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: sourceClaim.Name, Namespace: &sourceClaim.Namespace}
-	f.opts.Eventf = func(eventType, reason, format string, args ...any) {
-		f.events = append(f.events, eventType+" "+reason+" "+fmt.Sprintf(format, args...))
-	}
+	reopen := func(*testing.T) (backendtest.Cloning, error) { return New(f.cfg, Options{}) }
+	f.CloneFixture = backendtest.NewCloneFixture(t, f.p, f.export, func(pv *corev1.PersistentVolume) string { return f.hostDir(t, pv) }, reopen)
 	return f
 }
 
@@ -85,37 +62,6 @@ func (f *cloneFixture) hostDir(t *testing.T, pv *corev1.PersistentVolume) string
 		t.Fatalf("volume %s is not on the export: %q", pv.Name, pv.Spec.NFS.Path)
 	}
 	return filepath.Join(f.export, rel)
-}
-
-// provisionUntilDone calls Provision until it is no longer in the
-// background, as the controller's retries do.
-func (f *cloneFixture) provisionUntilDone(t *testing.T) (*corev1.PersistentVolume, error) {
-	t.Helper()
-	return backendtest.ProvisionUntilDone(t, f.p, f.opts)
-}
-
-// shared is the fixture as backendtest's clone checks take it.
-func (f *cloneFixture) shared() backendtest.CloneFixture {
-	return backendtest.CloneFixture{
-		Backend: f.p, Root: f.export, Source: f.source, Options: f.opts,
-		Reopen: func(*testing.T) (backendtest.Cloning, error) { return New(f.cfg, Options{}) },
-	}
-}
-
-// snapshot is the tree below dir, by paths relative to it.
-func snapshot(t *testing.T, dir string) map[string]backendtest.Entry {
-	t.Helper()
-	rel := map[string]backendtest.Entry{}
-	for p, e := range backendtest.Snapshot(t, dir, "") {
-		r, err := filepath.Rel(dir, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r != "." {
-			rel[r] = e
-		}
-	}
-	return rel
 }
 
 // TestCloneProvision: a clone is copied in the background, a link as a
@@ -132,8 +78,8 @@ func TestCloneProvision(t *testing.T) {
 				t.Error("SupportsDataSource accepts snapshots")
 			}
 			woken := make(chan struct{})
-			f.opts.Wake = func() { close(woken) }
-			if _, state, err := f.p.Provision(t.Context(), f.opts); state != provisioning.ProvisioningInBackground {
+			f.Options.Wake = func() { close(woken) }
+			if _, state, err := f.p.Provision(t.Context(), f.Options); state != provisioning.ProvisioningInBackground {
 				t.Fatalf("Provision = %s, %v; want InBackground", state, err)
 			}
 			// The copy's end wakes the claim, whose next Provision is done.
@@ -142,20 +88,20 @@ func TestCloneProvision(t *testing.T) {
 			case <-t.Context().Done():
 				t.Fatal("the copy's end did not wake the claim")
 			}
-			pv, state, err := f.p.Provision(t.Context(), f.opts)
+			pv, state, err := f.p.Provision(t.Context(), f.Options)
 			if err != nil || state != provisioning.ProvisioningFinished {
 				t.Fatalf("Provision once woken = %s, %v; want Finished", state, err)
 			}
-			if got, want := pv.Spec.NFS.Path, "/export/"+f.opts.PVName; got != want {
+			if got, want := pv.Spec.NFS.Path, "/export/"+f.Options.PVName; got != want {
 				t.Errorf("the clone's path is %q, want %q", got, want)
 			}
-			want := snapshot(t, f.hostDir(t, f.source))
+			want := backendtest.SnapshotBelow(t, f.hostDir(t, f.Source))
 			delete(want, "fifo")
-			if diff := cmp.Diff(want, snapshot(t, f.hostDir(t, pv))); diff != "" {
+			if diff := cmp.Diff(want, backendtest.SnapshotBelow(t, f.hostDir(t, pv))); diff != "" {
 				t.Errorf("the clone (-source +clone):\n%s", diff)
 			}
-			wantEvents := []string{"Warning SpecialFilesSkipped The clone of " + f.source.Name + " left out 1 special files (FIFOs, sockets, devices), such as fifo"}
-			if diff := cmp.Diff(wantEvents, f.events); diff != "" {
+			wantEvents := []string{"Warning SpecialFilesSkipped The clone of " + f.Source.Name + " left out 1 special files (FIFOs, sockets, devices), such as fifo"}
+			if diff := cmp.Diff(wantEvents, f.Events); diff != "" {
 				t.Errorf("Events (-want +got):\n%s", diff)
 			}
 		})
@@ -171,16 +117,16 @@ func TestCloneRefused(t *testing.T) {
 		wantIs  error
 	}{
 		"a source on another server": {
-			change:  func(_ *testing.T, f *cloneFixture) { f.source.Spec.NFS.Server = "elsewhere.example.com" },
+			change:  func(_ *testing.T, f *cloneFixture) { f.Source.Spec.NFS.Server = "elsewhere.example.com" },
 			wantErr: "is on server",
 		},
 		"a source of another export": {
-			change:  func(_ *testing.T, f *cloneFixture) { f.source.Spec.NFS.Path = "/other/" + f.source.Name },
+			change:  func(_ *testing.T, f *cloneFixture) { f.Source.Spec.NFS.Path = "/other/" + f.Source.Name },
 			wantErr: "cannot clone volume",
 		},
 		"a source of another kind": {
 			change: func(_ *testing.T, f *cloneFixture) {
-				f.source.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/export/x"}}
+				f.Source.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/export/x"}}
 			},
 			wantErr: "not an nfs volume",
 		},
@@ -188,27 +134,27 @@ func TestCloneRefused(t *testing.T) {
 			change: func(t *testing.T, f *cloneFixture) {
 				t.Helper()
 				backendtest.WriteFile(t, filepath.Join(f.export, "planted", "secret"), "not a volume")
-				f.source.Spec.NFS.Path = "/export/planted"
+				f.Source.Spec.NFS.Path = "/export/planted"
 			},
 			wantErr: "is not a volume of this store",
 		},
 		"another volume's directory": {
-			change:  func(_ *testing.T, f *cloneFixture) { f.source.Name = "pvc-another" },
+			change:  func(_ *testing.T, f *cloneFixture) { f.Source.Name = "pvc-another" },
 			wantErr: "is not the directory of volume pvc-another",
 		},
 		"a source the controller did not find": {
-			change:  func(_ *testing.T, f *cloneFixture) { f.opts.CloneSource = nil },
+			change:  func(_ *testing.T, f *cloneFixture) { f.Options.CloneSource = nil },
 			wantErr: "the claim to clone, source, was not found",
 		},
 		"a source bound to no volume": {
-			change:  func(_ *testing.T, f *cloneFixture) { f.opts.CloneSource.Volume = nil },
+			change:  func(_ *testing.T, f *cloneFixture) { f.Options.CloneSource.Volume = nil },
 			wantErr: "bound to no volume",
 		},
 		"a source larger than the request": {
 			change: func(_ *testing.T, f *cloneFixture) {
-				cloneSource, dataSource, eventf := f.opts.CloneSource, f.opts.DataSource, f.opts.Eventf
-				f.opts = backendtest.Options(backendtest.Claim("team", "copy", "1000"), backendtest.Class(nil))
-				f.opts.CloneSource, f.opts.DataSource, f.opts.Eventf = cloneSource, dataSource, eventf
+				cloneSource, dataSource, eventf := f.Options.CloneSource, f.Options.DataSource, f.Options.Eventf
+				f.Options = backendtest.Options(backendtest.Claim("team", "copy", "1000"), backendtest.Class(nil))
+				f.Options.CloneSource, f.Options.DataSource, f.Options.Eventf = cloneSource, dataSource, eventf
 			},
 			wantIs: dirvol.ErrTooLarge,
 		},
@@ -217,11 +163,11 @@ func TestCloneRefused(t *testing.T) {
 		for name, tc := range tests {
 			t.Run(reachName+"/"+name, func(t *testing.T) {
 				f := newCloneFixture(t, r)
-				f.source = f.source.DeepCopy()
-				f.opts.CloneSource.Volume = f.source
+				f.Source = f.Source.DeepCopy()
+				f.Options.CloneSource.Volume = f.Source
 				tc.change(t, f)
 				before := backendtest.Tree(t, f.export)
-				_, err := f.provisionUntilDone(t)
+				_, err := backendtest.ProvisionUntilDone(t, f.p, f.Options)
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || (tc.wantIs != nil && !errors.Is(err, tc.wantIs)) {
 					t.Fatalf("Provision: %v; want an error saying %q, wrapping %v", err, tc.wantErr, tc.wantIs)
 				}
@@ -237,7 +183,7 @@ func TestCloneRefused(t *testing.T) {
 // leaves nothing.
 func TestCloneAbandoned(t *testing.T) {
 	for name, r := range reaches {
-		t.Run(name, func(t *testing.T) { backendtest.CheckCloneAbandoned(t, newCloneFixture(t, r).shared()) })
+		t.Run(name, func(t *testing.T) { backendtest.CheckCloneAbandoned(t, newCloneFixture(t, r).CloneFixture) })
 	}
 }
 
@@ -245,6 +191,6 @@ func TestCloneAbandoned(t *testing.T) {
 // record it leaves is reclaimed by the next one, which leaves nothing.
 func TestCloneStopped(t *testing.T) {
 	for name, r := range reaches {
-		t.Run(name, func(t *testing.T) { backendtest.CheckCloneStopped(t, newCloneFixture(t, r).shared()) })
+		t.Run(name, func(t *testing.T) { backendtest.CheckCloneStopped(t, newCloneFixture(t, r).CloneFixture) })
 	}
 }

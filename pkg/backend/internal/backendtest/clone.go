@@ -19,6 +19,7 @@ package backendtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/provfleet/provfleet/pkg/provisioning"
@@ -37,8 +39,8 @@ type Cloning interface {
 	Close()
 }
 
-// CloneFixture is a backend with a source volume, and the options of a
-// claim that clones it.
+// CloneFixture is a backend with a source volume holding data, and the
+// options of a claim that clones it.
 type CloneFixture struct {
 	Backend Cloning
 	// Root is the folder on disk that holds the backend's volume
@@ -49,6 +51,60 @@ type CloneFixture struct {
 	// Reopen makes another backend on the same storage, as a restarted
 	// manager would.
 	Reopen func(t *testing.T) (Cloning, error)
+	// Events are those the clone's Options recorded, as "type reason
+	// message".
+	Events []string
+}
+
+// NewCloneFixture provisions with backend a source volume and saves it,
+// fills its directory, found on disk by hostDir, with a file, a bigger file
+// two folders down, a link to it and a FIFO, and returns the fixture with
+// the options of a claim that clones it.
+func NewCloneFixture(t *testing.T, backend Cloning, root string, hostDir func(*corev1.PersistentVolume) string,
+	reopen func(*testing.T) (Cloning, error)) *CloneFixture {
+	t.Helper()
+	f := &CloneFixture{Backend: backend, Root: root, Reopen: reopen}
+	sourceClaim := Claim("team", "source", "1Gi")
+	sourceOptions := Options(sourceClaim, Class(nil))
+	var err error
+	if f.Source, _, err = backend.Provision(t.Context(), sourceOptions); err != nil {
+		t.Fatal(err)
+	}
+	f.Source.Name = sourceOptions.PVName
+	if err := backend.Saved(t.Context(), f.Source, f.Source); err != nil {
+		t.Fatal(err)
+	}
+	dir := hostDir(f.Source)
+	WriteFile(t, filepath.Join(dir, "data"), "the source's data")
+	WriteFile(t, filepath.Join(dir, "sub", "deeper", "more"), strings.Repeat("more data ", 20_000))
+	Symlink(t, "sub/deeper/more", filepath.Join(dir, "link"))
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Options = Options(Claim("team", "copy", "1Gi"), Class(nil))
+	f.Options.CloneSource = &provisioning.CloneSource{Claim: sourceClaim, Volume: f.Source}
+	f.Options.DataSource = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: sourceClaim.Name, Namespace: &sourceClaim.Namespace}
+	f.Options.Eventf = func(eventType, reason, format string, args ...any) {
+		f.Events = append(f.Events, eventType+" "+reason+" "+fmt.Sprintf(format, args...))
+	}
+	return f
+}
+
+// SnapshotBelow is the tree below dir, by paths relative to it: what a
+// clone of dir must hold, but the special files.
+func SnapshotBelow(t *testing.T, dir string) map[string]Entry {
+	t.Helper()
+	rel := map[string]Entry{}
+	for p, e := range Snapshot(t, dir, "") {
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != "." {
+			rel[r] = e
+		}
+	}
+	return rel
 }
 
 // ProvisionUntilDone calls Provision until it is no longer in the
@@ -73,7 +129,7 @@ func ProvisionUntilDone(t *testing.T, p provisioning.Provisioner, opts provision
 
 // CheckCloneAbandoned checks that a claim that abandons its clone stops the
 // copy and leaves nothing on disk or on record.
-func CheckCloneAbandoned(t *testing.T, f CloneFixture) {
+func CheckCloneAbandoned(t *testing.T, f *CloneFixture) {
 	t.Helper()
 	before := Tree(t, f.Root)
 	startCopy(t, f)
@@ -95,7 +151,7 @@ func CheckCloneAbandoned(t *testing.T, f CloneFixture) {
 // CheckCloneStopped checks that a backend stopped during a copy stops it,
 // and that the record it leaves has the next backend, reclaiming it, leave
 // nothing.
-func CheckCloneStopped(t *testing.T, f CloneFixture) {
+func CheckCloneStopped(t *testing.T, f *CloneFixture) {
 	t.Helper()
 	before := Tree(t, f.Root)
 	startCopy(t, f)
@@ -127,7 +183,7 @@ func CheckCloneStopped(t *testing.T, f CloneFixture) {
 
 // startCopy has f's backend start the clone, which goes on in the
 // background.
-func startCopy(t *testing.T, f CloneFixture) {
+func startCopy(t *testing.T, f *CloneFixture) {
 	t.Helper()
 	if _, state, err := f.Backend.Provision(t.Context(), f.Options); state != provisioning.ProvisioningInBackground {
 		t.Fatalf("Provision = %s, %v; want InBackground", state, err)
