@@ -53,18 +53,7 @@ func TestCloneOfAHostPathClaim(t *testing.T) {
 	f.waitBound("source")
 	source := f.boundVolume("source")
 	sourceDir := filepath.Join(base, source.Name)
-	for name, content := range map[string]string{"data": "the source's data", "sub/deeper/more": "more data"} {
-		p := filepath.Join(sourceDir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink("/etc/hostname", filepath.Join(sourceDir, "sub", "link")); err != nil {
-		t.Fatal(err)
-	}
+	writeSourceTree(t, sourceDir, "more data", "/etc/hostname")
 	if err := unix.Mkfifo(filepath.Join(sourceDir, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -106,18 +95,7 @@ func TestCloneOfAnNFSClaim(t *testing.T) {
 	f.claim("source", class)
 	f.waitBound("source")
 	sourceDir := e.hostDir(t, f.boundVolume("source"))
-	for name, content := range map[string]string{"data": "the source's data", "sub/deeper/more": strings.Repeat("more data ", 50_000)} {
-		p := filepath.Join(sourceDir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink("deeper/more", filepath.Join(sourceDir, "sub", "link")); err != nil {
-		t.Fatal(err)
-	}
+	writeSourceTree(t, sourceDir, strings.Repeat("more data ", 50_000), "deeper/more")
 
 	f.cloneClaim("copy", class)
 	f.waitBound("copy")
@@ -259,4 +237,22 @@ func describe(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return tree
+}
+
+// writeSourceTree writes a source volume's data into dir: a file, a file
+// of content two folders down, and a link to target beside it.
+func writeSourceTree(t *testing.T, dir, content, target string) {
+	t.Helper()
+	for name, content := range map[string]string{"data": "the source's data", "sub/deeper/more": content} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "sub", "link")); err != nil {
+		t.Fatal(err)
+	}
 }
