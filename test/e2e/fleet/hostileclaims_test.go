@@ -34,7 +34,7 @@ import (
 // TestHostileClaimsRefused: claims a tenant can write against a provisioner
 // whose path pattern reads their annotations, labels and names (traversal,
 // control characters, names longer than a file name, a missing label),
-// claims of what a directory cannot be (block volumes, clones, selectors)
+// claims of what a directory cannot be (block volumes, snapshots, selectors)
 // and a claim larger than the disk are each refused on that claim with a
 // Warning Event, nothing is made outside the base, the manager keeps
 // running, and a sound claim beside them is provisioned.
@@ -96,12 +96,12 @@ func TestHostileClaimsRefused(t *testing.T) {
 			mutate: func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
 			want:   []string{"does not support block volume provisioning"},
 		},
-		"a clone": {
+		"a snapshot to restore": {
 			class: pc.Name,
 			mutate: func(c *corev1.PersistentVolumeClaim) {
-				c.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "sound"}
+				c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "snap"}
 			},
-			want: []string{"cannot fill a volume from data source PersistentVolumeClaim"},
+			want: []string{"cannot fill a volume from data source VolumeSnapshot"},
 		},
 		"a selector": {
 			class: pc.Name,
