@@ -248,6 +248,26 @@ func copyingBackend(finishAt int) *fakeBackend {
 	return b
 }
 
+// cloneSetup is a controller whose backend copies clones in the background
+// until finishAt calls (copyingBackend), a bound claim origin with its
+// volume, and a claim c that clones it; mutate changes origin's volume
+// before the objects are made.
+func cloneSetup(t *testing.T, finishAt int, mutate func(*corev1.PersistentVolume)) (f *fixture, c *Controller, backend *fakeBackend, origin, clone *corev1.PersistentVolumeClaim, volume *corev1.PersistentVolume) {
+	t.Helper()
+	origin, volume, _ = boundClaim("1Gi", "1Gi", "1Gi", "fast")
+	if mutate != nil {
+		mutate(volume)
+	}
+	clone = newClaim("c", "fast", testProvisioner)
+	clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: origin.Name}
+	objects := []runtime.Object{clone, origin, volume, newClass("fast", testProvisioner)}
+	f = newFixture(t, objects...)
+	f.fill(objects...)
+	backend = copyingBackend(finishAt)
+	c = f.newController(testConfig(testProvisioner), sourceBackend{backend, []schema.GroupKind{claimKind}}, &testRecorder{})
+	return f, c, backend, origin, clone, volume
+}
+
 // A clone provisioned in the background keeps the source it was admitted
 // with, even once that source is gone, and a claim that no longer wants
 // its volume (deleted, bound elsewhere, gone) has the backend called with
@@ -314,14 +334,7 @@ func TestCloneInBackground(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			origin, volume, _ := boundClaim("1Gi", "1Gi", "1Gi", "fast")
-			clone := newClaim("c", "fast", testProvisioner)
-			clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: origin.Name}
-			objects := []runtime.Object{clone, origin, volume, newClass("fast", testProvisioner)}
-			f := newFixture(t, objects...)
-			f.fill(objects...)
-			backend := copyingBackend(2)
-			c := f.newController(testConfig(testProvisioner), sourceBackend{backend, []schema.GroupKind{claimKind}}, &testRecorder{})
+			f, c, backend, origin, clone, _ := cloneSetup(t, 2, nil)
 			tm := newTestTerm(t, c)
 			if _, err := c.syncClaim(context.Background(), tm, keyOfClaim(clone)); err == nil {
 				t.Fatal("the first call left the copy in the background without an error")
@@ -385,16 +398,8 @@ func TestCloneAbandonedPromptly(t *testing.T) {
 // it in the background is kept until the copy ends, a wait that does not
 // count as a failure, and deleted then.
 func TestCloneKeepsItsSource(t *testing.T) {
-	origin, volume, _ := boundClaim("1Gi", "1Gi", "1Gi", "fast")
 	// The source claim is deleted: its volume is Released.
-	volume.Status.Phase = corev1.VolumeReleased
-	clone := newClaim("c", "fast", testProvisioner)
-	clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: origin.Name}
-	objects := []runtime.Object{clone, origin, volume, newClass("fast", testProvisioner)}
-	f := newFixture(t, objects...)
-	f.fill(objects...)
-	backend := copyingBackend(2)
-	c := f.newController(testConfig(testProvisioner), sourceBackend{backend, []schema.GroupKind{claimKind}}, &testRecorder{})
+	_, c, backend, _, clone, volume := cloneSetup(t, 2, func(v *corev1.PersistentVolume) { v.Status.Phase = corev1.VolumeReleased })
 	tm := newTestTerm(t, c)
 	type step struct {
 		Deleted []string
@@ -424,14 +429,7 @@ func TestCloneKeepsItsSource(t *testing.T) {
 // queued at once rather than after its backoff; once the provisioner
 // stopped, waking does nothing.
 func TestWakeQueuesTheClaim(t *testing.T) {
-	origin, volume, _ := boundClaim("1Gi", "1Gi", "1Gi", "fast")
-	clone := newClaim("c", "fast", testProvisioner)
-	clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: origin.Name}
-	objects := []runtime.Object{clone, origin, volume, newClass("fast", testProvisioner)}
-	f := newFixture(t, objects...)
-	f.fill(objects...)
-	backend := copyingBackend(2)
-	c := f.newController(testConfig(testProvisioner), sourceBackend{backend, []schema.GroupKind{claimKind}}, &testRecorder{})
+	_, c, backend, _, clone, _ := cloneSetup(t, 2, nil)
 	tm := newTestTerm(t, c)
 	c.mu.Lock()
 	c.term = tm
