@@ -123,6 +123,21 @@ func openCopyDirs(t *testing.T, root, src, dst string) (base, from, into dirvol.
 	return base, from, into
 }
 
+// sparseFile builds a source holding the sparse file "sparse" of size bytes.
+func sparseFile(size int64) func(t *testing.T, src, _ string) {
+	return func(t *testing.T, src, _ string) {
+		t.Helper()
+		f, err := os.Create(filepath.Join(src, "sparse"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // copyBetween opens src and dst below root and copies src into dst.
 func copyBetween(ctx context.Context, t *testing.T, root, src, dst string, limit int64) (dirvol.Copied, error) {
 	t.Helper()
@@ -231,32 +246,12 @@ func TestCopyTree(t *testing.T) {
 			wantErr: dirvol.ErrTooLarge,
 		},
 		"a sparse file larger than the volume's size, never read": {
-			build: func(t *testing.T, src, _ string) {
-				t.Helper()
-				f, err := os.Create(filepath.Join(src, "sparse"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				if err := f.Truncate(1 << 40); err != nil {
-					t.Fatal(err)
-				}
-			},
+			build:   sparseFile(1 << 40),
 			limit:   1 << 30,
 			wantErr: dirvol.ErrTooLarge,
 		},
 		"a sparse file within the volume's size is written whole": {
-			build: func(t *testing.T, src, _ string) {
-				t.Helper()
-				f, err := os.Create(filepath.Join(src, "sparse"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				if err := f.Truncate(3 << 20); err != nil {
-					t.Fatal(err)
-				}
-			},
+			build:      sparseFile(3 << 20),
 			limit:      3 << 20,
 			wantCopied: dirvol.Copied{Files: 1, Bytes: 3 << 20},
 		},
