@@ -43,6 +43,10 @@ type Background[T any] struct {
 	mu      sync.Mutex
 	jobs    map[string]*job[T]
 	running int
+	// waiting are the ended functions of the callers refused for want of
+	// a free slot, by name: each is called once a slot frees, so that it
+	// asks again at once rather than after its retry's delay.
+	waiting map[string]func()
 }
 
 type job[T any] struct {
@@ -56,7 +60,7 @@ type job[T any] struct {
 // at once.
 func NewBackground[T any](limit int) *Background[T] {
 	ctx, cancel := context.WithCancel(context.Background()) //nolint:gosec // Close calls it
-	return &Background[T]{limit: limit, ctx: ctx, cancel: cancel, jobs: map[string]*job[T]{}}
+	return &Background[T]{limit: limit, ctx: ctx, cancel: cancel, jobs: map[string]*job[T]{}, waiting: map[string]func(){}}
 }
 
 // Poll reports on the operation of name: when it finished, its result and
@@ -64,7 +68,8 @@ func NewBackground[T any](limit int) *Background[T] {
 // it starts op, with the logger of ctx and a context that Cancel and Close
 // end, unless as many run already (ErrBusy). A panic in op is its error.
 // ended, when not nil, is called once the operation finished and Poll
-// reports it: a caller polling on its retries asks for one at once.
+// reports it, or, for a call refused with ErrBusy, once a slot frees: a
+// caller polling on its retries asks again at once.
 func (b *Background[T]) Poll(ctx context.Context, name string, op func(context.Context) (T, error), ended func()) (result T, done bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -78,8 +83,12 @@ func (b *Background[T]) Poll(ctx context.Context, name string, op func(context.C
 		}
 	}
 	if b.running >= b.limit {
+		if ended != nil {
+			b.waiting[name] = ended
+		}
 		return result, false, ErrBusy
 	}
+	delete(b.waiting, name)
 	if err := b.ctx.Err(); err != nil {
 		return result, false, fmt.Errorf("the backend is stopped: %w", err)
 	}
@@ -95,10 +104,15 @@ func (b *Background[T]) Poll(ctx context.Context, name string, op func(context.C
 			}
 			b.mu.Lock()
 			b.running--
+			waiting := b.waiting
+			b.waiting = map[string]func(){}
 			b.mu.Unlock()
 			close(j.done)
 			if ended != nil {
 				ended()
+			}
+			for _, wake := range waiting {
+				wake()
 			}
 		}()
 		j.result, j.err = op(jobCtx)

@@ -102,3 +102,30 @@ func TestBackgroundEnded(t *testing.T) {
 		t.Fatalf("Poll(a) once ended = %q, done %v, %v; want made, done", result, done, err)
 	}
 }
+
+// TestBackgroundWakesTheBusy: a caller refused for want of a free slot has
+// its ended called once a slot frees, and its next Poll starts it.
+func TestBackgroundWakesTheBusy(t *testing.T) {
+	b := backend.NewBackground[string](1)
+	defer b.Close()
+	if _, _, err := b.Poll(t.Context(), "a", blocked, nil); err != nil {
+		t.Fatal(err)
+	}
+	woken := make(chan struct{})
+	if _, _, err := b.Poll(t.Context(), "b", blocked, func() { close(woken) }); !errors.Is(err, backend.ErrBusy) {
+		t.Fatalf("Poll(b) with a running: %v, want %v", err, backend.ErrBusy)
+	}
+	select {
+	case <-woken:
+		t.Fatal("b woken while a runs")
+	default:
+	}
+	b.Cancel("a")
+	<-woken
+	if _, done, err := b.Poll(t.Context(), "b", func(context.Context) (string, error) { return "made", nil }, nil); done || err != nil {
+		t.Fatalf("Poll(b) once woken = done %v, %v; want started", done, err)
+	}
+	if result, err := waitDone(t, b, "b"); result != "made" || err != nil {
+		t.Fatalf("b finished with %q, %v; want made", result, err)
+	}
+}
