@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,11 +48,33 @@ import (
 // The informer calls the context-aware methods; List and Watch exist for
 // the type that informer constructors take.
 func Only(lw cache.ListerWatcher, keep func(runtime.Object) bool) cache.ListerWatcher {
+	return newOnly(lw, keep)
+}
+
+// OnlyChanging is Only for a keep whose answers change, and returns with lw
+// the function to call once they may have: the informer fed by lw then
+// lists again, so that the objects keep accepts now and dropped before come
+// in, and those it no longer accepts go. For that the watch under way, or
+// the next one if none is, ends with a resource-expired error, after which
+// the informer's reflector lists (with WatchList, watches from the initial
+// events) again, after its backoff. Calls before that list add none: a
+// burst of changes costs one list, and the reflector's backoff spaces the
+// lists of bursts that follow each other.
+//
+// keep is asked afresh for every event, so an object that keep starts to
+// accept comes in with its next event even before the list.
+func OnlyChanging(lw cache.ListerWatcher, keep func(runtime.Object) bool) (cache.ListerWatcher, func()) {
+	o := newOnly(lw, keep)
+	return o, o.relist
+}
+
+func newOnly(lw cache.ListerWatcher, keep func(runtime.Object) bool) *only {
 	return &only{
 		lw:                   cache.ToListerWatcherWithContext(lw),
 		keep:                 keep,
 		watchListUnsupported: watchlist.DoesClientNotSupportWatchListSemantics(lw),
 		kept:                 map[string]struct{}{},
+		expired:              make(chan struct{}),
 	}
 }
 
@@ -66,6 +89,10 @@ type only struct {
 	// epoch counts the fresh starts: a watch of an earlier one, stopped but
 	// still draining, no longer changes kept.
 	epoch uint64
+	// stale is set once keep changed since the last fresh start; expired
+	// is closed then, which ends the watches.
+	stale   bool
+	expired chan struct{}
 }
 
 // IsWatchListSemanticsUnSupported tells the reflector what lw tells it.
@@ -120,7 +147,7 @@ func (o *only) WatchWithContext(ctx context.Context, options metav1.ListOptions)
 		o.restart()
 	}
 	fw := &onlyWatch{inner: w, result: make(chan watch.Event), done: make(chan struct{})}
-	go fw.run(o, o.epoch)
+	go fw.run(o, o.epoch, o.expired)
 	return fw, nil
 }
 
@@ -140,11 +167,24 @@ func (w *onlyWatch) Stop() {
 	w.inner.Stop()
 }
 
-// run filters the events of inner until it ends or w is stopped.
-func (w *onlyWatch) run(o *only, epoch uint64) {
+// run filters the events of inner until it ends, w is stopped or expired
+// is closed: then it ends w with a resource-expired error, which has the
+// reflector list again.
+func (w *onlyWatch) run(o *only, epoch uint64, expired <-chan struct{}) {
 	defer close(w.result)
-	for e := range w.inner.ResultChan() {
-		if !o.handOn(w, epoch, e) {
+	for {
+		select {
+		case e, open := <-w.inner.ResultChan():
+			if !open || !o.handOn(w, epoch, e) {
+				return
+			}
+		case <-expired:
+			w.inner.Stop()
+			status := apierrors.NewResourceExpired("the scope of the cache changed: list again").Status()
+			select {
+			case w.result <- watch.Event{Type: watch.Error, Object: &status}:
+			case <-w.done:
+			}
 			return
 		}
 	}
@@ -182,10 +222,26 @@ func (o *only) handOn(w *onlyWatch, epoch uint64, e watch.Event) bool {
 	return true
 }
 
-// restart forgets every key, at the start of what replaces the whole cache.
+// restart forgets every key, at the start of what replaces the whole cache,
+// which keep as it is now judges.
 func (o *only) restart() {
 	o.epoch++
 	clear(o.kept)
+	if o.stale {
+		o.stale = false
+		o.expired = make(chan struct{})
+	}
+}
+
+// relist ends the watches, the current one and those that start before
+// the next fresh start, so that the reflector lists again.
+func (o *only) relist() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.stale {
+		o.stale = true
+		close(o.expired)
+	}
 }
 
 // filter decides, holding mu, what becomes of one event of the watch
