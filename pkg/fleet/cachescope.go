@@ -1,0 +1,238 @@
+/*
+Copyright The provfleet Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"context"
+	"maps"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/provfleet/provfleet/api/v1alpha1"
+	"github.com/provfleet/provfleet/internal/cachetrim"
+	"github.com/provfleet/provfleet/pkg/backend"
+	"github.com/provfleet/provfleet/pkg/hostpathnodes"
+	"github.com/provfleet/provfleet/pkg/provisioning"
+)
+
+// cacheScope is what the manager's caches of claims, PersistentVolumes and
+// StorageClasses keep of the cluster: what the controllers of the
+// ProvisionerConfigs this replica serves read (see keepClaim, keepVolume
+// and keepClass), so that a manager next to the objects of many other
+// provisioners does not hold them. It is safe for concurrent use: the
+// informers ask it for every object they decode.
+type cacheScope struct {
+	current atomic.Pointer[servedSet]
+	// relist has the limited informers list again; nil until they are
+	// limited.
+	relist func()
+}
+
+// servedSet is what a set of ProvisionerConfigs serves.
+type servedSet struct {
+	// names are the provisioner names they answer to, finalizers the
+	// intent finalizers of those names.
+	names, finalizers map[string]bool
+	// bases are their backends' base directories, clean; server is empty
+	// for a directory of a node's (any node's) file system.
+	bases map[base]bool
+}
+
+// Update sets the ProvisionerConfigs served. When that changes what the
+// caches keep, they list again: what comes in is fetched, what goes is
+// dropped. A list re-delivers every object kept to the event handlers, as
+// an update of what they held, which the controllers take as a resync.
+func (s *cacheScope) Update(configs []*v1alpha1.ProvisionerConfig) {
+	next := servedBy(configs)
+	previous := s.current.Swap(next)
+	if previous != nil && !previous.equal(next) && s.relist != nil {
+		s.relist()
+	}
+}
+
+// limit limits the informers of factory to s or, when node is not nil, to
+// what either s or node keeps, as a process in both roles needs.
+func (s *cacheScope) limit(factory informers.SharedInformerFactory, node provisioning.Scope) {
+	keep := cachetrim.Keep{Claim: s.keepClaim, Volume: s.keepVolume, Class: s.keepClass}
+	if node != nil {
+		keep.Claim = func(claim *corev1.PersistentVolumeClaim) bool { return s.keepClaim(claim) || node.Claim(claim) }
+		keep.Volume = func(volume *corev1.PersistentVolume) bool { return s.keepVolume(volume) || node.Volume(volume) }
+	}
+	s.relist = cachetrim.Limit(factory, keep)
+}
+
+func servedBy(configs []*v1alpha1.ProvisionerConfig) *servedSet {
+	set := &servedSet{names: map[string]bool{}, finalizers: map[string]bool{}, bases: map[base]bool{}}
+	for _, pc := range configs {
+		for _, name := range pc.Spec.ProvisionerNames() {
+			set.names[name] = true
+			set.finalizers[provisioning.IntentFinalizer(name)] = true
+		}
+		for _, b := range bases(&pc.Spec.Backend) {
+			set.bases[base{server: b.server, path: path.Clean(b.path)}] = true
+		}
+	}
+	return set
+}
+
+func (s *servedSet) equal(other *servedSet) bool {
+	return maps.Equal(s.names, other.names) && maps.Equal(s.finalizers, other.finalizers) && maps.Equal(s.bases, other.bases)
+}
+
+// keepClaim keeps the claims that a served provisioner's controllers
+// route, read and provision: those whose storage-provisioner annotation,
+// the GA or the beta one, names it, and those that carry its intent
+// finalizer, whatever they ask for now. A clone's source claim is one of
+// them when it can be cloned at all: its volume must be the provisioner's.
+func (s *cacheScope) keepClaim(claim *corev1.PersistentVolumeClaim) bool {
+	set := s.current.Load()
+	if set == nil {
+		return false
+	}
+	for _, ann := range []string{provisioning.AnnStorageProvisioner, provisioning.AnnBetaStorageProvisioner} {
+		if name, ok := claim.Annotations[ann]; ok && set.names[name] {
+			return true
+		}
+	}
+	for _, f := range claim.Finalizers {
+		if set.finalizers[f] {
+			return true
+		}
+	}
+	return false
+}
+
+// keepVolume keeps the PersistentVolumes a served provisioner made, and
+// every volume, of any provisioner or of none, whose directory is a served
+// backend's base or lies inside it: a new directory there is checked
+// against those (backend.PathIndex), and one made inside another volume's
+// would mix two volumes' data. A volume whose directory holds a base needs
+// no keeping: the backends do not count it as overlapping their volumes.
+// Host paths count on every node, as bases do.
+func (s *cacheScope) keepVolume(volume *corev1.PersistentVolume) bool {
+	set := s.current.Load()
+	if set == nil {
+		return false
+	}
+	if set.names[volume.Annotations[provisioning.AnnDynamicallyProvisioned]] {
+		return true
+	}
+	var at base
+	if hostPath, ok := backend.HostVolumePath(volume); ok {
+		at.path = hostPath
+	} else if volume.Spec.NFS != nil {
+		at = base{server: backend.NFSServerOf(volume.Spec.NFS, volume.Spec.MountOptions), path: volume.Spec.NFS.Path}
+	}
+	if !path.IsAbs(at.path) {
+		return false
+	}
+	for dir := path.Clean(at.path); ; dir = path.Dir(dir) {
+		if set.bases[base{server: at.server, path: dir}] {
+			return true
+		}
+		if dir == "/" {
+			return false
+		}
+	}
+}
+
+// keepClass keeps the StorageClasses of served provisioners: a claim is
+// provisioned only when its class names its provisioner.
+func (s *cacheScope) keepClass(class *storagev1.StorageClass) bool {
+	set := s.current.Load()
+	return set != nil && set.names[class.Provisioner]
+}
+
+// limitCaches limits the claim, volume and class caches to what the roles
+// of the process read: a node agent's to its node (for good), the
+// manager's to cacheScope, a process in both roles to either.
+func (m *Manager) limitCaches() {
+	if !m.settings.Roles.Manager {
+		hostpathnodes.LimitCacheToNode(m.core, m.settings.NodeName)
+		return
+	}
+	var node provisioning.Scope
+	if m.settings.Roles.Node {
+		node = hostpathnodes.NodeCacheScope(m.settings.NodeName)
+	}
+	m.cacheScope = &cacheScope{}
+	m.cacheScope.limit(m.core, node)
+}
+
+// scopeCaches sets the scope of the caches once the ProvisionerConfig
+// cache synced, before the limited caches start, so that their first list
+// is already limited; then again after each change of a ProvisionerConfig
+// until ctx ends, changes that come meanwhile coalesced into one more
+// setting. Without the manager's role it does nothing. It returns the
+// function that waits until it stopped.
+func (m *Manager) scopeCaches(ctx context.Context) (wait func()) {
+	if m.cacheScope == nil {
+		return func() {}
+	}
+	changed := make(chan struct{}, 1)
+	signal := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	handle, err := m.configInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc: signal, UpdateFunc: func(_, newObj any) { signal(newObj) }, DeleteFunc: signal,
+	}, cache.HandlerOptions{Logger: ptr.To(klog.FromContext(ctx))})
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot follow the ProvisionerConfigs that the caches keep the objects of")
+		return func() {}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), m.configInf.HasSynced) {
+		_ = m.configInf.RemoveEventHandler(handle)
+		return func() {}
+	}
+	m.updateCacheScope(ctx)
+	var done sync.WaitGroup
+	done.Go(func() {
+		defer func() { _ = m.configInf.RemoveEventHandler(handle) }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				m.updateCacheScope(ctx)
+			}
+		}
+	})
+	return done.Wait
+}
+
+// updateCacheScope sets the scope of the caches to the ProvisionerConfigs
+// this replica serves: every one.
+func (m *Manager) updateCacheScope(ctx context.Context) {
+	served, err := m.all()
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot list the ProvisionerConfigs that the caches keep the objects of")
+		return
+	}
+	m.cacheScope.Update(served)
+}
