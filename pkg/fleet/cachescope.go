@@ -18,11 +18,13 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path"
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -168,11 +170,15 @@ func (s *cacheScope) keepClass(class *storagev1.StorageClass) bool {
 
 // limitCaches limits the claim, volume and class caches to what the roles
 // of the process read: a node agent's to its node (for good), the
-// manager's to cacheScope, a process in both roles to either.
-func (m *Manager) limitCaches() {
+// manager's to cacheScope, a process in both roles to either; and
+// registers provfleet_cached_objects with reg.
+func (m *Manager) limitCaches(reg prometheus.Registerer) error {
+	if err := reg.Register(newCachedObjects(m)); err != nil {
+		return fmt.Errorf("cannot register provfleet_cached_objects: %w", err)
+	}
 	if !m.settings.Roles.Manager {
 		hostpathnodes.LimitCacheToNode(m.core, m.settings.NodeName)
-		return
+		return nil
 	}
 	var node provisioning.Scope
 	if m.settings.Roles.Node {
@@ -180,6 +186,28 @@ func (m *Manager) limitCaches() {
 	}
 	m.cacheScope = &cacheScope{}
 	m.cacheScope.limit(m.core, node)
+	return nil
+}
+
+// cachedObjects collects provfleet_cached_objects when scraped.
+type cachedObjects struct {
+	m    *Manager
+	desc *prometheus.Desc
+}
+
+func newCachedObjects(m *Manager) cachedObjects {
+	return cachedObjects{m: m, desc: prometheus.NewDesc("provfleet_cached_objects",
+		"Objects in this process's cache of claims, PersistentVolumes and StorageClasses, by resource.", []string{"resource"}, nil)}
+}
+
+func (c cachedObjects) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c cachedObjects) Collect(ch chan<- prometheus.Metric) {
+	for resource, inf := range map[string]cache.SharedIndexInformer{
+		"persistentvolumeclaims": c.m.shared.Claims, "persistentvolumes": c.m.shared.Volumes, "storageclasses": c.m.shared.Classes,
+	} {
+		c.m.fleetMetrics.gauge(ch, c.desc, len(inf.GetStore().ListKeys()), resource)
+	}
 }
 
 // scopeCaches sets the scope of the caches once the ProvisionerConfig

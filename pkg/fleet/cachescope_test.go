@@ -18,9 +18,11 @@ package fleet
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,4 +225,33 @@ func TestManagerCachesTheClaimsOfWhatItServes(t *testing.T) {
 
 	f.delete("late")
 	f.eventually("the claim of x.io/late is dropped", func() bool { return f.gone("late") && !cached("late") })
+}
+
+// TestCachedObjectsMetric: provfleet_cached_objects counts what the caches
+// hold, without the claims of a provisioner not served.
+func TestCachedObjectsMetric(t *testing.T) {
+	f := newFixture(t)
+	for name, provisioner := range map[string]string{"mine": "x.io/a", "other": "example.com/other"} {
+		claim := claimWith(map[string]string{provisioning.AnnStorageProvisioner: provisioner})
+		claim.Name = name
+		if _, err := f.kube.CoreV1().PersistentVolumeClaims("ns").Create(f.ctx, claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.create(managed())
+	want := `
+# HELP provfleet_cached_objects Objects in this process's cache of claims, PersistentVolumes and StorageClasses, by resource.
+# TYPE provfleet_cached_objects gauge
+provfleet_cached_objects{resource="persistentvolumeclaims"} 1
+provfleet_cached_objects{resource="persistentvolumes"} 0
+provfleet_cached_objects{resource="storageclasses"} 0
+`
+	var err error
+	f.eventually("the series as wanted", func() bool {
+		err = testutil.CollectAndCompare(newCachedObjects(f.manager), strings.NewReader(want), "provfleet_cached_objects")
+		return err == nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }

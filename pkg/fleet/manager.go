@@ -280,7 +280,9 @@ func newEventScheme() (*runtime.Scheme, error) {
 // addInformers sets up the informers the whole fleet shares, their indexes
 // and their one event router, and the node side, before any of them starts.
 func (m *Manager) addInformers(reg prometheus.Registerer) error {
-	m.limitCaches()
+	if err := m.limitCaches(reg); err != nil {
+		return err
+	}
 	m.shared = provisioning.SharedInformers{
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
