@@ -44,14 +44,19 @@ limitations under the License.
 // Normal one when the backend is back. The fleet shares one set of claim,
 // volume, class, node and Lease informers, with one event router and the PV
 // path index, the claim, volume, class and node caches trimmed to what the
-// controllers read (internal/cachetrim); one connection pool, each
+// controllers read (internal/cachetrim), and in the manager's role the
+// claim, volume and class caches limited to the objects of the
+// ProvisionerConfigs served and the volumes inside their bases
+// (cacheScope), which list again when those change; one connection pool, each
 // provisioner's requests named after it and spending its share of the
 // fleet's fair API budget (internal/fairlimit), its Lease and Event writes
 // budgets of their own; the provisioners' metrics on Settings.Registerer;
 // and health checks (Ready, LeaseHealthy, Stuck).
 //
 // Goroutines, all ended when Run returns: the shared informers and the
-// ProvisionerConfig informer; the node side's (hostpathnodes.Nodes.Watch);
+// ProvisionerConfig informer; the one that sets the caches' scope again
+// after a ProvisionerConfig changed (scopeCaches); the node side's
+// (hostpathnodes.Nodes.Watch);
 // the Event broadcaster; the reconcile workers (runWorker), which stop each
 // instance and wait until it drained; a node agent's elector on its node's
 // Lease (hostpathnodes.Agent.Run); one goroutine per instance running its
@@ -86,7 +91,7 @@ limitations under the License.
 // hostpathnodes.Fleet interface), which calls runInstance. status.go writes
 // what reconcile observed, nodestatus.go adds a coordinator's nodes,
 // fleetmetrics.go and clients.go hold the fleet's metrics, clients and
-// budgets.
+// budgets, cachescope.go what the caches keep.
 //
 // # Glossary
 //
@@ -128,4 +133,10 @@ limitations under the License.
 // Stuck instance: one whose controller has a backend call running past its
 // deadline. Once stopped, it leaves its Lease to expire, and its
 // replacement starts after that (leaseFree).
+//
+// Cache scope: the claims, PersistentVolumes and StorageClasses the
+// manager's caches keep, from the ProvisionerConfigs the replica serves
+// (cacheScope.Update, called in updateCacheScope alone); for now every
+// ProvisionerConfig in the cache. Nodes are cached whole: a coordinator
+// places claims on any node its selectors take.
 package fleet
