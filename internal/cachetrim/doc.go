@@ -36,7 +36,7 @@ limitations under the License.
 // and never changes; the manager's is its provisioners, which come and go:
 // OnlyChanging then has the informer list again, so that the objects of a
 // provisioner that comes are fetched, and those of one that goes are
-// dropped. Limit puts either on the claim, volume and class informers of a
+// dropped. Limit puts either on the claim and volume informers of a
 // factory.
 //
 // Goroutines: Transform runs on the informer's own; each watch of Only runs

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -30,16 +29,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Keep says which claims, PersistentVolumes and StorageClasses a cache
-// holds; a nil function leaves the cache of its type whole.
+// Keep says which claims and PersistentVolumes a cache holds; a nil
+// function leaves the cache of its type whole.
 type Keep struct {
 	Claim  func(*corev1.PersistentVolumeClaim) bool
 	Volume func(*corev1.PersistentVolume) bool
-	Class  func(*storagev1.StorageClass) bool
 }
 
-// Limit makes the shared informers of factory of claims, PersistentVolumes
-// and StorageClasses hold only what keep accepts (OnlyChanging), and
+// Limit makes the shared informers of factory of claims and
+// PersistentVolumes hold only what keep accepts (OnlyChanging), and
 // returns the function to call once keep may answer otherwise: each of
 // those informers then lists again. It must run before the informers are
 // first asked for: the factory hands out the informer registered first for
@@ -63,12 +61,6 @@ func Limit(factory informers.SharedInformerFactory, keep Keep) (relist func()) {
 		limit(&corev1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) (cache.SharedIndexInformer, func()) {
 			volumes := client.CoreV1().PersistentVolumes()
 			return onlyInformer(client, volumes.List, volumes.Watch, &corev1.PersistentVolume{}, resync, typed(keep.Volume))
-		})
-	}
-	if keep.Class != nil {
-		limit(&storagev1.StorageClass{}, func(client kubernetes.Interface, resync time.Duration) (cache.SharedIndexInformer, func()) {
-			classes := client.StorageV1().StorageClasses()
-			return onlyInformer(client, classes.List, classes.Watch, &storagev1.StorageClass{}, resync, typed(keep.Class))
 		})
 	}
 	return func() {

@@ -26,7 +26,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -40,10 +39,9 @@ import (
 	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
-// cacheScope is what the manager's caches of claims, PersistentVolumes and
-// StorageClasses keep of the cluster: what the controllers of the
-// ProvisionerConfigs this replica serves read (see keepClaim, keepVolume
-// and keepClass), so that a manager next to the objects of many other
+// cacheScope is what the manager's caches of claims and PersistentVolumes
+// keep of the cluster: what the controllers of the ProvisionerConfigs this
+// replica serves read (see keepClaim and keepVolume), so that a manager next to the objects of many other
 // provisioners does not hold them. It is safe for concurrent use: the
 // informers ask it for every object they decode.
 type cacheScope struct {
@@ -78,7 +76,11 @@ func (s *cacheScope) Update(configs []*v1alpha1.ProvisionerConfig) {
 // limit limits the informers of factory to s or, when node is not nil, to
 // what either s or node keeps, as a process in both roles needs.
 func (s *cacheScope) limit(factory informers.SharedInformerFactory, node provisioning.Scope) {
-	keep := cachetrim.Keep{Claim: s.keepClaim, Volume: s.keepVolume, Class: s.keepClass}
+	// Classes are kept whole: they are few, and a coordinator reads the
+	// class of a claim when it syncs without watching classes, so a class
+	// that came only with the list after its ProvisionerConfig would leave
+	// its claims waiting.
+	keep := cachetrim.Keep{Claim: s.keepClaim, Volume: s.keepVolume}
 	if node != nil {
 		keep.Claim = func(claim *corev1.PersistentVolumeClaim) bool { return s.keepClaim(claim) || node.Claim(claim) }
 		keep.Volume = func(volume *corev1.PersistentVolume) bool { return s.keepVolume(volume) || node.Volume(volume) }
@@ -128,12 +130,16 @@ func (s *cacheScope) keepClaim(claim *corev1.PersistentVolumeClaim) bool {
 }
 
 // keepVolume keeps the PersistentVolumes a served provisioner made, and
-// every volume, of any provisioner or of none, whose directory is a served
-// backend's base or lies inside it: a new directory there is checked
-// against those (backend.PathIndex), and one made inside another volume's
-// would mix two volumes' data. A volume whose directory holds a base needs
-// no keeping: the backends do not count it as overlapping their volumes.
-// Host paths count on every node, as bases do.
+// every volume, of any provisioner, whose directory is a served backend's
+// base or lies inside it: a new directory there is checked against those
+// (backend.PathIndex), and one made inside another volume's would mix two
+// volumes' data. A volume whose directory holds a base needs no keeping:
+// the backends do not count it as overlapping their volumes. Host paths
+// count on every node, as bases do. Every hostPath, local or NFS volume of
+// no provisioner is kept, whatever its path: the volumes of a base that
+// comes into scope arrive only with the list that follows, after the
+// informer's backoff, and the claims of its provisioner may be provisioned
+// before; those made by hand are the likeliest to lie in a new base.
 func (s *cacheScope) keepVolume(volume *corev1.PersistentVolume) bool {
 	set := s.current.Load()
 	if set == nil {
@@ -148,8 +154,11 @@ func (s *cacheScope) keepVolume(volume *corev1.PersistentVolume) bool {
 	} else if volume.Spec.NFS != nil {
 		at = base{server: backend.NFSServerOf(volume.Spec.NFS, volume.Spec.MountOptions), path: volume.Spec.NFS.Path}
 	}
-	if !path.IsAbs(at.path) {
+	switch {
+	case !path.IsAbs(at.path):
 		return false
+	case volume.Annotations[provisioning.AnnDynamicallyProvisioned] == "":
+		return true
 	}
 	for dir := path.Clean(at.path); ; dir = path.Dir(dir) {
 		if set.bases[base{server: at.server, path: dir}] {
@@ -161,14 +170,7 @@ func (s *cacheScope) keepVolume(volume *corev1.PersistentVolume) bool {
 	}
 }
 
-// keepClass keeps the StorageClasses of served provisioners: a claim is
-// provisioned only when its class names its provisioner.
-func (s *cacheScope) keepClass(class *storagev1.StorageClass) bool {
-	set := s.current.Load()
-	return set != nil && set.names[class.Provisioner]
-}
-
-// limitCaches limits the claim, volume and class caches to what the roles
+// limitCaches limits the claim and volume caches to what the roles
 // of the process read: a node agent's to its node (for good), the
 // manager's to cacheScope, a process in both roles to either; and
 // registers provfleet_cached_objects with reg.

@@ -24,7 +24,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -104,54 +103,41 @@ func TestCacheScopeKeepsClaims(t *testing.T) {
 }
 
 func TestCacheScopeKeepsVolumes(t *testing.T) {
+	other := func(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
+		return provisionedBy("example.com/other", pv)
+	}
 	tests := map[string]struct {
 		volume *corev1.PersistentVolume
 		want   bool
 	}{
-		"provisioned by a served provisioner":          {provisionedBy("x.io/nfs", nfsVolume("elsewhere.example", "/x")), true},
-		"provisioned under an additional name":         {provisionedBy("legacy.io/host", &corev1.PersistentVolume{}), true},
-		"provisioned by another, outside every base":   {provisionedBy("example.com/other", hostPathVolume("/var/other/pv-1")), false},
-		"provisioned by another, inside a base":        {provisionedBy("example.com/other", hostPathVolume("/srv/host/pv-1")), true},
-		"of no provisioner, at a base":                 {hostPathVolume("/srv/host"), true},
-		"of no provisioner, deep inside a base":        {hostPathVolume("/srv/host/a/b/c"), true},
-		"of no provisioner, inside an additional path": {hostPathVolume("/mnt/more/x"), true},
-		"local, inside a base, on any node":            {localVolume("/srv/host/x", "node-9"), true},
-		"local, outside every base":                    {localVolume("/srv/hostile/x", "node-1"), false},
-		"around a base":                                {hostPathVolume("/srv"), false},
-		"written uncleanly, inside a base":             {hostPathVolume("/srv/other/../host//x/"), true},
-		"relative":                                     {hostPathVolume("srv/host/x"), false},
-		"on the served NFS server, inside its export":  {nfsVolume("nfs.example", "/exports/nfs/pvc-1"), true},
-		"on the served NFS server, outside its export": {nfsVolume("nfs.example", "/exports/other"), false},
-		"on another NFS server, at the same path":      {nfsVolume("other.example", "/exports/nfs/pvc-1"), false},
-		"on the served NFS server at another port":     {nfsVolume("nfs.example", "/exports/nfs/pvc-1", "vers=3,port=2050"), false},
-		"a host path where an NFS export is":           {hostPathVolume("/exports/nfs/pvc-1"), false},
-		"of another source":                            {&corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d"}}}}, false},
+		"provisioned by a served provisioner":           {provisionedBy("x.io/nfs", nfsVolume("elsewhere.example", "/x")), true},
+		"provisioned under an additional name":          {provisionedBy("legacy.io/host", &corev1.PersistentVolume{}), true},
+		"of another, outside every base":                {other(hostPathVolume("/var/other/pv-1")), false},
+		"of another, at a base":                         {other(hostPathVolume("/srv/host")), true},
+		"of another, deep inside an additional path":    {other(hostPathVolume("/mnt/more/a/b")), true},
+		"of another, local inside a base on any node":   {other(localVolume("/srv/host/x", "node-9")), true},
+		"of another, local outside every base":          {other(localVolume("/srv/hostile/x", "node-1")), false},
+		"of another, around a base":                     {other(hostPathVolume("/srv")), false},
+		"of another, written uncleanly inside a base":   {other(hostPathVolume("/srv/other/../host//x/")), true},
+		"of another, relative":                          {other(hostPathVolume("srv/host/x")), false},
+		"of another, inside the served NFS export":      {other(nfsVolume("nfs.example", "/exports/nfs/pvc-1")), true},
+		"of another, outside the served NFS export":     {other(nfsVolume("nfs.example", "/exports/other")), false},
+		"of another, on another NFS server":             {other(nfsVolume("other.example", "/exports/nfs/pvc-1")), false},
+		"of another, on the NFS server at another port": {other(nfsVolume("nfs.example", "/exports/nfs/pvc-1", "vers=3,port=2050")), false},
+		"of another, a host path where an export is":    {other(hostPathVolume("/exports/nfs/pvc-1")), false},
+		"of another, of another source":                 {other(&corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d"}}}}), false},
+		"of none, inside a base":                        {hostPathVolume("/srv/host/a"), true},
+		"of none, outside every base":                   {hostPathVolume("/var/static/pv-1"), true},
+		"of none, local on another node":                {localVolume("/data/x", "node-9"), true},
+		"of none, on another NFS server":                {nfsVolume("other.example", "/exports/x"), true},
+		"of none, relative":                             {hostPathVolume("srv/host/x"), false},
+		"of none, of another source":                    {&corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d"}}}}, false},
 	}
 	s := &cacheScope{}
 	s.Update(servedConfigs())
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, s.keepVolume(tc.volume)); diff != "" {
-				t.Errorf("kept (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestCacheScopeKeepsClasses(t *testing.T) {
-	tests := map[string]struct {
-		provisioner string
-		want        bool
-	}{
-		"of a served provisioner": {"x.io/nfs", true},
-		"of an additional name":   {"legacy.io/host", true},
-		"of another provisioner":  {"example.com/other", false},
-	}
-	s := &cacheScope{}
-	s.Update(servedConfigs())
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, s.keepClass(&storagev1.StorageClass{Provisioner: tc.provisioner})); diff != "" {
 				t.Errorf("kept (-want +got):\n%s", diff)
 			}
 		})
