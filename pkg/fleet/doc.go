@@ -45,8 +45,8 @@ limitations under the License.
 // volume, class, node and Lease informers, with one event router and the PV
 // path index, the claim, volume, class and node caches trimmed to what the
 // controllers read (internal/cachetrim), and in the manager's role the
-// claim, volume and class caches limited to the objects of the
-// ProvisionerConfigs served and the volumes inside their bases
+// claim and volume caches limited to the objects of the ProvisionerConfigs
+// served, the volumes inside their bases and those of no provisioner
 // (cacheScope), which list again when those change; one connection pool, each
 // provisioner's requests named after it and spending its share of the
 // fleet's fair API budget (internal/fairlimit), its Lease and Event writes
@@ -134,9 +134,9 @@ limitations under the License.
 // deadline. Once stopped, it leaves its Lease to expire, and its
 // replacement starts after that (leaseFree).
 //
-// Cache scope: the claims, PersistentVolumes and StorageClasses the
-// manager's caches keep, from the ProvisionerConfigs the replica serves
-// (cacheScope.Update, called in updateCacheScope alone); for now every
-// ProvisionerConfig in the cache. Nodes are cached whole: a coordinator
-// places claims on any node its selectors take.
+// Cache scope: the claims and PersistentVolumes the manager's caches keep,
+// from the ProvisionerConfigs the replica serves (cacheScope.Update, called
+// in updateCacheScope alone); for now every ProvisionerConfig in the cache.
+// StorageClasses and Nodes are cached whole: a coordinator places claims on
+// any node its selectors take and reads their classes as it places them.
 package fleet
