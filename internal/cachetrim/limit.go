@@ -37,37 +37,47 @@ type Keep struct {
 }
 
 // Limit makes the shared informers of factory of claims and
-// PersistentVolumes hold only what keep accepts (OnlyChanging), and
-// returns the function to call once keep may answer otherwise: each of
-// those informers then lists again. It must run before the informers are
-// first asked for: the factory hands out the informer registered first for
-// a type.
-func Limit(factory informers.SharedInformerFactory, keep Keep) (relist func()) {
-	var relists []func()
-	limit := func(example runtime.Object, newInformer func(kubernetes.Interface, time.Duration) (cache.SharedIndexInformer, func())) {
+// PersistentVolumes hold only what keep accepts (OnlyChanging). It returns
+// the function to call once keep may answer otherwise (each of those
+// informers then refreshes), and the one that reports whether they all
+// hold what keep accepted at the last refresh. It must run before the
+// informers are first asked for: the factory hands out the informer
+// registered first for a type.
+func Limit(factory informers.SharedInformerFactory, keep Keep) (refresh func(), complete func() bool) {
+	var limited []*Changing
+	limit := func(example runtime.Object, newInformer func(kubernetes.Interface, time.Duration) (cache.SharedIndexInformer, *Changing)) {
 		factory.InformerFor(example, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-			inf, relist := newInformer(client, resync)
-			relists = append(relists, relist)
+			inf, changing := newInformer(client, resync)
+			limited = append(limited, changing)
 			return inf
 		})
 	}
 	if keep.Claim != nil {
-		limit(&corev1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) (cache.SharedIndexInformer, func()) {
+		limit(&corev1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) (cache.SharedIndexInformer, *Changing) {
 			claims := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll)
 			return onlyInformer(client, claims.List, claims.Watch, &corev1.PersistentVolumeClaim{}, resync, typed(keep.Claim))
 		})
 	}
 	if keep.Volume != nil {
-		limit(&corev1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) (cache.SharedIndexInformer, func()) {
+		limit(&corev1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) (cache.SharedIndexInformer, *Changing) {
 			volumes := client.CoreV1().PersistentVolumes()
 			return onlyInformer(client, volumes.List, volumes.Watch, &corev1.PersistentVolume{}, resync, typed(keep.Volume))
 		})
 	}
-	return func() {
-		for _, relist := range relists {
-			relist()
+	refresh = func() {
+		for _, c := range limited {
+			c.Refresh()
 		}
 	}
+	complete = func() bool {
+		for _, c := range limited {
+			if !c.Complete() {
+				return false
+			}
+		}
+		return true
+	}
+	return refresh, complete
 }
 
 // typed is keep for the objects of its type; it refuses any other.
@@ -79,20 +89,23 @@ func typed[T runtime.Object](keep func(T) bool) func(runtime.Object) bool {
 }
 
 // onlyInformer returns an informer, indexed by namespace as the factory's
-// are, of the objects of list and watch that keep accepts, and its relist.
+// are, of the objects of list and watch that keep accepts, and what
+// refreshes it.
 func onlyInformer[L runtime.Object](client kubernetes.Interface,
 	list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
-	example runtime.Object, resync time.Duration, keep func(runtime.Object) bool) (cache.SharedIndexInformer, func()) {
+	example runtime.Object, resync time.Duration, keep func(runtime.Object) bool) (cache.SharedIndexInformer, *Changing) {
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 			return list(ctx, options)
 		},
 		WatchFuncWithContext: watchFn,
 	}, client)
-	limited, relist := OnlyChanging(lw, keep)
-	return cache.NewSharedIndexInformerWithOptions(limited, example, cache.SharedIndexInformerOptions{
+	limited := OnlyChanging(lw, keep)
+	inf := cache.NewSharedIndexInformerWithOptions(limited, example, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resync,
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-	}), relist
+	})
+	limited.Feeds(inf.GetStore())
+	return inf, limited
 }

@@ -20,14 +20,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
+	"k8s.io/utils/ptr"
 )
 
 // Only returns lw limited to the objects keep accepts, so that an informer
@@ -51,22 +52,45 @@ func Only(lw cache.ListerWatcher, keep func(runtime.Object) bool) cache.ListerWa
 	return newOnly(lw, keep)
 }
 
-// OnlyChanging is Only for a keep whose answers change, and returns with lw
-// the function to call once they may have: the informer fed by lw then
-// lists again, so that the objects keep accepts now and dropped before come
-// in, and those it no longer accepts go. For that the watch under way, or
-// the next one if none is, ends with a resource-expired error, after which
-// the informer's reflector lists (with WatchList, watches from the initial
-// events) again, after its backoff. Calls before that list add none: a
-// burst of changes costs one list, and the reflector's backoff spaces the
-// lists of bursts that follow each other.
+// OnlyChanging is Only for a keep whose answers change: Changing.Refresh
+// is to be called once they may have, and Changing.Complete tells when the
+// informer holds what they accept.
+//
+// A refresh ends the watch under way and starts the next one with the
+// initial events, from the resource version the reflector watches from:
+// the objects keep accepts now and dropped before come in as added,
+// those it no longer accepts go as deleted, and so does every object
+// handed on before that the initial events no longer bring, which was
+// deleted in between. The reflector takes that watch as any other and
+// keeps its cache: no list, no wait, nothing else re-delivered. A server
+// that cannot watch with the initial events fails that watch, and the
+// reflector lists again, after its backoff, which covers the refresh too.
+// Refreshes called before the next watch starts cost one.
 //
 // keep is asked afresh for every event, so an object that keep starts to
-// accept comes in with its next event even before the list.
-func OnlyChanging(lw cache.ListerWatcher, keep func(runtime.Object) bool) (cache.ListerWatcher, func()) {
-	o := newOnly(lw, keep)
-	return o, o.relist
+// accept comes in with its next event even before the refresh.
+func OnlyChanging(lw cache.ListerWatcher, keep func(runtime.Object) bool) *Changing {
+	return &Changing{newOnly(lw, keep)}
 }
+
+// Changing is the ListerWatcher of OnlyChanging.
+type Changing struct{ *only }
+
+// Refresh makes the informer take keep's answers of now, as OnlyChanging
+// says.
+func (c *Changing) Refresh() { c.only.refresh() }
+
+// Feeds gives c the store of the informer it feeds, before the informer
+// starts: a refresh deletes what it holds of objects gone, and Complete
+// looks into it.
+func (c *Changing) Feeds(store cache.Store) { c.only.store = store }
+
+// Complete reports whether the informer's store holds what keep accepted
+// when Refresh was last called: the refresh's watch brought its initial
+// events, and every object handed on since, and not deleted, is in the
+// store. Once it reported true for a refresh it does so at once until the
+// next.
+func (c *Changing) Complete() bool { return c.only.complete() }
 
 func newOnly(lw cache.ListerWatcher, keep func(runtime.Object) bool) *only {
 	return &only{
@@ -74,7 +98,7 @@ func newOnly(lw cache.ListerWatcher, keep func(runtime.Object) bool) *only {
 		keep:                 keep,
 		watchListUnsupported: watchlist.DoesClientNotSupportWatchListSemantics(lw),
 		kept:                 map[string]struct{}{},
-		expired:              make(chan struct{}),
+		changed:              make(chan struct{}),
 	}
 }
 
@@ -89,10 +113,14 @@ type only struct {
 	// epoch counts the fresh starts: a watch of an earlier one, stopped but
 	// still draining, no longer changes kept.
 	epoch uint64
-	// stale is set once keep changed since the last fresh start; expired
-	// is closed then, which ends the watches.
-	stale   bool
-	expired chan struct{}
+	// wanted counts the refreshes asked for, done those that a watch's
+	// initial events or a list covered, and inStore the count whose
+	// objects were last found in the store; changed is closed at each
+	// refresh, which ends the watch under way.
+	wanted, done, inStore uint64
+	changed               chan struct{}
+	// store is the informer's, once Feeds set it.
+	store cache.Store
 }
 
 // IsWatchListSemanticsUnSupported tells the reflector what lw tells it.
@@ -137,17 +165,31 @@ func (o *only) ListWithContext(ctx context.Context, options metav1.ListOptions) 
 }
 
 func (o *only) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	initial := options.SendInitialEvents != nil && *options.SendInitialEvents
+	o.mu.Lock()
+	refresh := !initial && o.done != o.wanted
+	wanted := o.wanted
+	o.mu.Unlock()
+	if refresh {
+		// The initial events of now, from the version the reflector has.
+		options.SendInitialEvents = ptr.To(true)
+		options.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+		options.AllowWatchBookmarks = true
+	}
 	w, err := o.lw.WatchWithContext(ctx, options)
 	if err != nil {
 		return nil, err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if options.SendInitialEvents != nil && *options.SendInitialEvents {
+	if initial {
 		o.restart()
 	}
-	fw := &onlyWatch{inner: w, result: make(chan watch.Event), done: make(chan struct{})}
-	go fw.run(o, o.epoch, o.expired)
+	fw := &onlyWatch{inner: w, result: make(chan watch.Event), done: make(chan struct{}), started: time.Now()}
+	if refresh {
+		fw.refresh = &refreshing{wanted: wanted, brought: map[string]struct{}{}}
+	}
+	go fw.run(o, o.epoch, o.changed)
 	return fw, nil
 }
 
@@ -158,6 +200,17 @@ type onlyWatch struct {
 	result   chan watch.Event
 	done     chan struct{}
 	stopOnce sync.Once
+	started  time.Time
+	// refresh is the refresh this watch's initial events bring, until
+	// they ended; nil for any other watch.
+	refresh *refreshing
+}
+
+// refreshing is a refresh under way: the count of refreshes it covers and
+// the keys its initial events brought so far.
+type refreshing struct {
+	wanted  uint64
+	brought map[string]struct{}
 }
 
 func (w *onlyWatch) ResultChan() <-chan watch.Event { return w.result }
@@ -167,10 +220,15 @@ func (w *onlyWatch) Stop() {
 	w.inner.Stop()
 }
 
-// run filters the events of inner until it ends, w is stopped or expired
-// is closed: then it ends w with a resource-expired error, which has the
-// reflector list again.
-func (w *onlyWatch) run(o *only, epoch uint64, expired <-chan struct{}) {
+// minWatch is how long a watch lasts at least before a refresh ends it: the
+// reflector takes a shorter one without events for a failure and waits
+// before it watches again.
+const minWatch = time.Second
+
+// run filters the events of inner until it ends, w is stopped or changed is
+// closed by a refresh: then it ends w, and the reflector watches again at
+// once, with the refresh's initial events.
+func (w *onlyWatch) run(o *only, epoch uint64, changed <-chan struct{}) {
 	defer close(w.result)
 	for {
 		select {
@@ -178,13 +236,14 @@ func (w *onlyWatch) run(o *only, epoch uint64, expired <-chan struct{}) {
 			if !open || !o.handOn(w, epoch, e) {
 				return
 			}
-		case <-expired:
-			w.inner.Stop()
-			status := apierrors.NewResourceExpired("the scope of the cache changed: list again").Status()
-			select {
-			case w.result <- watch.Event{Type: watch.Error, Object: &status}:
-			case <-w.done:
+		case <-changed:
+			if wait := minWatch - time.Since(w.started); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-w.done:
+				}
 			}
+			w.inner.Stop()
 			return
 		}
 	}
@@ -196,6 +255,9 @@ func (w *onlyWatch) run(o *only, epoch uint64, expired <-chan struct{}) {
 // watch that resumes from the last one delivered, and must then be judged
 // as the first time. It reports false once w is stopped.
 //
+// The bookmark that ends a refresh's initial events is preceded by the
+// deletes of the objects kept that they did not bring.
+//
 // mu is held while the reader takes the event, so that no other watch
 // judges the same object in between. The informer's reflector makes every
 // other call that takes mu (a list, a new watch) only after it stopped w,
@@ -203,10 +265,23 @@ func (w *onlyWatch) run(o *only, epoch uint64, expired <-chan struct{}) {
 func (o *only) handOn(w *onlyWatch, epoch uint64, e watch.Event) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if w.refresh != nil && e.Type == watch.Bookmark && isInitialEventsEnd(e.Object) {
+		if epoch != o.epoch || !o.endRefresh(w) {
+			return false
+		}
+	}
 	out, kept, pass := o.filter(epoch, e)
 	if !pass {
 		return true
 	}
+	if w.refresh != nil && kept {
+		w.refresh.brought[keyOf(out.Object)] = struct{}{}
+	}
+	return o.send(w, out, kept)
+}
+
+// send hands out on to w's reader and records what it kept; mu is held.
+func (o *only) send(w *onlyWatch, out watch.Event, kept bool) bool {
 	select {
 	case w.result <- out:
 	case <-w.done:
@@ -222,26 +297,73 @@ func (o *only) handOn(w *onlyWatch, epoch uint64, e watch.Event) bool {
 	return true
 }
 
+// endRefresh hands on, once w's initial events ended, the deletes of the
+// objects kept that they did not bring, gone in between, each with the
+// informer's last copy, and records the refresh done; mu is held.
+func (o *only) endRefresh(w *onlyWatch) bool {
+	for key := range o.kept {
+		if _, brought := w.refresh.brought[key]; brought {
+			continue
+		}
+		obj, exists, err := o.store.GetByKey(key)
+		last, isObject := obj.(runtime.Object)
+		if err != nil || !exists || !isObject {
+			// Nothing held under the key to delete.
+			delete(o.kept, key)
+			continue
+		}
+		if !o.send(w, watch.Event{Type: watch.Deleted, Object: last}, false) {
+			return false
+		}
+	}
+	o.done = max(o.done, w.refresh.wanted)
+	w.refresh = nil
+	return true
+}
+
 // restart forgets every key, at the start of what replaces the whole cache,
-// which keep as it is now judges.
+// which keep as it is now judges: every refresh asked for so far is done.
 func (o *only) restart() {
 	o.epoch++
 	clear(o.kept)
-	if o.stale {
-		o.stale = false
-		o.expired = make(chan struct{})
-	}
+	o.done = o.wanted
 }
 
-// relist ends the watches, the current one and those that start before
-// the next fresh start, so that the reflector lists again.
-func (o *only) relist() {
+// refresh ends the watch under way, so that the reflector watches again
+// with the initial events of now.
+func (o *only) refresh() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.stale {
-		o.stale = true
-		close(o.expired)
+	o.wanted++
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// complete reports whether every refresh asked for is done and every
+// object kept is in store, as Changing.Complete says.
+func (o *only) complete() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done != o.wanted {
+		return false
 	}
+	if o.inStore == o.done {
+		return true
+	}
+	for key := range o.kept {
+		if _, exists, err := o.store.GetByKey(key); err != nil || !exists {
+			return false
+		}
+	}
+	o.inStore = o.done
+	return true
+}
+
+// isInitialEventsEnd reports whether obj, a bookmark's, ends the initial
+// events of a watch.
+func isInitialEventsEnd(obj runtime.Object) bool {
+	accessor, err := meta.Accessor(obj)
+	return err == nil && accessor.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }
 
 // filter decides, holding mu, what becomes of one event of the watch

@@ -46,9 +46,13 @@ import (
 // informers ask it for every object they decode.
 type cacheScope struct {
 	current atomic.Pointer[servedSet]
-	// relist has the limited informers list again; nil until they are
-	// limited.
-	relist func()
+	// refresh has the limited informers take the current scope, complete
+	// tells when they hold it; nil until they are limited.
+	refresh  func()
+	complete func() bool
+	// updating makes updates one at a time: a later one never sets a scope
+	// read before an earlier one's.
+	updating sync.Mutex
 }
 
 // servedSet is what a set of ProvisionerConfigs serves.
@@ -62,15 +66,26 @@ type servedSet struct {
 }
 
 // Update sets the ProvisionerConfigs served. When that changes what the
-// caches keep, they list again: what comes in is fetched, what goes is
-// dropped. A list re-delivers every object kept to the event handlers, as
-// an update of what they held, which the controllers take as a resync.
+// caches keep, they refresh (cachetrim.OnlyChanging): what comes in is
+// fetched, what goes is dropped, and nothing else is delivered again.
 func (s *cacheScope) Update(configs []*v1alpha1.ProvisionerConfig) {
 	next := servedBy(configs)
 	previous := s.current.Swap(next)
-	if previous != nil && !previous.equal(next) && s.relist != nil {
-		s.relist()
+	if previous != nil && !previous.equal(next) && s.refresh != nil {
+		s.refresh()
 	}
+}
+
+// updateFrom sets the ProvisionerConfigs served to those list returns.
+func (s *cacheScope) updateFrom(list func() ([]*v1alpha1.ProvisionerConfig, error)) error {
+	s.updating.Lock()
+	defer s.updating.Unlock()
+	configs, err := list()
+	if err != nil {
+		return err
+	}
+	s.Update(configs)
+	return nil
 }
 
 // limit limits the informers of factory to s or, when node is not nil, to
@@ -85,7 +100,7 @@ func (s *cacheScope) limit(factory informers.SharedInformerFactory, node provisi
 		keep.Claim = func(claim *corev1.PersistentVolumeClaim) bool { return s.keepClaim(claim) || node.Claim(claim) }
 		keep.Volume = func(volume *corev1.PersistentVolume) bool { return s.keepVolume(volume) || node.Volume(volume) }
 	}
-	s.relist = cachetrim.Limit(factory, keep)
+	s.refresh, s.complete = cachetrim.Limit(factory, keep)
 }
 
 func servedBy(configs []*v1alpha1.ProvisionerConfig) *servedSet {
@@ -188,6 +203,9 @@ func (m *Manager) limitCaches(reg prometheus.Registerer) error {
 	}
 	m.cacheScope = &cacheScope{}
 	m.cacheScope.limit(m.core, node)
+	// Every controller waits for the caches to hold the scope it was
+	// started in: startInstance sets the scope first.
+	m.shared.Complete = m.cacheScope.complete
 	return nil
 }
 
@@ -259,10 +277,10 @@ func (m *Manager) scopeCaches(ctx context.Context) (wait func()) {
 // updateCacheScope sets the scope of the caches to the ProvisionerConfigs
 // this replica serves: every one.
 func (m *Manager) updateCacheScope(ctx context.Context) {
-	served, err := m.all()
-	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Cannot list the ProvisionerConfigs that the caches keep the objects of")
+	if m.cacheScope == nil {
 		return
 	}
-	m.cacheScope.Update(served)
+	if err := m.cacheScope.updateFrom(m.all); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot list the ProvisionerConfigs that the caches keep the objects of")
+	}
 }
