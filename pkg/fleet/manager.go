@@ -650,8 +650,12 @@ func (m *Manager) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer m.queue.Done(key)
-	if key == spreadKey {
+	switch key {
+	case spreadKey:
 		m.respread(ctx)
+		return true
+	case leadsKey:
+		m.reportLeads(ctx)
 		return true
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisionerConfig", klog.KRef("", key))

@@ -52,6 +52,11 @@ const (
 	// spreadKey is the reconcile queue's key of the spread; no object name
 	// holds a slash. A burst of changes queues it once.
 	spreadKey = "/spread"
+	// leadsKey is the queue's key of the log line that tells how many
+	// provisioners this replica leads, leadsReportDelay after a spread
+	// moved some, once the hand-overs are likely over.
+	leadsKey         = "/leads"
+	leadsReportDelay = 10 * time.Second
 	// replicaLeaseGone is how long after its expiry the membership Lease of
 	// a replica that is gone is deleted: each restart of a pod is a new
 	// identity, whose Lease would otherwise stay forever.
@@ -350,6 +355,7 @@ func (m *Manager) respread(ctx context.Context) {
 		m.queue.AddRateLimited(spreadKey)
 		return
 	}
+	m.queue.Forget(spreadKey)
 	names := make([]string, 0, len(all))
 	for _, pc := range all {
 		names = append(names, pc.Name)
@@ -364,6 +370,9 @@ func (m *Manager) respread(ctx context.Context) {
 	} else if len(moved) > 0 {
 		logger.V(2).Info("ProvisionerConfigs moved", "moved", moved)
 	}
+	if replicasChanged || len(moved) > 0 {
+		m.queue.AddAfter(leadsKey, leadsReportDelay)
+	}
 	// Look again when the first live replica would expire, or the Lease of
 	// one gone is due for deletion.
 	for _, after := range []time.Duration{expiry, m.membership.collect(ctx, live)} {
@@ -371,6 +380,13 @@ func (m *Manager) respread(ctx context.Context) {
 			m.queue.AddAfter(spreadKey, after)
 		}
 	}
+}
+
+// reportLeads logs how many provisioners this replica leads and runs.
+func (m *Manager) reportLeads(ctx context.Context) {
+	held, _ := m.leadership()
+	replicas, assigned := m.membership.counts()
+	klog.FromContext(ctx).Info("Provisioners led by this replica", "leading", held, "assigned", assigned, "replicas", replicas)
 }
 
 // owns reports whether this replica runs the ProvisionerConfig name: always

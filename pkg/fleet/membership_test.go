@@ -18,6 +18,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/internal/leaderelection/leasetest"
 )
 
@@ -198,5 +200,72 @@ func TestMembershipCollectsLeasesOfReplicasGone(t *testing.T) {
 				t.Errorf("next collection in %v, want %v", next, tc.wantNext)
 			}
 		})
+	}
+}
+
+// A replica that joins takes the ProvisionerConfigs the spread gives it:
+// this replica stops their instances and leaves their status to it; once
+// the other releases its membership Lease, they come back.
+func TestManagerHandsOverTheShareOfAReplicaThatJoins(t *testing.T) {
+	f := newFixture(t)
+	var names []string
+	for i := range 6 {
+		pc := managed()
+		pc.Name, pc.Spec.ProvisionerName = fmt.Sprintf("p%d", i), v1alpha1.ProvisionerName(fmt.Sprintf("x.io/p%d", i))
+		f.create(pc)
+		names = append(names, pc.Name)
+	}
+	running := func(name string) bool {
+		instances := f.started("x.io/" + name)
+		return len(instances) > 0 && !isStopped(instances[len(instances)-1])
+	}
+	f.eventually("every instance running", func() bool {
+		for _, name := range names {
+			if !running(name) || f.readyReason(name, 1) != v1alpha1.ReasonRunning {
+				return false
+			}
+		}
+		return true
+	})
+
+	other := replicaLease("replica-2", "replica-2", time.Now())
+	other.Namespace = "provfleet-system"
+	created, err := f.kube.CoordinationV1().Leases("provfleet-system").Create(f.ctx, other, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := spread(names, []string{"replica-1", "replica-2"})
+	f.eventually("the share of replica-2 stopped here, the rest running", func() bool {
+		for _, name := range names {
+			if running(name) != (owners[name] == "replica-1") {
+				return false
+			}
+		}
+		return true
+	})
+	statuses := map[string]string{}
+	for _, name := range names {
+		statuses[name] = f.get(name).ResourceVersion
+	}
+	if n, _ := f.manager.membership.counts(); n != 2 {
+		t.Errorf("%d replicas counted, want 2", n)
+	}
+
+	created.Spec.HolderIdentity = ptr.To("")
+	if _, err := f.kube.CoordinationV1().Leases("provfleet-system").Update(f.ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("every instance running again", func() bool {
+		for _, name := range names {
+			if !running(name) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, name := range names {
+		if owners[name] == "replica-1" && f.get(name).ResourceVersion != statuses[name] {
+			t.Errorf("ProvisionerConfig %s, which stayed here, was written again", name)
+		}
 	}
 }
