@@ -200,6 +200,10 @@ func newFixture(t *testing.T) *fixture {
 // served again this long after.
 const nodeLeaseDuration = "--node-lease-duration=4s"
 
+// replicaLease are the timings of the managers' membership Leases, those of
+// the provisioners' Leases: a killed manager's share moves this long after.
+var replicaLease = []string{"--replica-lease-duration=4s", "--replica-renew-deadline=3s", "--replica-retry-period=1s"}
+
 // startManager runs a manager process in both roles, the manager's and the
 // node agent's of node-<identity>, whose Node it creates, as one-process
 // setups do, until the test ends; then it checks that SIGTERM makes it exit
@@ -221,7 +225,7 @@ func (f *fixture) startManagerBinary(binary, identity string, args ...string) *m
 		Namespace:    testenv.ManagerNamespace,
 		HostPathRoot: f.root,
 		NodeName:     node,
-		Args:         append([]string{"--role=manager,node", nodeLeaseDuration}, args...),
+		Args:         append(append([]string{"--role=manager,node", nodeLeaseDuration}, replicaLease...), args...),
 	})
 }
 
@@ -233,7 +237,7 @@ func (f *fixture) startManagerRole(identity string, args ...string) {
 		Binary:     managerBinary,
 		Kubeconfig: managerKubeconfig(f.t),
 		Namespace:  testenv.ManagerNamespace,
-		Args:       append([]string{"--role=manager", "--node-lease-namespace=" + testenv.NodeAgentNamespace}, args...),
+		Args:       append(append([]string{"--role=manager", "--node-lease-namespace=" + testenv.NodeAgentNamespace}, replicaLease...), args...),
 	})
 }
 
