@@ -67,6 +67,9 @@ type Config struct {
 	// publishes something with its renewals at no extra request. It must
 	// not block.
 	Annotate func(annotations map[string]string)
+	// Labels, optional, label the Lease when this elector creates it, so
+	// that Leases of one kind can be told from the others by a selector.
+	Labels map[string]string
 }
 
 // LeaderCallbacks are client-go's LeaderCallbacks, adapted so that the work

@@ -351,8 +351,10 @@ func (e *LeaderElector) acquire(ctx context.Context, seen *coordinationv1.Lease)
 	var written *coordinationv1.Lease
 	var err error
 	if seen == nil {
+		meta := e.lease
+		meta.Labels = e.cfg.Labels
 		written, err = e.client.CoordinationV1().Leases(e.lease.Namespace).Create(ctx,
-			withRecord(e.annotated(&coordinationv1.Lease{ObjectMeta: e.lease}), record), metav1.CreateOptions{})
+			withRecord(e.annotated(&coordinationv1.Lease{ObjectMeta: meta}), record), metav1.CreateOptions{})
 	} else {
 		old := leaseRecord(seen)
 		if old.HolderIdentity == e.identity {

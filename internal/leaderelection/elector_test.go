@@ -866,7 +866,7 @@ func TestRouterLeases(t *testing.T) {
 // A holder publishes what Annotate says with the write that takes the Lease
 // and with its renewals, keeps the annotations others wrote, and RenewSoon
 // publishes a change well before the next interval (a minute here).
-func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
+func TestLeaseElectorLabelsAndAnnotatesItsWrites(t *testing.T) {
 	client := newLeaseClient()
 	var mu sync.Mutex
 	report := "one"
@@ -877,6 +877,7 @@ func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
 		annotations["report"] = report
 		delete(annotations, "done")
 	}
+	cfg.Labels = map[string]string{"kind": "replica"}
 	// The clock moves only until a leads: the next report can then be
 	// published by RenewSoon alone, not by a renewal.
 	fakeClock := testingclock.NewFakeClock(time.Now())
@@ -892,6 +893,9 @@ func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
 	})
 	if got := getLease(t, client).Annotations; !cmp.Equal(got, map[string]string{"report": "one"}) {
 		t.Errorf("annotations of the acquired Lease: %v", got)
+	}
+	if diff := cmp.Diff(map[string]string{"kind": "replica"}, getLease(t, client).Labels); diff != "" {
+		t.Errorf("labels of the created Lease (-want +got):\n%s", diff)
 	}
 
 	// Another writer adds its own annotations meanwhile.
