@@ -52,12 +52,12 @@ const (
 	// replicaLabel marks the replicas' membership Leases.
 	replicaLabel = "provfleet.io/lease=replica"
 	// killMargin is added to the membership lease duration plus a retry
-	// period that a killed replica's share may take to move: the replicas
-	// see the expiry by their own clocks (up to a retry period late, as the
-	// provisioners' electors retry only that often), and on two cores
-	// shared by the control plane and four managers the taking writes queue
-	// behind each other. The test observes the Leases through a watch, so
-	// its polling adds nothing.
+	// period that a killed replica's share may take to move. It covers
+	// what follows the expiry: the other replicas start the instances of
+	// the share and take about twenty Leases, writes that queue on two cores
+	// shared by the control plane and four managers, and the watch that
+	// shows them to the test. A SIGTERMed replica's share, the same work
+	// without the wait, moves in under a second in this test.
 	killMargin = 2 * time.Second
 	// termHandOver bounds the move of a SIGTERMed replica's share: it
 	// releases its membership and its provisioners' Leases on the way out,
