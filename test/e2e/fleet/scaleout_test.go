@@ -71,11 +71,12 @@ const (
 // held by a live replica, none holds more than its share (the
 // ProvisionerConfigs divided by the live replicas, rounded up, plus one) and
 // every status.leader names its Lease's holder; a killed replica's share
-// moves once its membership Lease expired, a terminated one's at once. All
-// along, a status.leader is empty only while its Leading condition says
-// HandOver, and in the end every claim has exactly one volume and one
-// directory, made once. The volumes are on a shared file system, which every
-// replica reaches, so whichever replica leads a provisioner provisions.
+// moves once its membership Lease expired, though no provisioner's Lease
+// before it expired, a terminated one's at once. All along, a status.leader
+// is empty only while its Leading condition says HandOver, and in the end
+// every claim has exactly one volume and one directory, made once. The
+// volumes are on a shared file system, which every replica reaches, so
+// whichever replica leads a provisioner provisions.
 func TestScaleOut(t *testing.T) {
 	f := newFixture(t)
 	replicaFlags := []string{
@@ -109,6 +110,9 @@ func TestScaleOut(t *testing.T) {
 	delete(replicas, killed)
 	if limit := leaseDuration + retryPeriod + killMargin; moved > limit {
 		t.Errorf("the share of the SIGKILLed %s moved in %v, more than %v (its membership Lease's duration, a retry period and %v)", killed, moved, limit, killMargin)
+	}
+	for _, early := range watch.takenEarly(killed, leaseDuration) {
+		t.Error(early)
 	}
 	f.waitSpread(watch, "after "+killed+" was killed", slices.Sorted(maps.Keys(replicas)))
 
@@ -152,11 +156,15 @@ type fleetWatch struct {
 	broken     int
 }
 
-// holding is a Lease's holder ("" when released) and when the watch first
-// saw it.
+// holding is a Lease's holder ("" when released), when the watch first saw
+// it, the record's acquire and latest renew times, and the holder before
+// with its last renew time.
 type holding struct {
-	holder string
-	since  time.Time
+	holder            string
+	since             time.Time
+	acquired, renewed time.Time
+	before            string
+	beforeRenewed     time.Time
 }
 
 // maxViolations bounds what the watch keeps: the first few tell the story.
@@ -209,9 +217,15 @@ func (w *fleetWatch) observeLease(obj any) {
 	if !ok {
 		return
 	}
-	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); w.holders[name].holder != holder || w.holders[name].since.IsZero() {
-		w.holders[name] = holding{holder: holder, since: now}
+	current, renewed := w.holders[name], ptr.Deref(lease.Spec.RenewTime, metav1.MicroTime{}).Time
+	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); current.holder != holder || current.since.IsZero() {
+		current = holding{
+			holder: holder, since: now, acquired: ptr.Deref(lease.Spec.AcquireTime, metav1.MicroTime{}).Time,
+			before: current.holder, beforeRenewed: current.renewed,
+		}
 	}
+	current.renewed = renewed
+	w.holders[name] = current
 }
 
 func (w *fleetWatch) observeConfig(obj any) {
@@ -293,6 +307,23 @@ func (w *fleetWatch) movedFrom(names []string, from string) (time.Time, string) 
 		}
 	}
 	return last, ""
+}
+
+// takenEarly describes each Lease taken from the replica from before the
+// record it last renewed expired: two replicas may then have worked for one
+// provisioner at once. The replicas share one clock, the machine's.
+func (w *fleetWatch) takenEarly(from string, duration time.Duration) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var early []string
+	for name, h := range w.holders {
+		if h.before == from && h.holder != "" && h.acquired.Before(h.beforeRenewed.Add(duration)) {
+			early = append(early, fmt.Sprintf("%s taken by %s at %s, %v after %s last renewed it, before its %v expired",
+				name, h.holder, h.acquired.Format(time.StampMicro), h.acquired.Sub(h.beforeRenewed), from, duration))
+		}
+	}
+	slices.Sort(early)
+	return early
 }
 
 // status returns the ProvisionerConfig name as the informer has it.
