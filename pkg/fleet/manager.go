@@ -336,6 +336,13 @@ func (m *Manager) addInformers(reg prometheus.Registerer) error {
 	}
 	// One event handler per informer for the whole fleet.
 	m.shared.Router = provisioning.NewRouter(m.shared.Claims, m.shared.Volumes, m.shared.Leases)
+	if m.membership != nil {
+		// The instance of a provisioner starts only when this replica takes
+		// it over, possibly from one that died.
+		if err := m.shared.Router.FollowLeases(); err != nil {
+			return err
+		}
+	}
 	// Added once here, before the informer starts: an index added per
 	// instance would collide with the next instance's.
 	if err := m.shared.Volumes.AddIndexers(cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths}); err != nil {

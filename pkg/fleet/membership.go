@@ -161,8 +161,7 @@ func newMembership(identity, namespace string, timings LeaseTimings, client lead
 // have synced.
 func (ms *membership) follow(changed func()) (stop func() error, err error) {
 	observe := func(obj any) {
-		if lease, ok := obj.(*coordinationv1.Lease); ok {
-			ms.observe(lease)
+		if lease, ok := obj.(*coordinationv1.Lease); ok && ms.observe(lease) {
 			changed()
 		}
 	}
@@ -194,12 +193,16 @@ func (ms *membership) follow(changed func()) (stop func() error, err error) {
 	return sub.Stop, nil
 }
 
-// observe takes in a membership Lease as the informer has it.
-func (ms *membership) observe(lease *coordinationv1.Lease) {
+// observe takes in a membership Lease as the informer has it, and reports
+// whether the replicas may have changed: a renewal of a live replica's
+// Lease changes nothing, and expiries are looked for on a timer.
+func (ms *membership) observe(lease *coordinationv1.Lease) bool {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	now := ms.clock.Now()
 	record, known := ms.replicas[lease.Name]
+	live := known && record.holder() != "" && now.Before(record.expiresAt())
+	changed := !known || ptr.Deref(lease.Spec.HolderIdentity, "") != record.holder() || !live
 	if !known || !equality.Semantic.DeepEqual(record.spec, lease.Spec) {
 		record.spec, record.seenAt = *lease.Spec.DeepCopy(), now
 		if !known {
@@ -208,6 +211,7 @@ func (ms *membership) observe(lease *coordinationv1.Lease) {
 	}
 	record.uid, record.resourceVersion = lease.UID, lease.ResourceVersion
 	ms.replicas[lease.Name] = record
+	return changed
 }
 
 // firstSeenAt is when a record first seen at now is taken to have last

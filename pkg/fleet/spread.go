@@ -39,20 +39,30 @@ func spread(names, replicas []string) map[string]string {
 		return owners
 	}
 	room := (len(names) + len(replicas) - 1) / len(replicas)
-	order := slices.Clone(names)
-	slices.SortFunc(order, func(a, b string) int {
-		return cmp.Or(cmp.Compare(weight("", a), weight("", b)), cmp.Compare(a, b))
+	type weighted struct {
+		name   string
+		weight uint64
+	}
+	order := make([]weighted, len(names))
+	for i, name := range names {
+		order[i] = weighted{name, weight("", name)}
+	}
+	slices.SortFunc(order, func(a, b weighted) int {
+		return cmp.Or(cmp.Compare(a.weight, b.weight), cmp.Compare(a.name, b.name))
 	})
 	load := make(map[string]int, len(replicas))
-	ranked := slices.Clone(replicas)
-	for _, name := range order {
-		slices.SortFunc(ranked, func(a, b string) int {
-			return cmp.Or(cmp.Compare(weight(b, name), weight(a, name)), cmp.Compare(a, b))
+	ranked := make([]weighted, len(replicas))
+	for _, n := range order {
+		for i, replica := range replicas {
+			ranked[i] = weighted{replica, weight(replica, n.name)}
+		}
+		slices.SortFunc(ranked, func(a, b weighted) int {
+			return cmp.Or(cmp.Compare(b.weight, a.weight), cmp.Compare(a.name, b.name))
 		})
 		for _, replica := range ranked {
-			if load[replica] < room {
-				load[replica]++
-				owners[name] = replica
+			if load[replica.name] < room {
+				load[replica.name]++
+				owners[n.name] = replica.name
 				break
 			}
 		}
