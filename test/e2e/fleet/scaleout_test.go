@@ -101,7 +101,7 @@ func TestScaleOut(t *testing.T) {
 	f.waitSpread(watch, "three replicas", slices.Sorted(maps.Keys(replicas)))
 	watch.checkLeaders()
 
-	load := f.startClaims(names, 250*time.Millisecond)
+	load := f.startClaims(names, 100*time.Millisecond)
 	startReplica("scale-4")
 	f.waitSpread(watch, "a fourth replica joined", slices.Sorted(maps.Keys(replicas)))
 
