@@ -24,9 +24,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // Every rendered object decodes strictly into its typed object (a
@@ -156,6 +160,8 @@ func TestFullValues(t *testing.T) {
 		"manager tolerations":   len(managerPod.Tolerations),
 		"manager affinity":      managerPod.Affinity.PodAntiAffinity != nil,
 		"manager pod labels":    manager.Spec.Template.Labels["example.com/tier"],
+		"manager spread":        managerPod.TopologySpreadConstraints,
+		"manager budget":        one[*policyv1.PodDisruptionBudget](t, objects).Spec.MinAvailable.String(),
 		"agent image":           agentPod.Containers[0].Image,
 		"agent args":            agentPod.Containers[0].Args,
 		"agent account":         agentPod.ServiceAccountName,
@@ -185,7 +191,12 @@ func TestFullValues(t *testing.T) {
 		"manager tolerations":   1,
 		"manager affinity":      true,
 		"manager pod labels":    "storage",
-		"agent image":           "registry.example.com/storage/provfleet-agent:v9.9.8",
+		"manager spread": []corev1.TopologySpreadConstraint{{
+			MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/tier": "storage"}},
+		}},
+		"manager budget": "2",
+		"agent image":    "registry.example.com/storage/provfleet-agent:v9.9.8",
 		"agent args": []string{
 			"--role=node", "--host-path-root=/mnt/disks", "--kube-api-qps=20", "--kube-api-burst=40",
 			"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--logging-format=text",
@@ -215,4 +226,58 @@ func onlyInterval(t *testing.T, monitor *unstructured.Unstructured, field string
 	}
 	interval, _, _ := unstructured.NestedString(endpoints[0].(map[string]any), "interval")
 	return interval
+}
+
+// The manager's replicas spread over nodes, or run side by side where there
+// are not enough (ScheduleAnyway), and a drain evicts one of them at a time,
+// however many run. A constraint without a labelSelector selects the
+// manager's Pods.
+func TestManagerReplicas(t *testing.T) {
+	managerPods := &metav1.LabelSelector{MatchLabels: map[string]string{
+		"app.kubernetes.io/name": "provfleet", "app.kubernetes.io/instance": "provfleet",
+	}}
+	cases := map[string]struct {
+		values map[string]any
+		want   policyv1.PodDisruptionBudgetSpec
+		spread []corev1.TopologySpreadConstraint
+	}{
+		"defaults": {
+			want: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: managerPods},
+			spread: []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway,
+				LabelSelector: managerPods, MatchLabelKeys: []string{"pod-template-hash"},
+			}},
+		},
+		"five replicas, minAvailable, no spread": {
+			values: map[string]any{
+				"replicaCount":              5,
+				"podDisruptionBudget":       map[string]any{"minAvailable": "60%"},
+				"topologySpreadConstraints": []any{},
+			},
+			want: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("60%")), Selector: managerPods},
+		},
+		"a constraint of zones": {
+			values: map[string]any{"topologySpreadConstraints": []any{map[string]any{
+				"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+			}}},
+			want: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: managerPods},
+			spread: []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: managerPods,
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objects := render(t, tc.values)
+			budget := one[*policyv1.PodDisruptionBudget](t, objects)
+			if diff := cmp.Diff(tc.want, budget.Spec); diff != "" {
+				t.Errorf("PodDisruptionBudget (-want +got):\n%s", diff)
+			}
+			pod := one[*appsv1.Deployment](t, objects).Spec.Template.Spec
+			if diff := cmp.Diff(tc.spread, pod.TopologySpreadConstraints); diff != "" {
+				t.Errorf("topologySpreadConstraints (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

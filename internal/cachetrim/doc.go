@@ -34,10 +34,10 @@ limitations under the License.
 // dropped as they are decoded and never cached (see Only for how an object
 // that leaves the scope leaves the cache). A node agent's scope is its node,
 // and never changes; the manager's is its provisioners, which come and go:
-// OnlyChanging then has the informer list again, so that the objects of a
-// provisioner that comes are fetched, and those of one that goes are
-// dropped. Limit puts either on the claim and volume informers of a
-// factory.
+// OnlyChanging then refreshes the informer within its watch, so that the
+// objects of a provisioner that comes are fetched, and those of one that
+// goes are dropped, with no list, and tells when the informer holds them.
+// Limit puts either on the claim and volume informers of a factory.
 //
 // Goroutines: Transform runs on the informer's own; each watch of Only runs
 // one goroutine that filters its events until the watch ends, is stopped or

@@ -33,19 +33,27 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// server is an API of ConfigMaps that counts the full reads the informer
-// makes of it: lists, and watches that start with the initial events.
+// server is an API of ConfigMaps that counts the lists the informer makes
+// of it and the watches that start with the initial events.
 type server struct {
+	mu      sync.Mutex
 	objects []*corev1.ConfigMap
-	reads   atomic.Int32
+	lists   atomic.Int32
+	initial atomic.Int32
 	// watchList is whether the informer may stream its lists.
 	watchList bool
 }
 
+func (s *server) current() []*corev1.ConfigMap {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.objects)
+}
+
 func (s *server) ListWithContext(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	s.reads.Add(1)
+	s.lists.Add(1)
 	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
-	for _, o := range s.objects {
+	for _, o := range s.current() {
 		list.Items = append(list.Items, *o.DeepCopy())
 	}
 	return list, nil
@@ -56,9 +64,10 @@ func (s *server) WatchWithContext(ctx context.Context, options metav1.ListOption
 	if options.SendInitialEvents == nil || !*options.SendInitialEvents {
 		return w, nil
 	}
-	s.reads.Add(1)
+	s.initial.Add(1)
+	objects := s.current()
 	go func() {
-		for _, o := range s.objects {
+		for _, o := range objects {
 			w.Add(o.DeepCopy())
 		}
 		w.Action(watch.Bookmark, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -79,19 +88,21 @@ func (s *server) Watch(options metav1.ListOptions) (watch.Interface, error) {
 func (s *server) IsWatchListSemanticsUnSupported() bool { return !s.watchList }
 
 // TestOnlyChangingInformer runs an informer over OnlyChanging as its keep
-// widens, narrows and changes in a burst.
+// widens, narrows and changes in a burst, and as an object goes unseen:
+// each refresh brings what keep accepts within the watch, with no list.
 func TestOnlyChangingInformer(t *testing.T) {
-	for name, watchList := range map[string]bool{"list": false, "watch list": true} {
+	for name, watchList := range map[string]bool{"no watch list: lists again": false, "watch list": true} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			src := &server{objects: []*corev1.ConfigMap{onNode("a", "node-1"), onNode("b", "node-2")}, watchList: watchList}
 			var nodes atomic.Pointer[[]string]
 			nodes.Store(&[]string{"node-1"})
-			lw, relist := OnlyChanging(src, func(obj runtime.Object) bool {
+			lw := OnlyChanging(src, func(obj runtime.Object) bool {
 				cm, ok := obj.(*corev1.ConfigMap)
 				return ok && slices.Contains(*nodes.Load(), cm.Labels["node"])
 			})
 			inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+			lw.Feeds(inf.GetStore())
 			ctx, cancel := context.WithCancel(t.Context())
 			var ran sync.WaitGroup
 			ran.Go(func() { inf.RunWithContext(ctx) })
@@ -103,28 +114,56 @@ func TestOnlyChangingInformer(t *testing.T) {
 			holds(t, inf, "ns/a")
 
 			nodes.Store(&[]string{"node-1", "node-2"})
-			relist()
-			eventually(t, inf, "ns/a", "ns/b")
+			lw.Refresh()
+			completeHolds(t, lw, inf, "ns/a", "ns/b")
 
 			nodes.Store(&[]string{"node-2"})
-			relist()
-			eventually(t, inf, "ns/b")
+			lw.Refresh()
+			completeHolds(t, lw, inf, "ns/b")
 
-			before := src.reads.Load()
+			// b goes while nothing tells the informer: the refresh's
+			// initial events no longer bring it.
+			src.mu.Lock()
+			src.objects = src.objects[:1]
+			src.mu.Unlock()
+			lw.Refresh()
+			completeHolds(t, lw, inf)
+
+			start := time.Now()
+			before := src.initial.Load() + src.lists.Load()
 			for i := range 100 {
 				nodes.Store(&[][]string{{"node-1"}, {"node-2"}}[i%2])
-				relist()
-				time.Sleep(20 * time.Millisecond)
+				lw.Refresh()
+				time.Sleep(10 * time.Millisecond)
 			}
 			nodes.Store(&[]string{"node-1"})
-			relist()
-			eventually(t, inf, "ns/a")
-			// The reflector's backoff after the two relists above is
-			// at least 3.2s, longer than the burst.
-			if reads := src.reads.Load() - before; reads > 3 {
-				t.Errorf("101 changes of the scope made %d full reads, want at most 3", reads)
+			lw.Refresh()
+			completeHolds(t, lw, inf, "ns/a")
+			// A watch lasts minWatch at least before a refresh ends it;
+			// without a watch list, the reflector's backoff spaces lists.
+			if refreshes, limit := src.initial.Load()+src.lists.Load()-before, int32(2+time.Since(start)/minWatch); refreshes > limit {
+				t.Errorf("101 changes of the scope made %d refreshes, want at most %d", refreshes, limit)
+			}
+			if lists := src.lists.Load(); watchList && lists > 0 {
+				t.Errorf("the refreshes made the informer list %d times, want none", lists)
 			}
 		})
+	}
+}
+
+// completeHolds waits until Complete reports true for lw and the store of
+// inf holds exactly keys (what leaves it may go after Complete, which
+// tells only that what is kept came in), and fails t if that does not come.
+func completeHolds(t *testing.T, lw *Changing, inf cache.SharedIndexInformer, keys ...string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		got := inf.GetStore().ListKeys()
+		slices.Sort(got)
+		return lw.Complete() && slices.Equal(got, keys), nil
+	})
+	if err != nil {
+		holds(t, inf, keys...)
+		t.Fatalf("the refresh never completed (Complete: %v)", lw.Complete())
 	}
 }
 
@@ -135,20 +174,5 @@ func holds(t *testing.T, inf cache.SharedIndexInformer, keys ...string) {
 	slices.Sort(got)
 	if diff := cmp.Diff(keys, got); diff != "" {
 		t.Errorf("cached keys (-want +got):\n%s", diff)
-	}
-}
-
-// eventually waits until the store of inf holds exactly keys, and fails t
-// if it does not soon.
-func eventually(t *testing.T, inf cache.SharedIndexInformer, keys ...string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
-		got := inf.GetStore().ListKeys()
-		slices.Sort(got)
-		return slices.Equal(got, keys), nil
-	})
-	if err != nil {
-		holds(t, inf, keys...)
-		t.Fatal("the cache did not come to hold what it should")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,7 +65,9 @@ func Only(lw cache.ListerWatcher, keep func(runtime.Object) bool) cache.ListerWa
 // deleted in between. The reflector takes that watch as any other and
 // keeps its cache: no list, no wait, nothing else re-delivered. A server
 // that cannot watch with the initial events fails that watch, and the
-// reflector lists again, after its backoff, which covers the refresh too.
+// reflector lists again, after its backoff, which covers the refresh too;
+// so does a client that cannot stream lists at all (a fake), whose watch a
+// refresh ends with a resource-expired error.
 // Refreshes called before the next watch starts cost one.
 //
 // keep is asked afresh for every event, so an object that keep starts to
@@ -167,7 +170,7 @@ func (o *only) ListWithContext(ctx context.Context, options metav1.ListOptions) 
 func (o *only) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	initial := options.SendInitialEvents != nil && *options.SendInitialEvents
 	o.mu.Lock()
-	refresh := !initial && o.done != o.wanted
+	refresh := !initial && !o.watchListUnsupported && o.done != o.wanted
 	wanted := o.wanted
 	o.mu.Unlock()
 	if refresh {
@@ -244,6 +247,15 @@ func (w *onlyWatch) run(o *only, epoch uint64, changed <-chan struct{}) {
 				}
 			}
 			w.inner.Stop()
+			if o.watchListUnsupported {
+				// No initial events to refresh with: the reflector lists
+				// again after this error, once its backoff passed.
+				status := apierrors.NewResourceExpired("the scope of the cache changed: list again").Status()
+				select {
+				case w.result <- watch.Event{Type: watch.Error, Object: &status}:
+				case <-w.done:
+				}
+			}
 			return
 		}
 	}

@@ -151,10 +151,8 @@ func (s *cacheScope) keepClaim(claim *corev1.PersistentVolumeClaim) bool {
 // volumes' data. A volume whose directory holds a base needs no keeping:
 // the backends do not count it as overlapping their volumes. Host paths
 // count on every node, as bases do. Every hostPath, local or NFS volume of
-// no provisioner is kept, whatever its path: the volumes of a base that
-// comes into scope arrive only with the list that follows, after the
-// informer's backoff, and the claims of its provisioner may be provisioned
-// before; those made by hand are the likeliest to lie in a new base.
+// no provisioner is kept, whatever its path: those made by hand are the
+// likeliest to lie in a base that comes into scope later, and are few.
 func (s *cacheScope) keepVolume(volume *corev1.PersistentVolume) bool {
 	set := s.current.Load()
 	if set == nil {
@@ -203,9 +201,6 @@ func (m *Manager) limitCaches(reg prometheus.Registerer) error {
 	}
 	m.cacheScope = &cacheScope{}
 	m.cacheScope.limit(m.core, node)
-	// Every controller waits for the caches to hold the scope it was
-	// started in: startInstance sets the scope first.
-	m.shared.Complete = m.cacheScope.complete
 	return nil
 }
 

@@ -167,13 +167,13 @@ func TestCacheScopeRelistsWhenItChanges(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			relists := 0
-			s := &cacheScope{relist: func() { relists++ }}
+			refreshes := 0
+			s := &cacheScope{refresh: func() { refreshes++ }}
 			for _, update := range tc.updates {
 				s.Update(update)
 			}
-			if diff := cmp.Diff(tc.want, relists); diff != "" {
-				t.Errorf("relists (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, refreshes); diff != "" {
+				t.Errorf("refreshes (-want +got):\n%s", diff)
 			}
 		})
 	}

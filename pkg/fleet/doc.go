@@ -47,16 +47,30 @@ limitations under the License.
 // controllers read (internal/cachetrim), and in the manager's role the
 // claim and volume caches limited to the objects of the ProvisionerConfigs
 // served, the volumes inside their bases and those of no provisioner
-// (cacheScope), which list again when those change; one connection pool, each
+// (cacheScope), which refresh when those change, every controller waiting
+// until they hold its objects; one connection pool, each
 // provisioner's requests named after it and spending its share of the
 // fleet's fair API budget (internal/fairlimit), its Lease and Event writes
 // budgets of their own; the provisioners' metrics on Settings.Registerer;
 // and health checks (Ready, LeaseHealthy, Stuck).
 //
+// Manager replicas share the ProvisionerConfigs out (membership.go): each
+// holds a membership Lease of its own while it runs, follows the others'
+// through the fleet's Lease informer, and every one computes the same
+// spread of the object names over the live replicas (spread.go, rendezvous
+// hashing with bounded load). A replica starts and reports only the
+// ProvisionerConfigs the spread gives it; one that leaves its share stops
+// its instance, which drains and releases its Lease for the new owner. The
+// provisioners' Leases still decide who works, so replicas that see the
+// members differently for a moment never both lead. Without leader
+// election, or in a node agent's role alone, there is no membership and the
+// process runs everything.
+//
 // Goroutines, all ended when Run returns: the shared informers and the
 // ProvisionerConfig informer; the one that sets the caches' scope again
 // after a ProvisionerConfig changed (scopeCaches); the node side's
-// (hostpathnodes.Nodes.Watch);
+// (hostpathnodes.Nodes.Watch); with a membership, the elector of the
+// replica's membership Lease;
 // the Event broadcaster; the reconcile workers (runWorker), which stop each
 // instance and wait until it drained; a node agent's elector on its node's
 // Lease (hostpathnodes.Agent.Run); one goroutine per instance running its
@@ -68,7 +82,8 @@ limitations under the License.
 //
 // manager.go makes the Manager, its informers and its node side
 // (hostpathnodes.New) and runs the reconcile workers, whose
-// processNextWorkItem calls reconcile. From reconcile to a started
+// processNextWorkItem calls reconcile, or respread (membership.go) for
+// the queue's spread key. From reconcile to a started
 // controller, five hops, the first four in reconcile.go:
 //
 //	reconcile           reconcile.go: the ProvisionerConfig of a key
@@ -129,6 +144,10 @@ limitations under the License.
 // Tenant: one provisioner of the fleet, as provisioning's doc says; here,
 // its share of the fleet's API budget: its client names its requests after
 // it and spends its share (the tenants interface builds it).
+//
+// Membership, spread, share: the live manager replicas, as their
+// membership Leases show them; which replica runs each ProvisionerConfig;
+// the ProvisionerConfigs one replica runs.
 //
 // Stuck instance: one whose controller has a backend call running past its
 // deadline. Once stopped, it leaves its Lease to expire, and its

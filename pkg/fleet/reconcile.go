@@ -100,7 +100,7 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 	}
 	if pc.DeletionTimestamp != nil {
 		m.stopInstances(ctx, key)
-		if !m.settings.Roles.Manager {
+		if !m.settings.Roles.Manager || !m.owns(pc.Name) {
 			return false, nil
 		}
 		return false, m.removeFinalizer(ctx, pc)
@@ -110,6 +110,11 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 		retry = m.agent.Reconcile(ctx, pc)
 	}
 	if !m.settings.Roles.Manager {
+		return retry, nil
+	}
+	if !m.owns(pc.Name) {
+		// Another replica runs it and writes its status: hand it over.
+		m.stop(ctx, pc.Name)
 		return retry, nil
 	}
 	if !slices.Contains(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer) {
@@ -304,6 +309,12 @@ func (m *Manager) leaseFree(key string) error {
 // provision controller with the backend of spec.
 func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, spec instanceSpec, cfg provisioning.Config, fingerprint string) (*instance, error) {
 	key := pc.Name
+	if spec.scope == nil {
+		// The caches hold pc's objects before its controller acts: a new
+		// ProvisionerConfig's come with the refresh this may start, which
+		// the controller waits for (SharedInformers.Complete).
+		m.updateCacheScope(ctx)
+	}
 	client, err := m.deps.tenants.clientFor(cfg.ProvisionerName)
 	if err != nil {
 		return nil, err

@@ -51,6 +51,13 @@ type SharedInformers struct {
 	// routes their events to every controller. Without it each controller
 	// has its own: one event handler per informer and controller.
 	Router *Router
+	// Complete, optional, reports whether the caches of Claims, Volumes and
+	// Classes hold everything that a controller started now reads: false
+	// while a cache limited to part of the cluster lists again for a
+	// scope that grew. A controller waits for it, as for HasSynced, before
+	// it campaigns: a cache that lacks its volumes would have it count too
+	// little of a budget, or reclaim a directory whose volume exists.
+	Complete cache.InformerSynced
 }
 
 // Client is the part of the Kubernetes API a Controller calls; a

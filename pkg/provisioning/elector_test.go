@@ -20,11 +20,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -321,4 +323,29 @@ func TestLeaseElectorRequestRate(t *testing.T) {
 	if limit := int(0.2 * provisioners * window.Seconds()); len(actions) > limit {
 		t.Errorf("%d requests in %v for %d provisioners on two replicas, want at most %d: %v", len(actions), window, provisioners, limit, requests)
 	}
+}
+
+// A controller started while a cache lists again for a scope that grew
+// waits for it before it leads: its volumes may not be in the cache yet.
+func TestControllerWaitsForCompleteCaches(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	var complete atomic.Bool
+	inf := f.informers
+	inf.Complete = complete.Load
+	c, err := New(leaderConfig("a"), Dependencies{Client: f.client, Informers: inf, EventRecorder: &testRecorder{}, Provisioner: newFakeBackend()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startController(t, c)
+	// Several retry periods: it would have led by then.
+	time.Sleep(500 * time.Millisecond)
+	if c.IsLeader() {
+		t.Fatal("the controller leads while its caches are not complete")
+	}
+	if _, err := f.client.CoordinationV1().Leases("default").Get(t.Context(), LeaseName(testProvisioner), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Lease was written while the caches were not complete: %v", err)
+	}
+	complete.Store(true)
+	polltest.Eventually(t, "leading once the caches are complete", c.IsLeader)
 }

@@ -46,8 +46,9 @@ type ElectedDeps struct {
 	// Client writes the provisioner's Lease.
 	Client Client
 	// Informers are the fleet's shared informers: Run waits for those of
-	// claims, volumes, classes and nodes, and the elector follows the Lease
-	// through the Lease route of Informers.Router (one is made when nil).
+	// claims, volumes, classes and nodes, and for Complete, and the elector
+	// follows the Lease through the Lease route of Informers.Router (one is
+	// made when nil).
 	Informers SharedInformers
 	// Synced are more caches Run waits for.
 	Synced []cache.InformerSynced
@@ -89,11 +90,15 @@ func NewElected(kind, name string, le LeaderElectionConfig, deps ElectedDeps) (*
 		inf.Router = NewRouter(inf.Claims, inf.Volumes, inf.Leases)
 		deps.Informers = inf
 	}
+	synced := []cache.InformerSynced{inf.Claims.HasSynced, inf.Volumes.HasSynced, inf.Classes.HasSynced, inf.Nodes.HasSynced}
+	if inf.Complete != nil {
+		synced = append(synced, inf.Complete)
+	}
 	e := &Elected{
 		kind:     kind,
 		name:     name,
 		identity: identity,
-		synced:   append([]cache.InformerSynced{inf.Claims.HasSynced, inf.Volumes.HasSynced, inf.Classes.HasSynced, inf.Nodes.HasSynced}, deps.Synced...),
+		synced:   append(synced, deps.Synced...),
 		metrics:  deps.Metrics,
 	}
 	if !le.Enabled {
@@ -117,6 +122,7 @@ func (e *Elected) electionConfig(le LeaderElectionConfig, deps ElectedDeps) lead
 		RetryPeriod:         le.RetryPeriod,
 		LegacyLockNamespace: le.LegacyLockNamespace,
 		Leases:              deps.Informers.Router.leases,
+		Sightings:           deps.Informers.Router.sightings,
 		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: deps.Leader.Lead, OnNewLeader: deps.OnLeaderChange},
 	}
 }

@@ -169,6 +169,7 @@ func checkDashboard(t *testing.T, dashboardFile string) {
 		"provisioner_backend_available_bytes", "provisioner_capacity_used_bytes", "provisioner_capacity_limit_bytes",
 		"provisioner_capacity_used_volumes", "provisioner_capacity_limit_volumes", "provfleet_leases_held",
 		"provfleet_provisioner_leading", "provfleet_api_budget_wait_seconds_bucket", "provisioner_removed_node_volumes",
+		"provfleet_replica_assigned_provisioners", "provfleet_replica_members",
 	} {
 		if !slices.Contains(queried, want) {
 			t.Errorf("%s shows no panel of %s", dashboardFile, want)

@@ -40,8 +40,10 @@ const appNamespace = "some-app"
 // The shipped RBAC lets the node agents make the calls of their role and none
 // of the manager's, and read but never write the removal lists; it lets the
 // manager read, annotate and delete the agents' Leases and write the removal
-// lists: each ServiceAccount asks the API server what it may do. Which node
-// an agent may act on is the node restriction policies' part, beyond RBAC.
+// lists, and delete the membership Leases of replicas gone for good in its
+// own namespace: each ServiceAccount asks the API server what it may do.
+// Which node an agent may act on is the node restriction policies' part,
+// beyond RBAC.
 func TestRBAC(t *testing.T) {
 	env := testenv.Env(t)
 	ctx := t.Context()
@@ -96,6 +98,7 @@ func TestRBAC(t *testing.T) {
 		"manager creates a node Lease":                       {client: manager, access: lease(testenv.NodeAgentNamespace, "create"), allowed: true},
 		"manager renews a node Lease":                        {client: manager, access: lease(testenv.NodeAgentNamespace, "update")},
 		"manager deletes a node Lease":                       {client: manager, access: lease(testenv.NodeAgentNamespace, "delete"), allowed: true},
+		"manager deletes a replica's membership Lease":       {client: manager, access: lease(testenv.ManagerNamespace, "delete"), allowed: true},
 		"agent reads its removal list":                       {client: agent, access: list("watch"), allowed: true},
 		"agent creates a removal list":                       {client: agent, access: list("create")},
 		"agent updates a removal list":                       {client: agent, access: list("update")},

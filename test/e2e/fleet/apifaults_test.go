@@ -91,7 +91,7 @@ func TestProvisioningThroughAPIFaults(t *testing.T) {
 		Namespace:    testenv.ManagerNamespace,
 		HostPathRoot: f.root,
 		NodeName:     node,
-		Args:         []string{"--role=manager,node", nodeLeaseDuration},
+		Args:         append([]string{"--role=manager,node", nodeLeaseDuration}, replicaLease...),
 	})
 	name := f.prefix + "-faults"
 	f.provisioner(name)

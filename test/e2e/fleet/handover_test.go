@@ -98,7 +98,7 @@ func (f *fixture) startOnNode(identity, node string) *managerproc.Process {
 		Kubeconfig: managerKubeconfig(f.t),
 		Namespace:  testenv.ManagerNamespace,
 		NodeName:   node,
-		Args:       []string{"--role=manager,node", nodeLeaseDuration},
+		Args:       append([]string{"--role=manager,node", nodeLeaseDuration}, replicaLease...),
 	})
 }
 

@@ -200,6 +200,10 @@ func newFixture(t *testing.T) *fixture {
 // served again this long after.
 const nodeLeaseDuration = "--node-lease-duration=4s"
 
+// replicaLease are the timings of the managers' membership Leases, those of
+// the provisioners' Leases: a killed manager's share moves this long after.
+var replicaLease = []string{"--replica-lease-duration=4s", "--replica-renew-deadline=3s", "--replica-retry-period=1s"}
+
 // startManager runs a manager process in both roles, the manager's and the
 // node agent's of node-<identity>, whose Node it creates, as one-process
 // setups do, until the test ends; then it checks that SIGTERM makes it exit
@@ -221,19 +225,19 @@ func (f *fixture) startManagerBinary(binary, identity string, args ...string) *m
 		Namespace:    testenv.ManagerNamespace,
 		HostPathRoot: f.root,
 		NodeName:     node,
-		Args:         append([]string{"--role=manager,node", nodeLeaseDuration}, args...),
+		Args:         append(append([]string{"--role=manager,node", nodeLeaseDuration}, replicaLease...), args...),
 	})
 }
 
 // startManagerRole runs a manager process in the manager's role only, as the
 // Deployment does.
-func (f *fixture) startManagerRole(identity string, args ...string) {
+func (f *fixture) startManagerRole(identity string, args ...string) *managerproc.Process {
 	f.t.Helper()
-	f.start(identity, managerproc.Options{
+	return f.start(identity, managerproc.Options{
 		Binary:     managerBinary,
 		Kubeconfig: managerKubeconfig(f.t),
 		Namespace:  testenv.ManagerNamespace,
-		Args:       append([]string{"--role=manager", "--node-lease-namespace=" + testenv.NodeAgentNamespace}, args...),
+		Args:       append(append([]string{"--role=manager", "--node-lease-namespace=" + testenv.NodeAgentNamespace}, replicaLease...), args...),
 	})
 }
 
@@ -377,7 +381,18 @@ func (f *fixture) claim(name, class string) {
 // scheduler selects a WaitForFirstConsumer claim's when node is set.
 func (f *fixture) claimOn(name, class, node string) {
 	f.t.Helper()
-	claim := &corev1.PersistentVolumeClaim{
+	claim := f.newClaim(name, class)
+	if node != "" {
+		claim.Annotations = map[string]string{"volume.kubernetes.io/selected-node": node}
+	}
+	if _, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Create(f.ctx, claim, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("cannot create claim %s: %v", name, err)
+	}
+}
+
+// newClaim returns a claim of 1Mi of class in the test's namespace.
+func (f *fixture) newClaim(name, class string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.namespace},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: ptr.To(class),
@@ -387,12 +402,6 @@ func (f *fixture) claimOn(name, class, node string) {
 			},
 		},
 	}
-	if node != "" {
-		claim.Annotations = map[string]string{"volume.kubernetes.io/selected-node": node}
-	}
-	if _, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Create(f.ctx, claim, metav1.CreateOptions{}); err != nil {
-		f.t.Fatalf("cannot create claim %s: %v", name, err)
-	}
 }
 
 // eventually polls cond until it holds, failing the test after waitTimeout.
@@ -401,15 +410,27 @@ func (f *fixture) eventually(what string, cond func(ctx context.Context) (bool, 
 	polltest.Until(f.ctx, f.t, what, 200*time.Millisecond, waitTimeout, cond)
 }
 
-// waitBound waits until every named claim is Bound.
+// waitBound waits until every named claim is Bound. It lists the namespace's
+// claims once a poll, however many are named.
 func (f *fixture) waitBound(names ...string) {
 	f.t.Helper()
-	f.eventually(fmt.Sprintf("claims %v bound", names), func(ctx context.Context) (bool, error) {
+	f.eventually(fmt.Sprintf("%d claims bound", len(names)), func(ctx context.Context) (bool, error) {
+		claims, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		bound := map[string]bool{}
+		for _, c := range claims.Items {
+			bound[c.Name] = c.Status.Phase == corev1.ClaimBound
+		}
+		var waiting []string
 		for _, name := range names {
-			c, err := f.kube.CoreV1().PersistentVolumeClaims(f.namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil || c.Status.Phase != corev1.ClaimBound {
-				return false, nil
+			if !bound[name] {
+				waiting = append(waiting, name)
 			}
+		}
+		if len(waiting) > 0 {
+			return false, fmt.Errorf("not bound: %v", waiting)
 		}
 		return true, nil
 	})
