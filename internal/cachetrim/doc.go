@@ -29,12 +29,18 @@ limitations under the License.
 // must send only what it changes, never the whole object (pkg/provisioning
 // patches claims and PersistentVolumes for that reason).
 //
-// A node agent serves only its node's claims and volumes: Only limits what
-// its informers list and watch to those, so the other nodes' objects are
+// A process serves only some of the cluster's claims, volumes and classes:
+// Only limits what an informer lists and watches to those, so the others are
 // dropped as they are decoded and never cached (see Only for how an object
-// that leaves the node leaves the cache).
+// that leaves the scope leaves the cache). A node agent's scope is its node,
+// and never changes; the manager's is its provisioners, which come and go:
+// OnlyChanging then refreshes the informer within its watch, so that the
+// objects of a provisioner that comes are fetched, and those of one that
+// goes are dropped, with no list, and tells when the informer holds them.
+// Limit puts either on the claim and volume informers of a factory.
 //
 // Goroutines: Transform runs on the informer's own; each watch of Only runs
-// one goroutine that filters its events until the watch ends or is stopped,
-// holding Only's lock while its reader takes an event.
+// one goroutine that filters its events until the watch ends, is stopped or
+// is ended by a change of scope, holding Only's lock while its reader takes
+// an event.
 package cachetrim

@@ -239,7 +239,7 @@ func TestOnlyStopWithAnEventUnread(t *testing.T) {
 	w.Stop()
 	ended := make(chan struct{})
 	go func() {
-		w.run(o, o.epoch)
+		w.run(o, o.epoch, nil)
 		close(ended)
 	}()
 	select {
@@ -302,7 +302,7 @@ func TestOnlyResumedAfterAnEventUndelivered(t *testing.T) {
 			events <- tc.undelivered
 			stopped := &onlyWatch{inner: watch.NewProxyWatcher(events), result: make(chan watch.Event), done: make(chan struct{})}
 			stopped.Stop()
-			stopped.run(o, o.epoch)
+			stopped.run(o, o.epoch, nil)
 
 			resumed, err := o.WatchWithContext(t.Context(), metav1.ListOptions{})
 			if err != nil {

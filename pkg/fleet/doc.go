@@ -44,7 +44,11 @@ limitations under the License.
 // Normal one when the backend is back. The fleet shares one set of claim,
 // volume, class, node and Lease informers, with one event router and the PV
 // path index, the claim, volume, class and node caches trimmed to what the
-// controllers read (internal/cachetrim); one connection pool, each
+// controllers read (internal/cachetrim), and in the manager's role the
+// claim and volume caches limited to the objects of the ProvisionerConfigs
+// served, the volumes inside their bases and those of no provisioner
+// (cacheScope), which refresh when those change, every controller waiting
+// until they hold its objects; one connection pool, each
 // provisioner's requests named after it and spending its share of the
 // fleet's fair API budget (internal/fairlimit), its Lease and Event writes
 // budgets of their own; the provisioners' metrics on Settings.Registerer;
@@ -63,8 +67,10 @@ limitations under the License.
 // process runs everything.
 //
 // Goroutines, all ended when Run returns: the shared informers and the
-// ProvisionerConfig informer; the node side's (hostpathnodes.Nodes.Watch);
-// with a membership, the elector of the replica's membership Lease;
+// ProvisionerConfig informer; the one that sets the caches' scope again
+// after a ProvisionerConfig changed (scopeCaches); the node side's
+// (hostpathnodes.Nodes.Watch); with a membership, the elector of the
+// replica's membership Lease;
 // the Event broadcaster; the reconcile workers (runWorker), which stop each
 // instance and wait until it drained; a node agent's elector on its node's
 // Lease (hostpathnodes.Agent.Run); one goroutine per instance running its
@@ -100,7 +106,7 @@ limitations under the License.
 // hostpathnodes.Fleet interface), which calls runInstance. status.go writes
 // what reconcile observed, nodestatus.go adds a coordinator's nodes,
 // fleetmetrics.go and clients.go hold the fleet's metrics, clients and
-// budgets.
+// budgets, cachescope.go what the caches keep.
 //
 // # Glossary
 //
@@ -146,4 +152,10 @@ limitations under the License.
 // Stuck instance: one whose controller has a backend call running past its
 // deadline. Once stopped, it leaves its Lease to expire, and its
 // replacement starts after that (leaseFree).
+//
+// Cache scope: the claims and PersistentVolumes the manager's caches keep,
+// from the ProvisionerConfigs the replica serves (cacheScope.Update, called
+// in updateCacheScope alone); for now every ProvisionerConfig in the cache.
+// StorageClasses and Nodes are cached whole: a coordinator places claims on
+// any node its selectors take and reads their classes as it places them.
 package fleet

@@ -182,6 +182,10 @@ type Manager struct {
 	started    sync.Once
 	synced     chan struct{}
 	runErr     error
+
+	// cacheScope limits the claim and volume caches; nil without the
+	// manager's role.
+	cacheScope *cacheScope
 }
 
 // New returns a Manager that talks to the API server of config, spending at
@@ -308,13 +312,18 @@ func newEventScheme() (*runtime.Scheme, error) {
 // addInformers sets up the informers the whole fleet shares, their indexes
 // and their one event router, and the node side, before any of them starts.
 func (m *Manager) addInformers(reg prometheus.Registerer) error {
-	if !m.settings.Roles.Manager {
-		hostpathnodes.LimitCacheToNode(m.core, m.settings.NodeName)
+	if err := m.limitCaches(reg); err != nil {
+		return err
 	}
 	m.shared = provisioning.SharedInformers{
 		Claims:  m.core.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: m.core.Core().V1().PersistentVolumes().Informer(),
 		Classes: m.core.Storage().V1().StorageClasses().Informer(),
+	}
+	if m.cacheScope != nil {
+		// Every controller waits until the caches hold the scope it was
+		// started in: startInstance sets the scope first.
+		m.shared.Complete = m.cacheScope.complete
 	}
 	pcfgs := m.configs.Provfleet().V1alpha1().ProvisionerConfigs()
 	m.configInf = pcfgs.Informer()
@@ -513,16 +522,19 @@ func (m *Manager) watchConfigs(ctx context.Context) (cache.ResourceEventHandlerR
 	return handle, nil
 }
 
-// startInformers starts the shared informers and returns the function that
-// shuts them down.
+// startInformers starts the shared informers, the claim, volume and class
+// ones once their scope is set, and returns the function that shuts them
+// down.
 func (m *Manager) startInformers(ctx context.Context) (shutdown func()) {
-	m.core.Start(ctx.Done())
 	if m.leases != nil {
 		m.leases.Start(ctx.Done())
 	}
 	m.configs.Start(ctx.Done())
 	m.nodes.Start(ctx.Done())
+	scoping := m.scopeCaches(ctx)
+	m.core.Start(ctx.Done())
 	return func() {
+		scoping()
 		m.core.Shutdown()
 		m.configs.Shutdown()
 		m.nodes.Shutdown()

@@ -460,7 +460,8 @@ func TestManagerNameConflictTieGoesToTheFirstName(t *testing.T) {
 }
 
 // TestManagerBackendsShareTheVolumePathIndex: every backend finds the
-// volumes of the shared informer through one path index the fleet adds.
+// volumes of the shared informer through one path index the fleet adds,
+// the volumes of another provisioner of the fleet too.
 func TestManagerBackendsShareTheVolumePathIndex(t *testing.T) {
 	var mu sync.Mutex
 	volumes := map[string]Volumes{}
@@ -471,7 +472,7 @@ func TestManagerBackendsShareTheVolumePathIndex(t *testing.T) {
 		return newFakeBackend(), nil
 	}))
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-a", Annotations: map[string]string{provisioning.AnnDynamicallyProvisioned: "x.io/one"}},
 		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/vols/a"}}},
 	}
 	if _, err := f.kube.CoreV1().PersistentVolumes().Create(f.ctx, pv, metav1.CreateOptions{}); err != nil {

@@ -88,7 +88,8 @@ limitations under the License.
 // renewal (Config.Annotate), which client-go's elector cannot; an agent
 // alone caches only its own node's claims and volumes (nodecache.go), with
 // internal/cachetrim's filtering list-watch, as client-go's informers
-// filter by field and label only.
+// filter by field and label only; in a process of both roles the fleet
+// keeps them (NodeCacheScope) besides what the manager's role keeps.
 //
 // # Reading the code
 //

@@ -17,18 +17,10 @@ limitations under the License.
 package hostpathnodes
 
 import (
-	"context"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/provfleet/provfleet/internal/cachetrim"
+	"github.com/provfleet/provfleet/pkg/provisioning"
 )
 
 // LimitCacheToNode makes the shared informers of factory of claims and
@@ -40,37 +32,12 @@ import (
 // cache has not seen yet. It must run before the informers are first asked
 // for: the factory hands out the informer registered first for a type.
 func LimitCacheToNode(factory informers.SharedInformerFactory, node string) {
-	scope := nodeScope(node)
-	factory.InformerFor(&corev1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		claims := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll)
-		return onlyInformer(client, claims.List, claims.Watch, &corev1.PersistentVolumeClaim{}, resync, func(obj runtime.Object) bool {
-			claim, ok := obj.(*corev1.PersistentVolumeClaim)
-			return ok && scope.Claim(claim)
-		})
-	})
-	factory.InformerFor(&corev1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		volumes := client.CoreV1().PersistentVolumes()
-		return onlyInformer(client, volumes.List, volumes.Watch, &corev1.PersistentVolume{}, resync, func(obj runtime.Object) bool {
-			volume, ok := obj.(*corev1.PersistentVolume)
-			return ok && scope.Volume(volume)
-		})
-	})
+	scope := NodeCacheScope(node)
+	cachetrim.Limit(factory, cachetrim.Keep{Claim: scope.Claim, Volume: scope.Volume})
 }
 
-// onlyInformer returns an informer, indexed by namespace as the factory's
-// are, of the objects of list and watch that keep accepts.
-func onlyInformer[L runtime.Object](client kubernetes.Interface,
-	list func(context.Context, metav1.ListOptions) (L, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
-	example runtime.Object, resync time.Duration, keep func(runtime.Object) bool) cache.SharedIndexInformer {
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-			return list(ctx, options)
-		},
-		WatchFuncWithContext: watchFn,
-	}, client)
-	return cache.NewSharedIndexInformerWithOptions(cachetrim.Only(lw, keep), example, cache.SharedIndexInformerOptions{
-		ResyncPeriod: resync,
-		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-	})
+// NodeCacheScope is what the cache of node's agent keeps of the claims and
+// PersistentVolumes of the cluster (LimitCacheToNode).
+func NodeCacheScope(node string) provisioning.Scope {
+	return nodeScope(node)
 }
