@@ -111,6 +111,7 @@ func newManager(o *options, registry prometheus.Registerer) (*fleet.Manager, err
 		Namespace:            o.namespace,
 		Identity:             o.identity,
 		LeaderElection:       o.leaderElect,
+		Membership:           o.replicaLease,
 		LegacyLockNamespace:  o.legacyLockNamespace,
 		HostPathRoot:         o.hostPathRoot,
 		NodeName:             o.nodeName,

@@ -28,6 +28,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/provfleet/provfleet/pkg/fleet"
 )
 
 // inClusterNamespaceFile is where Kubernetes tells a pod its namespace.
@@ -44,6 +46,7 @@ type options struct {
 	kubeAPIQPS             float32
 	kubeAPIBurst           int
 	leaderElect            bool
+	replicaLease           fleet.LeaseTimings
 	legacyLockNamespace    string
 	backendProbeInterval   time.Duration
 	nodeName               string
@@ -78,6 +81,9 @@ func parseOptions(args []string, env environment) (*options, error) {
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 50, "API requests a second for the whole fleet, shared fairly between provisioners.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "API request burst for the whole fleet.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader per provisioner through its own Lease, so several replicas can run.")
+	fs.DurationVar(&o.replicaLease.LeaseDuration, "replica-lease-duration", 15*time.Second, "How long a manager replica's membership Lease lasts unrenewed. The replicas spread the provisioners between those whose membership Lease is live: a killed replica's share moves to the others this long after its last renewal, once each provisioner's own Lease expired too.")
+	fs.DurationVar(&o.replicaLease.RenewDeadline, "replica-renew-deadline", 10*time.Second, "How long a replica keeps trying to renew its membership Lease before it counts it lost and takes it again.")
+	fs.DurationVar(&o.replicaLease.RetryPeriod, "replica-retry-period", 2*time.Second, "How long a replica waits between attempts to take or renew its membership Lease.")
 	fs.StringVar(&o.legacyLockNamespace, "legacy-lock-namespace", "", "Namespace where an older provisioner (sig-storage-lib-external-provisioner v8 or older) locks an Endpoints object named like the Lease; no provisioner leads while its lock there is held by another. Empty: not checked.")
 	fs.DurationVar(&o.backendProbeInterval, "backend-probe-interval", 30*time.Second, "How often the leader of each provisioner probes its backend's storage, and the deadline of a probe. A failing probe makes the provisioner Ready=False, BackendUnavailable, until one succeeds.")
 	fs.StringSliceVar(&o.roles, "role", []string{roleManager}, "The parts this process plays, comma-separated: "+roleManager+" (the Deployment: NFS and custom backends, every ProvisionerConfig's status, placing Immediate hostPath claims, removed nodes) and "+roleNode+" (a node agent of the DaemonSet: the hostPath backends that select the node $NODE_NAME). One process may take both.")

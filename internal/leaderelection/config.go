@@ -57,6 +57,11 @@ type Config struct {
 	// Lease's namespace (NewLeaseRouter), shared by many electors. Without
 	// it the elector runs an informer of its own Lease alone.
 	Leases *eventrouter.Router[types.NamespacedName]
+	// Sightings, optional, tell when this process first saw the record the
+	// elector finds when it starts, so that it judges its expiry from then
+	// (see Sightings); without them it waits a whole lease duration from
+	// its own start before it takes over a Lease held by another.
+	Sightings *Sightings
 	// Callbacks are called as the terms start and end and the holder
 	// changes; OnStartedLeading is required.
 	Callbacks LeaderCallbacks
@@ -67,6 +72,9 @@ type Config struct {
 	// publishes something with its renewals at no extra request. It must
 	// not block.
 	Annotate func(annotations map[string]string)
+	// Labels, optional, label the Lease when this elector creates it, so
+	// that Leases of one kind can be told from the others by a selector.
+	Labels map[string]string
 }
 
 // LeaderCallbacks are client-go's LeaderCallbacks, adapted so that the work

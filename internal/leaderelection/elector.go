@@ -252,11 +252,15 @@ func (e *LeaderElector) observe(lease *coordinationv1.Lease) {
 	e.mu.Lock()
 	changed := (lease == nil) != (e.seen == nil) ||
 		lease != nil && !equality.Semantic.DeepEqual(lease.Spec, e.seen.Spec)
+	first := e.seen == nil && e.seenAt.IsZero()
 	// The newest resource version even when only metadata changed.
 	e.seen = lease
 	if changed && lease != nil {
 		e.record = leaseRecord(lease)
 		e.seenAt = e.clock.Now()
+		if at, ok := e.sightedAt(lease); first && ok {
+			e.seenAt = at
+		}
 	}
 	e.mu.Unlock()
 	if !changed {
@@ -271,6 +275,14 @@ func (e *LeaderElector) observe(lease *coordinationv1.Lease) {
 	if holder := leaseRecord(lease).HolderIdentity; holder != e.identity || e.leading.Load() {
 		e.report(holder)
 	}
+}
+
+// sightedAt is when the Sightings, if any, first saw the record of lease.
+func (e *LeaderElector) sightedAt(lease *coordinationv1.Lease) (time.Time, bool) {
+	if e.cfg.Sightings == nil {
+		return time.Time{}, false
+	}
+	return e.cfg.Sightings.since(lease)
 }
 
 // campaign waits until the Lease is free and takes it; it returns the Lease
@@ -351,8 +363,10 @@ func (e *LeaderElector) acquire(ctx context.Context, seen *coordinationv1.Lease)
 	var written *coordinationv1.Lease
 	var err error
 	if seen == nil {
+		meta := e.lease
+		meta.Labels = e.cfg.Labels
 		written, err = e.client.CoordinationV1().Leases(e.lease.Namespace).Create(ctx,
-			withRecord(e.annotated(&coordinationv1.Lease{ObjectMeta: e.lease}), record), metav1.CreateOptions{})
+			withRecord(e.annotated(&coordinationv1.Lease{ObjectMeta: meta}), record), metav1.CreateOptions{})
 	} else {
 		old := leaseRecord(seen)
 		if old.HolderIdentity == e.identity {

@@ -866,7 +866,7 @@ func TestRouterLeases(t *testing.T) {
 // A holder publishes what Annotate says with the write that takes the Lease
 // and with its renewals, keeps the annotations others wrote, and RenewSoon
 // publishes a change well before the next interval (a minute here).
-func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
+func TestLeaseElectorLabelsAndAnnotatesItsWrites(t *testing.T) {
 	client := newLeaseClient()
 	var mu sync.Mutex
 	report := "one"
@@ -877,6 +877,7 @@ func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
 		annotations["report"] = report
 		delete(annotations, "done")
 	}
+	cfg.Labels = map[string]string{"kind": "replica"}
 	// The clock moves only until a leads: the next report can then be
 	// published by RenewSoon alone, not by a renewal.
 	fakeClock := testingclock.NewFakeClock(time.Now())
@@ -893,6 +894,9 @@ func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
 	if got := getLease(t, client).Annotations; !cmp.Equal(got, map[string]string{"report": "one"}) {
 		t.Errorf("annotations of the acquired Lease: %v", got)
 	}
+	if diff := cmp.Diff(map[string]string{"kind": "replica"}, getLease(t, client).Labels); diff != "" {
+		t.Errorf("labels of the created Lease (-want +got):\n%s", diff)
+	}
 
 	// Another writer adds its own annotations meanwhile.
 	lease := getLease(t, client)
@@ -908,4 +912,61 @@ func TestLeaseElectorAnnotatesItsWrites(t *testing.T) {
 	polltest.Eventually(t, "the new report published", func() bool {
 		return cmp.Equal(getLease(t, client).Annotations, map[string]string{"report": "two", "other": "kept"})
 	})
+}
+
+// An elector that starts after the Lease's record was sighted waits out
+// the rest of its duration from the sighting, as one running all along
+// would; without sightings it waits a whole duration from its start.
+func TestLeaseElectorStartsFromSightings(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sightings bool
+		// wantLeadAfter is how many seconds after its start the elector
+		// leads, within one step.
+		wantLeadAfter int
+	}{
+		{name: "sighted 8s before the start", sightings: true, wantLeadAfter: 2},
+		{name: "no sightings", sightings: false, wantLeadAfter: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeClock := testingclock.NewFakeClock(time.Now())
+			client := newLeaseClient()
+			foreign := withRecord(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: testLease}},
+				resourcelock.LeaderElectionRecord{HolderIdentity: "dead", LeaseDurationSeconds: 10,
+					AcquireTime: metav1.NewTime(fakeClock.Now()), RenewTime: metav1.NewTime(fakeClock.Now())})
+			if _, err := client.CoordinationV1().Leases("default").Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			informer := startLeaseInformer(t, client)
+			cfg := electorConfig("a", 15*time.Second, 10*time.Second, 2*time.Second)
+			if tc.sightings {
+				sightings, err := NewSightings(informer, fakeClock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				polltest.Eventually(t, "the Lease sighted", func() bool {
+					_, ok := sightings.since(foreign)
+					return ok
+				})
+				cfg.Sightings = sightings
+			}
+			fakeClock.Step(8 * time.Second)
+			e := newLeaseElector(client, NewLeaseRouter(informer), cfg, nil, fakeClock)
+			runElector(t, e, newLeaders().lead("a"))
+			settle := func() { polltest.Eventually(t, "a waiting", func() bool { return fakeClock.Waiters() == 1 }) }
+			settle()
+			led := 0
+			// The jitter adds up to a retry period's half to the wait.
+			for second := 1; second <= 12 && led == 0; second++ {
+				fakeClock.Step(time.Second)
+				settle()
+				if e.IsLeader() {
+					led = second
+				}
+			}
+			if led < tc.wantLeadAfter || led > tc.wantLeadAfter+1 {
+				t.Errorf("led %d s after its start, want %d s (one more for the jitter)", led, tc.wantLeadAfter)
+			}
+		})
+	}
 }

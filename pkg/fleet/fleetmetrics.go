@@ -44,6 +44,9 @@ type fleetMetrics struct {
 	manager    *Manager
 	leasesHeld *prometheus.Desc
 	leading    *prometheus.Desc
+	// assigned and replicas are those of the spread, with a membership.
+	assigned   *prometheus.Desc
+	replicas   *prometheus.Desc
 	budgetWait *prometheus.HistogramVec
 }
 
@@ -58,6 +61,12 @@ func newFleetMetrics(reg prometheus.Registerer, m *Manager) (*fleetMetrics, erro
 		leading: prometheus.NewDesc("provfleet_provisioner_leading",
 			"1 for a provisioner this replica leads, 0 for one it knows of and does not lead; the manager's role only.",
 			[]string{labelProvisioner}, nil),
+		assigned: prometheus.NewDesc("provfleet_replica_assigned_provisioners",
+			"ProvisionerConfigs the spread over the manager replicas gives this replica to run; with leader election in the manager's role only.",
+			nil, nil),
+		replicas: prometheus.NewDesc("provfleet_replica_members",
+			"Manager replicas this replica counts live, itself included, from their membership Leases; with leader election in the manager's role only.",
+			nil, nil),
 		// By kind of tenant, not by provisioner: a histogram per provisioner
 		// would add a dozen series for each of hundreds of provisioners.
 		budgetWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -89,6 +98,8 @@ func (f *fleetMetrics) observeBudgetWait(tenant string, waited time.Duration) {
 func (f *fleetMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- f.leasesHeld
 	ch <- f.leading
+	ch <- f.assigned
+	ch <- f.replicas
 }
 
 func (f *fleetMetrics) Collect(ch chan<- prometheus.Metric) {
@@ -100,6 +111,11 @@ func (f *fleetMetrics) Collect(ch chan<- prometheus.Metric) {
 			node = 1
 		}
 		f.gauge(ch, f.leasesHeld, node, leaseKindNode)
+	}
+	if ms := f.manager.membership; ms != nil {
+		replicas, assigned := ms.counts()
+		f.gauge(ch, f.assigned, assigned)
+		f.gauge(ch, f.replicas, replicas)
 	}
 	for name, leads := range leading {
 		value := 0

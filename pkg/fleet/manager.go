@@ -56,6 +56,8 @@ const (
 	component = "provfleet-manager"
 	// eventsUserAgent names the client of every Event write.
 	eventsUserAgent = "provfleet/events"
+	// membershipTenant is the tenant of the membership Lease's writes.
+	membershipTenant = "replicas"
 	// eventBurstPerObject Events of one type about one object are written at
 	// once, then eventQPSPerObject a second.
 	eventBurstPerObject = 5
@@ -119,6 +121,10 @@ type Settings struct {
 	// provisioners at the default renew interval of 6 s.
 	LeaseQPS   float32
 	LeaseBurst int
+	// Membership are the timings of this replica's membership Lease, with
+	// leader election in the manager's role (see membership); zero: those
+	// of client-go's defaults, 15s, 10s and 2s.
+	Membership LeaseTimings
 	// BackendProbeInterval is how often the leader of each provisioner probes
 	// its backend's storage, and the deadline of a probe; zero: 30s.
 	BackendProbeInterval time.Duration
@@ -157,21 +163,25 @@ type Manager struct {
 	leases informers.SharedInformerFactory // the Leases namespace only; nil without leader election
 	// nodes is the node side: the Nodes, the node agents' Leases and the
 	// hostPath coordinators.
-	nodes     *hostpathnodes.Nodes
-	agent     *hostpathnodes.Agent // nil unless Roles.Node
-	shared    provisioning.SharedInformers
-	volumes   *backend.PathIndex
-	configs   externalversions.SharedInformerFactory
-	configInf cache.SharedIndexInformer
-	lister    listers.ProvisionerConfigLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-	scheme    *runtime.Scheme
-	events    record.EventBroadcaster
-	recorder  record.EventRecorder
-	instances *registry
-	started   sync.Once
-	synced    chan struct{}
-	runErr    error
+	nodes *hostpathnodes.Nodes
+	agent *hostpathnodes.Agent // nil unless Roles.Node
+	// membership spreads the ProvisionerConfigs over the manager replicas;
+	// nil without leader election or the manager's role: this replica
+	// runs them all.
+	membership *membership
+	shared     provisioning.SharedInformers
+	volumes    *backend.PathIndex
+	configs    externalversions.SharedInformerFactory
+	configInf  cache.SharedIndexInformer
+	lister     listers.ProvisionerConfigLister
+	queue      workqueue.TypedRateLimitingInterface[string]
+	scheme     *runtime.Scheme
+	events     record.EventBroadcaster
+	recorder   record.EventRecorder
+	instances  *registry
+	started    sync.Once
+	synced     chan struct{}
+	runErr     error
 }
 
 // New returns a Manager that talks to the API server of config, spending at
@@ -248,6 +258,20 @@ func withNodeDefaults(settings Settings) Settings {
 	return settings
 }
 
+// withLeaseDefaults fills the timings left zero with client-go's defaults.
+func withLeaseDefaults(t LeaseTimings) LeaseTimings {
+	if t.LeaseDuration == 0 {
+		t.LeaseDuration = 15 * time.Second
+	}
+	if t.RenewDeadline == 0 {
+		t.RenewDeadline = 10 * time.Second
+	}
+	if t.RetryPeriod == 0 {
+		t.RetryPeriod = 2 * time.Second
+	}
+	return t
+}
+
 // checkRoles refuses settings its roles cannot work with.
 func checkRoles(settings Settings) error {
 	switch {
@@ -257,6 +281,14 @@ func checkRoles(settings Settings) error {
 		return errors.New("cannot elect leaders without a namespace and an identity")
 	case settings.Roles.Node && (settings.NodeName == "" || settings.NodeLeaseNamespace == "" || settings.Identity == ""):
 		return errors.New("cannot run a node agent without a node name, a namespace for its Lease and an identity")
+	}
+	if settings.LeaderElection && settings.Roles.Manager {
+		t := withLeaseDefaults(settings.Membership)
+		le := provisioning.LeaderElectionConfig{Enabled: true, Namespace: settings.Namespace,
+			LeaseDuration: t.LeaseDuration, RenewDeadline: t.RenewDeadline, RetryPeriod: t.RetryPeriod}
+		if err := le.Validate(); err != nil {
+			return fmt.Errorf("cannot hold a membership Lease: %w", err)
+		}
 	}
 	return nil
 }
@@ -296,9 +328,21 @@ func (m *Manager) addInformers(reg prometheus.Registerer) error {
 		// them all.
 		m.leases = informers.NewSharedInformerFactoryWithOptions(m.deps.client, 0, informers.WithNamespace(m.settings.Namespace))
 		m.shared.Leases = m.leases.Coordination().V1().Leases().Informer()
+		client, err := m.deps.tenants.clientFor(membershipTenant)
+		if err != nil {
+			return err
+		}
+		m.membership = newMembership(m.settings.Identity, m.settings.Namespace, withLeaseDefaults(m.settings.Membership), client, m.shared.Leases)
 	}
 	// One event handler per informer for the whole fleet.
 	m.shared.Router = provisioning.NewRouter(m.shared.Claims, m.shared.Volumes, m.shared.Leases)
+	if m.membership != nil {
+		// The instance of a provisioner starts only when this replica takes
+		// it over, possibly from one that died.
+		if err := m.shared.Router.FollowLeases(); err != nil {
+			return err
+		}
+	}
 	// Added once here, before the informer starts: an index added per
 	// instance would collide with the next instance's.
 	if err := m.shared.Volumes.AddIndexers(cache.Indexers{backend.VolumePathIndex: backend.IndexVolumePaths}); err != nil {
@@ -385,18 +429,36 @@ func (m *Manager) run(ctx context.Context) error {
 
 	logger.Info("Starting fleet manager", "identity", m.settings.Identity, "namespace", m.settings.Namespace,
 		"manager", m.settings.Roles.Manager, "node", m.settings.NodeName, "nodeAgent", m.settings.Roles.Node)
-	if cache.WaitForNamedCacheSyncWithContext(ctx, m.configInf.HasSynced, m.shared.Claims.HasSynced,
-		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.nodes.HasSynced) {
+	synced := []cache.InformerSynced{m.configInf.HasSynced, m.shared.Claims.HasSynced,
+		m.shared.Volumes.HasSynced, m.shared.Classes.HasSynced, m.nodes.HasSynced}
+	if m.shared.Leases != nil {
+		synced = append(synced, m.shared.Leases.HasSynced)
+	}
+	if cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
 		close(m.synced)
 	}
-	var agent sync.WaitGroup
+	var background sync.WaitGroup
 	if m.agent != nil {
 		// Ends once ctx ended, the node's instances stopped and its Lease
 		// was released.
-		agent.Go(func() { m.agent.Run(ctx) })
+		background.Go(func() { m.agent.Run(ctx) })
+	}
+	if m.membership != nil && ctx.Err() == nil {
+		stopFollowing, err := m.membership.follow(func() { m.queue.Add(spreadKey) })
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stopFollowing() }()
+		// The first spread before any reconcile, and the join only now
+		// that the caches synced: the other replicas hand this one its
+		// share as soon as they see it, and it can start at once.
+		m.respread(ctx)
+		// Ends once ctx ended and the membership Lease was released, so
+		// that the others take this replica's share over at once.
+		background.Go(func() { m.membership.elector.Run(ctx) })
 	}
 	m.runWorkers(ctx)
-	agent.Wait()
+	background.Wait()
 	m.instances.StopAll()
 	logger.Info("Stopped fleet manager")
 	return nil
@@ -424,13 +486,26 @@ func (m *Manager) startEventBroadcaster(ctx context.Context) {
 // share one of its names.
 func (m *Manager) watchConfigs(ctx context.Context) (cache.ResourceEventHandlerRegistration, error) {
 	logger := klog.FromContext(ctx)
+	// A ProvisionerConfig created or deleted changes the spread; an edit
+	// keeps its name, so its place.
+	respread := func() {
+		if m.membership != nil {
+			m.queue.Add(spreadKey)
+		}
+	}
 	handle, err := m.configInf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc: m.enqueueSharing,
+		AddFunc: func(obj any) {
+			m.enqueueSharing(obj)
+			respread()
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			m.enqueueSharing(oldObj)
 			m.enqueueSharing(newObj)
 		},
-		DeleteFunc: m.enqueueSharing,
+		DeleteFunc: func(obj any) {
+			m.enqueueSharing(obj)
+			respread()
+		},
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		return nil, fmt.Errorf("cannot watch ProvisionerConfigs: %w", err)
@@ -481,9 +556,14 @@ func (m *Manager) Ready() error {
 }
 
 // LeaseHealthy is nil unless some instance leads and its lease renewal is
-// overdue.
+// overdue, or this replica's membership Lease renewal is.
 func (m *Manager) LeaseHealthy() error {
 	var errs []error
+	if m.membership != nil {
+		if err := m.membership.elector.CheckRenewal(); err != nil {
+			errs = append(errs, fmt.Errorf("membership: %w", err))
+		}
+	}
 	m.instances.Each(func(key string, inst *instance) {
 		if err := inst.controller.LeaseHealthy(); err != nil {
 			errs = append(errs, fmt.Errorf("ProvisionerConfig %s: %w", key, err))
@@ -570,6 +650,10 @@ func (m *Manager) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer m.queue.Done(key)
+	if key == spreadKey {
+		m.respread(ctx)
+		return true
+	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "provisionerConfig", klog.KRef("", key))
 	retry, err := m.reconcile(klog.NewContext(ctx, logger), key)
 	switch {

@@ -100,7 +100,7 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 	}
 	if pc.DeletionTimestamp != nil {
 		m.stopInstances(ctx, key)
-		if !m.settings.Roles.Manager {
+		if !m.settings.Roles.Manager || !m.owns(pc.Name) {
 			return false, nil
 		}
 		return false, m.removeFinalizer(ctx, pc)
@@ -110,6 +110,11 @@ func (m *Manager) reconcile(ctx context.Context, key string) (bool, error) {
 		retry = m.agent.Reconcile(ctx, pc)
 	}
 	if !m.settings.Roles.Manager {
+		return retry, nil
+	}
+	if !m.owns(pc.Name) {
+		// Another replica runs it and writes its status: hand it over.
+		m.stop(ctx, pc.Name)
 		return retry, nil
 	}
 	if !slices.Contains(pc.Finalizers, v1alpha1.InstanceCleanupFinalizer) {

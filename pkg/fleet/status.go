@@ -34,8 +34,12 @@ import (
 
 // Reasons of the Leading condition.
 const (
-	reasonLeaseHeld              = "LeaseHeld"
-	reasonNoLeader               = "NoLeader"
+	reasonLeaseHeld = "LeaseHeld"
+	reasonNoLeader  = "NoLeader"
+	// reasonHandOver: the instance runs and the Lease is free, released by
+	// the replica that led or never taken; the instance takes it within a
+	// retry period.
+	reasonHandOver               = "HandOver"
 	reasonNotRunning             = "NotRunning"
 	reasonLeaderElectionDisabled = "LeaderElectionDisabled"
 )
@@ -84,6 +88,8 @@ func desiredStatus(pc *v1alpha1.ProvisionerConfig, obs observation) v1alpha1.Pro
 		leading.Status, leading.Reason, leading.Message = metav1.ConditionTrue, reasonLeaderElectionDisabled, "every replica works without a Lease"
 	case obs.leader != "":
 		leading.Status, leading.Reason, leading.Message = metav1.ConditionTrue, reasonLeaseHeld, "the Lease is held by "+obs.leader
+	case obs.running:
+		leading.Reason, leading.Message = reasonHandOver, "the Lease is free: the replica that runs this provisioner is taking it"
 	default:
 		leading.Reason, leading.Message = reasonNoLeader, "no replica holds the Lease"
 	}

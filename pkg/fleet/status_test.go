@@ -59,6 +59,13 @@ func TestDesiredStatus(t *testing.T) {
 				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonNoLeader),
 			}},
 		},
+		"standby while the Lease is handed over": {
+			obs: observation{reason: v1alpha1.ReasonStandby, running: true},
+			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Backend: "hostPath", Conditions: []metav1.Condition{
+				condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonStandby),
+				condition(v1alpha1.ConditionLeading, metav1.ConditionFalse, reasonHandOver),
+			}},
+		},
 		"paused": {
 			obs: observation{reason: v1alpha1.ReasonPaused, leader: "other"},
 			want: v1alpha1.ProvisionerConfigStatus{ObservedGeneration: reportedGeneration, Leader: "other", Backend: "hostPath", Conditions: []metav1.Condition{

@@ -333,6 +333,12 @@ func (t TimeoutConfig) validate(path *field.Path) field.ErrorList {
 	return errs
 }
 
+// Validate checks the timings and namespace of an enabled election, as the
+// elector needs them.
+func (l LeaderElectionConfig) Validate() error {
+	return l.validate(field.NewPath("leaderElection")).ToAggregate()
+}
+
 func (l LeaderElectionConfig) validate(path *field.Path) field.ErrorList {
 	if !l.Enabled {
 		return nil

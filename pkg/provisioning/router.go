@@ -17,6 +17,7 @@ limitations under the License.
 package provisioning
 
 import (
+	"errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -39,6 +40,27 @@ import (
 type Router struct {
 	claims, volumes *eventrouter.Router[routeKey]
 	leases          *eventrouter.Router[types.NamespacedName] // nil without a Lease informer
+	// sightings are those of FollowLeases; nil until then.
+	sightings *leaderelection.Sightings
+}
+
+// FollowLeases makes r note when each Lease's record was first seen, from
+// now on, so that a controller started later judges the expiry of its
+// Lease from then (leaderelection.Sightings): a fleet that starts the
+// controller of a provisioner only when it takes it over from a replica
+// that died waits out the rest of its Lease, not a whole duration more. Call
+// it once, before the Lease informer starts; its handler stays as long as
+// the informer.
+func (r *Router) FollowLeases() error {
+	if r.leases == nil {
+		return errors.New("cannot follow Leases without a Lease informer")
+	}
+	sightings, err := leaderelection.NewSightings(r.leases.Informer(), nil)
+	if err != nil {
+		return err
+	}
+	r.sightings = sightings
+	return nil
 }
 
 // NewRouter returns the Router of the given informers; leases may be nil. It

@@ -117,6 +117,7 @@ func (e *Elected) electionConfig(le LeaderElectionConfig, deps ElectedDeps) lead
 		RetryPeriod:         le.RetryPeriod,
 		LegacyLockNamespace: le.LegacyLockNamespace,
 		Leases:              deps.Informers.Router.leases,
+		Sightings:           deps.Informers.Router.sightings,
 		Callbacks:           leaderelection.LeaderCallbacks{OnStartedLeading: deps.Leader.Lead, OnNewLeader: deps.OnLeaderChange},
 	}
 }

@@ -30,7 +30,8 @@ import (
 
 // EnforceVersions makes the fake clientset treat Lease resource versions
 // as the API server does: every write assigns a new one, and an update of an
-// older version fails with a conflict. Elections depend on it.
+// older version fails with a conflict, as does a delete whose
+// preconditions the Lease no longer meets. Elections depend on it.
 func EnforceVersions(client *fake.Clientset) {
 	var version atomic.Int64
 	resource := coordinationv1.SchemeGroupVersion.WithResource("leases")
@@ -49,6 +50,19 @@ func EnforceVersions(client *fake.Clientset) {
 			return true, nil, apierrors.NewConflict(resource.GroupResource(), lease.Name, nil)
 		}
 		lease.ResourceVersion = strconv.FormatInt(version.Add(1), 10)
+		return false, nil, nil
+	})
+	client.PrependReactor("delete", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		del := action.(k8stesting.DeleteAction)
+		pre := del.GetDeleteOptions().Preconditions
+		current, err := client.Tracker().Get(resource, del.GetNamespace(), del.GetName())
+		if pre == nil || err != nil {
+			return false, nil, nil
+		}
+		lease := current.(*coordinationv1.Lease)
+		if pre.UID != nil && *pre.UID != lease.UID || pre.ResourceVersion != nil && *pre.ResourceVersion != lease.ResourceVersion {
+			return true, nil, apierrors.NewConflict(resource.GroupResource(), lease.Name, nil)
+		}
 		return false, nil, nil
 	})
 }

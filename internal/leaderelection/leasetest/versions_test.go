@@ -44,4 +44,12 @@ func TestEnforceLeaseVersions(t *testing.T) {
 	if _, err := leases.Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Errorf("update of a stale version: got %v, want a conflict", err)
 	}
+	stale := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &created.ResourceVersion}}
+	if err := leases.Delete(ctx, "l", stale); !apierrors.IsConflict(err) {
+		t.Errorf("delete with a stale version as precondition: got %v, want a conflict", err)
+	}
+	current := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &updated.ResourceVersion}}
+	if err := leases.Delete(ctx, "l", current); err != nil {
+		t.Errorf("delete with the current version as precondition: %v", err)
+	}
 }
