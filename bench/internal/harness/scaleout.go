@@ -60,30 +60,41 @@ const renewals = "update leases"
 // replica joins and after one is SIGKILLed; last, the same on
 // S12LongLease.
 func (b *bench) scaleOutScenario(ctx context.Context) error {
-	sys := &provfleetSystem{b: b, managerRole: true}
-	tenants := b.tenants(sys.name(), b.cfg.S12Provisioners)
-	defer sys.stop(ctx)
-	ns, baseline, err := b.begin(ctx, sys, tenants, 1, b.cfg.Lease)
-	if err != nil {
+	so := &scaleOut{sys: &provfleetSystem{b: b, managerRole: true}, mixes: map[string]map[string]float64{}}
+	defer so.sys.stop(ctx)
+	var err error
+	if so.baseline, err = b.snapshot(ctx); err != nil {
 		return err
 	}
-	mixes := map[string]map[string]float64{}
-	defer func() { b.addSection(spreadMixSection(mixes)) }()
-	if err := b.spreadWindow(ctx, sys, report.S12Idle, baseline, mixes); err != nil {
+	defer func() { b.addSection(spreadMixSection(so.mixes)) }()
+	// Bounded: a replica that cannot hold every Lease is a result.
+	if so.note, err = b.startIdle(ctx, so.sys, b.tenants(so.sys.name(), b.cfg.S12Provisioners)); err != nil {
 		return err
 	}
-	if b.cfg.S12Replicas > 1 {
-		if err := b.spreadOut(ctx, sys, baseline, mixes); err != nil {
-			return err
-		}
+	if err := b.spreadWindow(ctx, so, report.S12Idle); err != nil {
+		return err
 	}
-	return b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	so.note = ""
+	if b.cfg.S12Replicas < 2 {
+		return nil
+	}
+	return b.spreadOut(ctx, so)
+}
+
+// scaleOut is a run of scenario 12: its system, the API baseline, the
+// request mixes of its windows, and a note for the next window.
+type scaleOut struct {
+	sys      *provfleetSystem
+	baseline apiSnapshot
+	mixes    map[string]map[string]float64
+	note     string
 }
 
 // spreadOut adds replicas up to S12Replicas, the last join timed, measures
 // them idle, kills one and times the spread again, replaces it and
 // measures the fleet idle on S12LongLease.
-func (b *bench) spreadOut(ctx context.Context, sys *provfleetSystem, baseline apiSnapshot, mixes map[string]map[string]float64) error {
+func (b *bench) spreadOut(ctx context.Context, so *scaleOut) error {
+	sys := so.sys
 	for sys.replicas() < b.cfg.S12Replicas-1 {
 		if err := sys.addReplica(ctx); err != nil {
 			return err
@@ -95,7 +106,7 @@ func (b *bench) spreadOut(ctx context.Context, sys *provfleetSystem, baseline ap
 	if err := b.spreadChange(ctx, sys, report.S12Join, "from the start of the replica's process", sys.addReplica); err != nil {
 		return err
 	}
-	if err := b.spreadWindow(ctx, sys, report.S12Idle, baseline, mixes); err != nil {
+	if err := b.spreadWindow(ctx, so, report.S12Idle); err != nil {
 		return err
 	}
 	kill := func(context.Context) error {
@@ -114,7 +125,7 @@ func (b *bench) spreadOut(ctx context.Context, sys *provfleetSystem, baseline ap
 	if _, err := b.waitSpread(ctx, sys, time.Now()); err != nil {
 		return err
 	}
-	return b.spreadWindow(ctx, sys, report.S12IdleLongLease, baseline, mixes)
+	return b.spreadWindow(ctx, so, report.S12IdleLongLease)
 }
 
 // spread is how the leads stood when a wait for the spread ended.
@@ -226,7 +237,8 @@ func (b *bench) setLease(ctx context.Context, sys *provfleetSystem, lease LeaseT
 // S3Settle: the largest replica's RSS and charge, each one's in the note,
 // the leads, and the replicas' own requests, Lease renewals apart; mixes
 // receives the window's requests per provisioner and minute.
-func (b *bench) spreadWindow(ctx context.Context, sys *provfleetSystem, scenario string, baseline apiSnapshot, mixes map[string]map[string]float64) error {
+func (b *bench) spreadWindow(ctx context.Context, so *scaleOut, scenario string) error {
+	sys := so.sys
 	time.Sleep(b.cfg.S3Settle)
 	l, err := b.leadsOf(ctx, sys)
 	if err != nil {
@@ -249,7 +261,7 @@ func (b *bench) spreadWindow(ctx context.Context, sys *provfleetSystem, scenario
 	seconds := time.Since(from).Seconds()
 	m := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: len(sys.tenants), Replicas: len(w.pids)},
 		MostLeads: l.most(), FewestLeads: l.fewest()}
-	if err := b.closeIdle(ctx, sys, w, baseline, &m); err != nil {
+	if err := b.closeIdle(ctx, sys, w, so.baseline, &m); err != nil {
 		return err
 	}
 	m.Seconds = seconds
@@ -259,15 +271,23 @@ func (b *bench) spreadWindow(ctx context.Context, sys *provfleetSystem, scenario
 	m.APIRPS = sum(sent) / seconds
 	replicas := perReplica(w.pids)
 	m.RSSMiB, m.ChargedMiB, m.ChargedBy = replicas[0].RSSMiB, replicas[0].ChargedMiB, replicas[0].ChargedBy
-	m.Note = fmt.Sprintf("lease %s; %s; per replica, largest first: RSS %s MiB, charged %s; api req/s: the replicas' own counter, %.2f renewals and %.2f others a second%s",
-		leaseOf(scenario, b.cfg), leadsNote(l), rssList(replicas), chargedList(replicas), m.Renewals, m.Others, sys.agentNote())
+	m.Note = fmt.Sprintf("%slease %s; %s; per replica, largest first: RSS %s MiB, charged %s; api req/s: the replicas' own counter, %.2f renewals and %.2f others a second%s",
+		noteOf(so.note), leaseOf(scenario, b.cfg), leadsNote(l), rssList(replicas), chargedList(replicas), m.Renewals, m.Others, sys.agentNote())
 	b.record(m)
 	perMinute := map[string]float64{}
 	for k, v := range sent {
 		perMinute[k] = v * 60 / seconds / float64(len(sys.tenants))
 	}
-	mixes[fmt.Sprintf("%s, %d replicas", leaseOf(scenario, b.cfg), len(w.pids))] = perMinute
+	so.mixes[fmt.Sprintf("%s, %d replicas", leaseOf(scenario, b.cfg), len(w.pids))] = perMinute
 	return nil
+}
+
+// noteOf is note as the start of a longer one.
+func noteOf(note string) string {
+	if note == "" {
+		return ""
+	}
+	return note + "; "
 }
 
 // grownBy is what each count grew by from before to after.
