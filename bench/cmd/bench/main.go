@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/provfleet/provfleet/bench/internal/harness"
 	"github.com/provfleet/provfleet/bench/internal/report"
@@ -62,7 +63,8 @@ type flags struct {
 	smoke                           *bool
 	root, out, work, bin, scenarios *string
 	sizes                           map[string]*int
-	s3, s4                          *string
+	s3, s4, s8                      *string
+	s12Window, s12Settle            *time.Duration
 }
 
 // config is the run the command line asks for.
@@ -75,7 +77,7 @@ func config(args []string) (harness.Config, error) {
 		out:       fs.String("out", "", "Results folder. Empty: bench/results of the repository."),
 		work:      fs.String("work", "", "Scratch folder for volumes, logs and profiles. Empty: _output/bench of the repository."),
 		bin:       fs.String("bin", "", "Folder for the built binaries; kept between runs, only what changed is relinked. Empty: bin in the scratch folder."),
-		scenarios: fs.String("scenarios", "", "Comma-separated scenarios to run (1-11). Empty: all."),
+		scenarios: fs.String("scenarios", "", "Comma-separated scenarios to run (1-13). Empty: all."),
 		sizes:     map[string]*int{},
 	}
 	for name, def := range map[string]int{
@@ -83,12 +85,18 @@ func config(args []string) (harness.Config, error) {
 		"s3-peer-max": full.S3PeerMax, "s4-bad": full.S4Bad, "s4-good": full.S4Good,
 		"s4-rounds": full.S4Rounds, "s4-flood": full.S4Flood,
 		"s5-edits": full.S5Edits, "s6-claims": full.S6Claims, "s7-claims": full.S7Claims,
-		"s8-objects": full.S8Objects, "s11-bytes": full.S11Bytes,
-		"s9-nodes": full.S9Nodes, "s9-claims": full.S9Claims, "s9-crowd": full.S9Crowd,
+		"s11-bytes": full.S11Bytes,
+		"s9-nodes":  full.S9Nodes, "s9-claims": full.S9Claims, "s9-crowd": full.S9Crowd,
+		"s12-provisioners": full.S12Provisioners, "s12-replicas": full.S12Replicas,
+		"s13-tenants": full.S13Tenants, "s13-claims": full.S13Claims, "s13-replicas": full.S13Replicas,
+		"s13-qps": int(full.S13QPS), "s13-burst": full.S13Burst,
 	} {
 		f.sizes[name] = fs.Int(name, def, "Size of a scenario; see the issue. Ignored with -smoke.")
 	}
 	f.s3 = fs.String("s3-counts", "1,10,100,500", "Idle fleet sizes. Ignored with -smoke.")
+	f.s8 = fs.String("s8-objects", joined(full.S8Counts), "Comma-separated counts of claims and PVs scenario 8 fills the cluster with, in turn. Ignored with -smoke.")
+	f.s12Window = fs.Duration("s12-window", full.S12Window, "Length of each idle window of scenario 12. Ignored with -smoke.")
+	f.s12Settle = fs.Duration("s12-settle-timeout", full.S12SettleTimeout, "How long scenarios 12 and 13 wait for the spread to settle. Ignored with -smoke.")
 	f.s4 = fs.String("s4-cases", "", "Comma-separated cases of scenario 4 to run in each round, of "+
 		strings.Join(s4CaseNames(), ", ")+". Empty: all.")
 	if err := fs.Parse(args); err != nil {
@@ -116,13 +124,19 @@ func (f flags) sized(full harness.Config) (harness.Config, error) {
 		cfg.S3PeerMax, cfg.S4Bad, cfg.S4Good = *f.sizes["s3-peer-max"], *f.sizes["s4-bad"], *f.sizes["s4-good"]
 		cfg.S4Rounds, cfg.S4Flood = *f.sizes["s4-rounds"], *f.sizes["s4-flood"]
 		cfg.S5Edits, cfg.S6Claims, cfg.S7Claims = *f.sizes["s5-edits"], *f.sizes["s6-claims"], *f.sizes["s7-claims"]
-		cfg.S8Objects, cfg.S11Bytes = *f.sizes["s8-objects"], *f.sizes["s11-bytes"]
+		cfg.S11Bytes = *f.sizes["s11-bytes"]
 		cfg.S9Nodes, cfg.S9Claims, cfg.S9Crowd = *f.sizes["s9-nodes"], *f.sizes["s9-claims"], *f.sizes["s9-crowd"]
-		counts, err := ints(*f.s3)
-		if err != nil {
+		cfg.S12Provisioners, cfg.S12Replicas = *f.sizes["s12-provisioners"], *f.sizes["s12-replicas"]
+		cfg.S12Window, cfg.S12SettleTimeout = *f.s12Window, *f.s12Settle
+		cfg.S13Tenants, cfg.S13Claims, cfg.S13Replicas = *f.sizes["s13-tenants"], *f.sizes["s13-claims"], *f.sizes["s13-replicas"]
+		cfg.S13QPS, cfg.S13Burst = float32(*f.sizes["s13-qps"]), *f.sizes["s13-burst"]
+		var err error
+		if cfg.S3Counts, err = ints(*f.s3); err != nil {
 			return cfg, fmt.Errorf("cannot parse -s3-counts: %w", err)
 		}
-		cfg.S3Counts = counts
+		if cfg.S8Counts, err = ints(*f.s8); err != nil {
+			return cfg, fmt.Errorf("cannot parse -s8-objects: %w", err)
+		}
 	}
 	if *f.scenarios != "" {
 		list, err := ints(*f.scenarios)
@@ -192,6 +206,15 @@ func printRatios(stdout io.Writer, result *report.Run) {
 		}
 		fmt.Fprintf(stdout, "  %-75s %10s  target %-40s met: %s\n", r.What, r.Value, r.Target, met)
 	}
+}
+
+// joined is the comma-separated list of ns, as ints reads it.
+func joined(ns []int) string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = strconv.Itoa(n)
+	}
+	return strings.Join(out, ",")
 }
 
 func ints(list string) ([]int, error) {

@@ -80,6 +80,11 @@ func TestSmoke(t *testing.T) {
 			[]string{report.S9NodesAgent, report.S9NodesCrowded},
 			[]string{report.SystemProvfleet, report.SystemUpstream},
 		},
+		// Scale-out spreads provfleet's own replicas.
+		{
+			[]string{report.S12Idle, report.S12Join, report.S12Kill, report.S12IdleLongLease, report.S13Throughput},
+			[]string{report.SystemProvfleet},
+		},
 		// The peer has no process that serves no node.
 		{[]string{report.S9NodesManager}, []string{report.SystemProvfleet}},
 		// The peer has no NFS client.

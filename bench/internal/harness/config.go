@@ -36,7 +36,7 @@ type Config struct {
 	// ControlPlaneBin holds etcd, kube-apiserver and kube-controller-manager;
 	// empty: RepoRoot/_output/controlplane.
 	ControlPlaneBin string
-	// Scenarios to run, 1 to 11.
+	// Scenarios to run, 1 to 13.
 	Scenarios []int
 	// QPS and Burst are every system's client budget: the manager's for its
 	// whole fleet, each peer process's, and the limit's.
@@ -72,9 +72,10 @@ type Config struct {
 	S6Lease  LeaseTimes
 	// S7Claims of one tenant whose volumes are on an NFS export.
 	S7Claims int
-	// S8Objects claims, and as many PVs bound to them, fill the cluster while
-	// one idle provisioner of each system caches them.
-	S8Objects int
+	// S8Counts of claims, and as many PVs bound to them, fill the cluster in
+	// turn, each next to one idle provisioner of each system that caches
+	// them; each count adds to the objects of the one before.
+	S8Counts []int
 	// S9Nodes simulated nodes, each with a node agent and a peer process,
 	// share S9Claims claims; S9Crowd claims and PVs of no node surround one
 	// idle agent (0: not measured).
@@ -84,6 +85,19 @@ type Config struct {
 	S10Depths, S10Widths []int
 	// S11Bytes is the size of the tree scenario 11 clones.
 	S11Bytes int
+	// S12Provisioners idle provisioners run on one replica, then on up to
+	// S12Replicas; each idle window lasts S12Window, after S3Settle; a
+	// spread that has not settled within S12SettleTimeout is reported so.
+	// S12LongLease are the Lease times of the last window.
+	S12Provisioners, S12Replicas int
+	S12Window, S12SettleTimeout  time.Duration
+	S12LongLease                 LeaseTimes
+	// S13Tenants x S13Claims claims on NFS exports are provisioned by one
+	// replica, then by S13Replicas, each with the client budget S13QPS and
+	// S13Burst.
+	S13Tenants, S13Claims, S13Replicas int
+	S13QPS                             float32
+	S13Burst                           int
 	// SystemsAtOnce runs the systems of each scenario at the same time:
 	// quicker, but each one's figures then include the others' load.
 	SystemsAtOnce bool
@@ -101,6 +115,10 @@ type Config struct {
 // ProvisionerConfig left at its defaults.
 var defaultLease = LeaseTimes{Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 
+// longLease is scenario 12's Lease of a fleet that trades a slower failover
+// for fewer renewals: one every 30 s (renewDeadline less two retry periods).
+var longLease = LeaseTimes{Duration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 5 * time.Second}
+
 // shortLease makes the smoke run's failovers and peer restarts quick.
 var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond}
 
@@ -108,7 +126,7 @@ var shortLease = LeaseTimes{Duration: 2 * time.Second, RenewDeadline: 1500 * tim
 // two cores.
 func Full() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
 		QPS:       100, Burst: 200,
 		Lease: defaultLease, Settle: 2 * time.Second,
 		S1Claims:  500,
@@ -119,11 +137,16 @@ func Full() Config {
 		S5Edits: 20, S5PeerRestarts: 3,
 		S6Claims: 20, S6Lease: defaultLease,
 		// As many as s1, so the two compare claim for claim.
-		S7Claims:  500,
-		S8Objects: 10000,
-		S9Nodes:   10, S9Claims: 500, S9Crowd: 10000,
+		S7Claims: 500,
+		S8Counts: []int{10000, 20000},
+		S9Nodes:  10, S9Claims: 500, S9Crowd: 10000,
 		S10Depths: []int{1000, 5000, 20000}, S10Widths: []int{1000, 10000, 100000},
-		S11Bytes:    1 << 30,
+		S11Bytes:        1 << 30,
+		S12Provisioners: 2000, S12Replicas: 3,
+		S12Window: time.Minute, S12SettleTimeout: 3 * time.Minute, S12LongLease: longLease,
+		// A budget a tenth of the default, so that it and not the machine
+		// limits: about five claims a second for one replica.
+		S13Tenants: 60, S13Claims: 10, S13Replicas: 3, S13QPS: 10, S13Burst: 10,
 		Profile:     true,
 		WaitTimeout: 10 * time.Minute,
 	}
@@ -133,7 +156,7 @@ func Full() Config {
 // harness works; its figures mean nothing.
 func Smoke() Config {
 	return Config{
-		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+		Scenarios: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
 		QPS:       100, Burst: 200,
 		Lease:     shortLease,
 		S1Claims:  3,
@@ -143,11 +166,14 @@ func Smoke() Config {
 		S4Bad: 3, S4Good: 2, S4Rounds: 1, S4Flood: 5,
 		S5Edits: 2, S5PeerRestarts: 1,
 		S6Claims: 1, S6Lease: shortLease,
-		S7Claims:  3,
-		S8Objects: 20,
-		S9Nodes:   2, S9Claims: 6, S9Crowd: 20,
+		S7Claims: 3,
+		S8Counts: []int{10, 20},
+		S9Nodes:  2, S9Claims: 6, S9Crowd: 20,
 		S10Depths: []int{10, 100}, S10Widths: []int{10, 100},
-		S11Bytes:      4 << 20,
+		S11Bytes:        4 << 20,
+		S12Provisioners: 6, S12Replicas: 3,
+		S12Window: time.Second, S12SettleTimeout: 15 * time.Second, S12LongLease: shortLease,
+		S13Tenants: 3, S13Claims: 2, S13Replicas: 2, S13QPS: 20, S13Burst: 20,
 		SystemsAtOnce: true,
 		WaitTimeout:   2 * time.Minute,
 	}

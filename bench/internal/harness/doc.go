@@ -32,4 +32,8 @@ limitations under the License.
 // sizes, times cp -a of it, moves it into a claim's volume on hostPath and
 // on an export of its own NFS server (a rename, no copy), and times a claim
 // cloning that one until it is Bound, then checks the clone holds the tree.
+// Scenario 12 runs manager replicas in the manager role alone next to one
+// node agent, and reads who leads each provisioner from the provisioners'
+// Leases; scenario 13 starts one go-nfs server per provisioner, stopped
+// with its run.
 package harness

@@ -150,11 +150,13 @@ func newBench(cfg Config) *bench {
 		volumes:    filepath.Join(cfg.Work, "volumes"),
 		pprofAddrs: map[int]string{},
 		run: &report.Run{
-			Started:      time.Now().UTC(),
-			Machine:      machine(),
-			LeaseTimeout: cfg.S6Lease.Duration + cfg.S6Lease.RetryPeriod,
-			FloodClaims:  cfg.S4Flood,
-			Settings:     settings(cfg),
+			Started:       time.Now().UTC(),
+			Machine:       machine(),
+			LeaseTimeout:  cfg.S6Lease.Duration + cfg.S6Lease.RetryPeriod,
+			FloodClaims:   cfg.S4Flood,
+			SpreadTimeout: replicaLease.Duration + replicaLease.RetryPeriod,
+			LongLease:     leaseTimes(cfg.S12LongLease),
+			Settings:      settings(cfg),
 		},
 	}
 }
@@ -384,8 +386,14 @@ func settings(cfg Config) []string {
 			cfg.Lease.Duration, cfg.Lease.RenewDeadline, cfg.Lease.RetryPeriod),
 		fmt.Sprintf("s7: %d claims of one tenant on the nfs backend with no mount, against an NFSv3 server (go-nfs) on loopback in the harness's process; provfleet and the limit only",
 			cfg.S7Claims),
-		fmt.Sprintf("s8: one idle provisioner of each system, %v settle, %v window, next to %d claims (each with a kubectl last-applied annotation) and %d PVs bound to them, made by the harness and served by neither",
-			cfg.S3Settle, cfg.S3Window, cfg.S8Objects, cfg.S8Objects),
+		fmt.Sprintf("s8: one idle provisioner of each system, %v settle, %v window, next to %v claims in turn (each with a kubectl last-applied annotation) and as many PVs bound to them, made by the harness and served by neither",
+			cfg.S3Settle, cfg.S3Window, cfg.S8Counts),
+		fmt.Sprintf("s12: %d idle hostPath provisioners on manager replicas in the manager role alone (a node agent of their one node apart), 1 replica, then up to %d; "+
+			"windows of %v after %v settle; spread settled: every provisioner's Lease held by a live replica, none holding more than ceil(P/R)+1, waited for at most %v; "+
+			"the last window with every provisioner's Lease at %s (a renewal every renew deadline less two retry periods); the replicas' own Lease at the manager's defaults",
+			cfg.S12Provisioners, cfg.S12Replicas, cfg.S12Window, cfg.S3Settle, cfg.S12SettleTimeout, leaseTimes(cfg.S12LongLease)),
+		fmt.Sprintf("s13: %d provisioners x %d claims on NFS exports (one go-nfs server each, in the harness's process), on 1 and on %d manager replicas, each replica at --kube-api-qps=%g --kube-api-burst=%d",
+			cfg.S13Tenants, cfg.S13Claims, cfg.S13Replicas, cfg.S13QPS, cfg.S13Burst),
 		fmt.Sprintf("s11: a tree of %d MiB of mixed file sizes cloned on hostPath and on NFS (no mount, the go-nfs server in the harness's process), next to cp -a of it on the same file system",
 			cfg.S11Bytes>>20),
 		fmt.Sprintf("s9: %d nodes, a node agent and a peer process each, %d claims placed evenly on them (WaitForFirstConsumer, selected-node set at creation), the idle agent also next to %d claims and PVs of no node of its own",

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,41 +45,49 @@ const memoryLabel = "bench.provfleet.io/memory"
 const pollBoundInterval = 2 * time.Second
 
 // memoryScenario is scenario 8: one idle provisioner of each system in a
-// cluster that holds S8Objects claims and as many PersistentVolumes bound to
-// them, made by the harness and served by none: what caching the cluster's
-// claims and volumes costs a process.
+// cluster that holds each of S8Counts claims in turn, and as many
+// PersistentVolumes bound to them, made by the harness and served by none:
+// what caching the cluster's claims and volumes costs a process, and how
+// long it takes to lead.
 func (b *bench) memoryScenario(ctx context.Context) error {
 	ns, err := b.namespace(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.deleteBoundPairs(ctx, ns)
-	if err := b.createBoundPairs(ctx, ns, b.cfg.S8Objects); err != nil {
-		return err
+	made := 0
+	for _, n := range slices.Sorted(slices.Values(b.cfg.S8Counts)) {
+		if err := b.createBoundPairs(ctx, ns, made, n); err != nil {
+			return err
+		}
+		made = max(made, n)
+		if err := b.waitAllBound(ctx, ns, n); err != nil {
+			return err
+		}
+		var runs []func() error
+		for _, sys := range b.systems() {
+			runs = append(runs, func() error {
+				if err := b.memoryRun(ctx, sys, n); err != nil {
+					return fmt.Errorf("%s next to %d claims and PVs: %w", sys.name(), n, err)
+				}
+				return nil
+			})
+		}
+		if err := b.together(runs...); err != nil {
+			return err
+		}
 	}
-	if err := b.waitAllBound(ctx, ns, b.cfg.S8Objects); err != nil {
-		return err
-	}
-	var runs []func() error
-	for _, sys := range b.systems() {
-		runs = append(runs, func() error {
-			if err := b.memoryRun(ctx, sys); err != nil {
-				return fmt.Errorf("%s next to %d claims and PVs: %w", sys.name(), b.cfg.S8Objects, err)
-			}
-			return nil
-		})
-	}
-	return b.together(runs...)
+	return nil
 }
 
-// createBoundPairs creates n claims in ns, each with the last-applied
-// annotation kubectl apply leaves, and n PersistentVolumes, each naming its
-// claim, which the PV binder binds.
-func (b *bench) createBoundPairs(ctx context.Context, ns string, n int) error {
-	b.logf("creating %d claims and PVs", n)
+// createBoundPairs creates the claims from to to-1 in ns, each with the
+// last-applied annotation kubectl apply leaves, and as many
+// PersistentVolumes, each naming its claim, which the PV binder binds.
+func (b *bench) createBoundPairs(ctx context.Context, ns string, from, to int) error {
+	b.logf("creating %d claims and PVs", to-from)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(32)
-	for i := range n {
+	for i := from; i < to; i++ {
 		g.Go(func() error {
 			claim, err := b.createBoundClaim(gctx, ns, fmt.Sprintf("memory-%d", i), fmt.Sprintf("%s-memory-%d", ns, i))
 			if err != nil {
@@ -169,18 +178,28 @@ func (b *bench) deleteBoundPairs(ctx context.Context, ns string) {
 	}
 }
 
-// memoryRun starts one idle provisioner of sys and measures it as scenario
-// 3 does, after S3Settle and over S3Window.
-func (b *bench) memoryRun(ctx context.Context, sys system) error {
+// memoryRun starts one idle provisioner of sys next to claims claims and
+// PVs, times its start until it leads, and measures it as scenario 3 does,
+// after S3Settle and over S3Window.
+func (b *bench) memoryRun(ctx context.Context, sys system, claims int) error {
 	baseline, err := b.snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	defer sys.stop(ctx)
-	note, err := b.startIdle(ctx, sys, 1)
+	tenants := b.tenants(sys.name(), 1)
+	start := time.Now()
+	note, err := b.startIdle(ctx, sys, tenants)
 	if err != nil {
 		return err
 	}
+	// Ready: the manager's provisioner Ready with a leader, once the
+	// process's caches synced; the peer's controller started, which it
+	// logs once it holds the Lease and its caches synced.
+	if _, err := b.leader(ctx, sys, tenants[0]); err != nil {
+		return err
+	}
+	ready := time.Since(start)
 	time.Sleep(b.cfg.S3Settle)
 	w, err := b.open(ctx, sys.pids())
 	if err != nil {
@@ -188,12 +207,13 @@ func (b *bench) memoryRun(ctx context.Context, sys system) error {
 	}
 	time.Sleep(b.cfg.S3Window)
 	m := report.Measurement{
-		Result: report.Result{Scenario: report.S8Memory, System: sys.name(), Tenants: 1, Claims: b.cfg.S8Objects, Replicas: 1},
+		Result: report.Result{Scenario: report.S8Memory, System: sys.name(), Tenants: 1, Claims: claims, Replicas: 1},
 		Note:   note,
 	}
 	if err := b.closeIdle(ctx, sys, w, baseline, &m); err != nil {
 		return err
 	}
+	m.Seconds = ready.Seconds()
 	// The peak is the initial list of every claim and PV, held at once.
 	u := total(usage(sys.pids()))
 	m.Note = strings.TrimPrefix(fmt.Sprintf("%s; peak RSS %.1f MiB", m.Note, mib(u.PeakRSS)), "; ")

@@ -78,18 +78,27 @@ type nfsSystem struct {
 // dir. Two tenants would share the export, which the manager refuses as
 // overlapping: the scenario runs one.
 func newNFSSystem(b *bench, server *nfsserver.Server, dir string) (*nfsSystem, error) {
-	host, _, err := net.SplitHostPort(server.Addr())
+	nfs, err := exportOf(server)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the NFS server's address: %w", err)
+		return nil, err
 	}
-	port := int32(server.Port()) //nolint:gosec // a TCP port
-	nfs := v1alpha1.NFSBackend{Server: host, Port: port, Path: nfsExportPath}
 	return &nfsSystem{
 		provfleetSystem: &provfleetSystem{b: b, backend: func(tenant) v1alpha1.BackendSpec {
 			return v1alpha1.BackendSpec{NFS: nfs.DeepCopy()}
 		}},
 		dir: dir,
 	}, nil
+}
+
+// exportOf is the backend of a provisioner whose volumes are on server's
+// export.
+func exportOf(server *nfsserver.Server) (v1alpha1.NFSBackend, error) {
+	host, _, err := net.SplitHostPort(server.Addr())
+	if err != nil {
+		return v1alpha1.NFSBackend{}, fmt.Errorf("cannot read the NFS server's address: %w", err)
+	}
+	port := int32(server.Port()) //nolint:gosec // a TCP port
+	return v1alpha1.NFSBackend{Server: host, Port: port, Path: nfsExportPath}, nil
 }
 
 // volumeDirs are the volume directories on the export's top level.

@@ -111,7 +111,7 @@ func (b *bench) crowdedRun(ctx context.Context, nodes []string) error {
 		return err
 	}
 	defer b.deleteBoundPairs(ctx, ns)
-	if err := b.createBoundPairs(ctx, ns, b.cfg.S9Crowd); err != nil {
+	if err := b.createBoundPairs(ctx, ns, 0, b.cfg.S9Crowd); err != nil {
 		return err
 	}
 	if err := b.waitAllBound(ctx, ns, b.cfg.S9Crowd); err != nil {

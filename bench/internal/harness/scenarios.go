@@ -73,6 +73,10 @@ func (b *bench) scenarios(ctx context.Context) error {
 			err = b.treeScenario(ctx)
 		case 11:
 			err = b.cloneScenario(ctx)
+		case 12:
+			err = b.scaleOutScenario(ctx)
+		case 13:
+			err = b.throughputScenario(ctx)
 		default:
 			err = fmt.Errorf("no scenario %d", n)
 		}
@@ -579,7 +583,7 @@ var profiledPhases = map[string]string{
 // provisionMeasurement is the time and latencies of claims created at start
 // until every one is provisioned and bound.
 func provisionMeasurement(scenario string, sys system, tenants, claims int, start time.Time, st claimStats) report.Measurement {
-	m := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: tenants, Claims: claims, Replicas: 1,
+	m := report.Measurement{Result: report.Result{Scenario: scenario, System: sys.name(), Tenants: tenants, Claims: claims, Replicas: sys.replicas(),
 		Seconds: st.last.Sub(start).Seconds()}}
 	latencies(&m, st.toPV, st.toBound)
 	m.Note = fmt.Sprintf("claims handed to the provisioner from +%.2f s to +%.2f s", st.firstAnnotated.Sub(start).Seconds(), st.lastAnnotated.Sub(start).Seconds())
@@ -762,7 +766,7 @@ func (b *bench) idleRun(ctx context.Context, sys system, n int) error {
 		return err
 	}
 	defer sys.stop(ctx)
-	note, err := b.startIdle(ctx, sys, n)
+	note, err := b.startIdle(ctx, sys, b.tenants(sys.name(), n))
 	if err != nil {
 		return err
 	}
@@ -783,11 +787,12 @@ func (b *bench) idleRun(ctx context.Context, sys system, n int) error {
 	return nil
 }
 
-// startIdle starts a fleet of n provisioners. A fleet that cannot hold all
-// its Leases is a result, not a failure: the note says so.
-func (b *bench) startIdle(ctx context.Context, sys system, n int) (note string, err error) {
+// startIdle starts a fleet of tenants. A fleet that cannot hold all its
+// Leases is a result, not a failure: the note says so.
+func (b *bench) startIdle(ctx context.Context, sys system, tenants []tenant) (note string, err error) {
+	n := len(tenants)
 	startCtx, cancel := context.WithTimeout(ctx, idleStartTimeout)
-	err = sys.start(startCtx, b.tenants(sys.name(), n), 1, b.cfg.Lease)
+	err = sys.start(startCtx, tenants, 1, b.cfg.Lease)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil || len(sys.pids()) == 0 {

@@ -17,6 +17,7 @@ limitations under the License.
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 
 	"github.com/provfleet/provfleet/api/v1alpha1"
 	"github.com/provfleet/provfleet/bench/internal/report"
+	"github.com/provfleet/provfleet/internal/testenv"
 	"github.com/provfleet/provfleet/internal/testenv/childproc"
 	"github.com/provfleet/provfleet/internal/testenv/managerproc"
 )
@@ -70,6 +72,8 @@ type system interface {
 	// restart replaces a replica that exited by a new one.
 	restart(ctx context.Context, replica int) error
 	pids() []int
+	// replicas counts the replicas that run.
+	replicas() int
 	metricsURLs() []string
 	stop(ctx context.Context)
 }
@@ -110,6 +114,19 @@ type provfleetSystem struct {
 	// lease is the tenants' Lease times, which the replicas' node Lease
 	// follows.
 	lease LeaseTimes
+	// managerRole runs each replica in the manager role alone, as a
+	// cluster's Deployment does, next to one node agent of benchNode
+	// (agent) for hostPath tenants; else each replica has both roles.
+	managerRole bool
+	agent       *process
+	// budget is each replica's client budget; zero: the run's.
+	budget budget
+}
+
+// budget is a client's --kube-api-qps and --kube-api-burst.
+type budget struct {
+	qps   float32
+	burst int
 }
 
 // benchNode is the node every replica of the earlier scenarios runs on: in
@@ -121,10 +138,13 @@ func (s *provfleetSystem) name() string { return report.SystemProvfleet }
 
 func (s *provfleetSystem) startManager(ctx context.Context) error {
 	id := fmt.Sprintf("pf-%d-%d", s.b.nextSeq(), len(s.managers))
+	args := []string{"--role=manager,node", "--node-lease-duration=" + max(s.lease.Duration, 4*time.Second).String()}
+	if s.managerRole {
+		args = []string{"--role=manager", "--node-lease-namespace=" + testenv.NodeAgentNamespace}
+	}
 	p, err := s.b.startManager(ctx, managerRun{
 		id: id, kubeconfig: s.b.kubeconfigs.manager, namespace: managerNamespace,
-		hostPathRoot: s.b.volumes, node: benchNode,
-		args: []string{"--role=manager,node", "--node-lease-duration=" + max(s.lease.Duration, 4*time.Second).String()},
+		hostPathRoot: s.b.volumes, node: benchNode, budget: s.budget, args: args,
 	})
 	// A manager that started but never got ready is stopped with the rest.
 	if p != nil {
@@ -135,10 +155,26 @@ func (s *provfleetSystem) startManager(ctx context.Context) error {
 }
 
 // managerRun is one manager process: its identity, ServiceAccount,
-// namespace, --host-path-root, NODE_NAME and further flags.
+// namespace, --host-path-root, NODE_NAME, client budget (zero: the run's)
+// and further flags.
 type managerRun struct {
 	id, kubeconfig, namespace, hostPathRoot, node string
+	budget                                        budget
 	args                                          []string
+}
+
+// startAgent starts the node agent of benchNode, for hostPath tenants of
+// replicas in the manager role alone.
+func (s *provfleetSystem) startAgent(ctx context.Context) error {
+	if !s.managerRole || s.backend != nil {
+		return nil
+	}
+	p, err := s.b.startManager(ctx, managerRun{
+		id: fmt.Sprintf("pf-%d-agent", s.b.nextSeq()), kubeconfig: s.b.kubeconfigs.agent, namespace: testenv.NodeAgentNamespace,
+		hostPathRoot: s.b.volumes, node: benchNode, args: []string{"--role=node"},
+	})
+	s.agent = p
+	return err
 }
 
 // startManager starts a manager process with the run's client budget and a
@@ -163,8 +199,8 @@ func (b *bench) startManager(ctx context.Context, r managerRun) (*process, error
 		MetricsAddr:  metricsAddr,
 		HealthAddr:   healthAddr,
 		Args: append([]string{
-			"--kube-api-qps=" + strconv.FormatFloat(float64(b.cfg.QPS), 'f', -1, 32),
-			"--kube-api-burst=" + strconv.Itoa(b.cfg.Burst),
+			"--kube-api-qps=" + strconv.FormatFloat(float64(cmp.Or(r.budget.qps, b.cfg.QPS)), 'f', -1, 32),
+			"--kube-api-burst=" + strconv.Itoa(cmp.Or(r.budget.burst, b.cfg.Burst)),
 		}, r.args...),
 		Env:     []string{pprofEnv + "=" + pprofAddr},
 		LogPath: filepath.Join(b.cfg.Work, "logs", r.id+".log"),
@@ -206,6 +242,9 @@ func (s *provfleetSystem) start(ctx context.Context, tenants []tenant, replicas 
 			return fmt.Errorf("cannot create ProvisionerConfig %s: %w", t.name, err)
 		}
 	}
+	if err := s.startAgent(ctx); err != nil {
+		return err
+	}
 	for range replicas {
 		if err := s.startManager(ctx); err != nil {
 			return err
@@ -223,7 +262,10 @@ func (s *provfleetSystem) waitLed(ctx context.Context) error {
 			want[t.name] = true
 		}
 	}
-	return s.b.poll(ctx, "every ProvisionerConfig Ready with a leader", func(ctx context.Context) (bool, error) {
+	// Each poll lists every ProvisionerConfig: a large fleet is listed
+	// less often, so the wait does not load the apiserver it measures.
+	every := min(100*time.Millisecond*time.Duration(max(1, len(want)/100)), 2*time.Second)
+	return s.b.pollEvery(ctx, every, "every ProvisionerConfig Ready with a leader", func(ctx context.Context) (bool, error) {
 		list, err := s.b.pcfg.ProvfleetV1alpha1().ProvisionerConfigs().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -328,6 +370,22 @@ func (s *provfleetSystem) stop(ctx context.Context) {
 			_ = p.Terminate(30 * time.Second)
 		}
 	}
+	if s.agent != nil {
+		stopAll([]*process{s.agent})
+	}
+}
+
+func (s *provfleetSystem) replicas() int { return len(s.liveIDs()) }
+
+// liveIDs are the identities of the replicas that run.
+func (s *provfleetSystem) liveIDs() []string {
+	var out []string
+	for i, p := range s.managers {
+		if !p.exited() {
+			out = append(out, s.ids[i])
+		}
+	}
+	return out
 }
 
 // upstreamSystem is one library process per tenant and replica.
@@ -490,6 +548,16 @@ func (s *upstreamSystem) pids() []int {
 		}
 	}
 	return out
+}
+
+func (s *upstreamSystem) replicas() int {
+	n := 0
+	for _, procs := range s.procs {
+		if len(urlsOf(procs)) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *upstreamSystem) metricsURLs() []string {

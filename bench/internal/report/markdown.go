@@ -68,6 +68,17 @@ const (
 	// same system whose many valid claims, all in one namespace, were
 	// created right before the good tenant's.
 	S4Flood = "s4-flood"
+	// S12Idle is a fleet of many idle provisioners spread over one or more
+	// manager replicas, at the default Lease times; S12IdleLongLease the
+	// same with a longer Lease. S12Join and S12Kill are the time until the
+	// spread settled after a replica joined and after one was SIGKILLed.
+	S12Idle          = "s12-idle"
+	S12IdleLongLease = "s12-idle-long-lease"
+	S12Join          = "s12-join"
+	S12Kill          = "s12-kill"
+	// S13Throughput is many provisioners' claims provisioned by one and by
+	// several replicas, each on a low API budget of its own.
+	S13Throughput = "s13-throughput"
 )
 
 // S4Cases are the cases of scenario 4, in the order each round runs them.
@@ -82,6 +93,15 @@ type Measurement struct {
 	// Goroutines are summed over the system's processes; -1: not measured.
 	Goroutines int
 	Note       string
+	// Renewals and Others split the system's own idle requests a second
+	// (S12Idle, S12IdleLongLease): Lease renewals, and everything else.
+	Renewals, Others float64
+	// MostLeads and FewestLeads are the most and fewest provisioners one
+	// replica leads (scenario 12).
+	MostLeads, FewestLeads int
+	// Unsettled marks a wait for the spread (S12Join, S12Kill) that ended
+	// before the spread settled.
+	Unsettled bool
 }
 
 // Run is everything one benchmark run reports.
@@ -94,7 +114,14 @@ type Run struct {
 	// LeaseTimeout is leaseDuration + retryPeriod of the failover scenario.
 	LeaseTimeout time.Duration
 	// FloodClaims are the flooding tenant's claims of S4Flood.
-	FloodClaims  int
+	FloodClaims int
+	// SpreadTimeout is how soon the spread must settle after a replica
+	// joined or was killed: the replicas' membership Lease duration plus a
+	// retry period.
+	SpreadTimeout time.Duration
+	// LongLease are the Lease times of S12IdleLongLease, as the settings
+	// print them.
+	LongLease    string
 	Measurements []Measurement
 	// Sections are further Markdown sections (profiles, notes), by title.
 	Sections []Section
@@ -134,7 +161,8 @@ func WriteMarkdown(w io.Writer, run *Run) error {
 	b.WriteString("Latencies run from the moment the harness sees a claim carry the storage-provisioner annotation " +
 		"to the moment it sees the PV (and, in `bound`, the claim Bound); for `limit` from the start of the burst to each PV. " +
 		"`seconds` is the phase's wall time. RSS is the peak (VmHWM) summed over the system's processes, except in s3-idle and s8-memory where it is the " +
-		"current RSS after the idle window (in s8-memory `claims` counts the claims in the cluster, each with its PV). `charged MiB`, in the idle and memory scenarios, " +
+		"current RSS after the idle window (in s8-memory `claims` counts the claims in the cluster, each with its PV, and `seconds` is the time from the start " +
+		"until the provisioner led and was Ready), and in s12-idle that of the largest replica. `charged MiB`, in the idle and memory scenarios, " +
 		"is what the kernel charges for the processes' memory, summed, and where it comes from: `memory.current` (or, under cgroup v1, `memory.usage_in_bytes`) " +
 		"of a cgroup that holds the process alone, page cache and kernel memory included, as a container's limit counts it; else `pss`, the proportional set size " +
 		"of /proc/<pid>/smaps_rollup, in which a page mapped by several processes counts as a share of it and page cache no process maps counts nowhere. CPU is user+system seconds spent in the phase. `watches` are the apiserver's open WATCH " +
@@ -196,6 +224,9 @@ func Ratios(run *Run) []Ratio {
 	r.retune()
 	r.failover(run.LeaseTimeout)
 	r.memory()
+	r.memoryAgainstPeer()
+	r.scaleOut(run.SpreadTimeout, run.LongLease)
+	r.throughput()
 	return r.out
 }
 

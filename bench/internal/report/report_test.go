@@ -129,6 +129,11 @@ func TestRatios(t *testing.T) {
 		"s6-sigterm pending claims provisioned again after the signal (provfleet)":       {"-", "n/a"},
 		"s6-sigkill pending claims provisioned again after the signal (provfleet)":       {"16 s", "yes"},
 		"s8 idle RSS of one provfleet process next to 10000 claims and PVs":              {"38.5 MiB", "yes"},
+		"s8 RSS next to 10000 claims and PVs: provfleet / upstream":                      {"-", "n/a"},
+		"s8 time to Ready next to 10000 claims and PVs: provfleet / upstream":            {"-", "n/a"},
+		"s12 spread settled after a replica joined":                                      {"-", "n/a"},
+		"s12 spread settled after a replica was SIGKILLed":                               {"-", "n/a"},
+		"s13 claims/s on a limited API budget per replica: 0 replicas / 1":               {"-", "n/a"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ratios (-want +got):\n%s", diff)
@@ -196,6 +201,96 @@ func TestNFSSection(t *testing.T) {
 			_, table, _ := strings.Cut(s.Body, "\n\n")
 			if diff := cmp.Diff(tc.want, table); diff != "" {
 				t.Errorf("table (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRatiosScaleOut(t *testing.T) {
+	idle := func(scenario string, replicas int, rss, renewals, others float64, most, fewest int) Measurement {
+		m := measurement(scenario, SystemProvfleet, 2000, replicas, func(r *Result) { r.RSSMiB = rss })
+		m.Renewals, m.Others, m.MostLeads, m.FewestLeads = renewals, others, most, fewest
+		return m
+	}
+	type row struct{ Value, Verdict string }
+	tests := map[string]struct {
+		measurements []Measurement
+		want         map[string]row
+	}{
+		"one replica within its memory, only renewals": {
+			measurements: []Measurement{idle(S12Idle, 1, 180, 333, 0, 2000, 2000)},
+			want: map[string]row{
+				"s12 RSS of the one replica, 2000 provisioners, default Lease":                                                               {"180 MiB", "yes"},
+				"s12 idle requests/s per provisioner beyond Lease renewals (renewals 0.167/s), 2000 provisioners, 1 replicas, default Lease": {"0", "yes"},
+			},
+		},
+		"three replicas, one over its memory, spread too wide, other requests": {
+			measurements: []Measurement{idle(S12IdleLongLease, 3, 201, 66, 4, 700, 600)},
+			want: map[string]row{
+				"s12 RSS of the largest of 3 replicas, 2000 provisioners, Lease 60s/40s/5s":                                                     {"201 MiB", "**no**"},
+				"s12 idle requests/s per provisioner beyond Lease renewals (renewals 0.033/s), 2000 provisioners, 3 replicas, Lease 60s/40s/5s": {"0.002", "**no**"},
+				"s12 provisioners led by one replica, most / fewest, 2000 on 3 replicas, Lease 60s/40s/5s":                                      {"700 / 600", "**no**"},
+			},
+		},
+		"the spread settled in time after a join, not after a kill": {
+			measurements: []Measurement{
+				measurement(S12Join, SystemProvfleet, 2000, 3, func(r *Result) { r.Seconds = 9 }),
+				measurement(S12Kill, SystemProvfleet, 2000, 2, func(r *Result) { r.Seconds = 40 }),
+			},
+			want: map[string]row{
+				"s12 spread settled after a replica joined (2 → 3 replicas, 2000 provisioners)":        {"9 s", "yes"},
+				"s12 spread settled after a replica was SIGKILLed (3 → 2 replicas, 2000 provisioners)": {"40 s", "**no**"},
+			},
+		},
+		"a wait that gave up before the spread settled": {
+			measurements: []Measurement{func() Measurement {
+				m := measurement(S12Join, SystemProvfleet, 2000, 3, func(r *Result) { r.Seconds = 10 })
+				m.Unsettled = true
+				return m
+			}()},
+			want: map[string]row{"s12 spread settled after a replica joined (2 → 3 replicas, 2000 provisioners)": {"10 s", "**no**"}},
+		},
+		"throughput tripled": {
+			measurements: []Measurement{
+				measurement(S13Throughput, SystemProvfleet, 60, 1, func(r *Result) { r.Seconds = 90 }),
+				measurement(S13Throughput, SystemProvfleet, 60, 3, func(r *Result) { r.Seconds = 30 }),
+			},
+			want: map[string]row{"s13 claims/s on a limited API budget per replica: 3 replicas / 1": {"3", "yes"}},
+		},
+		"throughput with one replica only": {
+			measurements: []Measurement{measurement(S13Throughput, SystemProvfleet, 60, 1, func(r *Result) { r.Seconds = 90 })},
+			want:         map[string]row{"s13 claims/s on a limited API budget per replica: 0 replicas / 1": {"-", "n/a"}},
+		},
+		"s8 against the peer, at each count": {
+			measurements: []Measurement{
+				measurement(S8Memory, SystemProvfleet, 1, 1, func(r *Result) { r.Claims = 20000; r.RSSMiB = 60; r.Seconds = 3 }),
+				measurement(S8Memory, SystemUpstream, 1, 1, func(r *Result) { r.Claims = 20000; r.RSSMiB = 100; r.Seconds = 4 }),
+				measurement(S8Memory, SystemProvfleet, 1, 1, func(r *Result) { r.Claims = 10000; r.RSSMiB = 30; r.Seconds = 1 }),
+			},
+			want: map[string]row{
+				"s8 RSS next to 20000 claims and PVs: provfleet / upstream":           {"0.6", "**no**"},
+				"s8 time to Ready next to 20000 claims and PVs: provfleet / upstream": {"0.75", "**no**"},
+				"s8 RSS next to 10000 claims and PVs: provfleet / upstream":           {"-", "n/a"},
+				"s8 time to Ready next to 10000 claims and PVs: provfleet / upstream": {"-", "n/a"},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			run := &Run{SpreadTimeout: 17 * time.Second, LongLease: "60s/40s/5s", Measurements: tc.measurements}
+			got := map[string]row{}
+			for _, r := range Ratios(run) {
+				if strings.HasPrefix(r.What, "s12") || strings.HasPrefix(r.What, "s13") || strings.HasPrefix(r.What, "s8 RSS") || strings.HasPrefix(r.What, "s8 time") {
+					got[r.What] = row{r.Value, r.verdict()}
+				}
+			}
+			for what := range got {
+				if _, ok := tc.want[what]; !ok && got[what].Verdict == "n/a" {
+					delete(got, what)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ratios (-want +got):\n%s", diff)
 			}
 		})
 	}
