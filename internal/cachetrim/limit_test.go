@@ -141,7 +141,7 @@ func TestOnlyChangingInformer(t *testing.T) {
 			completeHolds(t, lw, inf, "ns/a")
 			// A watch lasts minWatch at least before a refresh ends it;
 			// without a watch list, the reflector's backoff spaces lists.
-			if refreshes, limit := src.initial.Load()+src.lists.Load()-before, int32(2+time.Since(start)/minWatch); refreshes > limit {
+			if refreshes, limit := int64(src.initial.Load()+src.lists.Load()-before), int64(2+time.Since(start)/minWatch); refreshes > limit {
 				t.Errorf("101 changes of the scope made %d refreshes, want at most %d", refreshes, limit)
 			}
 			if lists := src.lists.Load(); watchList && lists > 0 {

@@ -81,19 +81,19 @@ type Changing struct{ *only }
 
 // Refresh makes the informer take keep's answers of now, as OnlyChanging
 // says.
-func (c *Changing) Refresh() { c.only.refresh() }
+func (c *Changing) Refresh() { c.refresh() }
 
 // Feeds gives c the store of the informer it feeds, before the informer
 // starts: a refresh deletes what it holds of objects gone, and Complete
 // looks into it.
-func (c *Changing) Feeds(store cache.Store) { c.only.store = store }
+func (c *Changing) Feeds(store cache.Store) { c.store = store }
 
 // Complete reports whether the informer's store holds what keep accepted
 // when Refresh was last called: the refresh's watch brought its initial
 // events, and every object handed on since, and not deleted, is in the
 // store. Once it reported true for a refresh it does so at once until the
 // next.
-func (c *Changing) Complete() bool { return c.only.complete() }
+func (c *Changing) Complete() bool { return c.complete() }
 
 func newOnly(lw cache.ListerWatcher, keep func(runtime.Object) bool) *only {
 	return &only{
