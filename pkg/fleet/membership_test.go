@@ -19,6 +19,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,15 +139,7 @@ func TestMembershipSetSpreadMoves(t *testing.T) {
 }
 
 func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
+	return slices.Sorted(slices.Values(s))
 }
 
 // The membership Leases of replicas gone for long are deleted, by the first
