@@ -117,6 +117,27 @@ func servedBy(configs []*v1alpha1.ProvisionerConfig) *servedSet {
 	return set
 }
 
+// covers reports whether the current scope holds every name and base of
+// pc, so that setting it again would change nothing.
+func (s *cacheScope) covers(pc *v1alpha1.ProvisionerConfig) bool {
+	current := s.current.Load()
+	if current == nil {
+		return false
+	}
+	own := servedBy([]*v1alpha1.ProvisionerConfig{pc})
+	for name := range own.names {
+		if !current.names[name] {
+			return false
+		}
+	}
+	for b := range own.bases {
+		if !current.bases[b] {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *servedSet) equal(other *servedSet) bool {
 	return maps.Equal(s.names, other.names) && maps.Equal(s.finalizers, other.finalizers) && maps.Equal(s.bases, other.bases)
 }

@@ -144,7 +144,7 @@ func TestCacheScopeKeepsVolumes(t *testing.T) {
 	}
 }
 
-func TestCacheScopeRelistsWhenItChanges(t *testing.T) {
+func TestCacheScopeRefreshesWhenItChanges(t *testing.T) {
 	configs := servedConfigs()
 	withStatus := slices.Clone(configs)
 	withStatus[0] = configs[0].DeepCopy()
@@ -174,6 +174,36 @@ func TestCacheScopeRelistsWhenItChanges(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, refreshes); diff != "" {
 				t.Errorf("refreshes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCacheScopeCovers(t *testing.T) {
+	configs := servedConfigs()
+	moved := configs[1].DeepCopy()
+	moved.Spec.Backend.NFS.Server = "other.example"
+	renamed := configs[1].DeepCopy()
+	renamed.Spec.ProvisionerName = "x.io/renamed"
+	tests := map[string]struct {
+		scope []*v1alpha1.ProvisionerConfig
+		pc    *v1alpha1.ProvisionerConfig
+		want  bool
+	}{
+		"no scope yet":             {nil, configs[0], false},
+		"in the scope":             {configs, configs[1], true},
+		"not in the scope":         {configs[:1], configs[1], false},
+		"a base on another server": {configs, moved, false},
+		"another name":             {configs, renamed, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := &cacheScope{}
+			if tc.scope != nil {
+				s.Update(tc.scope)
+			}
+			if diff := cmp.Diff(tc.want, s.covers(tc.pc)); diff != "" {
+				t.Errorf("covers (-want +got):\n%s", diff)
 			}
 		})
 	}

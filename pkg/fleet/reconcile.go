@@ -309,10 +309,11 @@ func (m *Manager) leaseFree(key string) error {
 // provision controller with the backend of spec.
 func (m *Manager) startInstance(ctx context.Context, pc *v1alpha1.ProvisionerConfig, spec instanceSpec, cfg provisioning.Config, fingerprint string) (*instance, error) {
 	key := pc.Name
-	if spec.scope == nil {
+	if spec.scope == nil && m.cacheScope != nil && !m.cacheScope.covers(pc) {
 		// The caches hold pc's objects before its controller acts: a new
-		// ProvisionerConfig's come with the refresh this may start, which
-		// the controller waits for (SharedInformers.Complete).
+		// ProvisionerConfig's come with the refresh this starts, which the
+		// controller waits for (SharedInformers.Complete). Most starts find
+		// them covered already and list nothing.
 		m.updateCacheScope(ctx)
 	}
 	client, err := m.deps.tenants.clientFor(cfg.ProvisionerName)
